@@ -1,0 +1,309 @@
+#ifndef TG_OPS_TD
+#define TG_OPS_TD
+
+include "tg/IR/TgDialect.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/IR/EnumAttr.td"
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+def Tg_Float : AnyTypeOf<[F16, BF16, F32, F64]>;
+def Tg_Index : AnyTypeOf<[I32, I64]>;
+def Tg_FloatTensor : RankedTensorOf<[F16, BF16, F32, F64]>;
+def Tg_IndexTensor : RankedTensorOf<[I32, I64]>;
+def Tg_AnyTensor : RankedTensorOf<[F16, BF16, F32, F64, I32, I64]>;
+def Tg_Scalar : 0DTensorOf<[F16, BF16, F32, F64]>;
+
+class Tg_InferredOp<string mnemonic, list<Trait> traits = []>
+    : Tg_Op<mnemonic, !listconcat(traits,
+        [Pure, InferTypeOpAdaptor])>;
+
+//===----------------------------------------------------------------------===//
+// Constants, casts and views
+//===----------------------------------------------------------------------===//
+
+def Tg_ConstantOp : Tg_Op<"constant", [Pure, ConstantLike,
+    AllTypesMatch<["value", "result"]>]> {
+  let summary = "A constant tensor";
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Tg_AnyTensor:$result);
+  let assemblyFormat = "$value attr-dict";
+  let hasFolder = 1;
+}
+
+def Tg_CastOp : Tg_Op<"cast", [Pure, SameOperandsAndResultShape]> {
+  let summary = "Converts the element type (float <-> float, int -> float)";
+  let arguments = (ins Tg_AnyTensor:$input);
+  let results = (outs Tg_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def Tg_ReshapeOp : Tg_Op<"reshape", [Pure]> {
+  let summary = "Reinterprets a tensor with a new static shape (row-major)";
+  let arguments = (ins Tg_AnyTensor:$input);
+  let results = (outs Tg_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tg_TransposeOp : Tg_InferredOp<"transpose"> {
+  let summary = "Permutes dimensions: result dim i is input dim permutation[i]";
+  let arguments = (ins Tg_AnyTensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs Tg_AnyTensor:$result);
+  let assemblyFormat = "$input $permutation attr-dict `:` type($input) `->` type($result)";
+}
+
+def Tg_BroadcastOp : Tg_Op<"broadcast", [Pure]> {
+  let summary = "Broadcasts to the result shape (numpy rules, trailing alignment)";
+  let arguments = (ins Tg_AnyTensor:$input);
+  let results = (outs Tg_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tg_SliceOp : Tg_InferredOp<"slice"> {
+  let summary = "A static slice: `sizes` elements from `offsets` in each dim";
+  let arguments = (ins Tg_AnyTensor:$input, DenseI64ArrayAttr:$offsets,
+                       DenseI64ArrayAttr:$sizes);
+  let results = (outs Tg_AnyTensor:$result);
+  let assemblyFormat = "$input `[` $offsets `]` `[` $sizes `]` attr-dict `:` type($input) `->` type($result)";
+}
+
+def Tg_PadOp : Tg_InferredOp<"pad"> {
+  let summary = "Zero padding: `low` and `high` elements around each dim";
+  let arguments = (ins Tg_FloatTensor:$input, DenseI64ArrayAttr:$low,
+                       DenseI64ArrayAttr:$high);
+  let results = (outs Tg_FloatTensor:$result);
+  let assemblyFormat = "$input `low` $low `high` $high attr-dict `:` type($input) `->` type($result)";
+}
+
+def Tg_ConcatOp : Tg_InferredOp<"concat"> {
+  let summary = "Concatenates along `axis`";
+  let arguments = (ins Variadic<Tg_AnyTensor>:$inputs, I64Attr:$axis);
+  let results = (outs Tg_AnyTensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, $result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class Tg_BinaryOp<string mnemonic> : Tg_InferredOp<mnemonic> {
+  let summary = "Elementwise " # mnemonic # " with numpy broadcasting";
+  let arguments = (ins Tg_FloatTensor:$lhs, Tg_FloatTensor:$rhs);
+  let results = (outs Tg_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
+}
+
+def Tg_AddOp : Tg_BinaryOp<"add">;
+def Tg_SubOp : Tg_BinaryOp<"sub">;
+def Tg_MulOp : Tg_BinaryOp<"mul">;
+def Tg_DivOp : Tg_BinaryOp<"div">;
+def Tg_MaxOp : Tg_BinaryOp<"max">;
+def Tg_MinOp : Tg_BinaryOp<"min">;
+def Tg_PowOp : Tg_BinaryOp<"pow">;
+
+class Tg_UnaryOp<string mnemonic, string what> : Tg_Op<mnemonic,
+    [Pure, SameOperandsAndResultType]> {
+  let summary = "Elementwise " # what;
+  let arguments = (ins Tg_FloatTensor:$input);
+  let results = (outs Tg_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Tg_NegOp : Tg_UnaryOp<"neg", "negation">;
+def Tg_ExpOp : Tg_UnaryOp<"exp", "exponential">;
+def Tg_LogOp : Tg_UnaryOp<"log", "natural logarithm">;
+def Tg_TanhOp : Tg_UnaryOp<"tanh", "hyperbolic tangent">;
+def Tg_SqrtOp : Tg_UnaryOp<"sqrt", "square root">;
+def Tg_RsqrtOp : Tg_UnaryOp<"rsqrt", "reciprocal square root">;
+def Tg_CosOp : Tg_UnaryOp<"cos", "cosine">;
+def Tg_SinOp : Tg_UnaryOp<"sin", "sine">;
+def Tg_SiluOp : Tg_UnaryOp<"silu", "SiLU, x * sigmoid(x)">;
+
+def Tg_GeluApproximation : I32EnumAttr<"GeluApproximation",
+    "how GELU is evaluated", [
+      I32EnumAttrCase<"none", 0>,  // exact: 0.5 x (1 + erf(x / sqrt 2))
+      I32EnumAttrCase<"tanh", 1>,  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+    ]> {
+  let cppNamespace = "::mlir::tg";
+}
+
+def Tg_GeluOp : Tg_Op<"gelu", [Pure, SameOperandsAndResultType]> {
+  let summary = "GELU, exact (erf) or with the tanh approximation";
+  let arguments = (ins Tg_FloatTensor:$input, Tg_GeluApproximation:$approximate);
+  let results = (outs Tg_FloatTensor:$result);
+  let assemblyFormat = "$input $approximate attr-dict `:` type($input)";
+}
+
+def Tg_GeluGradOp : Tg_Op<"gelu_grad", [Pure, SameOperandsAndResultType]> {
+  let summary = "d/dx GELU(x) * result_grad";
+  let arguments = (ins Tg_FloatTensor:$input, Tg_FloatTensor:$result_grad,
+                       Tg_GeluApproximation:$approximate);
+  let results = (outs Tg_FloatTensor:$input_grad);
+  let assemblyFormat = "$input `,` $result_grad $approximate attr-dict `:` type($input)";
+}
+
+def Tg_SiluGradOp : Tg_Op<"silu_grad", [Pure, SameOperandsAndResultType]> {
+  let summary = "d/dx SiLU(x) * result_grad";
+  let arguments = (ins Tg_FloatTensor:$input, Tg_FloatTensor:$result_grad);
+  let results = (outs Tg_FloatTensor:$input_grad);
+  let assemblyFormat = "$input `,` $result_grad attr-dict `:` type($input)";
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+class Tg_ReduceOp<string mnemonic, string what> : Tg_InferredOp<mnemonic> {
+  let summary = what # " over `axes`; `keep_dims` keeps them with size 1";
+  let arguments = (ins Tg_FloatTensor:$input, DenseI64ArrayAttr:$axes,
+                       DefaultValuedAttr<BoolAttr, "false">:$keep_dims);
+  let results = (outs Tg_FloatTensor:$result);
+  let assemblyFormat = "$input $axes attr-dict `:` type($input) `->` type($result)";
+}
+
+def Tg_ReduceSumOp : Tg_ReduceOp<"reduce_sum", "Sum">;
+def Tg_ReduceMeanOp : Tg_ReduceOp<"reduce_mean", "Mean">;
+def Tg_ReduceMaxOp : Tg_ReduceOp<"reduce_max", "Maximum">;
+
+//===----------------------------------------------------------------------===//
+// Transformer ops
+//===----------------------------------------------------------------------===//
+
+def Tg_EmbeddingOp : Tg_InferredOp<"embedding"> {
+  let summary = "Gathers rows of `table` [V, D] at `indices` [...] -> [..., D]";
+  let arguments = (ins Tg_FloatTensor:$table, Tg_IndexTensor:$indices);
+  let results = (outs Tg_FloatTensor:$result);
+  let assemblyFormat = "$table `[` $indices `]` attr-dict `:` type($table) `,` type($indices) `->` type($result)";
+}
+
+def Tg_EmbeddingGradOp : Tg_Op<"embedding_grad", [Pure]> {
+  let summary = "Scatter-adds `result_grad` [..., D] rows into a zero [V, D] table";
+  let arguments = (ins Tg_IndexTensor:$indices, Tg_FloatTensor:$result_grad);
+  let results = (outs Tg_FloatTensor:$table_grad);
+  let assemblyFormat = "$indices `,` $result_grad attr-dict `:` type($indices) `,` type($result_grad) `->` type($table_grad)";
+  let hasVerifier = 1;
+}
+
+def Tg_MatmulOp : Tg_InferredOp<"matmul"> {
+  let summary = "Batched matrix product with optional transposes";
+  let description = [{
+    `lhs` is [batch..., M, K] ([batch..., K, M] with `transpose_lhs`); `rhs` is
+    [batch..., K, N] ([batch..., N, K] with `transpose_rhs`) or a rank-2 matrix
+    shared by every batch. The result is [batch..., M, N].
+  }];
+  let arguments = (ins Tg_FloatTensor:$lhs, Tg_FloatTensor:$rhs,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_lhs,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs);
+  let results = (outs Tg_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
+}
+
+def Tg_LayerNormOp : Tg_InferredOp<"layer_norm"> {
+  let summary = "Layer norm over the last dim, with weight and bias";
+  let arguments = (ins Tg_FloatTensor:$input, Tg_FloatTensor:$weight,
+                       Tg_FloatTensor:$bias, F64Attr:$epsilon);
+  let results = (outs Tg_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $weight `,` $bias attr-dict `:` type($input) `,` type($weight) `,` type($bias) `->` type($result)";
+}
+
+def Tg_LayerNormGradOp : Tg_InferredOp<"layer_norm_grad"> {
+  let summary = "Gradients of layer_norm for input, weight and bias";
+  let arguments = (ins Tg_FloatTensor:$input, Tg_FloatTensor:$weight,
+                       Tg_FloatTensor:$result_grad, F64Attr:$epsilon);
+  let results = (outs Tg_FloatTensor:$input_grad, Tg_FloatTensor:$weight_grad,
+                      Tg_FloatTensor:$bias_grad);
+  let assemblyFormat = "$input `,` $weight `,` $result_grad attr-dict `:` type($input) `,` type($weight) `,` type($result_grad) `->` type(results)";
+}
+
+def Tg_RmsNormOp : Tg_InferredOp<"rms_norm"> {
+  let summary = "RMS norm over the last dim, with weight";
+  let arguments = (ins Tg_FloatTensor:$input, Tg_FloatTensor:$weight, F64Attr:$epsilon);
+  let results = (outs Tg_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $weight attr-dict `:` type($input) `,` type($weight) `->` type($result)";
+}
+
+def Tg_RmsNormGradOp : Tg_InferredOp<"rms_norm_grad"> {
+  let summary = "Gradients of rms_norm for input and weight";
+  let arguments = (ins Tg_FloatTensor:$input, Tg_FloatTensor:$weight,
+                       Tg_FloatTensor:$result_grad, F64Attr:$epsilon);
+  let results = (outs Tg_FloatTensor:$input_grad, Tg_FloatTensor:$weight_grad);
+  let assemblyFormat = "$input `,` $weight `,` $result_grad attr-dict `:` type($input) `,` type($weight) `,` type($result_grad) `->` type(results)";
+}
+
+def Tg_SoftmaxOp : Tg_Op<"softmax", [Pure, SameOperandsAndResultType]> {
+  let summary = "Softmax over the last dim";
+  let arguments = (ins Tg_FloatTensor:$input);
+  let results = (outs Tg_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Tg_SoftmaxGradOp : Tg_Op<"softmax_grad", [Pure, SameOperandsAndResultType]> {
+  let summary = "Input gradient of softmax given its result and result gradient";
+  let arguments = (ins Tg_FloatTensor:$result, Tg_FloatTensor:$result_grad);
+  let results = (outs Tg_FloatTensor:$input_grad);
+  let assemblyFormat = "$result `,` $result_grad attr-dict `:` type($result)";
+}
+
+def Tg_AttentionOp : Tg_InferredOp<"attention"> {
+  let summary = "Scaled dot-product self-attention with grouped-query heads";
+  let description = [{
+    `query` is [B, Hq, T, D]; `key` and `value` are [B, Hkv, S, D] with Hq a
+    multiple of Hkv (query head h reads key/value head h / (Hq / Hkv)).
+    Computes softmax(scale * Q K^T + causal mask) V; `causal` masks key
+    positions after the query position.
+  }];
+  let arguments = (ins Tg_FloatTensor:$query, Tg_FloatTensor:$key,
+                       Tg_FloatTensor:$value, F64Attr:$scale,
+                       DefaultValuedAttr<BoolAttr, "true">:$causal);
+  let results = (outs Tg_FloatTensor:$result);
+  let assemblyFormat = "$query `,` $key `,` $value attr-dict `:` type($query) `,` type($key) `,` type($value) `->` type($result)";
+}
+
+def Tg_AttentionGradOp : Tg_InferredOp<"attention_grad"> {
+  let summary = "Gradients of attention for query, key and value";
+  let arguments = (ins Tg_FloatTensor:$query, Tg_FloatTensor:$key,
+                       Tg_FloatTensor:$value, Tg_FloatTensor:$result_grad,
+                       F64Attr:$scale, DefaultValuedAttr<BoolAttr, "true">:$causal);
+  let results = (outs Tg_FloatTensor:$query_grad, Tg_FloatTensor:$key_grad,
+                      Tg_FloatTensor:$value_grad);
+  let assemblyFormat = "$query `,` $key `,` $value `,` $result_grad attr-dict `:` type($query) `,` type($key) `,` type($value) `,` type($result_grad) `->` type(results)";
+}
+
+def Tg_RopeOp : Tg_Op<"rope", [Pure, SameOperandsAndResultType]> {
+  let summary = "Rotary position embedding, Hugging Face rotate_half convention";
+  let description = [{
+    `input` is [B, H, T, D] with D even; position t rotates pair (i, i + D/2)
+    by t * theta^(-2i/D). `inverse` rotates by the negated angle, which is the
+    transpose of the rotation and so the op's own vector-Jacobian product.
+  }];
+  let arguments = (ins Tg_FloatTensor:$input, F64Attr:$theta,
+                       UnitAttr:$inverse);
+  let results = (outs Tg_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Tg_CrossEntropyOp : Tg_InferredOp<"cross_entropy"> {
+  let summary = "Mean token cross-entropy of `logits` [..., V] against `targets` [...]";
+  let arguments = (ins Tg_FloatTensor:$logits, Tg_IndexTensor:$targets);
+  let results = (outs Tg_Scalar:$loss);
+  let assemblyFormat = "$logits `,` $targets attr-dict `:` type($logits) `,` type($targets) `->` type($loss)";
+}
+
+def Tg_CrossEntropyGradOp : Tg_Op<"cross_entropy_grad", [Pure,
+    AllTypesMatch<["logits", "logits_grad"]>]> {
+  let summary = "Gradient of cross_entropy for logits, scaled by `loss_grad`";
+  let arguments = (ins Tg_FloatTensor:$logits, Tg_IndexTensor:$targets,
+                       Tg_Scalar:$loss_grad);
+  let results = (outs Tg_FloatTensor:$logits_grad);
+  let assemblyFormat = "$logits `,` $targets `,` $loss_grad attr-dict `:` type($logits) `,` type($targets) `,` type($loss_grad)";
+  let hasVerifier = 1;
+}
+
+#endif // TG_OPS_TD

@@ -1,0 +1,519 @@
+// Verifiers and shape inference for the tg ops. Every diagnostic names the
+// operand at fault and the shape that was expected, so a user can fix the
+// frontend or the hand-written IR without reading this file.
+#include "tg/IR/TgOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallSet.h"
+
+using namespace mlir;
+using namespace mlir::tg;
+
+#include "tg/IR/TgOpsEnums.cpp.inc"
+
+namespace {
+/// Prints a shape as [a, b, c] for diagnostics.
+struct ShapeStr {
+  ArrayRef<int64_t> dims;
+};
+template <typename Stream>
+Stream &operator<<(Stream &os, ShapeStr s) {
+  os << "[";
+  llvm::interleaveComma(s.dims, os);
+  os << "]";
+  return os;
+}
+ShapeStr shapeOf(Value v) {
+  return {cast<RankedTensorType>(v.getType()).getShape()};
+}
+ArrayRef<int64_t> dimsOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+Type elementTypeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getElementType();
+}
+
+/// Emits "'tg.OP' op MESSAGE" at `loc` (when given) and returns failure.
+template <typename... Args>
+LogicalResult fail(std::optional<Location> loc, StringRef opName,
+                   Args &&...args) {
+  return emitOptionalError(loc, "'tg.", opName, "' op ",
+                           std::forward<Args>(args)...);
+}
+
+LogicalResult requireSameElementType(std::optional<Location> loc,
+                                     StringRef opName, StringRef lhsName,
+                                     Value lhs, StringRef rhsName, Value rhs) {
+  if (elementTypeOf(lhs) != elementTypeOf(rhs))
+    return fail(loc, opName, rhsName, " has element type ", elementTypeOf(rhs),
+                ", expected ", elementTypeOf(lhs), " like ", lhsName);
+  return success();
+}
+
+/// Requires `v` to be the rank-1 tensor [size] (a per-feature weight).
+LogicalResult requireVector(std::optional<Location> loc, StringRef opName,
+                            StringRef name, Value v, int64_t size) {
+  ArrayRef<int64_t> dims = dimsOf(v);
+  if (dims.size() != 1 || dims[0] != size)
+    return fail(loc, opName, name, " has shape ", ShapeStr{dims},
+                ", expected [", size, "] (the size of the input's last dim)");
+  return success();
+}
+
+/// Normalises `axis` against `rank`, accepting negative values.
+FailureOr<int64_t> normaliseAxis(std::optional<Location> loc, StringRef opName,
+                                 int64_t axis, int64_t rank) {
+  int64_t normalised = axis < 0 ? axis + rank : axis;
+  if (normalised < 0 || normalised >= rank) {
+    (void)fail(loc, opName, "axis ", axis, " is out of range for rank ", rank);
+    return failure();
+  }
+  return normalised;
+}
+} // namespace
+
+/// The numpy broadcast of two shapes (dims aligned at the end).
+static FailureOr<SmallVector<int64_t>>
+broadcastShapes(std::optional<Location> loc, StringRef opName,
+                ArrayRef<int64_t> lhs, ArrayRef<int64_t> rhs) {
+  size_t rank = std::max(lhs.size(), rhs.size());
+  SmallVector<int64_t> result(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t l = i < rank - lhs.size() ? 1 : lhs[i - (rank - lhs.size())];
+    int64_t r = i < rank - rhs.size() ? 1 : rhs[i - (rank - rhs.size())];
+    if (l != r && l != 1 && r != 1) {
+      (void)fail(loc, opName, "operand shapes ", ShapeStr{lhs}, " and ",
+                 ShapeStr{rhs}, " do not broadcast: dim ", i, " is ", l,
+                 " vs ", r, " (each dim must match or be 1)");
+      return failure();
+    }
+    result[i] = l == 1 ? r : l;
+  }
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Constants, casts and views
+//===----------------------------------------------------------------------===//
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+LogicalResult ReshapeOp::verify() {
+  auto in = getInput().getType(), out = getResult().getType();
+  if (in.getNumElements() != out.getNumElements())
+    return emitOpError() << "result shape " << ShapeStr{out.getShape()}
+                         << " has " << out.getNumElements()
+                         << " elements, expected " << in.getNumElements()
+                         << " like the input " << ShapeStr{in.getShape()};
+  if (in.getElementType() != out.getElementType())
+    return emitOpError() << "result element type " << out.getElementType()
+                         << " differs from the input's "
+                         << in.getElementType() << "; use tg.cast";
+  return success();
+}
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  ArrayRef<int64_t> dims = dimsOf(adaptor.getInput());
+  ArrayRef<int64_t> perm = adaptor.getPermutation();
+  SmallVector<int64_t> sorted(perm);
+  llvm::sort(sorted);
+  if (perm.size() != dims.size() ||
+      llvm::any_of(llvm::enumerate(sorted),
+                   [](auto it) { return it.value() != (int64_t)it.index(); }))
+    return fail(loc, "transpose", "permutation ", ShapeStr{perm},
+                " is not a permutation of the input's ", dims.size(), " dims");
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm)
+    shape.push_back(dims[p]);
+  types.push_back(
+      RankedTensorType::get(shape, elementTypeOf(adaptor.getInput())));
+  return success();
+}
+
+LogicalResult BroadcastOp::verify() {
+  ArrayRef<int64_t> in = getInput().getType().getShape();
+  ArrayRef<int64_t> out = getResult().getType().getShape();
+  auto broadcast = broadcastShapes(getLoc(), "broadcast", in, out);
+  if (failed(broadcast))
+    return failure();
+  if (ArrayRef<int64_t>(*broadcast) != out)
+    return emitOpError() << "input " << ShapeStr{in}
+                         << " does not broadcast to the result shape "
+                         << ShapeStr{out};
+  if (getInput().getType().getElementType() !=
+      getResult().getType().getElementType())
+    return emitOpError() << "result element type differs from the input's";
+  return success();
+}
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  ArrayRef<int64_t> dims = dimsOf(adaptor.getInput());
+  ArrayRef<int64_t> offsets = adaptor.getOffsets(), sizes = adaptor.getSizes();
+  if (offsets.size() != dims.size() || sizes.size() != dims.size())
+    return fail(loc, "slice", "offsets and sizes need one entry per input dim (",
+                dims.size(), "), got ", offsets.size(), " and ", sizes.size());
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (offsets[i] < 0 || sizes[i] < 0 || offsets[i] + sizes[i] > dims[i])
+      return fail(loc, "slice", "dim ", i, ": offset ", offsets[i], " + size ",
+                  sizes[i], " exceeds the input size ", dims[i]);
+  types.push_back(RankedTensorType::get(sizes, elementTypeOf(adaptor.getInput())));
+  return success();
+}
+
+LogicalResult PadOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &types) {
+  ArrayRef<int64_t> dims = dimsOf(adaptor.getInput());
+  ArrayRef<int64_t> low = adaptor.getLow(), high = adaptor.getHigh();
+  if (low.size() != dims.size() || high.size() != dims.size())
+    return fail(loc, "pad", "low and high need one entry per input dim (",
+                dims.size(), "), got ", low.size(), " and ", high.size());
+  SmallVector<int64_t> shape;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (low[i] < 0 || high[i] < 0)
+      return fail(loc, "pad", "dim ", i, ": padding must be non-negative");
+    shape.push_back(low[i] + dims[i] + high[i]);
+  }
+  types.push_back(RankedTensorType::get(shape, elementTypeOf(adaptor.getInput())));
+  return success();
+}
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  ValueRange inputs = adaptor.getInputs();
+  if (inputs.empty())
+    return fail(loc, "concat", "needs at least one input");
+  ArrayRef<int64_t> first = dimsOf(inputs[0]);
+  auto axis = normaliseAxis(loc, "concat", adaptor.getAxis(), first.size());
+  if (failed(axis))
+    return failure();
+  SmallVector<int64_t> shape(first);
+  for (auto [i, input] : llvm::enumerate(inputs.drop_front())) {
+    ArrayRef<int64_t> dims = dimsOf(input);
+    SmallVector<int64_t> expected(first);
+    expected[*axis] = dims.size() == first.size() ? dims[*axis] : 0;
+    if (dims != ArrayRef<int64_t>(expected))
+      return fail(loc, "concat", "input #", i + 1, " has shape ", ShapeStr{dims},
+                  ", expected ", ShapeStr{expected},
+                  " (all dims but the axis must match input #0)");
+    if (failed(requireSameElementType(loc, "concat", "input #0", inputs[0],
+                                      "input #" + std::to_string(i + 1), input)))
+      return failure();
+    shape[*axis] += dims[*axis];
+  }
+  types.push_back(RankedTensorType::get(shape, elementTypeOf(inputs[0])));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+static LogicalResult inferBinary(std::optional<Location> loc, StringRef opName,
+                                 Value lhs, Value rhs,
+                                 SmallVectorImpl<Type> &types) {
+  if (failed(requireSameElementType(loc, opName, "lhs", lhs, "rhs", rhs)))
+    return failure();
+  auto shape = broadcastShapes(loc, opName, dimsOf(lhs), dimsOf(rhs));
+  if (failed(shape))
+    return failure();
+  types.push_back(RankedTensorType::get(*shape, elementTypeOf(lhs)));
+  return success();
+}
+
+#define TG_BINARY_INFER(OpClass, name)                                         \
+  LogicalResult OpClass::inferReturnTypes(                                     \
+      MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
+      SmallVectorImpl<Type> &types) {                                          \
+    return inferBinary(loc, name, adaptor.getLhs(), adaptor.getRhs(), types);  \
+  }
+TG_BINARY_INFER(AddOp, "add")
+TG_BINARY_INFER(SubOp, "sub")
+TG_BINARY_INFER(MulOp, "mul")
+TG_BINARY_INFER(DivOp, "div")
+TG_BINARY_INFER(MaxOp, "max")
+TG_BINARY_INFER(MinOp, "min")
+TG_BINARY_INFER(PowOp, "pow")
+#undef TG_BINARY_INFER
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+static LogicalResult inferReduce(std::optional<Location> loc, StringRef opName,
+                                 Value input, ArrayRef<int64_t> axes,
+                                 bool keepDims, SmallVectorImpl<Type> &types) {
+  ArrayRef<int64_t> dims = dimsOf(input);
+  llvm::SmallSet<int64_t, 4> reduced;
+  for (int64_t axis : axes) {
+    auto normalised = normaliseAxis(loc, opName, axis, dims.size());
+    if (failed(normalised))
+      return failure();
+    if (!reduced.insert(*normalised).second)
+      return fail(loc, opName, "axis ", axis, " is listed twice");
+  }
+  SmallVector<int64_t> shape;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (!reduced.contains(i))
+      shape.push_back(dims[i]);
+    else if (keepDims)
+      shape.push_back(1);
+  }
+  types.push_back(RankedTensorType::get(shape, elementTypeOf(input)));
+  return success();
+}
+
+#define TG_REDUCE_INFER(OpClass, name)                                         \
+  LogicalResult OpClass::inferReturnTypes(                                     \
+      MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
+      SmallVectorImpl<Type> &types) {                                          \
+    return inferReduce(loc, name, adaptor.getInput(), adaptor.getAxes(),       \
+                       adaptor.getKeepDims(), types);                          \
+  }
+TG_REDUCE_INFER(ReduceSumOp, "reduce_sum")
+TG_REDUCE_INFER(ReduceMeanOp, "reduce_mean")
+TG_REDUCE_INFER(ReduceMaxOp, "reduce_max")
+#undef TG_REDUCE_INFER
+
+//===----------------------------------------------------------------------===//
+// Transformer ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  ArrayRef<int64_t> table = dimsOf(adaptor.getTable());
+  if (table.size() != 2)
+    return fail(loc, "embedding", "table has shape ", ShapeStr{table},
+                ", expected [vocab, dim]");
+  SmallVector<int64_t> shape(dimsOf(adaptor.getIndices()));
+  shape.push_back(table[1]);
+  types.push_back(RankedTensorType::get(shape, elementTypeOf(adaptor.getTable())));
+  return success();
+}
+
+LogicalResult EmbeddingGradOp::verify() {
+  ArrayRef<int64_t> table = getTableGrad().getType().getShape();
+  ArrayRef<int64_t> indices = getIndices().getType().getShape();
+  ArrayRef<int64_t> grad = getResultGrad().getType().getShape();
+  if (table.size() != 2)
+    return emitOpError() << "table_grad has shape " << ShapeStr{table}
+                         << ", expected [vocab, dim]";
+  SmallVector<int64_t> expected(indices);
+  expected.push_back(table[1]);
+  if (grad != ArrayRef<int64_t>(expected))
+    return emitOpError() << "result_grad has shape " << ShapeStr{grad}
+                         << ", expected " << ShapeStr{expected}
+                         << " (indices shape + [dim])";
+  return success();
+}
+
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  Value lhs = adaptor.getLhs(), rhs = adaptor.getRhs();
+  ArrayRef<int64_t> a = dimsOf(lhs), b = dimsOf(rhs);
+  if (a.size() < 2)
+    return fail(loc, "matmul", "lhs has shape ", ShapeStr{a},
+                ", expected rank >= 2 ([batch..., M, K])");
+  if (b.size() != 2 && b.size() != a.size())
+    return fail(loc, "matmul", "rhs has shape ", ShapeStr{b},
+                ", expected rank 2 or rank ", a.size(), " like lhs");
+  if (failed(requireSameElementType(loc, "matmul", "lhs", lhs, "rhs", rhs)))
+    return failure();
+  bool tl = adaptor.getTransposeLhs(), tr = adaptor.getTransposeRhs();
+  int64_t m = a[a.size() - (tl ? 1 : 2)], k = a[a.size() - (tl ? 2 : 1)];
+  int64_t kb = b[b.size() - (tr ? 1 : 2)], n = b[b.size() - (tr ? 2 : 1)];
+  ArrayRef<int64_t> batch = a.drop_back(2);
+  if (b.size() > 2 && b.drop_back(2) != batch)
+    return fail(loc, "matmul", "rhs has batch dims ", ShapeStr{b.drop_back(2)},
+                ", expected ", ShapeStr{batch}, " like lhs");
+  if (k != kb)
+    return fail(loc, "matmul", "rhs has shape ", ShapeStr{b},
+                ", expected contraction size K = ", k, " in dim ",
+                b.size() - (tr ? 1 : 2), " (lhs is ", ShapeStr{a},
+                tl ? ", transposed" : "", ")");
+  SmallVector<int64_t> shape(batch);
+  shape.push_back(m);
+  shape.push_back(n);
+  types.push_back(RankedTensorType::get(shape, elementTypeOf(lhs)));
+  return success();
+}
+
+/// Norm ops: `weight` (and `bias`) are vectors over the input's last dim.
+static LogicalResult verifyNormOperands(std::optional<Location> loc,
+                                        StringRef opName, Value input,
+                                        ArrayRef<std::pair<StringRef, Value>>
+                                            vectors) {
+  ArrayRef<int64_t> dims = dimsOf(input);
+  if (dims.empty())
+    return fail(loc, opName, "input must have rank >= 1");
+  for (auto [name, v] : vectors) {
+    if (failed(requireVector(loc, opName, name, v, dims.back())) ||
+        failed(requireSameElementType(loc, opName, "input", input, name, v)))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  if (failed(verifyNormOperands(loc, "layer_norm", adaptor.getInput(),
+                                {{"weight", adaptor.getWeight()},
+                                 {"bias", adaptor.getBias()}})))
+    return failure();
+  types.push_back(adaptor.getInput().getType());
+  return success();
+}
+
+LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *,
+                                                std::optional<Location> loc,
+                                                Adaptor adaptor,
+                                                SmallVectorImpl<Type> &types) {
+  if (failed(verifyNormOperands(loc, "layer_norm_grad", adaptor.getInput(),
+                                {{"weight", adaptor.getWeight()}})))
+    return failure();
+  if (adaptor.getResultGrad().getType() != adaptor.getInput().getType())
+    return fail(loc, "layer_norm_grad", "result_grad has type ",
+                adaptor.getResultGrad().getType(), ", expected ",
+                adaptor.getInput().getType(), " like input");
+  types.append({adaptor.getInput().getType(), adaptor.getWeight().getType(),
+                adaptor.getWeight().getType()});
+  return success();
+}
+
+LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  if (failed(verifyNormOperands(loc, "rms_norm", adaptor.getInput(),
+                                {{"weight", adaptor.getWeight()}})))
+    return failure();
+  types.push_back(adaptor.getInput().getType());
+  return success();
+}
+
+LogicalResult RmsNormGradOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &types) {
+  if (failed(verifyNormOperands(loc, "rms_norm_grad", adaptor.getInput(),
+                                {{"weight", adaptor.getWeight()}})))
+    return failure();
+  if (adaptor.getResultGrad().getType() != adaptor.getInput().getType())
+    return fail(loc, "rms_norm_grad", "result_grad has type ",
+                adaptor.getResultGrad().getType(), ", expected ",
+                adaptor.getInput().getType(), " like input");
+  types.append({adaptor.getInput().getType(), adaptor.getWeight().getType()});
+  return success();
+}
+
+/// Checks query [B, Hq, T, D] and key/value [B, Hkv, S, D] with Hq % Hkv == 0.
+static LogicalResult verifyAttentionOperands(std::optional<Location> loc,
+                                             StringRef opName, Value query,
+                                             Value key, Value value) {
+  ArrayRef<int64_t> q = dimsOf(query);
+  if (q.size() != 4)
+    return fail(loc, opName, "query has shape ", ShapeStr{q},
+                ", expected [batch, heads, seq, head_dim]");
+  for (auto [name, v] : {std::pair<StringRef, Value>{"key", key},
+                         std::pair<StringRef, Value>{"value", value}}) {
+    ArrayRef<int64_t> d = dimsOf(v);
+    if (d.size() != 4 || d[0] != q[0] || d[3] != q[3] || d[1] == 0 ||
+        q[1] % d[1] != 0 || d[2] != dimsOf(key)[2])
+      return fail(loc, opName, name, " has shape ", ShapeStr{d}, ", expected [",
+                  q[0], ", kv_heads, seq, ", q[3],
+                  "] with kv_heads dividing the ", q[1],
+                  " query heads and key and value of equal length");
+    if (failed(requireSameElementType(loc, opName, "query", query, name, v)))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttentionOperands(loc, "attention", adaptor.getQuery(),
+                                     adaptor.getKey(), adaptor.getValue())))
+    return failure();
+  types.push_back(adaptor.getQuery().getType());
+  return success();
+}
+
+LogicalResult AttentionGradOp::inferReturnTypes(MLIRContext *,
+                                                std::optional<Location> loc,
+                                                Adaptor adaptor,
+                                                SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttentionOperands(loc, "attention_grad", adaptor.getQuery(),
+                                     adaptor.getKey(), adaptor.getValue())))
+    return failure();
+  if (adaptor.getResultGrad().getType() != adaptor.getQuery().getType())
+    return fail(loc, "attention_grad", "result_grad has type ",
+                adaptor.getResultGrad().getType(), ", expected ",
+                adaptor.getQuery().getType(), " like query");
+  types.append({adaptor.getQuery().getType(), adaptor.getKey().getType(),
+                adaptor.getValue().getType()});
+  return success();
+}
+
+LogicalResult RopeOp::verify() {
+  ArrayRef<int64_t> dims = getInput().getType().getShape();
+  if (dims.size() != 4 || dims[3] % 2 != 0)
+    return emitOpError() << "input has shape " << ShapeStr{dims}
+                         << ", expected [batch, heads, seq, head_dim] with an "
+                            "even head_dim";
+  if (getTheta().convertToDouble() <= 0)
+    return emitOpError() << "theta must be positive";
+  return success();
+}
+
+/// Checks logits [..., V] against targets [...].
+static LogicalResult verifyCrossEntropyOperands(std::optional<Location> loc,
+                                                StringRef opName, Value logits,
+                                                Value targets) {
+  ArrayRef<int64_t> l = dimsOf(logits), t = dimsOf(targets);
+  if (l.size() < 2 || l.drop_back() != t)
+    return fail(loc, opName, "targets have shape ", ShapeStr{t},
+                ", expected ", ShapeStr{l.drop_back()},
+                " (the logits shape without the vocab dim)");
+  return success();
+}
+
+LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,
+                                               std::optional<Location> loc,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &types) {
+  if (failed(verifyCrossEntropyOperands(loc, "cross_entropy",
+                                        adaptor.getLogits(),
+                                        adaptor.getTargets())))
+    return failure();
+  types.push_back(RankedTensorType::get({}, elementTypeOf(adaptor.getLogits())));
+  return success();
+}
+
+LogicalResult CrossEntropyGradOp::verify() {
+  return verifyCrossEntropyOperands(getLoc(), "cross_entropy_grad",
+                                    getLogits(), getTargets());
+}
+
+#define GET_OP_CLASSES
+#include "tg/IR/TgOps.cpp.inc"
