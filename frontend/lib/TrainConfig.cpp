@@ -1,0 +1,97 @@
+#include "tg/Frontend/TrainConfig.h"
+#include "tg/Frontend/JsonFieldReader.h"
+
+using namespace llvm;
+using namespace mlir::tg::frontend;
+
+static void readOptimizer(JsonFieldReader fields, TrainConfig &config) {
+  fields.rejectUnknownKeys({"type", "lr", "betas", "eps", "weight_decay"});
+  std::string type = fields.optionalString("type", "adamw");
+  if (type != "adamw")
+    fields.fail("type", "'" + type + "' is not supported; use \"adamw\"");
+  config.lr = fields.requiredNumber("lr", 0, /*minExclusive=*/true);
+  config.eps = fields.optionalNumber("eps", config.eps, 0, /*minExclusive=*/true);
+  config.weightDecay =
+      fields.optionalNumber("weight_decay", config.weightDecay, 0, false);
+  if (const json::Value *betas = fields.raw("betas")) {
+    const json::Array *pair = betas->getAsArray();
+    std::optional<double> b1, b2;
+    if (pair && pair->size() == 2) {
+      b1 = (*pair)[0].getAsNumber();
+      b2 = (*pair)[1].getAsNumber();
+    }
+    if (!b1 || !b2 || *b1 < 0 || *b1 >= 1 || *b2 < 0 || *b2 >= 1)
+      fields.fail("betas", "expected [beta1, beta2] with 0 <= beta < 1");
+    else {
+      config.beta1 = *b1;
+      config.beta2 = *b2;
+    }
+  }
+}
+
+static void readSchedule(JsonFieldReader &top, TrainConfig &config) {
+  const json::Value *raw = top.raw("lr_schedule");
+  if (!raw)
+    return;
+  // "constant" is accepted as a bare string too.
+  if (std::optional<StringRef> name = raw->getAsString()) {
+    if (*name != "constant")
+      top.fail("lr_schedule", "a bare string must be \"constant\"; cosine "
+                              "needs {\"type\": \"cosine\", \"warmup_steps\", "
+                              "\"min_lr\", \"decay_steps\"}");
+    return;
+  }
+  JsonFieldReader fields = top.object("lr_schedule", /*required=*/true);
+  std::string type = fields.requiredString("type");
+  if (type == "constant") {
+    fields.rejectUnknownKeys({"type"});
+    return;
+  }
+  if (type != "cosine") {
+    fields.fail("type", "'" + type + "' is not supported; use \"constant\" "
+                                     "or \"cosine\"");
+    return;
+  }
+  fields.rejectUnknownKeys({"type", "warmup_steps", "min_lr", "decay_steps"});
+  config.schedule = LrScheduleKind::Cosine;
+  config.warmupSteps = fields.optionalInt("warmup_steps", 0, 0);
+  config.minLr = fields.optionalNumber("min_lr", 0, 0, false);
+  config.decaySteps = fields.requiredInt("decay_steps", 1);
+  if (config.minLr > config.lr)
+    fields.fail("min_lr", "is " + formatNumber(config.minLr) +
+                              ", must not exceed optimizer.lr (" +
+                              formatNumber(config.lr) + ")");
+}
+
+Expected<TrainConfig> mlir::tg::frontend::parseTrainConfig(StringRef path) {
+  Expected<json::Value> json = JsonFieldReader::parseFile(path);
+  if (!json)
+    return json.takeError();
+  JsonFieldReader fields(path.str(), json->getAsObject());
+  fields.rejectUnknownKeys({"batch_size", "seq_len", "seed", "precision",
+                            "optimizer", "grad_clip_norm", "lr_schedule",
+                            "micro_batches"});
+  TrainConfig config;
+  config.batchSize = fields.requiredInt("batch_size", 1);
+  config.seqLen = fields.requiredInt("seq_len", 1);
+  config.seed = fields.optionalInt("seed", 0, 0);
+  config.microBatches = fields.optionalInt("micro_batches", 1, 1);
+  std::string precision = fields.optionalString("precision", "fp32");
+  if (precision == "bf16")
+    config.precision = Precision::Bf16;
+  else if (precision != "fp32")
+    fields.fail("precision",
+                "'" + precision + "' is not supported; use \"fp32\" or \"bf16\"");
+  readOptimizer(fields.object("optimizer", /*required=*/true), config);
+  if (fields.has("grad_clip_norm"))
+    config.gradClipNorm =
+        fields.optionalNumber("grad_clip_norm", 0, 0, /*minExclusive=*/true);
+  readSchedule(fields, config);
+  if (config.batchSize % config.microBatches != 0)
+    fields.fail("micro_batches", "batch_size (" + Twine(config.batchSize) +
+                                     ") must be divisible by micro_batches (" +
+                                     Twine(config.microBatches) + ")");
+  if (Error error = fields.takeError())
+    return std::move(error);
+  return config;
+}
