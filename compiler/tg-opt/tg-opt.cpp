@@ -3,8 +3,10 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "tg/IR/TgDialect.h"
+#include "tg/Passes/Passes.h"
 
 int main(int argc, char **argv) {
+  mlir::tg::registerTgPasses();
   mlir::DialectRegistry registry;
   registry.insert<mlir::tg::TgDialect, mlir::func::FuncDialect>();
   return mlir::asMainReturnCode(

@@ -7,6 +7,7 @@
 #include "tg/IR/TgDialect.h"
 #include "tg/IR/TgOps.h"
 #include "tg/Passes/FlopCount.h"
+#include "tg/Passes/TrainStep.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -19,6 +20,8 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
+
+#include <map>
 
 using namespace mlir;
 using namespace mlir::tg::frontend;
@@ -92,9 +95,12 @@ static llvm::Error buildFromConfig(MLIRContext &ctx, Compilation &c) {
   Location loc = FileLineColLoc::get(&ctx, inputPath, 0, 0);
   c.module = ModuleOp::create(loc);
   Type element = c.train && c.train->precision == Precision::Bf16
-                     ? Type(Float32Type::get(&ctx))
+                     ? Type(BFloat16Type::get(&ctx))
                      : Type(Float32Type::get(&ctx));
-  buildForward(*c.module, *c.model, c.batch, c.seqLen, element, loc);
+  func::FuncOp forward =
+      buildForward(*c.module, *c.model, c.batch, c.seqLen, element, loc);
+  if (c.train && failed(tg::buildTrainStep(forward, *c.train)))
+    return llvm::createStringError("building the training step failed");
   return llvm::Error::success();
 }
 
@@ -123,6 +129,22 @@ static void printSummary(Compilation &c, llvm::raw_ostream &os) {
   }
 }
 
+/// Appends "// op counts: tg.add 12, ..." so a reader sees the graph's size.
+static void printOpCounts(ModuleOp module, llvm::raw_ostream &os) {
+  std::map<std::string, int64_t> counts;
+  module.walk([&](Operation *op) {
+    if (isa<tg::TgDialect>(op->getDialect()))
+      ++counts[op->getName().getStringRef().str()];
+  });
+  int64_t total = 0;
+  os << "\n// op counts:";
+  for (auto &[name, count] : counts) {
+    os << " " << name << " " << count << ";";
+    total += count;
+  }
+  os << " total " << total << "\n";
+}
+
 static int compile(MLIRContext &ctx) {
   Compilation c;
   if (llvm::StringRef(inputPath).ends_with(".mlir")) {
@@ -146,7 +168,7 @@ static int compile(MLIRContext &ctx) {
     printSummary(c, output->os());
   } else {
     c.module->print(output->os(), OpPrintingFlags().printNameLocAsPrefix());
-    output->os() << "\n";
+    printOpCounts(*c.module, output->os());
   }
   output->keep();
   return 0;

@@ -4,6 +4,8 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/StringExtras.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::tg;
 
@@ -21,7 +23,8 @@ static bool isValidInitRule(StringRef rule) {
   if (rule == "zeros" || rule == "ones")
     return true;
   double std = 0;
-  return rule.consume_front("normal:") && !rule.getAsDouble(std) && std > 0;
+  return rule.consume_front("normal:") && !rule.getAsDouble(std) &&
+         std::isfinite(std) && std > 0;
 }
 
 /// `tg.input` and `tg.output` must be non-empty strings.
@@ -30,7 +33,7 @@ static LogicalResult verifyName(Operation *op, StringRef what, unsigned index,
   auto name = dyn_cast<StringAttr>(attr.getValue());
   if (!name || name.getValue().empty())
     return op->emitOpError() << what << " #" << index << ": '"
-                             << attr.getName()
+                             << attr.getName().getValue()
                              << "' must be a non-empty string";
   return success();
 }
@@ -59,7 +62,7 @@ LogicalResult TgDialect::verifyRegionArgAttribute(Operation *op,
     return success();
   }
   return op->emitOpError() << "unknown tg argument attribute '"
-                           << attr.getName() << "'";
+                           << attr.getName().getValue() << "'";
 }
 
 LogicalResult TgDialect::verifyRegionResultAttribute(Operation *op,
@@ -68,6 +71,6 @@ LogicalResult TgDialect::verifyRegionResultAttribute(Operation *op,
                                                      NamedAttribute attr) {
   if (attr.getName() == kOutputAttr)
     return verifyName(op, "result", resultIndex, attr);
-  return op->emitOpError() << "unknown tg result attribute '" << attr.getName()
-                           << "'";
+  return op->emitOpError() << "unknown tg result attribute '"
+                           << attr.getName().getValue() << "'";
 }

@@ -10,6 +10,8 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::tg;
 
@@ -149,7 +151,10 @@ LogicalResult BroadcastOp::verify() {
                          << ShapeStr{out};
   if (getInput().getType().getElementType() !=
       getResult().getType().getElementType())
-    return emitOpError() << "result element type differs from the input's";
+    return emitOpError() << "result element type "
+                         << getResult().getType().getElementType()
+                         << " differs from the input's "
+                         << getInput().getType().getElementType();
   return success();
 }
 
@@ -162,10 +167,15 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
   if (offsets.size() != dims.size() || sizes.size() != dims.size())
     return fail(loc, "slice", "offsets and sizes need one entry per input dim (",
                 dims.size(), "), got ", offsets.size(), " and ", sizes.size());
-  for (size_t i = 0; i < dims.size(); ++i)
-    if (offsets[i] < 0 || sizes[i] < 0 || offsets[i] + sizes[i] > dims[i])
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (offsets[i] < 0 || sizes[i] < 0)
+      return fail(loc, "slice", "dim ", i, ": offset ", offsets[i],
+                  " and size ", sizes[i], " must be non-negative");
+    // offsets[i] + sizes[i] could overflow: compare against the difference.
+    if (sizes[i] > dims[i] || offsets[i] > dims[i] - sizes[i])
       return fail(loc, "slice", "dim ", i, ": offset ", offsets[i], " + size ",
                   sizes[i], " exceeds the input size ", dims[i]);
+  }
   types.push_back(RankedTensorType::get(sizes, elementTypeOf(adaptor.getInput())));
   return success();
 }
@@ -182,7 +192,8 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *,
   SmallVector<int64_t> shape;
   for (size_t i = 0; i < dims.size(); ++i) {
     if (low[i] < 0 || high[i] < 0)
-      return fail(loc, "pad", "dim ", i, ": padding must be non-negative");
+      return fail(loc, "pad", "dim ", i, ": low ", low[i], " and high ",
+                  high[i], " padding must be non-negative");
     shape.push_back(low[i] + dims[i] + high[i]);
   }
   types.push_back(RankedTensorType::get(shape, elementTypeOf(adaptor.getInput())));
@@ -315,6 +326,10 @@ LogicalResult EmbeddingGradOp::verify() {
                          << ", expected [vocab, dim]";
   SmallVector<int64_t> expected(indices);
   expected.push_back(table[1]);
+  if (failed(requireSameElementType(getLoc(), "embedding_grad", "table_grad",
+                                    getTableGrad(), "result_grad",
+                                    getResultGrad())))
+    return failure();
   if (grad != ArrayRef<int64_t>(expected))
     return emitOpError() << "result_grad has shape " << ShapeStr{grad}
                          << ", expected " << ShapeStr{expected}
@@ -481,8 +496,9 @@ LogicalResult RopeOp::verify() {
     return emitOpError() << "input has shape " << ShapeStr{dims}
                          << ", expected [batch, heads, seq, head_dim] with an "
                             "even head_dim";
-  if (getTheta().convertToDouble() <= 0)
-    return emitOpError() << "theta must be positive";
+  double theta = getTheta().convertToDouble();
+  if (!std::isfinite(theta) || theta <= 0)
+    return emitOpError() << "theta must be positive and finite, got " << theta;
   return success();
 }
 
@@ -491,7 +507,10 @@ static LogicalResult verifyCrossEntropyOperands(std::optional<Location> loc,
                                                 StringRef opName, Value logits,
                                                 Value targets) {
   ArrayRef<int64_t> l = dimsOf(logits), t = dimsOf(targets);
-  if (l.size() < 2 || l.drop_back() != t)
+  if (l.size() < 2)
+    return fail(loc, opName, "logits have shape ", ShapeStr{l},
+                ", expected rank >= 2 ([..., vocab])");
+  if (l.drop_back() != t)
     return fail(loc, opName, "targets have shape ", ShapeStr{t},
                 ", expected ", ShapeStr{l.drop_back()},
                 " (the logits shape without the vocab dim)");
@@ -511,8 +530,11 @@ LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,
 }
 
 LogicalResult CrossEntropyGradOp::verify() {
-  return verifyCrossEntropyOperands(getLoc(), "cross_entropy_grad",
-                                    getLogits(), getTargets());
+  if (failed(verifyCrossEntropyOperands(getLoc(), "cross_entropy_grad",
+                                        getLogits(), getTargets())))
+    return failure();
+  return requireSameElementType(getLoc(), "cross_entropy_grad", "logits",
+                                getLogits(), "loss_grad", getLossGrad());
 }
 
 #define GET_OP_CLASSES

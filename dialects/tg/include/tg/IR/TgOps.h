@@ -7,6 +7,7 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "tg/IR/TgDialect.h"
+#include "tg/IR/TgInterfaces.h"
 
 #include "tg/IR/TgOpsEnums.h.inc"
 

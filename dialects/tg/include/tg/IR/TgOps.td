@@ -2,6 +2,7 @@
 #define TG_OPS_TD
 
 include "tg/IR/TgDialect.td"
+include "tg/IR/TgInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/BuiltinAttributes.td"
@@ -18,6 +19,8 @@ def Tg_IndexTensor : RankedTensorOf<[I32, I64]>;
 def Tg_AnyTensor : RankedTensorOf<[F16, BF16, F32, F64, I32, I64]>;
 def Tg_Scalar : 0DTensorOf<[F16, BF16, F32, F64]>;
 
+def Differentiable : DeclareOpInterfaceMethods<Tg_DifferentiableOpInterface>;
+
 class Tg_InferredOp<string mnemonic, list<Trait> traits = []>
     : Tg_Op<mnemonic, !listconcat(traits,
         [Pure, InferTypeOpAdaptor])>;
@@ -26,7 +29,7 @@ class Tg_InferredOp<string mnemonic, list<Trait> traits = []>
 // Constants, casts and views
 //===----------------------------------------------------------------------===//
 
-def Tg_ConstantOp : Tg_Op<"constant", [Pure, ConstantLike,
+def Tg_ConstantOp : Tg_Op<"constant", [Pure, ConstantLike, Differentiable,
     AllTypesMatch<["value", "result"]>]> {
   let summary = "A constant tensor";
   let arguments = (ins ElementsAttr:$value);
@@ -35,14 +38,14 @@ def Tg_ConstantOp : Tg_Op<"constant", [Pure, ConstantLike,
   let hasFolder = 1;
 }
 
-def Tg_CastOp : Tg_Op<"cast", [Pure, SameOperandsAndResultShape]> {
+def Tg_CastOp : Tg_Op<"cast", [Pure, SameOperandsAndResultShape, Differentiable]> {
   let summary = "Converts the element type (float <-> float, int -> float)";
   let arguments = (ins Tg_AnyTensor:$input);
   let results = (outs Tg_AnyTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
-def Tg_ReshapeOp : Tg_Op<"reshape", [Pure]> {
+def Tg_ReshapeOp : Tg_Op<"reshape", [Pure, Differentiable]> {
   let summary = "Reinterprets a tensor with a new static shape (row-major)";
   let arguments = (ins Tg_AnyTensor:$input);
   let results = (outs Tg_AnyTensor:$result);
@@ -50,14 +53,14 @@ def Tg_ReshapeOp : Tg_Op<"reshape", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Tg_TransposeOp : Tg_InferredOp<"transpose"> {
+def Tg_TransposeOp : Tg_InferredOp<"transpose", [Differentiable]> {
   let summary = "Permutes dimensions: result dim i is input dim permutation[i]";
   let arguments = (ins Tg_AnyTensor:$input, DenseI64ArrayAttr:$permutation);
   let results = (outs Tg_AnyTensor:$result);
   let assemblyFormat = "$input $permutation attr-dict `:` type($input) `->` type($result)";
 }
 
-def Tg_BroadcastOp : Tg_Op<"broadcast", [Pure]> {
+def Tg_BroadcastOp : Tg_Op<"broadcast", [Pure, Differentiable]> {
   let summary = "Broadcasts to the result shape (numpy rules, trailing alignment)";
   let arguments = (ins Tg_AnyTensor:$input);
   let results = (outs Tg_AnyTensor:$result);
@@ -65,7 +68,7 @@ def Tg_BroadcastOp : Tg_Op<"broadcast", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Tg_SliceOp : Tg_InferredOp<"slice"> {
+def Tg_SliceOp : Tg_InferredOp<"slice", [Differentiable]> {
   let summary = "A static slice: `sizes` elements from `offsets` in each dim";
   let arguments = (ins Tg_AnyTensor:$input, DenseI64ArrayAttr:$offsets,
                        DenseI64ArrayAttr:$sizes);
@@ -73,7 +76,7 @@ def Tg_SliceOp : Tg_InferredOp<"slice"> {
   let assemblyFormat = "$input `[` $offsets `]` `[` $sizes `]` attr-dict `:` type($input) `->` type($result)";
 }
 
-def Tg_PadOp : Tg_InferredOp<"pad"> {
+def Tg_PadOp : Tg_InferredOp<"pad", [Differentiable]> {
   let summary = "Zero padding: `low` and `high` elements around each dim";
   let arguments = (ins Tg_FloatTensor:$input, DenseI64ArrayAttr:$low,
                        DenseI64ArrayAttr:$high);
@@ -81,7 +84,7 @@ def Tg_PadOp : Tg_InferredOp<"pad"> {
   let assemblyFormat = "$input `low` $low `high` $high attr-dict `:` type($input) `->` type($result)";
 }
 
-def Tg_ConcatOp : Tg_InferredOp<"concat"> {
+def Tg_ConcatOp : Tg_InferredOp<"concat", [Differentiable]> {
   let summary = "Concatenates along `axis`";
   let arguments = (ins Variadic<Tg_AnyTensor>:$inputs, I64Attr:$axis);
   let results = (outs Tg_AnyTensor:$result);
@@ -92,23 +95,25 @@ def Tg_ConcatOp : Tg_InferredOp<"concat"> {
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-class Tg_BinaryOp<string mnemonic> : Tg_InferredOp<mnemonic> {
+class Tg_BinaryOp<string mnemonic, list<Trait> traits = []> : Tg_InferredOp<mnemonic, traits> {
   let summary = "Elementwise " # mnemonic # " with numpy broadcasting";
   let arguments = (ins Tg_FloatTensor:$lhs, Tg_FloatTensor:$rhs);
   let results = (outs Tg_FloatTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
 }
 
-def Tg_AddOp : Tg_BinaryOp<"add">;
-def Tg_SubOp : Tg_BinaryOp<"sub">;
-def Tg_MulOp : Tg_BinaryOp<"mul">;
-def Tg_DivOp : Tg_BinaryOp<"div">;
+def Tg_AddOp : Tg_BinaryOp<"add", [Differentiable]>;
+def Tg_SubOp : Tg_BinaryOp<"sub", [Differentiable]>;
+def Tg_MulOp : Tg_BinaryOp<"mul", [Differentiable]>;
+def Tg_DivOp : Tg_BinaryOp<"div", [Differentiable]>;
+// max, min and reduce_max have no gradient yet (they need a comparison mask);
+// the optimizer uses them outside the differentiated region.
 def Tg_MaxOp : Tg_BinaryOp<"max">;
 def Tg_MinOp : Tg_BinaryOp<"min">;
-def Tg_PowOp : Tg_BinaryOp<"pow">;
+def Tg_PowOp : Tg_BinaryOp<"pow", [Differentiable]>;
 
 class Tg_UnaryOp<string mnemonic, string what> : Tg_Op<mnemonic,
-    [Pure, SameOperandsAndResultType]> {
+    [Pure, SameOperandsAndResultType, Differentiable]> {
   let summary = "Elementwise " # what;
   let arguments = (ins Tg_FloatTensor:$input);
   let results = (outs Tg_FloatTensor:$result);
@@ -133,7 +138,7 @@ def Tg_GeluApproximation : I32EnumAttr<"GeluApproximation",
   let cppNamespace = "::mlir::tg";
 }
 
-def Tg_GeluOp : Tg_Op<"gelu", [Pure, SameOperandsAndResultType]> {
+def Tg_GeluOp : Tg_Op<"gelu", [Pure, SameOperandsAndResultType, Differentiable]> {
   let summary = "GELU, exact (erf) or with the tanh approximation";
   let arguments = (ins Tg_FloatTensor:$input, Tg_GeluApproximation:$approximate);
   let results = (outs Tg_FloatTensor:$result);
@@ -159,7 +164,8 @@ def Tg_SiluGradOp : Tg_Op<"silu_grad", [Pure, SameOperandsAndResultType]> {
 // Reductions
 //===----------------------------------------------------------------------===//
 
-class Tg_ReduceOp<string mnemonic, string what> : Tg_InferredOp<mnemonic> {
+class Tg_ReduceOp<string mnemonic, string what, list<Trait> traits = []>
+    : Tg_InferredOp<mnemonic, traits> {
   let summary = what # " over `axes`; `keep_dims` keeps them with size 1";
   let arguments = (ins Tg_FloatTensor:$input, DenseI64ArrayAttr:$axes,
                        DefaultValuedAttr<BoolAttr, "false">:$keep_dims);
@@ -167,15 +173,15 @@ class Tg_ReduceOp<string mnemonic, string what> : Tg_InferredOp<mnemonic> {
   let assemblyFormat = "$input $axes attr-dict `:` type($input) `->` type($result)";
 }
 
-def Tg_ReduceSumOp : Tg_ReduceOp<"reduce_sum", "Sum">;
-def Tg_ReduceMeanOp : Tg_ReduceOp<"reduce_mean", "Mean">;
+def Tg_ReduceSumOp : Tg_ReduceOp<"reduce_sum", "Sum", [Differentiable]>;
+def Tg_ReduceMeanOp : Tg_ReduceOp<"reduce_mean", "Mean", [Differentiable]>;
 def Tg_ReduceMaxOp : Tg_ReduceOp<"reduce_max", "Maximum">;
 
 //===----------------------------------------------------------------------===//
 // Transformer ops
 //===----------------------------------------------------------------------===//
 
-def Tg_EmbeddingOp : Tg_InferredOp<"embedding"> {
+def Tg_EmbeddingOp : Tg_InferredOp<"embedding", [Differentiable]> {
   let summary = "Gathers rows of `table` [V, D] at `indices` [...] -> [..., D]";
   let arguments = (ins Tg_FloatTensor:$table, Tg_IndexTensor:$indices);
   let results = (outs Tg_FloatTensor:$result);
@@ -190,7 +196,7 @@ def Tg_EmbeddingGradOp : Tg_Op<"embedding_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Tg_MatmulOp : Tg_InferredOp<"matmul"> {
+def Tg_MatmulOp : Tg_InferredOp<"matmul", [Differentiable]> {
   let summary = "Batched matrix product with optional transposes";
   let description = [{
     `lhs` is [batch..., M, K] ([batch..., K, M] with `transpose_lhs`); `rhs` is
@@ -204,7 +210,7 @@ def Tg_MatmulOp : Tg_InferredOp<"matmul"> {
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
 }
 
-def Tg_LayerNormOp : Tg_InferredOp<"layer_norm"> {
+def Tg_LayerNormOp : Tg_InferredOp<"layer_norm", [Differentiable]> {
   let summary = "Layer norm over the last dim, with weight and bias";
   let arguments = (ins Tg_FloatTensor:$input, Tg_FloatTensor:$weight,
                        Tg_FloatTensor:$bias, F64Attr:$epsilon);
@@ -221,7 +227,7 @@ def Tg_LayerNormGradOp : Tg_InferredOp<"layer_norm_grad"> {
   let assemblyFormat = "$input `,` $weight `,` $result_grad attr-dict `:` type($input) `,` type($weight) `,` type($result_grad) `->` type(results)";
 }
 
-def Tg_RmsNormOp : Tg_InferredOp<"rms_norm"> {
+def Tg_RmsNormOp : Tg_InferredOp<"rms_norm", [Differentiable]> {
   let summary = "RMS norm over the last dim, with weight";
   let arguments = (ins Tg_FloatTensor:$input, Tg_FloatTensor:$weight, F64Attr:$epsilon);
   let results = (outs Tg_FloatTensor:$result);
@@ -236,7 +242,7 @@ def Tg_RmsNormGradOp : Tg_InferredOp<"rms_norm_grad"> {
   let assemblyFormat = "$input `,` $weight `,` $result_grad attr-dict `:` type($input) `,` type($weight) `,` type($result_grad) `->` type(results)";
 }
 
-def Tg_SoftmaxOp : Tg_Op<"softmax", [Pure, SameOperandsAndResultType]> {
+def Tg_SoftmaxOp : Tg_Op<"softmax", [Pure, SameOperandsAndResultType, Differentiable]> {
   let summary = "Softmax over the last dim";
   let arguments = (ins Tg_FloatTensor:$input);
   let results = (outs Tg_FloatTensor:$result);
@@ -250,7 +256,7 @@ def Tg_SoftmaxGradOp : Tg_Op<"softmax_grad", [Pure, SameOperandsAndResultType]> 
   let assemblyFormat = "$result `,` $result_grad attr-dict `:` type($result)";
 }
 
-def Tg_AttentionOp : Tg_InferredOp<"attention"> {
+def Tg_AttentionOp : Tg_InferredOp<"attention", [Differentiable]> {
   let summary = "Scaled dot-product self-attention with grouped-query heads";
   let description = [{
     `query` is [B, Hq, T, D]; `key` and `value` are [B, Hkv, S, D] with Hq a
@@ -275,7 +281,7 @@ def Tg_AttentionGradOp : Tg_InferredOp<"attention_grad"> {
   let assemblyFormat = "$query `,` $key `,` $value `,` $result_grad attr-dict `:` type($query) `,` type($key) `,` type($value) `,` type($result_grad) `->` type(results)";
 }
 
-def Tg_RopeOp : Tg_Op<"rope", [Pure, SameOperandsAndResultType]> {
+def Tg_RopeOp : Tg_Op<"rope", [Pure, SameOperandsAndResultType, Differentiable]> {
   let summary = "Rotary position embedding, Hugging Face rotate_half convention";
   let description = [{
     `input` is [B, H, T, D] with D even; position t rotates pair (i, i + D/2)
@@ -289,7 +295,7 @@ def Tg_RopeOp : Tg_Op<"rope", [Pure, SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
-def Tg_CrossEntropyOp : Tg_InferredOp<"cross_entropy"> {
+def Tg_CrossEntropyOp : Tg_InferredOp<"cross_entropy", [Differentiable]> {
   let summary = "Mean token cross-entropy of `logits` [..., V] against `targets` [...]";
   let arguments = (ins Tg_FloatTensor:$logits, Tg_IndexTensor:$targets);
   let results = (outs Tg_Scalar:$loss);

@@ -1,0 +1,127 @@
+// The generic reverse sweep: which ops to differentiate, in which order, and
+// how gradients of values used more than once are accumulated. Per-op math
+// lives with the ops (DifferentiableOpInterface in dialects/tg).
+#include "tg/Passes/Autodiff.h"
+#include "tg/IR/TgOps.h"
+
+#include "mlir/Analysis/SliceAnalysis.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
+
+using namespace mlir;
+using namespace mlir::tg;
+
+StringRef mlir::tg::valueName(Value v) {
+  Location loc = v.getDefiningOp() ? v.getDefiningOp()->getLoc()
+                                   : cast<BlockArgument>(v).getLoc();
+  if (auto named = dyn_cast<NameLoc>(loc))
+    return named.getName().getValue();
+  return "";
+}
+
+static Location gradLoc(Location base, StringRef name) {
+  if (name.empty())
+    return base;
+  return NameLoc::get(StringAttr::get(base.getContext(), "grad_" + name), base);
+}
+
+static Value zerosLike(OpBuilder &b, Location loc, Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  return ConstantOp::create(
+      b, loc, DenseElementsAttr::get(tensor, b.getFloatAttr(tensor.getElementType(), 0.0)));
+}
+
+namespace {
+/// Records the ops a VJP creates (so only those are renamed after it) and
+/// every op the sweep creates (so the unused ones can be erased at the end).
+struct CreatedOps : OpBuilder::Listener {
+  llvm::SmallPtrSet<Operation *, 16> ops;
+  SmallVector<Operation *> all;
+  void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
+    ops.insert(op);
+    all.push_back(op);
+  }
+};
+} // namespace
+
+FailureOr<SmallVector<Value>> mlir::tg::buildGradients(OpBuilder &b,
+                                                       Value loss,
+                                                       ValueRange wrt) {
+  Location lossLoc = loss.getLoc();
+  // Ops that depend on some `wrt` value and on which the loss depends.
+  llvm::SetVector<Operation *> forward;
+  for (Value v : wrt)
+    getForwardSlice(v, &forward);
+  llvm::SetVector<Operation *> backward;
+  BackwardSliceOptions options;
+  options.inclusive = true;
+  if (Operation *def = loss.getDefiningOp())
+    (void)getBackwardSlice(def, &backward, options);
+  SmallVector<Operation *> active;
+  for (Operation *op : backward)
+    if (forward.contains(op))
+      active.push_back(op);
+  llvm::sort(active, [](Operation *x, Operation *y) { return x->isBeforeInBlock(y); });
+
+  llvm::DenseMap<Value, Value> grads;
+  // Adds `g` into the gradient of `v` (values used more than once).
+  auto accumulate = [&](Value v, Value g) {
+    auto [it, inserted] = grads.try_emplace(v, g);
+    if (!inserted)
+      it->second = AddOp::create(b, gradLoc(lossLoc, valueName(v)), it->second, g);
+  };
+  Type lossType = loss.getType();
+  auto one = DenseElementsAttr::get(
+      cast<RankedTensorType>(lossType),
+      b.getFloatAttr(cast<RankedTensorType>(lossType).getElementType(), 1.0));
+  accumulate(loss, ConstantOp::create(b, gradLoc(lossLoc, valueName(loss)), one));
+
+  CreatedOps created;
+  OpBuilder::Listener *previous = b.getListener();
+  b.setListener(&created);
+  for (Operation *op : llvm::reverse(active)) {
+    if (llvm::none_of(op->getResults(), [&](Value r) { return grads.count(r); }))
+      continue;
+    auto differentiable = dyn_cast<DifferentiableOpInterface>(op);
+    if (!differentiable) {
+      b.setListener(previous);
+      return op->emitOpError()
+             << "is not differentiable, but the loss depends on it through a "
+                "parameter; replace it or give the op a "
+                "DifferentiableOpInterface implementation";
+    }
+    SmallVector<Value> resultGrads;
+    for (Value r : op->getResults())
+      resultGrads.push_back(grads.count(r) ? grads[r]
+                                           : zerosLike(b, op->getLoc(), r.getType()));
+    created.ops.clear();
+    Location loc = gradLoc(op->getLoc(), valueName(op->getResult(0)));
+    SmallVector<Value> operandGrads = differentiable.buildVjp(b, loc, resultGrads);
+    for (auto [operand, g] : llvm::zip(op->getOperands(), operandGrads)) {
+      if (!g)
+        continue;
+      // Name a fresh gradient after the operand it belongs to.
+      if (Operation *def = g.getDefiningOp();
+          def && created.ops.contains(def) && def->getNumResults() == 1)
+        def->setLoc(gradLoc(op->getLoc(), valueName(operand)));
+      accumulate(operand, g);
+    }
+  }
+  b.setListener(previous);
+
+  SmallVector<Value> result;
+  for (Value v : wrt)
+    result.push_back(grads.count(v) ? grads[v]
+                                    : zerosLike(b, gradLoc(lossLoc, valueName(v)),
+                                                v.getType()));
+  // VJPs build the gradients of every operand; drop those nothing needs
+  // (e.g. of data inputs), newest first so chains of dead ops go too.
+  llvm::SmallPtrSet<Operation *, 32> needed;
+  for (Value g : result)
+    needed.insert(g.getDefiningOp());
+  for (Operation *op : llvm::reverse(created.all))
+    if (op->use_empty() && !needed.contains(op))
+      op->erase();
+  return result;
+}

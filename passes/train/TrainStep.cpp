@@ -1,0 +1,309 @@
+#include "tg/Passes/TrainStep.h"
+#include "tg/Frontend/ModelBuilder.h"
+#include "tg/IR/TgOps.h"
+#include "tg/Passes/Autodiff.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::tg;
+using frontend::LrScheduleKind;
+using frontend::TrainConfig;
+
+namespace {
+/// Builds named f32 scalar arithmetic for the optimizer.
+class StepBuilder {
+public:
+  StepBuilder(OpBuilder &b, Location base) : b(b), base(base) {}
+
+  Location loc(const Twine &name) {
+    return NameLoc::get(StringAttr::get(base.getContext(), name), base);
+  }
+  Value constant(double value, const Twine &name = "") {
+    auto type = RankedTensorType::get({}, b.getF32Type());
+    auto attr = DenseElementsAttr::get(type, b.getF32FloatAttr(value));
+    return ConstantOp::create(b, name.isTriviallyEmpty() ? base : loc(name), attr);
+  }
+  template <typename OpT, typename... Args>
+  Value make(const Twine &name, Args &&...args) {
+    return OpT::create(b, loc(name), std::forward<Args>(args)...)->getResult(0);
+  }
+  /// The sum of all elements of `v` as a scalar.
+  Value sumAll(const Twine &name, Value v) {
+    int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
+    SmallVector<int64_t> axes;
+    for (int64_t i = 0; i < rank; ++i)
+      axes.push_back(i);
+    return make<ReduceSumOp>(name, v, axes, /*keep_dims=*/false);
+  }
+  Value castTo(const Twine &name, Value v, Type element) {
+    auto type = cast<RankedTensorType>(v.getType());
+    if (type.getElementType() == element)
+      return v;
+    return make<CastOp>(name, type.clone(element), v);
+  }
+
+  OpBuilder &b;
+  Location base;
+};
+
+struct Param {
+  StringAttr hfName;
+  DictionaryAttr attrs;
+  RankedTensorType type; // f32 master
+  std::string shortName;
+};
+} // namespace
+
+/// lr(s) for 0-based step s: linear warm-up to `lr`, then cosine to `minLr`
+/// over `decaySteps`. Written as min(warm-up ramp, cosine) so no select is
+/// needed: during warm-up the cosine is still at `lr`, after it the ramp is.
+static Value buildLearningRate(StepBuilder &s, const TrainConfig &c, Value step) {
+  if (c.schedule == LrScheduleKind::Constant)
+    return s.constant(c.lr, "lr");
+  Value one = s.constant(1.0);
+  Value ramp = s.constant(c.lr);
+  if (c.warmupSteps > 0) {
+    Value warm = s.make<DivOp>("lr_warmup_frac",
+                               s.make<AddOp>("lr_step1", step, one),
+                               s.constant(double(c.warmupSteps)));
+    ramp = s.make<MulOp>("lr_warmup", s.constant(c.lr),
+                         s.make<MinOp>("lr_warmup_clamped", warm, one));
+  }
+  Value progress = s.make<DivOp>(
+      "lr_progress", s.make<SubOp>("lr_decay_step", step,
+                                   s.constant(double(c.warmupSteps))),
+      s.constant(double(c.decaySteps)));
+  progress = s.make<MinOp>("lr_progress_clamped",
+                           s.make<MaxOp>("lr_progress_pos", progress, s.constant(0.0)),
+                           one);
+  Value cosine = s.make<CosOp>("lr_cos",
+                               s.make<MulOp>("lr_angle", progress, s.constant(M_PI)));
+  Value decayed = s.make<AddOp>(
+      "lr_cosine", s.constant(c.minLr),
+      s.make<MulOp>("lr_cosine_scaled", s.constant(0.5 * (c.lr - c.minLr)),
+                    s.make<AddOp>("lr_cos1", cosine, one)));
+  return s.make<MinOp>("lr", ramp, decayed);
+}
+
+LogicalResult mlir::tg::buildTrainStep(func::FuncOp forward,
+                                       const TrainConfig &c) {
+  MLIRContext *ctx = forward.getContext();
+  Location base = forward.getLoc();
+  OpBuilder b(ctx);
+  Type f32 = b.getF32Type();
+
+  // The forward's signature: tokens, targets, then parameters.
+  FunctionType fwdType = forward.getFunctionType();
+  int64_t tokensArg = -1, targetsArg = -1;
+  SmallVector<std::pair<unsigned, Param>> params;
+  for (unsigned i = 0; i < fwdType.getNumInputs(); ++i) {
+    if (auto input = forward.getArgAttrOfType<StringAttr>(i, kInputAttr)) {
+      if (input.getValue() == "tokens")
+        tokensArg = i;
+      else if (input.getValue() == "targets")
+        targetsArg = i;
+      continue;
+    }
+    auto name = forward.getArgAttrOfType<StringAttr>(i, kParamAttr);
+    if (!name)
+      return forward.emitOpError() << "argument #" << i
+                                   << " is neither a parameter nor an input";
+    auto type = cast<RankedTensorType>(fwdType.getInput(i));
+    params.push_back({i, Param{name, forward.getArgAttrDict(i), type.clone(f32),
+                               frontend::shortParamName(name.getValue())}});
+  }
+  if (tokensArg < 0 || targetsArg < 0 || forward.getNumResults() < 1 ||
+      forward.getResultTypes()[0] != RankedTensorType::get({}, f32))
+    return forward.emitOpError()
+           << "must take tg.input \"tokens\" and \"targets\" and return the "
+              "f32 scalar loss first";
+  auto microTokens = cast<RankedTensorType>(fwdType.getInput(tokensArg));
+  int64_t micro = microTokens.getShape()[0], seq = microTokens.getShape()[1];
+  if (micro * c.microBatches != c.batchSize || seq != c.seqLen)
+    return forward.emitOpError() << "tokens are " << micro << "x" << seq
+                                 << ", expected (batch_size / micro_batches) x "
+                                    "seq_len = "
+                                 << c.microBatchSize() << "x" << c.seqLen;
+  auto globalTokens = microTokens.clone({c.batchSize, seq});
+
+  // The signature of train_step.
+  SmallVector<Type> argTypes;
+  SmallVector<Location> argLocs;
+  SmallVector<Attribute> argAttrs, resultAttrs;
+  auto named = [&](StringRef key, const Twine &value) {
+    return b.getDictionaryAttr(b.getNamedAttr(key, b.getStringAttr(value)));
+  };
+  StepBuilder s(b, base);
+  for (auto &[_, p] : params) {
+    argTypes.push_back(p.type);
+    argLocs.push_back(s.loc(p.shortName));
+    argAttrs.push_back(p.attrs);
+  }
+  for (StringRef state : {"adam_m", "adam_v"})
+    for (auto &[_, p] : params) {
+      argTypes.push_back(p.type);
+      argLocs.push_back(s.loc(state + "_" + p.shortName));
+      argAttrs.push_back(named(kInputAttr, state + ":" + p.hfName.getValue()));
+    }
+  auto scalarI32 = RankedTensorType::get({}, b.getI32Type());
+  auto scalarF32 = RankedTensorType::get({}, f32);
+  argTypes.append({scalarI32, globalTokens, globalTokens});
+  argLocs.append({s.loc("step"), s.loc("tokens"), s.loc("targets")});
+  argAttrs.append({named(kInputAttr, "step"), named(kInputAttr, "tokens"),
+                   named(kInputAttr, "targets")});
+  SmallVector<Type> resultTypes;
+  for (StringRef kind : {"param", "adam_m", "adam_v"})
+    for (auto &[_, p] : params) {
+      resultTypes.push_back(p.type);
+      resultAttrs.push_back(named(kOutputAttr, kind + ":" + p.hfName.getValue()));
+    }
+  for (StringRef scalarName : {"loss", "grad_norm", "lr"}) {
+    resultTypes.push_back(scalarF32);
+    resultAttrs.push_back(named(kOutputAttr, scalarName));
+  }
+
+  b.setInsertionPoint(forward);
+  auto step = func::FuncOp::create(b, base, "train_step",
+                                   b.getFunctionType(argTypes, resultTypes));
+  step.setAllArgAttrs(argAttrs);
+  step.setAllResultAttrs(resultAttrs);
+  Block *entry = b.createBlock(&step.getBody(), {}, argTypes, argLocs);
+  size_t n = params.size();
+  auto paramArg = [&](size_t i) { return entry->getArgument(i); };
+  auto mArg = [&](size_t i) { return entry->getArgument(n + i); };
+  auto vArg = [&](size_t i) { return entry->getArgument(2 * n + i); };
+  Value stepArg = entry->getArgument(3 * n);
+  Value tokens = entry->getArgument(3 * n + 1);
+  Value targets = entry->getArgument(3 * n + 2);
+
+  // Parameters in the compute precision (bf16 copies of f32 masters).
+  SmallVector<Value> computeParams;
+  for (auto [i, entryParam] : llvm::enumerate(params)) {
+    Type element = cast<RankedTensorType>(fwdType.getInput(entryParam.first))
+                       .getElementType();
+    computeParams.push_back(
+        s.castTo(entryParam.second.shortName + "_compute", paramArg(i), element));
+  }
+
+  // Forward and backward per micro-batch; gradients summed in f32.
+  SmallVector<Value> grads(n);
+  Value lossSum;
+  Block &fwdBody = forward.getBody().front();
+  for (int64_t mb = 0; mb < c.microBatches; ++mb) {
+    IRMapping map;
+    auto slice = [&](const char *name, Value v) -> Value {
+      if (c.microBatches == 1)
+        return v;
+      return s.make<SliceOp>(Twine(name) + "_mb" + Twine(mb), v,
+                             ArrayRef<int64_t>{mb * micro, 0},
+                             ArrayRef<int64_t>{micro, seq});
+    };
+    map.map(fwdBody.getArgument(tokensArg), slice("tokens", tokens));
+    map.map(fwdBody.getArgument(targetsArg), slice("targets", targets));
+    SmallVector<Value> wrt;
+    for (auto [i, entryParam] : llvm::enumerate(params)) {
+      map.map(fwdBody.getArgument(entryParam.first), computeParams[i]);
+      wrt.push_back(computeParams[i]);
+    }
+    Value loss;
+    for (Operation &op : fwdBody) {
+      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+        loss = map.lookup(ret.getOperand(0));
+        break;
+      }
+      b.clone(op, map);
+    }
+    auto mbGrads = buildGradients(b, loss, wrt);
+    if (failed(mbGrads))
+      return failure();
+    for (size_t i = 0; i < n; ++i) {
+      Value g = s.castTo("grad_" + params[i].second.shortName + "_f32",
+                         (*mbGrads)[i], f32);
+      grads[i] = grads[i] ? s.make<AddOp>("grad_" + params[i].second.shortName,
+                                          grads[i], g)
+                          : g;
+    }
+    lossSum = lossSum ? s.make<AddOp>("loss_sum", lossSum, loss) : loss;
+  }
+  Value loss = lossSum;
+  if (c.microBatches > 1) {
+    Value inv = s.constant(1.0 / double(c.microBatches));
+    loss = s.make<MulOp>("loss", lossSum, inv);
+    for (size_t i = 0; i < n; ++i)
+      grads[i] = s.make<MulOp>("grad_" + params[i].second.shortName, grads[i], inv);
+  }
+
+  // Global gradient norm and clipping (torch.nn.utils.clip_grad_norm_).
+  Value sumSq;
+  for (size_t i = 0; i < n; ++i) {
+    Value sq = s.sumAll("grad_sq_" + params[i].second.shortName,
+                        s.make<MulOp>("grad_sq", grads[i], grads[i]));
+    sumSq = sumSq ? s.make<AddOp>("grad_sq_sum", sumSq, sq) : sq;
+  }
+  Value gradNorm = s.make<SqrtOp>("grad_norm", sumSq);
+  if (c.gradClipNorm) {
+    Value coef = s.make<DivOp>(
+        "clip_coef", s.constant(*c.gradClipNorm),
+        s.make<AddOp>("grad_norm_eps", gradNorm, s.constant(1e-6)));
+    coef = s.make<MinOp>("clip_coef_clamped", coef, s.constant(1.0));
+    for (size_t i = 0; i < n; ++i)
+      grads[i] = s.make<MulOp>("grad_clipped_" + params[i].second.shortName,
+                               grads[i], coef);
+  }
+
+  // AdamW (torch.optim.AdamW, single-tensor path).
+  Value stepF = s.make<CastOp>("step_f32", scalarF32, stepArg);
+  Value lr = buildLearningRate(s, c, stepF);
+  Value t = s.make<AddOp>("adam_t", stepF, s.constant(1.0));
+  Value one = s.constant(1.0);
+  Value bc1 = s.make<SubOp>("adam_bias_correction1", one,
+                            s.make<PowOp>("adam_beta1_t", s.constant(c.beta1), t));
+  Value bc2 = s.make<SubOp>("adam_bias_correction2", one,
+                            s.make<PowOp>("adam_beta2_t", s.constant(c.beta2), t));
+  Value stepSize = s.make<DivOp>("adam_step_size", lr, bc1);
+  Value bc2Sqrt = s.make<SqrtOp>("adam_bias_correction2_sqrt", bc2);
+  Value decay = s.make<SubOp>("adam_decay", one,
+                              s.make<MulOp>("adam_lr_wd", lr, s.constant(c.weightDecay)));
+  SmallVector<Value> newParams, newM, newV;
+  for (size_t i = 0; i < n; ++i) {
+    const std::string &name = params[i].second.shortName;
+    Value g = grads[i];
+    Value p = paramArg(i);
+    // Decoupled weight decay on matrices only (not on norms and biases).
+    if (params[i].second.type.getRank() >= 2 && c.weightDecay != 0)
+      p = s.make<MulOp>(name + "_decayed", p, decay);
+    Value m = s.make<AddOp>(
+        "adam_m_" + name + "_new",
+        s.make<MulOp>("adam_m_" + name + "_scaled", mArg(i), s.constant(c.beta1)),
+        s.make<MulOp>("adam_m_" + name + "_grad", g, s.constant(1.0 - c.beta1)));
+    Value v = s.make<AddOp>(
+        "adam_v_" + name + "_new",
+        s.make<MulOp>("adam_v_" + name + "_scaled", vArg(i), s.constant(c.beta2)),
+        s.make<MulOp>("adam_v_" + name + "_grad",
+                      s.make<MulOp>("grad_sq_" + name, g, g),
+                      s.constant(1.0 - c.beta2)));
+    Value denom = s.make<AddOp>(
+        "adam_denom_" + name,
+        s.make<DivOp>("adam_v_hat_" + name, s.make<SqrtOp>("adam_v_sqrt_" + name, v),
+                      bc2Sqrt),
+        s.constant(c.eps));
+    Value update = s.make<MulOp>(
+        "adam_update_" + name, s.make<DivOp>("adam_ratio_" + name, m, denom),
+        stepSize);
+    newParams.push_back(s.make<SubOp>(name + "_new", p, update));
+    newM.push_back(m);
+    newV.push_back(v);
+  }
+  SmallVector<Value> results(newParams);
+  results.append(newM);
+  results.append(newV);
+  results.append({loss, gradNorm, lr});
+  func::ReturnOp::create(b, base, results);
+  forward.erase();
+  return success();
+}

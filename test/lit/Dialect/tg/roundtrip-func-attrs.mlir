@@ -1,0 +1,42 @@
+// Round trip of the function argument and result attributes of the tg
+// dialect: tg.param (Hugging Face name), tg.init (initialisation rule),
+// tg.input (data input) and tg.output (result name).
+// RUN: tg-opt %s | tg-opt | FileCheck %s
+// RUN: tg-opt %s -mlir-print-op-generic | tg-opt | FileCheck %s
+
+// CHECK-LABEL: func.func @params
+// CHECK-SAME: %{{[^:]+}}: tensor<100x16xf32> {tg.init = "normal:0.02", tg.param = "model.embed_tokens.weight"}
+// CHECK-SAME: %{{[^:]+}}: tensor<16xf32> {tg.init = "ones", tg.param = "model.norm.weight"}
+// CHECK-SAME: %{{[^:]+}}: tensor<16xf32> {tg.init = "zeros", tg.param = "model.norm.bias"}
+// CHECK-SAME: %{{[^:]+}}: tensor<16x16xf32> {tg.init = "normal:1e-3", tg.param = "lm_head.weight"}
+// CHECK-SAME: %{{[^:]+}}: tensor<16xf32> {tg.param = "no.init.rule"}
+// CHECK-SAME: %{{[^:]+}}: tensor<2x8xi64> {tg.input = "tokens"}
+// CHECK-SAME: %{{[^:]+}}: tensor<2x8xi64> {tg.input = "targets"}
+// CHECK-SAME: %{{[^:]+}}: tensor<i64> {tg.input = "step"}
+// CHECK-SAME: %{{[^:]+}}: tensor<f32>)
+// CHECK-SAME: -> (tensor<f32> {tg.output = "loss"}, tensor<2x8x100xf32> {tg.output = "logits"}, tensor<f32>)
+func.func @params(%embed: tensor<100x16xf32> {tg.param = "model.embed_tokens.weight", tg.init = "normal:0.02"},
+                  %norm_w: tensor<16xf32> {tg.param = "model.norm.weight", tg.init = "ones"},
+                  %norm_b: tensor<16xf32> {tg.param = "model.norm.bias", tg.init = "zeros"},
+                  %head: tensor<16x16xf32> {tg.param = "lm_head.weight", tg.init = "normal:1e-3"},
+                  %extra: tensor<16xf32> {tg.param = "no.init.rule"},
+                  %tokens: tensor<2x8xi64> {tg.input = "tokens"},
+                  %targets: tensor<2x8xi64> {tg.input = "targets"},
+                  %step: tensor<i64> {tg.input = "step"},
+                  %plain: tensor<f32>)
+    -> (tensor<f32> {tg.output = "loss"}, tensor<2x8x100xf32> {tg.output = "logits"}, tensor<f32>) {
+  %x = tg.embedding %embed[%tokens] : tensor<100x16xf32>, tensor<2x8xi64> -> tensor<2x8x16xf32>
+  %n = tg.layer_norm %x, %norm_w, %norm_b {epsilon = 1.0e-5 : f64} : tensor<2x8x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<2x8x16xf32>
+  %h = tg.matmul %n, %head {transpose_rhs = true} : tensor<2x8x16xf32>, tensor<16x16xf32> -> tensor<2x8x16xf32>
+  %logits = tg.matmul %h, %embed {transpose_rhs = true} : tensor<2x8x16xf32>, tensor<100x16xf32> -> tensor<2x8x100xf32>
+  %loss = tg.cross_entropy %logits, %targets : tensor<2x8x100xf32>, tensor<2x8xi64> -> tensor<f32>
+  // CHECK: return
+  return %loss, %logits, %plain : tensor<f32>, tensor<2x8x100xf32>, tensor<f32>
+}
+
+// Attributes of other dialects and unprefixed names pass through untouched.
+// CHECK-LABEL: func.func @other_attrs
+// CHECK-SAME: (%{{[^:]+}}: tensor<4xf32> {other.attr = 1 : i64, tg.param = "w"}) -> (tensor<4xf32> {other.name = "y", tg.output = "y"})
+func.func @other_attrs(%w: tensor<4xf32> {tg.param = "w", other.attr = 1}) -> (tensor<4xf32> {tg.output = "y", other.name = "y"}) {
+  return %w : tensor<4xf32>
+}
