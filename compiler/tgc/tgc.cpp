@@ -45,6 +45,16 @@ static cl::opt<Emit> emit(
 static cl::opt<std::string> outputPath("o", cl::desc("Output file (default: stdout)"),
                                        cl::value_desc("OUT"), cl::init("-"),
                                        cl::sub(compileCommand));
+enum class DType { FromConfig, F32, Bf16, F64 };
+static cl::opt<DType> dtypeOpt(
+    "dtype", cl::desc("Element type of the graph (default: TRAIN.json's precision)"),
+    cl::init(DType::FromConfig),
+    cl::values(clEnumValN(DType::F32, "f32", "float32"),
+               clEnumValN(DType::Bf16, "bf16", "bfloat16 compute, f32 masters"),
+               clEnumValN(DType::F64, "f64",
+                          "float64 throughout, to check against a float64 "
+                          "reference")),
+    cl::sub(compileCommand));
 static cl::opt<int64_t> batchOpt("batch", cl::desc("Forward graph batch size without --train"),
                                  cl::init(1), cl::sub(compileCommand));
 static cl::opt<int64_t> seqOpt("seq", cl::desc("Forward graph sequence length without --train "
@@ -94,9 +104,13 @@ static llvm::Error buildFromConfig(MLIRContext &ctx, Compilation &c) {
   }
   Location loc = FileLineColLoc::get(&ctx, inputPath, 0, 0);
   c.module = ModuleOp::create(loc);
-  Type element = c.train && c.train->precision == Precision::Bf16
-                     ? Type(BFloat16Type::get(&ctx))
-                     : Type(Float32Type::get(&ctx));
+  DType dtype = dtypeOpt;
+  if (dtype == DType::FromConfig)
+    dtype = c.train && c.train->precision == Precision::Bf16 ? DType::Bf16
+                                                              : DType::F32;
+  Type element = dtype == DType::Bf16  ? Type(BFloat16Type::get(&ctx))
+                 : dtype == DType::F64 ? Type(Float64Type::get(&ctx))
+                                       : Type(Float32Type::get(&ctx));
   func::FuncOp forward =
       buildForward(*c.module, *c.model, c.batch, c.seqLen, element, loc);
   if (c.train && failed(tg::buildTrainStep(forward, *c.train)))
