@@ -50,7 +50,7 @@ Value GraphBuilder::mergeHeads(const Twine &name, Value x) {
 Value GraphBuilder::loss(Value logits, Value targets) {
   auto type = cast<RankedTensorType>(logits.getType());
   Type f32 = b.getF32Type();
-  if (type.getElementType() != f32)
+  if (type.getElementType().getIntOrFloatBitWidth() < 32)
     logits = create<tg::CastOp>("logits_f32", type.clone(f32), logits);
   return create<tg::CrossEntropyOp>("loss", logits, targets);
 }

@@ -35,7 +35,8 @@ public:
                          int64_t heads);
   /// [B, H, T, D] -> [B, T, H*D].
   mlir::Value mergeHeads(const llvm::Twine &name, mlir::Value x);
-  /// The mean cross-entropy of `logits` against `targets`, computed in f32.
+  /// The mean cross-entropy of `logits` against `targets`, computed in f32
+  /// (or f64 for f64 logits).
   mlir::Value loss(mlir::Value logits, mlir::Value targets);
 
   mlir::OpBuilder &builder() { return b; }

@@ -71,7 +71,8 @@ func::FuncOp mlir::tg::frontend::buildForward(ModuleOp module,
   }
   auto logitsType = RankedTensorType::get({batch, seqLen, config.vocabSize},
                                           elementType);
-  auto lossType = RankedTensorType::get({}, b.getF32Type());
+  Type lossElement = elementType.isF64() ? elementType : b.getF32Type();
+  auto lossType = RankedTensorType::get({}, lossElement);
   auto funcType = b.getFunctionType(argTypes, {lossType, logitsType});
 
   b.setInsertionPointToEnd(module.getBody());

@@ -18,14 +18,15 @@ namespace {
 /// Builds named f32 scalar arithmetic for the optimizer.
 class StepBuilder {
 public:
-  StepBuilder(OpBuilder &b, Location base) : b(b), base(base) {}
+  StepBuilder(OpBuilder &b, Location base, Type master)
+      : b(b), base(base), master(master) {}
 
   Location loc(const Twine &name) {
     return NameLoc::get(StringAttr::get(base.getContext(), name), base);
   }
   Value constant(double value, const Twine &name = "") {
-    auto type = RankedTensorType::get({}, b.getF32Type());
-    auto attr = DenseElementsAttr::get(type, b.getF32FloatAttr(value));
+    auto type = RankedTensorType::get({}, master);
+    auto attr = DenseElementsAttr::get(type, b.getFloatAttr(master, value));
     return ConstantOp::create(b, name.isTriviallyEmpty() ? base : loc(name), attr);
   }
   template <typename OpT, typename... Args>
@@ -49,12 +50,14 @@ public:
 
   OpBuilder &b;
   Location base;
+  /// The element type of parameters, optimizer state and scalars.
+  Type master;
 };
 
 struct Param {
   StringAttr hfName;
   DictionaryAttr attrs;
-  RankedTensorType type; // f32 master
+  RankedTensorType type; // in the master element type
   std::string shortName;
 };
 } // namespace
@@ -95,7 +98,6 @@ LogicalResult mlir::tg::buildTrainStep(func::FuncOp forward,
   MLIRContext *ctx = forward.getContext();
   Location base = forward.getLoc();
   OpBuilder b(ctx);
-  Type f32 = b.getF32Type();
 
   // The forward's signature: tokens, targets, then parameters.
   FunctionType fwdType = forward.getFunctionType();
@@ -114,14 +116,21 @@ LogicalResult mlir::tg::buildTrainStep(func::FuncOp forward,
       return forward.emitOpError() << "argument #" << i
                                    << " is neither a parameter nor an input";
     auto type = cast<RankedTensorType>(fwdType.getInput(i));
-    params.push_back({i, Param{name, forward.getArgAttrDict(i), type.clone(f32),
+    params.push_back({i, Param{name, forward.getArgAttrDict(i), type,
                                frontend::shortParamName(name.getValue())}});
   }
-  if (tokensArg < 0 || targetsArg < 0 || forward.getNumResults() < 1 ||
-      forward.getResultTypes()[0] != RankedTensorType::get({}, f32))
+  auto lossType = forward.getNumResults()
+                      ? dyn_cast<RankedTensorType>(forward.getResultTypes()[0])
+                      : RankedTensorType();
+  if (tokensArg < 0 || targetsArg < 0 || !lossType || lossType.getRank() != 0 ||
+      !(lossType.getElementType().isF32() || lossType.getElementType().isF64()))
     return forward.emitOpError()
            << "must take tg.input \"tokens\" and \"targets\" and return the "
-              "f32 scalar loss first";
+              "f32 or f64 scalar loss first";
+  // Masters, optimizer state and the loss share the loss's precision.
+  Type master = lossType.getElementType();
+  for (auto &entry : params)
+    entry.second.type = entry.second.type.clone(master);
   auto microTokens = cast<RankedTensorType>(fwdType.getInput(tokensArg));
   int64_t micro = microTokens.getShape()[0], seq = microTokens.getShape()[1];
   if (micro * c.microBatches != c.batchSize || seq != c.seqLen)
@@ -138,7 +147,7 @@ LogicalResult mlir::tg::buildTrainStep(func::FuncOp forward,
   auto named = [&](StringRef key, const Twine &value) {
     return b.getDictionaryAttr(b.getNamedAttr(key, b.getStringAttr(value)));
   };
-  StepBuilder s(b, base);
+  StepBuilder s(b, base, master);
   for (auto &[_, p] : params) {
     argTypes.push_back(p.type);
     argLocs.push_back(s.loc(p.shortName));
@@ -151,7 +160,7 @@ LogicalResult mlir::tg::buildTrainStep(func::FuncOp forward,
       argAttrs.push_back(named(kInputAttr, state + ":" + p.hfName.getValue()));
     }
   auto scalarI32 = RankedTensorType::get({}, b.getI32Type());
-  auto scalarF32 = RankedTensorType::get({}, f32);
+  auto scalarMaster = lossType;
   argTypes.append({scalarI32, globalTokens, globalTokens});
   argLocs.append({s.loc("step"), s.loc("tokens"), s.loc("targets")});
   argAttrs.append({named(kInputAttr, "step"), named(kInputAttr, "tokens"),
@@ -163,7 +172,7 @@ LogicalResult mlir::tg::buildTrainStep(func::FuncOp forward,
       resultAttrs.push_back(named(kOutputAttr, kind + ":" + p.hfName.getValue()));
     }
   for (StringRef scalarName : {"loss", "grad_norm", "lr"}) {
-    resultTypes.push_back(scalarF32);
+    resultTypes.push_back(scalarMaster);
     resultAttrs.push_back(named(kOutputAttr, scalarName));
   }
 
@@ -222,8 +231,8 @@ LogicalResult mlir::tg::buildTrainStep(func::FuncOp forward,
     if (failed(mbGrads))
       return failure();
     for (size_t i = 0; i < n; ++i) {
-      Value g = s.castTo("grad_" + params[i].second.shortName + "_f32",
-                         (*mbGrads)[i], f32);
+      Value g = s.castTo("grad_" + params[i].second.shortName + "_master",
+                         (*mbGrads)[i], master);
       grads[i] = grads[i] ? s.make<AddOp>("grad_" + params[i].second.shortName,
                                           grads[i], g)
                           : g;
@@ -257,7 +266,7 @@ LogicalResult mlir::tg::buildTrainStep(func::FuncOp forward,
   }
 
   // AdamW (torch.optim.AdamW, single-tensor path).
-  Value stepF = s.make<CastOp>("step_f32", scalarF32, stepArg);
+  Value stepF = s.make<CastOp>("step_f32", scalarMaster, stepArg);
   Value lr = buildLearningRate(s, c, stepF);
   Value t = s.make<AddOp>("adam_t", stepF, s.constant(1.0));
   Value one = s.constant(1.0);

@@ -27,7 +27,7 @@ std::vector<ParamSpec> parameterSpecs(const ModelConfig &config);
 
 /// Adds `func.func @forward(tokens, targets, params...) -> (loss, logits)` to
 /// `module` for a [batch, seqLen] token block. Parameters and activations use
-/// `elementType`; the loss is computed in f32. `location` seeds the ops'
+/// `elementType`; the loss is computed in f32 (f64 for an f64 graph). `location` seeds the ops'
 /// locations; every value is named after what it is.
 mlir::func::FuncOp buildForward(mlir::ModuleOp module,
                                 const ModelConfig &config, int64_t batch,

@@ -20,8 +20,9 @@ namespace mlir::tg {
 /// with the loss averaged over `config.microBatches` micro-batches of the
 /// global batch, global-norm clipping and AdamW as torch.optim.AdamW computes
 /// them, and the learning-rate schedule of `config`. Parameters, optimizer
-/// state, loss and reductions are f32; the forward and backward run in the
-/// forward's element type (bf16 under `precision: bf16`).
+/// state and the loss are in the loss's precision (f32, or f64 for an f64
+/// graph); the forward and backward run in the forward's element type (bf16
+/// under `precision: bf16`).
 LogicalResult buildTrainStep(func::FuncOp forward,
                              const frontend::TrainConfig &config);
 

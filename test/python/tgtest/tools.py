@@ -1,0 +1,44 @@
+"""Runs the TGC tools from the build tree and prepares their inputs."""
+import os
+import re
+import subprocess
+
+import torch
+
+BIN = os.environ.get("TGC_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "..", "build", "bin"))
+
+
+def run(tool, *args):
+    result = subprocess.run([os.path.join(BIN, tool), *map(str, args)],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"{tool} {' '.join(map(str, args))} failed:\n{result.stderr}")
+    return result.stdout
+
+
+_PARAM = re.compile(r"tensor<([0-9x]*?)x?f64> \{[^}]*tg\.param = \"([^\"]+)\"")
+
+
+def param_specs(mlir_text):
+    """[(hf name, shape)] of the tg.param arguments of an f64 graph, in order."""
+    specs, seen = [], set()
+    for dims, name in _PARAM.findall(mlir_text):
+        if name not in seen:
+            seen.add(name)
+            specs.append((name, [int(d) for d in dims.split("x") if d]))
+    return specs
+
+
+def random_params(specs, generator):
+    """Random float64 weights, larger than the real init so that every path
+    of the model matters numerically; norm gains stay near 1."""
+    params = {}
+    for name, shape in specs:
+        noise = torch.randn(shape, generator=generator, dtype=torch.float64)
+        params[name] = 1.0 + 0.1 * noise if len(shape) == 1 and "norm" in name or \
+            re.search(r"ln_\w+\.weight$", name) else 0.2 * noise
+    return params
+
+
+def rel_err(a, b):
+    return (torch.linalg.norm((a - b).flatten()) / max(torch.linalg.norm(b.flatten()), 1e-300)).item()
