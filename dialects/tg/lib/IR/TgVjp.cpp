@@ -110,7 +110,10 @@ SmallVector<Value> PadOp::buildVjp(OpBuilder &b, Location loc,
 SmallVector<Value> ConcatOp::buildVjp(OpBuilder &b, Location loc,
                                       ValueRange grads) {
   int64_t rank = getResult().getType().getRank();
-  int64_t axis = getAxis() < 0 ? getAxis() + rank : getAxis();
+  // I64Attr getters return uint64_t: read the axis back as signed.
+  int64_t axis = static_cast<int64_t>(getAxis());
+  if (axis < 0)
+    axis += rank;
   SmallVector<Value> result;
   SmallVector<int64_t> offsets(rank, 0);
   for (Value input : getInputs()) {
