@@ -386,6 +386,17 @@ static LogicalResult verifyNormOperands(std::optional<Location> loc,
   return success();
 }
 
+/// Requires a grad op's `result_grad` to have the type of the forward value
+/// `like` (named `likeName`) it is the gradient of.
+static LogicalResult requireGradLike(std::optional<Location> loc,
+                                     StringRef opName, Value resultGrad,
+                                     StringRef likeName, Value like) {
+  if (resultGrad.getType() != like.getType())
+    return fail(loc, opName, "result_grad has type ", resultGrad.getType(),
+                ", expected ", like.getType(), " like ", likeName);
+  return success();
+}
+
 LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
@@ -405,10 +416,9 @@ LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *,
   if (failed(verifyNormOperands(loc, "layer_norm_grad", adaptor.getInput(),
                                 {{"weight", adaptor.getWeight()}})))
     return failure();
-  if (adaptor.getResultGrad().getType() != adaptor.getInput().getType())
-    return fail(loc, "layer_norm_grad", "result_grad has type ",
-                adaptor.getResultGrad().getType(), ", expected ",
-                adaptor.getInput().getType(), " like input");
+  if (failed(requireGradLike(loc, "layer_norm_grad", adaptor.getResultGrad(),
+                             "input", adaptor.getInput())))
+    return failure();
   types.append({adaptor.getInput().getType(), adaptor.getWeight().getType(),
                 adaptor.getWeight().getType()});
   return success();
@@ -432,10 +442,9 @@ LogicalResult RmsNormGradOp::inferReturnTypes(MLIRContext *,
   if (failed(verifyNormOperands(loc, "rms_norm_grad", adaptor.getInput(),
                                 {{"weight", adaptor.getWeight()}})))
     return failure();
-  if (adaptor.getResultGrad().getType() != adaptor.getInput().getType())
-    return fail(loc, "rms_norm_grad", "result_grad has type ",
-                adaptor.getResultGrad().getType(), ", expected ",
-                adaptor.getInput().getType(), " like input");
+  if (failed(requireGradLike(loc, "rms_norm_grad", adaptor.getResultGrad(),
+                             "input", adaptor.getInput())))
+    return failure();
   types.append({adaptor.getInput().getType(), adaptor.getWeight().getType()});
   return success();
 }
@@ -481,10 +490,9 @@ LogicalResult AttentionGradOp::inferReturnTypes(MLIRContext *,
   if (failed(verifyAttentionOperands(loc, "attention_grad", adaptor.getQuery(),
                                      adaptor.getKey(), adaptor.getValue())))
     return failure();
-  if (adaptor.getResultGrad().getType() != adaptor.getQuery().getType())
-    return fail(loc, "attention_grad", "result_grad has type ",
-                adaptor.getResultGrad().getType(), ", expected ",
-                adaptor.getQuery().getType(), " like query");
+  if (failed(requireGradLike(loc, "attention_grad", adaptor.getResultGrad(),
+                             "query", adaptor.getQuery())))
+    return failure();
   types.append({adaptor.getQuery().getType(), adaptor.getKey().getType(),
                 adaptor.getValue().getType()});
   return success();
