@@ -1,6 +1,7 @@
 #include "tg/Passes/Passes.h"
 #include "tg/IR/TgOps.h"
 #include "tg/Passes/Autodiff.h"
+#include "tg/Passes/Decompose.h"
 #include "tg/Passes/TrainStep.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -92,9 +93,26 @@ struct BuildTrainStepPass
       return signalPassFailure();
   }
 };
+
+struct DecomposeAttentionPass
+    : PassWrapper<DecomposeAttentionPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(DecomposeAttentionPass)
+  StringRef getArgument() const final { return "tg-decompose-attention"; }
+  StringRef getDescription() const final {
+    return "Rewrite tg.attention and tg.attention_grad into matmul, softmax "
+           "and elementwise tg ops";
+  }
+
+  void runOnOperation() override {
+    for (auto func : getOperation().getOps<func::FuncOp>())
+      if (failed(decomposeAttention(func)))
+        return signalPassFailure();
+  }
+};
 } // namespace
 
 void mlir::tg::registerTgPasses() {
   PassRegistration<AutodiffPass>();
   PassRegistration<BuildTrainStepPass>();
+  PassRegistration<DecomposeAttentionPass>();
 }

@@ -1,13 +1,17 @@
 // tgc: the TGC compiler driver.
 //
-//   tgc compile MODEL.json|MODEL.mlir [--train TRAIN.json] [--emit=tg|summary]
-//                                     [-o OUT] [--batch N] [--seq T]
+//   tgc compile MODEL.json|MODEL.mlir [--train TRAIN.json] [--target cpu]
+//       [--emit=tg|summary|tgx|exe] [--stats] [-o OUT] [--batch N] [--seq T]
+#include "tg/Artifact/ArtifactWriter.h"
 #include "tg/Frontend/ModelBuilder.h"
 #include "tg/Frontend/TrainConfig.h"
 #include "tg/IR/TgDialect.h"
 #include "tg/IR/TgOps.h"
+#include "tg/Passes/Decompose.h"
 #include "tg/Passes/FlopCount.h"
+#include "tg/Passes/Program.h"
 #include "tg/Passes/TrainStep.h"
+#include "tg/Targets/CpuTarget.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -15,6 +19,12 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/Timer.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
@@ -29,22 +39,34 @@ namespace cl = llvm::cl;
 
 static cl::SubCommand compileCommand("compile",
                                      "Compile a model description");
+static cl::OptionCategory tgcCategory("tgc compile options");
 static cl::opt<std::string> inputPath(cl::Positional, cl::Required,
                                       cl::desc("<MODEL.json | MODEL.mlir>"),
-                                      cl::sub(compileCommand));
+                                      cl::sub(compileCommand), cl::cat(tgcCategory));
 static cl::opt<std::string> trainPath("train", cl::desc("TRAIN.json: build the training step"),
                                       cl::value_desc("TRAIN.json"),
-                                      cl::sub(compileCommand));
-enum class Emit { Tg, Summary };
+                                      cl::sub(compileCommand), cl::cat(tgcCategory));
+enum class Emit { Auto, Tg, Summary, Kernels, Tgx, Exe };
 static cl::opt<Emit> emit(
-    "emit", cl::desc("What to write"), cl::init(Emit::Tg),
+    "emit",
+    cl::desc("What to write (default: a .tgx artifact when -o ends in .tgx, "
+             "else the tg graph)"),
+    cl::init(Emit::Auto),
     cl::values(clEnumValN(Emit::Tg, "tg", "the graph in the tg dialect"),
                clEnumValN(Emit::Summary, "summary",
-                          "parameters and FLOPs per token")),
-    cl::sub(compileCommand));
+                          "parameters and FLOPs per token"),
+               clEnumValN(Emit::Kernels, "kernels",
+                          "the outlined kernels on memrefs, before LLVM (needs "
+                          "--train)"),
+               clEnumValN(Emit::Tgx, "tgx",
+                          "the compiled training step, for tgrun (needs --train)"),
+               clEnumValN(Emit::Exe, "exe",
+                          "a standalone executable: tgrun with the artifact "
+                          "embedded, taking tgrun's flags (needs --train)")),
+    cl::sub(compileCommand), cl::cat(tgcCategory));
 static cl::opt<std::string> outputPath("o", cl::desc("Output file (default: stdout)"),
                                        cl::value_desc("OUT"), cl::init("-"),
-                                       cl::sub(compileCommand));
+                                       cl::sub(compileCommand), cl::cat(tgcCategory));
 enum class DType { FromConfig, F32, Bf16, F64 };
 static cl::opt<DType> dtypeOpt(
     "dtype", cl::desc("Element type of the graph (default: TRAIN.json's precision)"),
@@ -54,12 +76,30 @@ static cl::opt<DType> dtypeOpt(
                clEnumValN(DType::F64, "f64",
                           "float64 throughout, to check against a float64 "
                           "reference")),
-    cl::sub(compileCommand));
+    cl::sub(compileCommand), cl::cat(tgcCategory));
+enum class Target { Cpu };
+static cl::opt<Target> targetOpt(
+    "target", cl::desc("Where the compiled step runs"), cl::init(Target::Cpu),
+    cl::values(clEnumValN(Target::Cpu, "cpu", "this machine's CPU")),
+    cl::sub(compileCommand), cl::cat(tgcCategory));
+static cl::opt<bool> statsOpt(
+    "stats",
+    cl::desc("Print one JSON object with the memory plan, kernel and library "
+             "call counts and FLOPs per step (needs --train); without -o "
+             "nothing else is written"),
+    cl::sub(compileCommand), cl::cat(tgcCategory));
+static cl::opt<tg::GemmLowering> gemmOpt(
+    "gemm", cl::desc("How matrix products run"), cl::init(tg::GemmLowering::Library),
+    cl::values(clEnumValN(tg::GemmLowering::Library, "blas",
+                          "calls to the target's BLAS (OpenBLAS on the CPU)"),
+               clEnumValN(tg::GemmLowering::Generated, "generated",
+                          "loop kernels generated like every other op")),
+    cl::sub(compileCommand), cl::cat(tgcCategory));
 static cl::opt<int64_t> batchOpt("batch", cl::desc("Forward graph batch size without --train"),
-                                 cl::init(1), cl::sub(compileCommand));
+                                 cl::init(1), cl::sub(compileCommand), cl::cat(tgcCategory));
 static cl::opt<int64_t> seqOpt("seq", cl::desc("Forward graph sequence length without --train "
                                                "(default: the model's maximum)"),
-                               cl::init(0), cl::sub(compileCommand));
+                               cl::init(0), cl::sub(compileCommand), cl::cat(tgcCategory));
 
 namespace {
 /// What the driver knows about the model it compiles.
@@ -159,7 +199,132 @@ static void printOpCounts(ModuleOp module, llvm::raw_ostream &os) {
   os << " total " << total << "\n";
 }
 
-static int compile(MLIRContext &ctx) {
+/// The vocabulary size: rows of the table the tokens are looked up in.
+static int64_t vocabSizeOf(func::FuncOp step) {
+  int64_t vocab = 0;
+  step.walk([&](tg::EmbeddingOp op) {
+    if (!vocab)
+      vocab = cast<RankedTensorType>(op.getTable().getType()).getDimSize(0);
+  });
+  return vocab;
+}
+
+static void printStats(const tg::Program &program, int64_t flops,
+                       double compileSeconds, llvm::raw_ostream &os) {
+  int64_t gemms = 0, launches = 0;
+  for (const tg::ProgramCommand &command : program.commands) {
+    gemms += command.kind == tg::ProgramCommand::Kind::Gemm;
+    launches += command.kind == tg::ProgramCommand::Kind::Kernel;
+  }
+  llvm::json::Object stats{
+      {"param_bytes", (int64_t)program.paramBytes},
+      {"optimizer_bytes", (int64_t)program.optimizerBytes},
+      {"peak_activation_bytes", (int64_t)program.peakWorkingBytes},
+      {"arena_bytes", (int64_t)program.arenaBytes},
+      {"kernels", (int64_t)program.kernelNames.size()},
+      {"kernel_launches", launches},
+      {"library_calls", gemms},
+      {"commands", (int64_t)program.commands.size()},
+      {"flops_per_step", flops},
+      {"plan_seconds", compileSeconds}};
+  os << llvm::json::Value(std::move(stats)) << "\n";
+}
+
+/// The tgrun binary that --emit=exe embeds the artifact into: $TG_TGRUN, or
+/// tgrun next to tgc, or on PATH.
+static llvm::Expected<std::string> findTgrun(const char *argv0) {
+  if (const char *fromEnv = std::getenv("TG_TGRUN"); fromEnv && *fromEnv)
+    return std::string(fromEnv);
+  std::string self = llvm::sys::fs::getMainExecutable(
+      argv0, reinterpret_cast<void *>(&findTgrun));
+  SmallString<256> sibling(llvm::sys::path::parent_path(self));
+  llvm::sys::path::append(sibling, "tgrun");
+  if (llvm::sys::fs::can_execute(sibling))
+    return std::string(sibling);
+  if (auto onPath = llvm::sys::findProgramByName("tgrun"))
+    return *onPath;
+  return llvm::createStringError(
+      "--emit=exe needs the tgrun binary: build it, put it next to tgc or on "
+      "PATH, or set TG_TGRUN");
+}
+
+static int writeBytes(const std::vector<uint8_t> &bytes) {
+  std::string error;
+  auto output = openOutputFile(outputPath, &error);
+  if (!output)
+    return fail(error);
+  output->os().write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
+  output->keep();
+  return 0;
+}
+
+/// Plans, lowers and (for --emit=tgx|exe) compiles the training step.
+static int compileProgram(Compilation &c, Emit what, const char *argv0) {
+  auto step = c.module->lookupSymbol<func::FuncOp>("train_step");
+  if (!step)
+    return fail("--stats, --emit=tgx and --emit=exe compile the training "
+                "step: pass --train TRAIN.json (or an .mlir input with "
+                "@train_step)");
+  bool writesArtifact = what == Emit::Tgx || what == Emit::Exe;
+  if (writesArtifact && outputPath == "-")
+    return fail("--emit=tgx and --emit=exe write a binary file: give it a "
+                "name with -o OUT.tgx");
+  llvm::TimeRecord start = llvm::TimeRecord::getCurrentTime();
+  int64_t flops = tg::countMatmulFlops(step);
+  if (failed(tg::decomposeAttention(step)))
+    return 1;
+  auto program = tg::lowerToProgram(step, {gemmOpt});
+  if (failed(program))
+    return 1;
+  double seconds = llvm::TimeRecord::getCurrentTime().getWallTime() -
+                   start.getWallTime();
+  if (statsOpt)
+    printStats(*program, flops, seconds, llvm::outs());
+  if (what == Emit::Kernels) {
+    std::string error;
+    auto output = openOutputFile(outputPath, &error);
+    if (!output)
+      return fail(error);
+    program->kernels->print(output->os());
+    output->keep();
+  }
+  if (!writesArtifact)
+    return 0;
+
+  for (const tg::ProgramCommand &command : program->commands)
+    if (command.kind == tg::ProgramCommand::Kind::Gemm &&
+        !command.gemm.elementType.isF32() && !command.gemm.elementType.isF64())
+      return fail("the CPU target runs matrix products in f32 or f64 only, "
+                  "and '" + command.label + "' is in bf16: compile with "
+                  "--dtype=f32 (or precision \"fp32\" in TRAIN.json)");
+  auto kernels = tg::compileHostKernels(*program->kernels, program->kernelNames);
+  if (!kernels)
+    return fail(llvm::toString(kernels.takeError()));
+  tg::ArtifactInfo info;
+  info.producer = "tgc 0.1";
+  if (auto text = llvm::MemoryBuffer::getFile(inputPath))
+    info.modelJson = (*text)->getBuffer().str();
+  for (const tg::ProgramSlot &slot : program->slots)
+    if (slot.name == "tokens" && slot.shape.size() == 2) {
+      info.batchSize = slot.shape[0];
+      info.seqLen = slot.shape[1];
+    }
+  info.vocabSize = vocabSizeOf(step);
+  info.seed = c.train ? (uint64_t)c.train->seed : 0;
+  info.flopsPerStep = (double)flops;
+  std::vector<uint8_t> artifact = tg::writeArtifact(*program, *kernels, info);
+  if (what == Emit::Tgx)
+    return writeBytes(artifact);
+  auto tgrun = findTgrun(argv0);
+  if (!tgrun)
+    return fail(llvm::toString(tgrun.takeError()));
+  std::string error;
+  if (!tg::writeExecutable(*tgrun, artifact, outputPath, error))
+    return fail(error);
+  return 0;
+}
+
+static int compile(MLIRContext &ctx, const char *argv0) {
   Compilation c;
   if (llvm::StringRef(inputPath).ends_with(".mlir")) {
     llvm::SourceMgr sources;
@@ -174,11 +339,18 @@ static int compile(MLIRContext &ctx) {
     return fail("the generated graph failed verification (a tgc bug: please "
                 "report it with the input file)");
 
+  Emit what = emit;
+  if (what == Emit::Auto)
+    what = StringRef(outputPath).ends_with(".tgx") ? Emit::Tgx : Emit::Tg;
+  if (statsOpt || what == Emit::Kernels || what == Emit::Tgx ||
+      what == Emit::Exe)
+    return compileProgram(c, what, argv0);
+
   std::string error;
   auto output = openOutputFile(outputPath, &error);
   if (!output)
     return fail(error);
-  if (emit == Emit::Summary) {
+  if (what == Emit::Summary) {
     printSummary(c, output->os());
   } else {
     c.module->print(output->os(), OpPrintingFlags().printNameLocAsPrefix());
@@ -190,13 +362,19 @@ static int compile(MLIRContext &ctx) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  cl::ParseCommandLineOptions(argc, argv,
-                              "tgc: the TGC training-graph compiler\n\n"
-                              "  tgc compile MODEL.json --emit=tg\n");
+  cl::HideUnrelatedOptions(tgcCategory, compileCommand);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "tgc: the TGC training-graph compiler\n\n"
+      "  tgc compile MODEL.json --train TRAIN.json -o OUT.tgx   (then: tgrun "
+      "OUT.tgx --data TOKENS.bin)\n"
+      "  tgc compile MODEL.json --train TRAIN.json --emit=exe -o NAME\n"
+      "  tgc compile MODEL.json --train TRAIN.json --stats\n"
+      "  tgc compile MODEL.json [--train TRAIN.json] --emit=tg|summary\n");
   MLIRContext ctx;
   ctx.loadDialect<tg::TgDialect, func::FuncDialect>();
   if (compileCommand)
-    return compile(ctx);
+    return compile(ctx, argv[0]);
   cl::PrintHelpMessage();
   return 1;
 }

@@ -497,9 +497,20 @@ bool writeFile(const std::string &path, const File &file, std::string &error) {
     ok = false;
     error = systemError("rename to " + path, temp);
   }
-  if (!ok)
+  if (!ok) {
     ::unlink(temp.c_str());
-  return ok;
+    return false;
+  }
+  // The rename is durable only once the directory entry is on disk too.
+  // Best effort: some file systems refuse fsync on directories.
+  std::size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  int dirFd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirFd >= 0) {
+    ::fsync(dirFd);
+    ::close(dirFd);
+  }
+  return true;
 }
 
 } // namespace tg::safetensors

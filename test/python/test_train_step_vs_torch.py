@@ -6,7 +6,6 @@ relative L2. Both sides run the same float64 arithmetic up to reassociation;
 Adam's division by sqrt(v) + eps amplifies rounding for elements whose
 gradients are tiny, which is why the bound is 1e-9 and not 1e-12."""
 import json
-import math
 import os
 import tempfile
 import unittest
@@ -14,7 +13,8 @@ import unittest
 import numpy as np
 import torch
 
-from tgtest import models, safetensors_io
+from tgtest import safetensors_io
+from tgtest.reference import batch, learning_rate, torch_training
 from tgtest.tools import param_specs, random_params, rel_err, run
 
 STEPS = 20
@@ -52,55 +52,6 @@ CASES = {
 }
 
 
-def learning_rate(cfg, step):
-    lr = cfg["optimizer"]["lr"]
-    sched = cfg.get("lr_schedule", "constant")
-    if sched == "constant" or sched.get("type") == "constant":
-        return lr
-    warm, min_lr, decay = sched.get("warmup_steps", 0), sched.get("min_lr", 0.0), sched["decay_steps"]
-    if step < warm:
-        return lr * (step + 1) / warm
-    progress = min(max((step - warm) / decay, 0.0), 1.0)
-    return min_lr + 0.5 * (lr - min_lr) * (1 + math.cos(math.pi * progress))
-
-
-def batch(tokens, cfg, step):
-    """The data contract: sample i of step s starts at ((s*B + i) * T) mod (N - T)."""
-    b, t, n = cfg["batch_size"], cfg["seq_len"], len(tokens)
-    starts = [((step * b + i) * t) % (n - t) for i in range(b)]
-    x = np.stack([tokens[o:o + t] for o in starts]).astype(np.int64)
-    y = np.stack([tokens[o + 1:o + t + 1] for o in starts]).astype(np.int64)
-    return torch.from_numpy(x), torch.from_numpy(y)
-
-
-def torch_training(model_cfg, cfg, params, tokens):
-    p = {k: v.clone().requires_grad_(True) for k, v in params.items()}
-    opt = cfg["optimizer"]
-    groups = [{"params": [v for v in p.values() if v.dim() >= 2], "weight_decay": opt["weight_decay"]},
-              {"params": [v for v in p.values() if v.dim() < 2], "weight_decay": 0.0}]
-    adam = torch.optim.AdamW(groups, lr=opt["lr"], betas=tuple(opt["betas"]), eps=opt["eps"])
-    micro = cfg["micro_batches"]
-    losses, norms = [], []
-    for step in range(STEPS):
-        for group in adam.param_groups:
-            group["lr"] = learning_rate(cfg, step)
-        x, y = batch(tokens, cfg, step)
-        adam.zero_grad()
-        total = 0.0
-        for xm, ym in zip(x.chunk(micro), y.chunk(micro)):
-            loss, _ = models.loss(model_cfg, p, xm, ym)
-            (loss / micro).backward()
-            total += loss.item() / micro
-        if "grad_clip_norm" in cfg:
-            norm = torch.nn.utils.clip_grad_norm_(list(p.values()), cfg["grad_clip_norm"])
-        else:
-            norm = torch.linalg.norm(torch.stack([v.grad.norm() for v in p.values()]))
-        adam.step()
-        losses.append(total)
-        norms.append(norm.item())
-    return losses, norms, {k: v.detach() for k, v in p.items()}
-
-
 class TrainStepVsTorch(unittest.TestCase):
     def check(self, name):
         model_cfg, cfg = CASES[name]
@@ -133,7 +84,7 @@ class TrainStepVsTorch(unittest.TestCase):
                     state["adam_m:" + n] = out["adam_m:" + n]
                     state["adam_v:" + n] = out["adam_v:" + n]
 
-        ref_losses, ref_norms, ref_params = torch_training(model_cfg, cfg, params, tokens)
+        ref_losses, ref_norms, ref_params = torch_training(model_cfg, cfg, params, tokens, STEPS)
         for step in range(STEPS):
             self.assertLess(abs(losses[step] - ref_losses[step]), 1e-9, f"loss at step {step}")
             self.assertLess(abs(norms[step] - ref_norms[step]) / ref_norms[step], 1e-9, f"grad norm at step {step}")

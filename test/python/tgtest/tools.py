@@ -29,6 +29,18 @@ def param_specs(mlir_text):
     return specs
 
 
+def model_param_specs(model_json, train_json, scratch_mlir):
+    """[(hf name, shape)] of a model's parameters, from its f64 tg graph."""
+    run("tgc", "compile", model_json, "--train", train_json, "--emit=tg", "--dtype=f64", "-o", scratch_mlir)
+    return param_specs(open(scratch_mlir).read())
+
+
+def run_status(tool, *args):
+    """(exit code, stdout, stderr) of a tool run that may fail."""
+    result = subprocess.run([os.path.join(BIN, tool), *map(str, args)], capture_output=True, text=True)
+    return result.returncode, result.stdout, result.stderr
+
+
 def random_params(specs, generator):
     """Random float64 weights, larger than the real init so that every path
     of the model matters numerically; norm gains stay near 1."""

@@ -59,7 +59,7 @@ bool readFile(const std::string &path, File &out, std::string &error);
 /// be unique and non-empty).
 bool serialize(const File &file, std::vector<uint8_t> &out, std::string &error);
 /// Writes `file` to `path` atomically: a temporary file in the same directory,
-/// then a rename.
+/// fsynced, renamed over `path`, then the directory fsynced.
 bool writeFile(const std::string &path, const File &file, std::string &error);
 
 /// Element conversions. Narrowing float conversions round to nearest, ties to

@@ -1,0 +1,194 @@
+// Kernels on memrefs -> LLVM dialect -> LLVM IR -> host object -> shared
+// object. Kernels take bare pointers (static shapes make descriptors
+// redundant); each gets a `<name>_packed(void **buffers)` entry so the
+// runtime calls every kernel the same way.
+#include "tg/Targets/CpuTarget.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/IR/Module.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+
+namespace mlir::tg {
+namespace {
+
+llvm::Error lowerToLLVMDialect(ModuleOp module) {
+  PassManager pm(module.getContext());
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  ConvertFuncToLLVMPassOptions funcOptions;
+  funcOptions.useBarePtrCallConv = true;
+  pm.addPass(createConvertFuncToLLVMPass(funcOptions));
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  if (failed(pm.run(module)))
+    return llvm::createStringError(
+        "lowering the kernels to LLVM failed (a tgc bug: please report it)");
+  return llvm::Error::success();
+}
+
+/// Adds `void NAME_packed(void **buffers)` calling NAME(buffers[0], ...), and
+/// makes NAME internal so it is inlined into its entry.
+std::vector<std::string> addPackedEntries(llvm::Module &module,
+                                          ArrayRef<std::string> names) {
+  std::vector<std::string> symbols;
+  llvm::LLVMContext &ctx = module.getContext();
+  auto *ptr = llvm::PointerType::getUnqual(ctx);
+  for (const std::string &name : names) {
+    llvm::Function *kernel = module.getFunction(name);
+    auto *entryType =
+        llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr}, false);
+    auto *entry = llvm::Function::Create(
+        entryType, llvm::Function::ExternalLinkage, name + "_packed", module);
+    llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", entry));
+    SmallVector<llvm::Value *> args;
+    for (unsigned i = 0; i < kernel->arg_size(); ++i) {
+      llvm::Value *slot = b.CreateConstGEP1_64(ptr, entry->getArg(0), i);
+      args.push_back(b.CreateLoad(ptr, slot));
+    }
+    b.CreateCall(kernel, args);
+    b.CreateRetVoid();
+    kernel->setLinkage(llvm::Function::InternalLinkage);
+    symbols.push_back(entry->getName().str());
+  }
+  return symbols;
+}
+
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>> hostMachine() {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::Triple triple(llvm::sys::getProcessTriple());
+  std::string error;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return llvm::createStringError("no LLVM target for this host: " + error);
+  llvm::SubtargetFeatures features;
+  for (auto &feature : llvm::sys::getHostCPUFeatures())
+    features.AddFeature(feature.first(), feature.second);
+  llvm::TargetOptions options;
+  return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
+      triple, llvm::sys::getHostCPUName(), features.getString(), options,
+      llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+}
+
+/// Links `object` into a shared object with the C compiler driver.
+llvm::Expected<std::vector<uint8_t>> linkSharedObject(ArrayRef<char> object) {
+  SmallString<128> dir;
+  if (auto ec = llvm::sys::fs::createUniqueDirectory("tgc-link", dir))
+    return llvm::createStringError("cannot create a temporary directory: " +
+                                   ec.message());
+  auto cleanup = llvm::make_scope_exit([&] { llvm::sys::fs::remove_directories(dir); });
+  SmallString<128> objectPath(dir), libraryPath(dir);
+  llvm::sys::path::append(objectPath, "kernels.o");
+  llvm::sys::path::append(libraryPath, "kernels.so");
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(objectPath, ec);
+    if (ec)
+      return llvm::createStringError("cannot write " + objectPath + ": " +
+                                     ec.message());
+    os.write(object.data(), object.size());
+  }
+  const char *fromEnv = std::getenv("TG_CC");
+  std::string driverName = fromEnv && *fromEnv ? fromEnv : "cc";
+  auto driver = llvm::sys::findProgramByName(driverName);
+  if (!driver)
+    return llvm::createStringError(
+        "the CPU target links kernels with a C compiler driver, and '" +
+        driverName + "' was not found on PATH: install gcc or clang, or set "
+                     "TG_CC to one");
+  std::string message;
+  SmallVector<StringRef> argv = {*driver, "-shared", "-o", libraryPath,
+                                 objectPath, "-lm"};
+  if (llvm::sys::ExecuteAndWait(*driver, argv, std::nullopt, {}, 0, 0,
+                                &message) != 0)
+    return llvm::createStringError("linking the kernels with '" + *driver +
+                                   "' failed" +
+                                   (message.empty() ? "" : ": " + message));
+  auto library = llvm::MemoryBuffer::getFile(libraryPath);
+  if (!library)
+    return llvm::createStringError("cannot read the linked kernels: " +
+                                   library.getError().message());
+  StringRef bytes = (*library)->getBuffer();
+  return std::vector<uint8_t>(bytes.begin(), bytes.end());
+}
+
+} // namespace
+
+llvm::Expected<HostKernels> compileHostKernels(ModuleOp kernels,
+                                               ArrayRef<std::string> names) {
+  MLIRContext *ctx = kernels.getContext();
+  ctx->loadDialect<LLVM::LLVMDialect>();
+  registerBuiltinDialectTranslation(*ctx);
+  registerLLVMDialectTranslation(*ctx);
+  if (llvm::Error error = lowerToLLVMDialect(kernels))
+    return std::move(error);
+
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> module =
+      translateModuleToLLVMIR(kernels, llvmContext, "tg_kernels");
+  if (!module)
+    return llvm::createStringError("translating the kernels to LLVM IR failed");
+  auto machine = hostMachine();
+  if (!machine)
+    return machine.takeError();
+  module->setDataLayout((*machine)->createDataLayout());
+  module->setTargetTriple((*machine)->getTargetTriple());
+
+  HostKernels result;
+  result.symbols = addPackedEntries(*module, names);
+  result.cpu = (*machine)->getTargetCPU().str();
+  auto optimize = makeOptimizingTransformer(3, 0, machine->get());
+  if (llvm::Error error = optimize(module.get()))
+    return std::move(error);
+
+  SmallVector<char, 0> object;
+  {
+    llvm::raw_svector_ostream os(object);
+    llvm::legacy::PassManager codegen;
+    if ((*machine)->addPassesToEmitFile(codegen, os, nullptr,
+                                        llvm::CodeGenFileType::ObjectFile))
+      return llvm::createStringError("LLVM cannot emit objects for this host");
+    codegen.run(*module);
+  }
+  auto library = linkSharedObject(object);
+  if (!library)
+    return library.takeError();
+  result.sharedObject = std::move(*library);
+  return result;
+}
+
+} // namespace mlir::tg

@@ -1,0 +1,35 @@
+#ifndef TG_PASSES_DECOMPOSE_H
+#define TG_PASSES_DECOMPOSE_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Support/LLVM.h"
+
+namespace mlir::tg {
+
+/// Rewrites every tg.attention and tg.attention_grad in `func` into simpler tg
+/// ops (reshape, matmul, mul, add, softmax, softmax_grad, constant), so that
+/// code generation sees the matrix products as plain batched GEMMs. What the
+/// function computes is unchanged.
+///
+/// With query [B, Hq, T, D], key/value [B, Hkv, S, D] and G = Hq / Hkv, the
+/// query is viewed as q' = [B, Hkv, G*T, D] (query heads h = kv*G + g are
+/// contiguous, so no key/value repeat is needed) and
+///   P    = softmax(scale * q' K^T + mask)        [B, Hkv, G*T, S]
+///   out  = reshape(P V)                           [B, Hq, T, D]
+/// where `mask` (causal only) is a [G*T, S] constant, -inf where key s comes
+/// after the query position (row r mod T). One mask constant per (shape, T,
+/// element type) is built at the top of the function and shared. The gradient
+/// recomputes P (it is not kept from the forward pass) and uses
+///   dV = P^T dO',  dS = scale * softmax_grad(P, dO' V^T),
+///   dQ = reshape(dS K),  dK = dS^T q'.
+/// With G = 1 the reshapes are left out. New values are named after the
+/// attention's NameLoc ("<name>_scores", "<name>_probs", ...); the forward
+/// result keeps the op's own location. The scale becomes a rank-0 constant of
+/// the element type, so in f32/bf16/f16 programs it is rounded to that type
+/// (exact for power-of-two scales such as 1/sqrt(64)).
+/// Fails (with a diagnostic on the op) only for shapes that are not static.
+LogicalResult decomposeAttention(func::FuncOp func);
+
+} // namespace mlir::tg
+
+#endif

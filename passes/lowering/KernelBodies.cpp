@@ -1,0 +1,752 @@
+// The loops of every tg op on memrefs. Elementwise, layout, reduction and
+// matmul ops become linalg.generic / linalg.copy / linalg.fill, so that
+// upstream tiling and vectorization apply to them later; row-wise ops (norms,
+// softmax, losses) and gathers are scf loops over a flat view, which is what
+// they are. Semantics match the reference kernels in compiler/evaluator.
+#include "tg/Passes/KernelBodies.h"
+
+#include "tg/IR/TgOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+#include <limits>
+
+namespace mlir::tg {
+namespace {
+
+constexpr double kGeluTanhCoefficient = 0.044715;
+
+bool isElementwise(Operation *op) {
+  return isa<AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp, NegOp, ExpOp,
+             LogOp, TanhOp, SqrtOp, RsqrtOp, CosOp, SinOp, SiluOp, GeluOp,
+             GeluGradOp, SiluGradOp, CastOp, BroadcastOp>(op);
+}
+
+/// Arithmetic and loop helpers at one insertion point, in one element type.
+class Emitter {
+public:
+  Emitter(OpBuilder &b, Location loc, Type element)
+      : b(b), loc(loc), element(element) {}
+
+  OpBuilder &b;
+  Location loc;
+  Type element;
+
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value constant(double v) { return constant(element, v); }
+  Value constant(Type type, double v) {
+    return arith::ConstantOp::create(b, loc, type, b.getFloatAttr(type, v));
+  }
+  Value add(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+  Value div(Value x, Value y) { return arith::DivFOp::create(b, loc, x, y); }
+  Value max(Value x, Value y) { return arith::MaximumFOp::create(b, loc, x, y); }
+  Value exp(Value x) { return math::ExpOp::create(b, loc, x); }
+  /// 1 / sqrt(x), as the reference computes it.
+  Value reciprocalSqrt(Value x) {
+    return div(constant(x.getType(), 1.0), math::SqrtOp::create(b, loc, x));
+  }
+  Value addIndex(Value x, Value y) {
+    return arith::AddIOp::create(b, loc, x, y);
+  }
+  Value mulIndex(Value x, int64_t y) {
+    return arith::MulIOp::create(b, loc, x, index(y));
+  }
+  /// An integer tensor element (token id) as an index.
+  Value toIndex(Value integer) {
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), integer);
+  }
+
+  /// Loads/stores element `i` of a flat view (rank 0 or 1).
+  Value load(Value flat, Value i) {
+    if (cast<MemRefType>(flat.getType()).getRank() == 0)
+      return memref::LoadOp::create(b, loc, flat, ValueRange{});
+    return memref::LoadOp::create(b, loc, flat, ValueRange{i});
+  }
+  void store(Value v, Value flat, Value i) {
+    if (cast<MemRefType>(flat.getType()).getRank() == 0)
+      memref::StoreOp::create(b, loc, v, flat, ValueRange{});
+    else
+      memref::StoreOp::create(b, loc, v, flat, ValueRange{i});
+  }
+
+  /// for (i = 0; i < n; ++i) body(i)
+  template <typename Fn> void loop(int64_t n, Fn &&body) {
+    auto forOp = scf::ForOp::create(b, loc, index(0), index(n), index(1));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(forOp.getBody()->getTerminator());
+    body(forOp.getInductionVar());
+  }
+  /// Folds body(i, accumulators) -> new accumulators over i < n.
+  template <typename Fn>
+  SmallVector<Value> fold(int64_t n, ValueRange init, Fn &&body) {
+    auto forOp = scf::ForOp::create(b, loc, index(0), index(n), index(1), init);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToEnd(forOp.getBody());
+      SmallVector<Value> next =
+          body(forOp.getInductionVar(), forOp.getRegionIterArgs());
+      scf::YieldOp::create(b, loc, next);
+    }
+    return SmallVector<Value>(forOp.getResults());
+  }
+  template <typename Fn> Value sum(int64_t n, Fn &&term) {
+    return fold(n, {constant(0.0)}, [&](Value i, ValueRange acc) {
+      return SmallVector<Value>{add(acc[0], term(i))};
+    })[0];
+  }
+  Value rowMax(Value flat, Value base, int64_t n) {
+    return fold(n, {constant(-std::numeric_limits<double>::infinity())},
+                [&](Value i, ValueRange acc) {
+                  return SmallVector<Value>{
+                      max(acc[0], load(flat, addIndex(base, i)))};
+                })[0];
+  }
+  void fill(Value flat, int64_t n, double v) {
+    Value c = constant(v);
+    loop(n, [&](Value i) { store(c, flat, i); });
+  }
+};
+
+/// A rank-0 or rank-1 view of a contiguous memref.
+Value flatten(OpBuilder &b, Location loc, Value memref) {
+  auto type = cast<MemRefType>(memref.getType());
+  if (type.getRank() <= 1)
+    return memref;
+  ReassociationIndices all;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    all.push_back(d);
+  return memref::CollapseShapeOp::create(b, loc, memref,
+                                         ArrayRef<ReassociationIndices>{all});
+}
+
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<ShapedType>(v.getType()).getShape();
+}
+
+/// Rows of a tensor along its last dim: (number of rows, row length).
+std::pair<int64_t, int64_t> rowsOf(Value v) {
+  auto type = cast<ShapedType>(v.getType());
+  int64_t width = type.getRank() == 0 ? 1 : type.getShape().back();
+  return {width == 0 ? 0 : type.getNumElements() / width, width};
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops: one linalg.generic with broadcasting indexing maps.
+//===----------------------------------------------------------------------===//
+
+/// Reads an operand of shape `in` at the loop indices of `out` (numpy rules).
+AffineMap broadcastMap(ArrayRef<int64_t> in, ArrayRef<int64_t> out,
+                       MLIRContext *ctx) {
+  size_t lead = out.size() - in.size();
+  SmallVector<AffineExpr> exprs;
+  for (size_t d = 0; d < in.size(); ++d)
+    exprs.push_back(in[d] == 1 && out[lead + d] != 1
+                        ? getAffineConstantExpr(0, ctx)
+                        : getAffineDimExpr(lead + d, ctx));
+  return AffineMap::get(out.size(), 0, exprs, ctx);
+}
+
+Value geluScalar(Emitter &e, Value x, bool tanh) {
+  Value half = e.constant(0.5), one = e.constant(1.0);
+  if (!tanh) {
+    Value erf = math::ErfOp::create(e.b, e.loc, e.mul(x, e.constant(M_SQRT1_2)));
+    return e.mul(e.mul(half, x), e.add(one, erf));
+  }
+  Value cube = e.mul(e.mul(x, x), x);
+  Value inner = e.mul(e.constant(std::sqrt(2 / M_PI)),
+                      e.add(x, e.mul(e.constant(kGeluTanhCoefficient), cube)));
+  return e.mul(e.mul(half, x),
+               e.add(one, math::TanhOp::create(e.b, e.loc, inner)));
+}
+
+Value geluDerivative(Emitter &e, Value x, bool tanh) {
+  Value half = e.constant(0.5), one = e.constant(1.0);
+  if (!tanh) {
+    Value erf = math::ErfOp::create(e.b, e.loc, e.mul(x, e.constant(M_SQRT1_2)));
+    Value pdf = e.mul(e.exp(e.mul(e.constant(-0.5), e.mul(x, x))),
+                      e.constant(1 / std::sqrt(2 * M_PI)));
+    return e.add(e.mul(half, e.add(one, erf)), e.mul(x, pdf));
+  }
+  Value c = e.constant(std::sqrt(2 / M_PI));
+  Value x2 = e.mul(x, x);
+  Value t = math::TanhOp::create(
+      e.b, e.loc,
+      e.mul(c, e.add(x, e.mul(e.constant(kGeluTanhCoefficient), e.mul(x2, x)))));
+  Value sech2 = e.sub(one, e.mul(t, t));
+  Value dInner =
+      e.mul(c, e.add(one, e.mul(e.constant(3 * kGeluTanhCoefficient), x2)));
+  return e.add(e.mul(half, e.add(one, t)),
+               e.mul(e.mul(e.mul(half, x), sech2), dInner));
+}
+
+Value sigmoid(Emitter &e, Value x) {
+  Value one = e.constant(1.0);
+  return e.div(one, e.add(one, e.exp(arith::NegFOp::create(e.b, e.loc, x))));
+}
+
+/// The scalar computation of an elementwise op on one element of each operand.
+Value elementwiseScalar(Emitter &e, Operation *op, ValueRange args) {
+  OpBuilder &b = e.b;
+  Location loc = e.loc;
+  return llvm::TypeSwitch<Operation *, Value>(op)
+      .Case([&](AddOp) { return e.add(args[0], args[1]); })
+      .Case([&](SubOp) { return e.sub(args[0], args[1]); })
+      .Case([&](MulOp) { return e.mul(args[0], args[1]); })
+      .Case([&](DivOp) { return e.div(args[0], args[1]); })
+      .Case([&](MaxOp) { return e.max(args[0], args[1]); })
+      .Case([&](MinOp) {
+        return arith::MinimumFOp::create(b, loc, args[0], args[1]);
+      })
+      .Case([&](PowOp) { return math::PowFOp::create(b, loc, args[0], args[1]); })
+      .Case([&](NegOp) { return arith::NegFOp::create(b, loc, args[0]); })
+      .Case([&](ExpOp) { return e.exp(args[0]); })
+      .Case([&](LogOp) { return math::LogOp::create(b, loc, args[0]); })
+      .Case([&](TanhOp) { return math::TanhOp::create(b, loc, args[0]); })
+      .Case([&](SqrtOp) { return math::SqrtOp::create(b, loc, args[0]); })
+      .Case([&](RsqrtOp) { return e.reciprocalSqrt(args[0]); })
+      .Case([&](CosOp) { return math::CosOp::create(b, loc, args[0]); })
+      .Case([&](SinOp) { return math::SinOp::create(b, loc, args[0]); })
+      .Case([&](SiluOp) { return e.mul(args[0], sigmoid(e, args[0])); })
+      .Case([&](GeluOp o) {
+        return geluScalar(e, args[0],
+                          o.getApproximate() == GeluApproximation::tanh);
+      })
+      .Case([&](GeluGradOp o) {
+        return e.mul(geluDerivative(e, args[0], o.getApproximate() ==
+                                                    GeluApproximation::tanh),
+                     args[1]);
+      })
+      .Case([&](SiluGradOp) {
+        Value s = sigmoid(e, args[0]);
+        Value one = e.constant(1.0);
+        return e.mul(args[1],
+                     e.mul(s, e.add(one, e.mul(args[0], e.sub(one, s)))));
+      })
+      .Case([&](CastOp) -> Value {
+        Type from = args[0].getType(), to = e.element;
+        if (from == to)
+          return args[0];
+        if (isa<IntegerType>(from))
+          return arith::SIToFPOp::create(b, loc, to, args[0]);
+        if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
+          return arith::ExtFOp::create(b, loc, to, args[0]);
+        return arith::TruncFOp::create(b, loc, to, args[0]);
+      })
+      .Case([&](BroadcastOp) { return args[0]; });
+}
+
+void emitElementwise(OpBuilder &b, Location loc, Operation *op,
+                     ValueRange operands, Value result) {
+  MLIRContext *ctx = b.getContext();
+  ArrayRef<int64_t> out = shapeOf(result);
+  SmallVector<AffineMap> maps;
+  for (Value in : operands)
+    maps.push_back(broadcastMap(shapeOf(in), out, ctx));
+  maps.push_back(AffineMap::getMultiDimIdentityMap(out.size(), ctx));
+  SmallVector<utils::IteratorType> iterators(out.size(),
+                                             utils::IteratorType::parallel);
+  Type element = getElementTypeOrSelf(result.getType());
+  linalg::GenericOp::create(
+      b, loc, TypeRange{}, operands, ValueRange{result}, maps, iterators,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        Emitter e(nb, nloc, element);
+        Value v = elementwiseScalar(e, op, args.drop_back());
+        linalg::YieldOp::create(nb, nloc, v);
+      });
+}
+
+//===----------------------------------------------------------------------===//
+// Layout ops
+//===----------------------------------------------------------------------===//
+
+void emitTranspose(OpBuilder &b, Location loc, TransposeOp op, Value input,
+                   Value result) {
+  MLIRContext *ctx = b.getContext();
+  ArrayRef<int64_t> permutation = op.getPermutation();
+  SmallVector<AffineExpr> exprs(permutation.size());
+  for (auto [i, p] : llvm::enumerate(permutation))
+    exprs[p] = getAffineDimExpr(i, ctx);
+  AffineMap in = AffineMap::get(permutation.size(), 0, exprs, ctx);
+  AffineMap out = AffineMap::getMultiDimIdentityMap(permutation.size(), ctx);
+  SmallVector<utils::IteratorType> iterators(permutation.size(),
+                                             utils::IteratorType::parallel);
+  linalg::GenericOp::create(
+      b, loc, TypeRange{}, ValueRange{input}, ValueRange{result},
+      ArrayRef<AffineMap>{in, out}, iterators,
+      [](OpBuilder &nb, Location nloc, ValueRange args) {
+        linalg::YieldOp::create(nb, nloc, args[0]);
+      });
+}
+
+/// The window of `memref` at `offsets` with `sizes` (unit strides).
+Value window(OpBuilder &b, Location loc, Value memref, ArrayRef<int64_t> offsets,
+             ArrayRef<int64_t> sizes) {
+  SmallVector<int64_t> strides(offsets.size(), 1);
+  return memref::SubViewOp::create(b, loc, memref, offsets, sizes, strides);
+}
+
+void copy(OpBuilder &b, Location loc, Value from, Value to) {
+  linalg::CopyOp::create(b, loc, from, to);
+}
+
+void fillZero(OpBuilder &b, Location loc, Value memref) {
+  Type element = getElementTypeOrSelf(memref.getType());
+  Value zero = arith::ConstantOp::create(b, loc, element,
+                                         b.getFloatAttr(element, 0.0));
+  linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{memref});
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and matmul
+//===----------------------------------------------------------------------===//
+
+template <typename ReduceOpTy>
+void emitReduce(OpBuilder &b, Location loc, ReduceOpTy op, Value input,
+                Value result) {
+  MLIRContext *ctx = b.getContext();
+  ArrayRef<int64_t> shape = shapeOf(input);
+  llvm::SmallDenseSet<int64_t> axes;
+  int64_t count = 1;
+  for (int64_t axis : op.getAxes()) {
+    axes.insert(axis);
+    count *= shape[axis];
+  }
+  SmallVector<AffineExpr> outExprs;
+  SmallVector<utils::IteratorType> iterators;
+  for (int64_t d = 0; d < (int64_t)shape.size(); ++d) {
+    bool reduced = axes.contains(d);
+    iterators.push_back(reduced ? utils::IteratorType::reduction
+                                : utils::IteratorType::parallel);
+    if (!reduced)
+      outExprs.push_back(getAffineDimExpr(d, ctx));
+    else if (op.getKeepDims())
+      outExprs.push_back(getAffineConstantExpr(0, ctx));
+  }
+  AffineMap in = AffineMap::getMultiDimIdentityMap(shape.size(), ctx);
+  AffineMap out = AffineMap::get(shape.size(), 0, outExprs, ctx);
+  Type element = getElementTypeOrSelf(result.getType());
+  bool isMax = isa<ReduceMaxOp>(op.getOperation());
+  Value init = arith::ConstantOp::create(
+      b, loc, element,
+      b.getFloatAttr(element, isMax ? -std::numeric_limits<double>::infinity()
+                                    : 0.0));
+  linalg::FillOp::create(b, loc, ValueRange{init}, ValueRange{result});
+  linalg::GenericOp::create(
+      b, loc, TypeRange{}, ValueRange{input}, ValueRange{result},
+      ArrayRef<AffineMap>{in, out}, iterators,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        Value v = isMax ? Value(arith::MaximumFOp::create(nb, nloc, args[1], args[0]))
+                        : Value(arith::AddFOp::create(nb, nloc, args[1], args[0]));
+        linalg::YieldOp::create(nb, nloc, v);
+      });
+  if (!isa<ReduceMeanOp>(op.getOperation()))
+    return;
+  auto outShape = shapeOf(result);
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(outShape.size(), ctx);
+  linalg::GenericOp::create(
+      b, loc, TypeRange{}, ValueRange{}, ValueRange{result},
+      ArrayRef<AffineMap>{identity},
+      SmallVector<utils::IteratorType>(outShape.size(),
+                                       utils::IteratorType::parallel),
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        Emitter e(nb, nloc, element);
+        linalg::YieldOp::create(nb, nloc,
+                                e.div(args[0], e.constant((double)count)));
+      });
+}
+
+/// A loop-nest matmul (the alternative to a BLAS call): loops (batch.., i, k,
+/// j) with j innermost, so the inner loop streams rows of rhs and result.
+void emitMatmul(OpBuilder &b, Location loc, MatmulOp op, Value lhs, Value rhs,
+                Value result) {
+  MLIRContext *ctx = b.getContext();
+  int64_t batchRank = shapeOf(result).size() - 2;
+  int64_t loops = batchRank + 3;
+  auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+  AffineExpr i = d(batchRank), k = d(batchRank + 1), j = d(batchRank + 2);
+  SmallVector<AffineExpr> batch, lhsExprs, rhsExprs, outExprs;
+  for (int64_t x = 0; x < batchRank; ++x)
+    batch.push_back(d(x));
+  lhsExprs = batch;
+  lhsExprs.append(op.getTransposeLhs() ? SmallVector<AffineExpr>{k, i}
+                                       : SmallVector<AffineExpr>{i, k});
+  if (shapeOf(rhs).size() > 2)
+    rhsExprs = batch;
+  rhsExprs.append(op.getTransposeRhs() ? SmallVector<AffineExpr>{j, k}
+                                       : SmallVector<AffineExpr>{k, j});
+  outExprs = batch;
+  outExprs.append({i, j});
+  SmallVector<utils::IteratorType> iterators(loops,
+                                             utils::IteratorType::parallel);
+  iterators[batchRank + 1] = utils::IteratorType::reduction;
+  fillZero(b, loc, result);
+  Type element = getElementTypeOrSelf(result.getType());
+  linalg::GenericOp::create(
+      b, loc, TypeRange{}, ValueRange{lhs, rhs}, ValueRange{result},
+      ArrayRef<AffineMap>{AffineMap::get(loops, 0, lhsExprs, ctx),
+                          AffineMap::get(loops, 0, rhsExprs, ctx),
+                          AffineMap::get(loops, 0, outExprs, ctx)},
+      iterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        Emitter e(nb, nloc, element);
+        linalg::YieldOp::create(nb, nloc,
+                                e.add(args[2], e.mul(args[0], args[1])));
+      });
+}
+
+//===----------------------------------------------------------------------===//
+// Row-wise ops on flat views
+//===----------------------------------------------------------------------===//
+
+/// Writes softmax of row `base` of `in` into `out` (max subtracted first).
+void softmaxRow(Emitter &e, Value in, Value out, Value base, int64_t n) {
+  Value max = e.rowMax(in, base, n);
+  Value sum = e.sum(n, [&](Value i) {
+    Value at = e.addIndex(base, i);
+    Value v = e.exp(e.sub(e.load(in, at), max));
+    e.store(v, out, at);
+    return v;
+  });
+  e.loop(n, [&](Value i) {
+    Value at = e.addIndex(base, i);
+    e.store(e.div(e.load(out, at), sum), out, at);
+  });
+}
+
+void emitSoftmax(Emitter &e, Value x, Value y, int64_t rows, int64_t n) {
+  e.loop(rows, [&](Value r) { softmaxRow(e, x, y, e.mulIndex(r, n), n); });
+}
+
+void emitSoftmaxGrad(Emitter &e, Value y, Value dy, Value dx, int64_t rows,
+                     int64_t n) {
+  e.loop(rows, [&](Value r) {
+    Value base = e.mulIndex(r, n);
+    Value dot = e.sum(n, [&](Value i) {
+      Value at = e.addIndex(base, i);
+      return e.mul(e.load(y, at), e.load(dy, at));
+    });
+    e.loop(n, [&](Value i) {
+      Value at = e.addIndex(base, i);
+      e.store(e.mul(e.load(y, at), e.sub(e.load(dy, at), dot)), dx, at);
+    });
+  });
+}
+
+/// Mean and 1/sqrt(var + eps) of a row (two passes, as the reference).
+std::pair<Value, Value> layerNormStats(Emitter &e, Value x, Value base,
+                                       int64_t n, double epsilon) {
+  Value count = e.constant((double)n);
+  Value mean = e.div(
+      e.sum(n, [&](Value i) { return e.load(x, e.addIndex(base, i)); }), count);
+  Value var = e.div(e.sum(n,
+                          [&](Value i) {
+                            Value c = e.sub(e.load(x, e.addIndex(base, i)), mean);
+                            return e.mul(c, c);
+                          }),
+                    count);
+  return {mean, e.reciprocalSqrt(e.add(var, e.constant(epsilon)))};
+}
+
+Value rmsRstd(Emitter &e, Value x, Value base, int64_t n, double epsilon) {
+  Value sumSquares = e.sum(n, [&](Value i) {
+    Value v = e.load(x, e.addIndex(base, i));
+    return e.mul(v, v);
+  });
+  return e.reciprocalSqrt(
+      e.add(e.div(sumSquares, e.constant((double)n)), e.constant(epsilon)));
+}
+
+void emitLayerNorm(Emitter &e, LayerNormOp op, Value x, Value w, Value bias,
+                   Value y, int64_t rows, int64_t n) {
+  e.loop(rows, [&](Value r) {
+    Value base = e.mulIndex(r, n);
+    auto [mean, rstd] = layerNormStats(e, x, base, n, op.getEpsilon().convertToDouble());
+    e.loop(n, [&](Value i) {
+      Value at = e.addIndex(base, i);
+      Value xhat = e.mul(e.sub(e.load(x, at), mean), rstd);
+      e.store(e.add(e.mul(xhat, e.load(w, i)), e.load(bias, i)), y, at);
+    });
+  });
+}
+
+void emitLayerNormGrad(Emitter &e, LayerNormGradOp op, Value x, Value w,
+                       Value dy, Value dx, Value dw, Value db, int64_t rows,
+                       int64_t n) {
+  e.fill(dw, n, 0.0);
+  e.fill(db, n, 0.0);
+  Value count = e.constant((double)n);
+  e.loop(rows, [&](Value r) {
+    Value base = e.mulIndex(r, n);
+    auto [mean, rstd] = layerNormStats(e, x, base, n, op.getEpsilon().convertToDouble());
+    auto xhatAt = [&, mean = mean, rstd = rstd](Value at) {
+      return e.mul(e.sub(e.load(x, at), mean), rstd);
+    };
+    // With g = dy * w: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)).
+    SmallVector<Value> sums = e.fold(
+        n, {e.constant(0.0), e.constant(0.0)}, [&](Value i, ValueRange acc) {
+          Value at = e.addIndex(base, i);
+          Value dyi = e.load(dy, at), xhat = xhatAt(at);
+          Value g = e.mul(dyi, e.load(w, i));
+          e.store(e.add(e.load(dw, i), e.mul(dyi, xhat)), dw, i);
+          e.store(e.add(e.load(db, i), dyi), db, i);
+          return SmallVector<Value>{e.add(acc[0], g),
+                                    e.add(acc[1], e.mul(g, xhat))};
+        });
+    Value meanG = e.div(sums[0], count), meanGXhat = e.div(sums[1], count);
+    e.loop(n, [&](Value i) {
+      Value at = e.addIndex(base, i);
+      Value g = e.mul(e.load(dy, at), e.load(w, i));
+      Value v = e.sub(e.sub(g, meanG), e.mul(xhatAt(at), meanGXhat));
+      e.store(e.mul(rstd, v), dx, at);
+    });
+  });
+}
+
+void emitRmsNorm(Emitter &e, RmsNormOp op, Value x, Value w, Value y,
+                 int64_t rows, int64_t n) {
+  e.loop(rows, [&](Value r) {
+    Value base = e.mulIndex(r, n);
+    Value rstd = rmsRstd(e, x, base, n, op.getEpsilon().convertToDouble());
+    e.loop(n, [&](Value i) {
+      Value at = e.addIndex(base, i);
+      e.store(e.mul(e.mul(e.load(x, at), rstd), e.load(w, i)), y, at);
+    });
+  });
+}
+
+void emitRmsNormGrad(Emitter &e, RmsNormGradOp op, Value x, Value w, Value dy,
+                     Value dx, Value dw, int64_t rows, int64_t n) {
+  e.fill(dw, n, 0.0);
+  e.loop(rows, [&](Value r) {
+    Value base = e.mulIndex(r, n);
+    Value rstd = rmsRstd(e, x, base, n, op.getEpsilon().convertToDouble());
+    // With g = dy * w: dx = rstd * g - rstd^3 * x * mean(g * x).
+    Value sumGX = e.sum(n, [&](Value i) {
+      Value at = e.addIndex(base, i);
+      Value dyi = e.load(dy, at), xi = e.load(x, at);
+      e.store(e.add(e.load(dw, i), e.mul(e.mul(dyi, xi), rstd)), dw, i);
+      return e.mul(e.mul(dyi, e.load(w, i)), xi);
+    });
+    Value meanGX = e.div(sumGX, e.constant((double)n));
+    Value rstd3 = e.mul(e.mul(rstd, rstd), rstd);
+    e.loop(n, [&](Value i) {
+      Value at = e.addIndex(base, i);
+      Value g = e.mul(e.load(dy, at), e.load(w, i));
+      e.store(e.sub(e.mul(rstd, g), e.mul(e.mul(rstd3, e.load(x, at)), meanGX)),
+              dx, at);
+    });
+  });
+}
+
+void emitCrossEntropy(Emitter &e, Value logits, Value targets, Value loss,
+                      int64_t rows, int64_t vocab) {
+  Value total = e.sum(rows, [&](Value r) {
+    Value base = e.mulIndex(r, vocab);
+    Value max = e.rowMax(logits, base, vocab);
+    Value sum = e.sum(vocab, [&](Value i) {
+      return e.exp(e.sub(e.load(logits, e.addIndex(base, i)), max));
+    });
+    Value target = e.toIndex(e.load(targets, r));
+    Value picked = e.load(logits, e.addIndex(base, target));
+    return e.sub(e.add(max, math::LogOp::create(e.b, e.loc, sum)), picked);
+  });
+  e.store(e.div(total, e.constant((double)rows)), loss, e.index(0));
+}
+
+void emitCrossEntropyGrad(Emitter &e, Value logits, Value targets,
+                          Value lossGrad, Value dx, int64_t rows,
+                          int64_t vocab) {
+  Value factor = e.div(e.load(lossGrad, e.index(0)), e.constant((double)rows));
+  e.loop(rows, [&](Value r) {
+    Value base = e.mulIndex(r, vocab);
+    softmaxRow(e, logits, dx, base, vocab);
+    Value at = e.addIndex(base, e.toIndex(e.load(targets, r)));
+    e.store(e.sub(e.load(dx, at), e.constant(1.0)), dx, at);
+    e.loop(vocab, [&](Value i) {
+      Value at = e.addIndex(base, i);
+      e.store(e.mul(e.load(dx, at), factor), dx, at);
+    });
+  });
+}
+
+void emitEmbedding(Emitter &e, Value table, Value indices, Value out,
+                   int64_t count, int64_t dim) {
+  e.loop(count, [&](Value p) {
+    Value row = e.mulIndex(e.toIndex(e.load(indices, p)), dim);
+    Value outRow = e.mulIndex(p, dim);
+    e.loop(dim, [&](Value d) {
+      e.store(e.load(table, e.addIndex(row, d)), out, e.addIndex(outRow, d));
+    });
+  });
+}
+
+void emitEmbeddingGrad(Emitter &e, Value indices, Value grad, Value table,
+                       int64_t count, int64_t dim, int64_t tableSize) {
+  e.fill(table, tableSize, 0.0);
+  e.loop(count, [&](Value p) {
+    Value row = e.mulIndex(e.toIndex(e.load(indices, p)), dim);
+    Value gradRow = e.mulIndex(p, dim);
+    e.loop(dim, [&](Value d) {
+      Value at = e.addIndex(row, d);
+      e.store(e.add(e.load(table, at), e.load(grad, e.addIndex(gradRow, d))),
+              table, at);
+    });
+  });
+}
+
+/// Rotates pairs (i, i + D/2) at position t by t * theta^(-2i/D). The angle,
+/// cosine and sine are computed in f64, as the reference does, then rounded.
+void emitRope(Emitter &e, RopeOp op, Value x, Value y) {
+  // x and y are flat views of [B, H, T, D].
+  auto type = cast<ShapedType>(op.getInput().getType());
+  int64_t seq = type.getDimSize(2), dim = type.getDimSize(3), half = dim / 2;
+  int64_t planes = seq * dim == 0 ? 0 : type.getNumElements() / (seq * dim);
+  Type f64 = e.b.getF64Type();
+  auto toF64 = [&](Value index) {
+    Value i64 = arith::IndexCastOp::create(e.b, e.loc, e.b.getI64Type(), index);
+    return arith::SIToFPOp::create(e.b, e.loc, f64, i64);
+  };
+  auto narrow = [&](Value v) -> Value {
+    return e.element == f64 ? v : arith::TruncFOp::create(e.b, e.loc, e.element, v);
+  };
+  double sign = op.getInverse() ? -1.0 : 1.0;
+  e.loop(seq, [&](Value t) {
+    e.loop(half, [&](Value i) {
+      Value exponent = e.mul(toF64(i), e.constant(f64, -2.0 / dim));
+      Value frequency = math::PowFOp::create(
+          e.b, e.loc, e.constant(f64, op.getTheta().convertToDouble()), exponent);
+      Value angle = e.mul(e.mul(toF64(t), frequency), e.constant(f64, sign));
+      Value c = narrow(math::CosOp::create(e.b, e.loc, angle));
+      Value s = narrow(math::SinOp::create(e.b, e.loc, angle));
+      e.loop(planes, [&](Value p) {
+        Value row = e.mulIndex(e.addIndex(e.mulIndex(p, seq), t), dim);
+        Value first = e.addIndex(row, i), second = e.addIndex(first, e.index(half));
+        Value x1 = e.load(x, first), x2 = e.load(x, second);
+        e.store(e.sub(e.mul(x1, c), e.mul(x2, s)), y, first);
+        e.store(e.add(e.mul(x2, c), e.mul(x1, s)), y, second);
+      });
+    });
+  });
+}
+
+} // namespace
+
+bool canRunInPlace(Operation *op, Value operand) {
+  return isElementwise(op) && !isa<CastOp, BroadcastOp>(op) &&
+         operand.getType() == op->getResult(0).getType();
+}
+
+bool hasKernelBody(Operation *op) {
+  return isElementwise(op) ||
+         isa<TransposeOp, SliceOp, PadOp, ConcatOp, ReduceSumOp, ReduceMeanOp,
+             ReduceMaxOp, MatmulOp, SoftmaxOp, SoftmaxGradOp, LayerNormOp,
+             LayerNormGradOp, RmsNormOp, RmsNormGradOp, CrossEntropyOp,
+             CrossEntropyGradOp, EmbeddingOp, EmbeddingGradOp, RopeOp>(op);
+}
+
+LogicalResult emitKernelBody(OpBuilder &b, Operation *op, ValueRange operands,
+                             ValueRange results) {
+  Location loc = op->getLoc();
+  if (isElementwise(op)) {
+    emitElementwise(b, loc, op, operands, results[0]);
+    return success();
+  }
+  if (auto transpose = dyn_cast<TransposeOp>(op)) {
+    emitTranspose(b, loc, transpose, operands[0], results[0]);
+    return success();
+  }
+  if (auto slice = dyn_cast<SliceOp>(op)) {
+    copy(b, loc, window(b, loc, operands[0], slice.getOffsets(), slice.getSizes()),
+         results[0]);
+    return success();
+  }
+  if (auto pad = dyn_cast<PadOp>(op)) {
+    fillZero(b, loc, results[0]);
+    copy(b, loc, operands[0],
+         window(b, loc, results[0], pad.getLow(), shapeOf(operands[0])));
+    return success();
+  }
+  if (auto concat = dyn_cast<ConcatOp>(op)) {
+    int64_t axis = (int64_t)concat.getAxis();
+    SmallVector<int64_t> offsets(shapeOf(results[0]).size(), 0);
+    for (Value input : operands) {
+      copy(b, loc, input, window(b, loc, results[0], offsets, shapeOf(input)));
+      offsets[axis] += shapeOf(input)[axis];
+    }
+    return success();
+  }
+  if (auto r = dyn_cast<ReduceSumOp>(op)) {
+    emitReduce(b, loc, r, operands[0], results[0]);
+    return success();
+  }
+  if (auto r = dyn_cast<ReduceMeanOp>(op)) {
+    emitReduce(b, loc, r, operands[0], results[0]);
+    return success();
+  }
+  if (auto r = dyn_cast<ReduceMaxOp>(op)) {
+    emitReduce(b, loc, r, operands[0], results[0]);
+    return success();
+  }
+  if (auto matmul = dyn_cast<MatmulOp>(op)) {
+    emitMatmul(b, loc, matmul, operands[0], operands[1], results[0]);
+    return success();
+  }
+  if (!hasKernelBody(op))
+    return op->emitOpError("has no CPU kernel lowering (run "
+                           "tg-decompose-attention before lowering attention)");
+
+  // Row-wise ops: flat views, rows along the last dim of the first operand.
+  SmallVector<Value> in, out;
+  for (Value v : operands)
+    in.push_back(flatten(b, loc, v));
+  for (Value v : results)
+    out.push_back(flatten(b, loc, v));
+  auto [rows, n] = rowsOf(operands[0]);
+  Emitter e(b, loc, getElementTypeOrSelf(results[0].getType()));
+  llvm::TypeSwitch<Operation *>(op)
+      .Case([&](SoftmaxOp) { emitSoftmax(e, in[0], out[0], rows, n); })
+      .Case([&](SoftmaxGradOp) {
+        emitSoftmaxGrad(e, in[0], in[1], out[0], rows, n);
+      })
+      .Case([&](LayerNormOp o) {
+        emitLayerNorm(e, o, in[0], in[1], in[2], out[0], rows, n);
+      })
+      .Case([&](LayerNormGradOp o) {
+        emitLayerNormGrad(e, o, in[0], in[1], in[2], out[0], out[1], out[2],
+                          rows, n);
+      })
+      .Case([&](RmsNormOp o) { emitRmsNorm(e, o, in[0], in[1], out[0], rows, n); })
+      .Case([&](RmsNormGradOp o) {
+        emitRmsNormGrad(e, o, in[0], in[1], in[2], out[0], out[1], rows, n);
+      })
+      .Case([&](CrossEntropyOp) {
+        emitCrossEntropy(e, in[0], in[1], out[0], rows, n);
+      })
+      .Case([&](CrossEntropyGradOp) {
+        emitCrossEntropyGrad(e, in[0], in[1], in[2], out[0], rows, n);
+      })
+      .Case([&](EmbeddingOp) {
+        int64_t dim = shapeOf(operands[0])[1];
+        emitEmbedding(e, in[0], in[1], out[0],
+                      cast<ShapedType>(operands[1].getType()).getNumElements(),
+                      dim);
+      })
+      .Case([&](EmbeddingGradOp) {
+        int64_t dim = shapeOf(results[0])[1];
+        emitEmbeddingGrad(
+            e, in[0], in[1], out[0],
+            cast<ShapedType>(operands[0].getType()).getNumElements(), dim,
+            cast<ShapedType>(results[0].getType()).getNumElements());
+      })
+      .Case([&](RopeOp o) { emitRope(e, o, in[0], out[0]); });
+  return success();
+}
+
+} // namespace mlir::tg

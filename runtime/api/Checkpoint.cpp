@@ -1,0 +1,183 @@
+// Checkpoints: a safetensors file with every state slot (parameters and
+// AdamW moments, under their slot names) and metadata
+//   tg.step           steps taken
+//   tg.data_position  the caller's position in its data (tgrun: next batch)
+//   tg.program        fingerprint of the state layout (names, dtypes, shapes)
+//   tg.checksum       FNV-1a 64 over the tensors and the other metadata
+// written atomically by safetensors::writeFile (temporary file, fsync,
+// rename, directory fsync).
+#include "Hash.h"
+#include "Session.h"
+#include "Status.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+
+namespace tg::runtime {
+namespace {
+
+constexpr const char *kStep = "tg.step";
+constexpr const char *kDataPosition = "tg.data_position";
+constexpr const char *kProgram = "tg.program";
+constexpr const char *kChecksum = "tg.checksum";
+
+/// Slots of the training state, in program order.
+std::vector<const tgx::Slot *> stateSlots(const tg_session &session) {
+  std::vector<const tgx::Slot *> slots;
+  for (const tgx::Parameter *p : *session.program->parameters())
+    for (uint32_t index : {p->slot(), p->adam_m_slot(), p->adam_v_slot()})
+      slots.push_back(&slotAt(session, index));
+  return slots;
+}
+
+std::string hex(uint64_t value) {
+  char text[17];
+  std::snprintf(text, sizeof(text), "%016" PRIx64, value);
+  return text;
+}
+
+/// Only the state layout, not the activations: a checkpoint stays loadable
+/// by the same model compiled with another batch size or schedule.
+std::string fingerprint(const tg_session &session) {
+  Fnv1a64 hash;
+  for (const tgx::Slot *slot : stateSlots(session)) {
+    hash.update(slot->name()->string_view());
+    hash.update(uint64_t(slot->dtype()));
+    hash.update(uint64_t(slot->shape()->size()));
+    for (int64_t d : *slot->shape())
+      hash.update(uint64_t(d));
+  }
+  return hex(hash.value());
+}
+
+/// Independent of the order of tensors in the file.
+std::string checksum(const safetensors::File &file) {
+  std::vector<const safetensors::Tensor *> tensors;
+  for (const safetensors::Tensor &t : file.tensors)
+    tensors.push_back(&t);
+  std::sort(tensors.begin(), tensors.end(),
+            [](auto *a, auto *b) { return a->name < b->name; });
+  Fnv1a64 hash;
+  for (const safetensors::Tensor *t : tensors) {
+    hash.update(t->name);
+    hash.update(safetensors::dtypeName(t->dtype));
+    hash.update(uint64_t(t->shape.size()));
+    for (int64_t d : t->shape)
+      hash.update(uint64_t(d));
+    hash.update(t->data.data(), t->data.size());
+  }
+  for (const auto &[key, value] : file.metadata)
+    if (key != kChecksum) {
+      hash.update(key);
+      hash.update(value);
+    }
+  return hex(hash.value());
+}
+
+bool parseCount(const safetensors::File &file, const char *key, int64_t &out) {
+  auto it = file.metadata.find(key);
+  if (it == file.metadata.end() || it->second.empty())
+    return false;
+  char *end = nullptr;
+  errno = 0;
+  long long value = std::strtoll(it->second.c_str(), &end, 10);
+  out = value;
+  return errno == 0 && *end == '\0' && value >= 0;
+}
+
+bool save(const tg_session &session, const std::string &path, int64_t dataPosition,
+          std::string &error) {
+  if (dataPosition < 0) {
+    error = path + ": data position " + std::to_string(dataPosition) + " is negative";
+    return false;
+  }
+  safetensors::File file;
+  for (const tgx::Slot *slot : stateSlots(session)) {
+    file.tensors.emplace_back();
+    if (!slotTensor(session, *slot, slot->name()->str(), file.tensors.back(), error))
+      return false;
+  }
+  file.metadata[kStep] = std::to_string(session.stepsDone);
+  file.metadata[kDataPosition] = std::to_string(dataPosition);
+  file.metadata[kProgram] = fingerprint(session);
+  file.metadata[kChecksum] = checksum(file);
+  return safetensors::writeFile(path, file, error);
+}
+
+bool load(tg_session &session, const std::string &path, int64_t *dataPosition,
+          std::string &error) {
+  safetensors::File file;
+  if (!safetensors::readFile(path, file, error)) {
+    error += "; the checkpoint is truncated or corrupt";
+    return false;
+  }
+  auto fail = [&](const std::string &problem) {
+    error = path + ": " + problem;
+    return false;
+  };
+  auto stored = file.metadata.find(kChecksum);
+  if (stored == file.metadata.end())
+    return fail("not a tgrun checkpoint (no tg.checksum metadata); pass a file written by "
+                "tg_session_save_checkpoint or tgrun --checkpoint-dir");
+  if (stored->second != checksum(file))
+    return fail("checksum mismatch: the checkpoint is corrupt; use an older checkpoint");
+  auto program = file.metadata.find(kProgram);
+  if (program == file.metadata.end() || program->second != fingerprint(session))
+    return fail("the checkpoint belongs to a different program (other parameter names, "
+                "dtypes or shapes than " + session.source + "); resume with the artifact "
+                "that wrote it");
+  int64_t steps, position;
+  if (!parseCount(file, kStep, steps) || !parseCount(file, kDataPosition, position))
+    return fail("metadata tg.step or tg.data_position is missing or not a non-negative "
+                "integer; the checkpoint is corrupt");
+  // The fingerprint matched, so every state slot is present with its dtype
+  // and shape; look each one up and check its size all the same before
+  // touching the session.
+  std::vector<std::pair<const tgx::Slot *, const safetensors::Tensor *>> writes;
+  for (const tgx::Slot *slot : stateSlots(session)) {
+    const safetensors::Tensor *t = file.find(slot->name()->string_view());
+    if (!t || t->dtype != toSafetensors(slot->dtype()) ||
+        t->data.size() != slot->range()->size())
+      return fail("tensor '" + slot->name()->str() + "' is missing or has the wrong dtype or "
+                  "shape; the checkpoint is corrupt");
+    writes.emplace_back(slot, t);
+  }
+  for (auto &[slot, tensor] : writes)
+    if (!writeSlot(session, *slot, tensor->data.data(), tensor->data.size(), 0, error))
+      return false;
+  session.stepsDone = steps;
+  session.initialized = true;
+  if (dataPosition)
+    *dataPosition = position;
+  return true;
+}
+
+} // namespace
+} // namespace tg::runtime
+
+using namespace tg::runtime;
+
+extern "C" {
+
+tg_status tg_session_save_checkpoint(const tg_session *session, const char *path,
+                                     int64_t data_position) {
+  return guarded("tg_session_save_checkpoint", [&](std::string &error) {
+    return requireArgument(session, "tg_session_save_checkpoint", "session", error) &&
+           requireArgument(path, "tg_session_save_checkpoint", "path", error) &&
+           save(*session, path, data_position, error);
+  });
+}
+
+tg_status tg_session_load_checkpoint(tg_session *session, const char *path,
+                                     int64_t *data_position) {
+  return guarded("tg_session_load_checkpoint", [&](std::string &error) {
+    return requireArgument(session, "tg_session_load_checkpoint", "session", error) &&
+           requireArgument(path, "tg_session_load_checkpoint", "path", error) &&
+           load(*session, path, data_position, error);
+  });
+}
+
+}

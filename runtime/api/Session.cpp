@@ -1,0 +1,252 @@
+// Sessions: loading, information, and the training step.
+#include "Session.h"
+
+#include "Status.h"
+
+#include <cerrno>
+#include <cstring>
+#include <limits>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace tg::runtime {
+
+const tgx::Slot &slotAt(const tg_session &session, uint32_t index) {
+  return *session.program->slots()->Get(index);
+}
+
+safetensors::DType toSafetensors(tgx::DType dtype) {
+  switch (dtype) {
+  case tgx::DType_F32: return safetensors::DType::F32;
+  case tgx::DType_F64: return safetensors::DType::F64;
+  case tgx::DType_BF16: return safetensors::DType::BF16;
+  case tgx::DType_F16: return safetensors::DType::F16;
+  case tgx::DType_I32: return safetensors::DType::I32;
+  case tgx::DType_I64: return safetensors::DType::I64;
+  }
+  return safetensors::DType::F32; // unreachable: verified programs
+}
+
+bool readSlot(const tg_session &session, const tgx::Slot &slot,
+              std::vector<uint8_t> &out, std::string &error) {
+  out.resize(slot.range()->size());
+  return session.backend->read(slot.range()->offset(), out.data(), out.size(), error);
+}
+
+bool slotTensor(const tg_session &session, const tgx::Slot &slot,
+                std::string name, safetensors::Tensor &out, std::string &error) {
+  out.name = std::move(name);
+  out.dtype = toSafetensors(slot.dtype());
+  out.shape.assign(slot.shape()->begin(), slot.shape()->end());
+  return readSlot(session, slot, out.data, error);
+}
+
+bool writeSlot(tg_session &session, const tgx::Slot &slot, const void *data,
+               uint64_t size, uint64_t byteOffset, std::string &error) {
+  return session.backend->write(slot.range()->offset() + byteOffset, data, size, error);
+}
+
+bool resetTraining(tg_session &session, std::string &error) {
+  for (const tgx::Parameter *p : *session.program->parameters())
+    for (uint32_t index : {p->adam_m_slot(), p->adam_v_slot()}) {
+      const tgx::Slot &slot = slotAt(session, index);
+      std::vector<uint8_t> zeros(slot.range()->size(), 0);
+      if (!writeSlot(session, slot, zeros.data(), zeros.size(), 0, error))
+        return false;
+    }
+  session.stepsDone = 0;
+  session.initialized = true;
+  return true;
+}
+
+bool requireArgument(const void *pointer, const char *function,
+                     const char *argument, std::string &error) {
+  if (!pointer)
+    error = std::string(function) + ": argument '" + argument + "' is NULL";
+  return pointer != nullptr;
+}
+
+namespace {
+
+bool createSession(std::vector<uint8_t> bytes, const std::string &source,
+                   tg_session **out, std::string &error) {
+  if (!verifyArtifact(bytes.data(), bytes.size(), source, error))
+    return false;
+  auto session = std::make_unique<tg_session>();
+  session->source = source;
+  session->bytes = std::move(bytes);
+  session->program = tgx::GetProgram(session->bytes.data());
+  session->backend = createBackend(*session->program, source, error);
+  if (!session->backend)
+    return false;
+  const tgx::Program &program = *session->program;
+  session->stepSlot = findSlot(program, "step");
+  session->tokens = findSlot(program, "tokens");
+  session->targets = findSlot(program, "targets");
+  session->loss = findSlot(program, "loss");
+  session->gradNorm = findSlot(program, "grad_norm");
+  session->lr = findSlot(program, "lr");
+  *out = session.release();
+  return true;
+}
+
+bool readArtifactFile(const char *path, std::vector<uint8_t> &bytes, std::string &error) {
+  auto fail = [&](const std::string &reason) {
+    error = std::string(path) + ": cannot read the artifact (" + reason + "); check the path";
+    return false;
+  };
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return fail(std::strerror(errno));
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return fail("not a regular file");
+  }
+  bytes.resize(static_cast<std::size_t>(st.st_size));
+  std::size_t done = 0;
+  errno = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    done += static_cast<std::size_t>(n);
+  }
+  int readErrno = errno;
+  ::close(fd);
+  if (done != bytes.size())
+    return fail(readErrno ? std::strerror(readErrno) : "the file shrank while being read");
+  return true;
+}
+
+bool readScalar(const tg_session &session, const tgx::Slot &slot, double &out,
+                std::string &error) {
+  std::vector<uint8_t> bytes;
+  if (!readSlot(session, slot, bytes, error))
+    return false;
+  if (slot.dtype() == tgx::DType_F64) {
+    std::memcpy(&out, bytes.data(), sizeof(double));
+  } else {
+    float value;
+    std::memcpy(&value, bytes.data(), sizeof(float));
+    out = value;
+  }
+  return true;
+}
+
+/// Kernels index embeddings with the tokens, so an out-of-range one must
+/// never reach them.
+bool checkTokens(const tg_session &session, const int32_t *values,
+                 const char *what, std::string &error) {
+  const tgx::TrainInfo &train = *session.program->train();
+  int64_t count = train.batch_size() * train.seq_len();
+  for (int64_t i = 0; i < count; ++i)
+    if (values[i] < 0 || values[i] >= train.vocab_size()) {
+      error = "tg_session_step: " + std::string(what) + "[" + std::to_string(i) +
+              "] is " + std::to_string(values[i]) + ", outside the vocabulary [0, " +
+              std::to_string(train.vocab_size()) + ") of " + session.source;
+      return false;
+    }
+  return true;
+}
+
+bool step(tg_session &session, const int32_t *tokens, const int32_t *targets,
+          tg_step_result *out, std::string &error) {
+  if (!session.initialized) {
+    error = "tg_session_step: the parameters of " + session.source +
+            " are not initialised; call tg_session_init_random, "
+            "tg_session_init_from_safetensors or tg_session_load_checkpoint first";
+    return false;
+  }
+  if (session.stepsDone >= std::numeric_limits<int32_t>::max()) {
+    error = "tg_session_step: the step counter of " + session.source +
+            " would overflow its int32 'step' slot";
+    return false;
+  }
+  if (!checkTokens(session, tokens, "tokens", error) ||
+      !checkTokens(session, targets, "targets", error))
+    return false;
+  auto step = static_cast<int32_t>(session.stepsDone);
+  tg_step_result result;
+  result.step = session.stepsDone + 1;
+  if (!writeSlot(session, *session.stepSlot, &step, sizeof(step), 0, error) ||
+      !writeSlot(session, *session.tokens, tokens, session.tokens->range()->size(), 0, error) ||
+      !writeSlot(session, *session.targets, targets, session.targets->range()->size(), 0,
+                 error) ||
+      !session.backend->run(error) || !readScalar(session, *session.loss, result.loss, error) ||
+      !readScalar(session, *session.gradNorm, result.grad_norm, error) ||
+      !readScalar(session, *session.lr, result.lr, error))
+    return false;
+  ++session.stepsDone;
+  if (out)
+    *out = result;
+  return true;
+}
+
+} // namespace
+} // namespace tg::runtime
+
+using namespace tg::runtime;
+namespace tgx = tg::tgx;
+
+extern "C" {
+
+tg_status tg_session_create_from_file(const char *path, tg_session **out) {
+  return guarded("tg_session_create_from_file", [&](std::string &error) {
+    if (!requireArgument(path, "tg_session_create_from_file", "path", error) ||
+        !requireArgument(out, "tg_session_create_from_file", "out", error))
+      return false;
+    std::vector<uint8_t> bytes;
+    if (!readArtifactFile(path, bytes, error))
+      return false;
+    return createSession(std::move(bytes), path, out, error);
+  });
+}
+
+tg_status tg_session_create_from_memory(const void *data, size_t size,
+                                        const char *source_name, tg_session **out) {
+  return guarded("tg_session_create_from_memory", [&](std::string &error) {
+    if (!requireArgument(data, "tg_session_create_from_memory", "data", error) ||
+        !requireArgument(out, "tg_session_create_from_memory", "out", error))
+      return false;
+    // A copy: the session outlives the caller's buffer, and FlatBuffers
+    // needs the alignment a fresh allocation has.
+    auto *begin = static_cast<const uint8_t *>(data);
+    return createSession(std::vector<uint8_t>(begin, begin + size),
+                         source_name ? source_name : "<memory>", out, error);
+  });
+}
+
+void tg_session_destroy(tg_session *session) { delete session; }
+
+void tg_session_info(const tg_session *session, tg_program_info *out) {
+  const tgx::TrainInfo &train = *session->program->train();
+  out->batch_size = train.batch_size();
+  out->seq_len = train.seq_len();
+  out->vocab_size = train.vocab_size();
+  out->seed = train.seed();
+  out->flops_per_step = train.flops_per_step();
+  out->num_parameters = 0;
+  for (const tgx::Parameter *p : *session->program->parameters())
+    out->num_parameters += numElements(slotAt(*session, p->slot()));
+}
+
+tg_status tg_session_step(tg_session *session, const int32_t *tokens,
+                          const int32_t *targets, tg_step_result *out) {
+  return guarded("tg_session_step", [&](std::string &error) {
+    return requireArgument(session, "tg_session_step", "session", error) &&
+           requireArgument(tokens, "tg_session_step", "tokens", error) &&
+           requireArgument(targets, "tg_session_step", "targets", error) &&
+           step(*session, tokens, targets, out, error);
+  });
+}
+
+int64_t tg_session_steps_done(const tg_session *session) { return session->stepsDone; }
+
+void tg_set_num_threads(int threads) { setCpuThreads(threads); }
+
+}

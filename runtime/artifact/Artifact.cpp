@@ -1,0 +1,352 @@
+// The artifact verifier. FlatBuffers' Verifier makes every accessor safe to
+// call; the semantic checks after it make every command safe to execute: a
+// backend trusts verified ranges and sizes and checks nothing itself.
+#include "tg/runtime/Artifact.h"
+
+#include <cmath>
+#include <limits>
+#include <set>
+
+namespace tg::runtime {
+namespace {
+
+/// a * b, or false on u64 overflow.
+bool mulOverflows(uint64_t a, uint64_t b, uint64_t &out) {
+  return __builtin_mul_overflow(a, b, &out);
+}
+
+std::string rangeText(const tgx::BufferRange &r) {
+  return "(offset " + std::to_string(r.offset()) + ", size " +
+         std::to_string(r.size()) + ")";
+}
+
+bool isFloat(tgx::DType d) {
+  return d == tgx::DType_F32 || d == tgx::DType_F64 || d == tgx::DType_BF16 ||
+         d == tgx::DType_F16;
+}
+
+bool isScalar(const tgx::Slot &slot) { return slot.shape()->size() == 0; }
+
+/// Semantic checks over a structurally valid program. Each check returns
+/// false after recording one message via `fail`.
+class Checker {
+public:
+  Checker(const tgx::Program &program, const std::string &source,
+          std::string &error)
+      : program(program), source(source), error(error),
+        arenaBytes(program.arena_bytes()) {}
+
+  bool run() {
+    return checkHeader() && checkSlots() && checkParameters() &&
+           checkConstants() && checkModules() && checkCommands() &&
+           checkRequiredSlots();
+  }
+
+private:
+  const tgx::Program &program;
+  const std::string &source;
+  std::string &error;
+  uint64_t arenaBytes;
+
+  bool fail(const std::string &field, const std::string &problem) {
+    error = source + ": " + field + " " + problem +
+            "; the artifact is corrupt or was written by a different tgc, "
+            "re-compile the model with this tgc";
+    return false;
+  }
+
+  bool checkRange(const tgx::BufferRange &r, const std::string &field) {
+    if (r.offset() > arenaBytes || r.size() > arenaBytes - r.offset())
+      return fail(field, rangeText(r) + " lies outside the arena of " +
+                             std::to_string(arenaBytes) + " bytes");
+    return true;
+  }
+
+  bool checkHeader() {
+    if (program.format_version() != kFormatVersion) {
+      error = source + ": format_version " +
+              std::to_string(program.format_version()) +
+              " is not supported by this runtime, which reads version " +
+              std::to_string(kFormatVersion) +
+              "; re-compile the model with the tgc that matches this runtime";
+      return false;
+    }
+    if (program.target() < tgx::Target_MIN || program.target() > tgx::Target_MAX)
+      return fail("target", "has the unknown value " +
+                                std::to_string(int(program.target())));
+    const tgx::TrainInfo &train = *program.train();
+    if (train.batch_size() < 1 || train.seq_len() < 1 || train.vocab_size() < 1 ||
+        train.vocab_size() > std::numeric_limits<int32_t>::max())
+      return fail("train", "has batch_size " + std::to_string(train.batch_size()) +
+                               ", seq_len " + std::to_string(train.seq_len()) +
+                               ", vocab_size " + std::to_string(train.vocab_size()) +
+                               " (each must be at least 1, vocab_size an int32)");
+    const tgx::Mesh &mesh = *program.mesh();
+    if (mesh.shape()->size() != mesh.axes()->size())
+      return fail("mesh", "has " + std::to_string(mesh.shape()->size()) +
+                              " dimensions but " +
+                              std::to_string(mesh.axes()->size()) + " axis names");
+    for (int64_t d : *mesh.shape())
+      if (d < 1)
+        return fail("mesh.shape", "has the dimension " + std::to_string(d));
+    return true;
+  }
+
+  bool checkSlots() {
+    std::set<std::string_view> names;
+    for (uint32_t i = 0; i < program.slots()->size(); ++i) {
+      const tgx::Slot &slot = *program.slots()->Get(i);
+      std::string field = "slots[" + std::to_string(i) + "] '" +
+                          slot.name()->str() + "'";
+      if (slot.name()->size() == 0 || !names.insert(slot.name()->string_view()).second)
+        return fail(field, "has an empty or duplicated name");
+      uint64_t bytes = dtypeSize(slot.dtype());
+      if (bytes == 0)
+        return fail(field, "has the unknown dtype " + std::to_string(int(slot.dtype())));
+      for (int64_t d : *slot.shape())
+        if (d < 0 || mulOverflows(bytes, static_cast<uint64_t>(d), bytes))
+          return fail(field, "has a negative or too large dimension " + std::to_string(d));
+      if (slot.range()->size() != bytes)
+        return fail(field, "has a range of " + std::to_string(slot.range()->size()) +
+                               " bytes, but its shape and dtype need " +
+                               std::to_string(bytes));
+      if (!checkRange(*slot.range(), field + ".range"))
+        return false;
+    }
+    return true;
+  }
+
+  bool sameShape(const tgx::Slot &a, const tgx::Slot &b) {
+    return std::equal(a.shape()->begin(), a.shape()->end(), b.shape()->begin(),
+                      b.shape()->end());
+  }
+
+  bool checkParameters() {
+    std::set<std::string_view> names;
+    uint32_t numSlots = program.slots()->size();
+    for (uint32_t i = 0; i < program.parameters()->size(); ++i) {
+      const tgx::Parameter &p = *program.parameters()->Get(i);
+      std::string field = "parameters[" + std::to_string(i) + "] '" + p.name()->str() + "'";
+      if (p.name()->size() == 0 || !names.insert(p.name()->string_view()).second)
+        return fail(field, "has an empty or duplicated name");
+      if (p.init() < tgx::InitKind_MIN || p.init() > tgx::InitKind_MAX)
+        return fail(field, "has the unknown init kind " + std::to_string(int(p.init())));
+      if (p.init() == tgx::InitKind_Normal && !(std::isfinite(p.init_std()) && p.init_std() >= 0))
+        return fail(field, "has init_std " + std::to_string(p.init_std()) +
+                               " (must be finite and non-negative)");
+      if (p.slot() >= numSlots || p.adam_m_slot() >= numSlots || p.adam_v_slot() >= numSlots)
+        return fail(field, "refers to a slot index outside the " +
+                               std::to_string(numSlots) + " slots");
+      if (p.slot() == p.adam_m_slot() || p.slot() == p.adam_v_slot() ||
+          p.adam_m_slot() == p.adam_v_slot())
+        return fail(field, "uses one slot for two of the parameter and its AdamW moments");
+      const tgx::Slot &value = *program.slots()->Get(p.slot());
+      const tgx::Slot &m = *program.slots()->Get(p.adam_m_slot());
+      const tgx::Slot &v = *program.slots()->Get(p.adam_v_slot());
+      if (!isFloat(value.dtype()) || !isFloat(m.dtype()) || !isFloat(v.dtype()))
+        return fail(field, "has a slot of a non-float dtype");
+      if (!sameShape(value, m) || !sameShape(value, v))
+        return fail(field, "has AdamW moment slots whose shape differs from the parameter's");
+    }
+    return true;
+  }
+
+  bool checkConstants() {
+    for (uint32_t i = 0; i < program.constants()->size(); ++i) {
+      const tgx::Constant &c = *program.constants()->Get(i);
+      std::string field = "constants[" + std::to_string(i) + "]";
+      if (!checkRange(*c.range(), field + ".range"))
+        return false;
+      if (c.data()->size() != c.range()->size())
+        return fail(field, "holds " + std::to_string(c.data()->size()) +
+                               " bytes for a range of " + std::to_string(c.range()->size()));
+    }
+    return true;
+  }
+
+  bool checkModules() {
+    for (uint32_t i = 0; i < program.modules()->size(); ++i) {
+      const tgx::KernelModule &m = *program.modules()->Get(i);
+      std::string field = "modules[" + std::to_string(i) + "]";
+      if (m.format() < tgx::ModuleFormat_MIN || m.format() > tgx::ModuleFormat_MAX)
+        return fail(field, "has the unknown format " + std::to_string(int(m.format())));
+      for (const flatbuffers::String *name : *m.kernels())
+        if (name->size() == 0)
+          return fail(field + ".kernels", "has an empty kernel name");
+      if (m.kernel_operand_counts() && m.kernel_operand_counts()->size() != 0 &&
+          m.kernel_operand_counts()->size() != m.kernels()->size())
+        return fail(field + ".kernel_operand_counts", "has " +
+                        std::to_string(m.kernel_operand_counts()->size()) +
+                        " entries for " + std::to_string(m.kernels()->size()) + " kernels");
+    }
+    return true;
+  }
+
+  bool checkKernel(const tgx::Command &c, const std::string &field) {
+    if (c.module_() >= program.modules()->size())
+      return fail(field + ".module", "is " + std::to_string(c.module_()) + " but there are " +
+                                         std::to_string(program.modules()->size()) + " modules");
+    const tgx::KernelModule &m = *program.modules()->Get(c.module_());
+    if (c.kernel() >= m.kernels()->size())
+      return fail(field + ".kernel", "is " + std::to_string(c.kernel()) + " but module " +
+                                         std::to_string(c.module_()) + " has " +
+                                         std::to_string(m.kernels()->size()) + " kernels");
+    const auto *counts = m.kernel_operand_counts();
+    if (counts && counts->size() != 0 && counts->Get(c.kernel()) != c.operands()->size())
+      return fail(field + ".operands", "has " + std::to_string(c.operands()->size()) +
+                                           " entries but kernel '" +
+                                           m.kernels()->Get(c.kernel())->str() + "' takes " +
+                                           std::to_string(counts->Get(c.kernel())));
+    return true;
+  }
+
+  /// Gemm operand `index` must hold (batch - 1) * stride + rows * cols
+  /// elements, computed without overflow.
+  bool checkGemmOperand(const tgx::Command &c, uint32_t index, int64_t stride,
+                        int64_t rows, int64_t cols, const std::string &field) {
+    const tgx::Gemm &g = *c.gemm();
+    uint64_t span, matrix, elements, bytes;
+    bool overflow = mulOverflows(uint64_t(g.batch() - 1), uint64_t(stride), span) ||
+                    mulOverflows(uint64_t(rows), uint64_t(cols), matrix) ||
+                    __builtin_add_overflow(span, matrix, &elements) ||
+                    mulOverflows(elements, dtypeSize(g.dtype()), bytes);
+    const tgx::BufferRange &r = *c.operands()->Get(index);
+    if (overflow || r.size() < bytes)
+      return fail(field + ".operands[" + std::to_string(index) + "]",
+                  rangeText(r) + " is too small for the batched " + std::to_string(rows) +
+                      "x" + std::to_string(cols) + " matrix it holds");
+    return true;
+  }
+
+  bool checkGemm(const tgx::Command &c, const std::string &field) {
+    const tgx::Gemm *g = c.gemm();
+    if (!g)
+      return fail(field, "is a Gemm without its 'gemm' table");
+    if (g->dtype() != tgx::DType_F32 && g->dtype() != tgx::DType_F64)
+      return fail(field + ".gemm.dtype", "is not F32 or F64");
+    if (c.operands()->size() != 3)
+      return fail(field + ".operands", "has " + std::to_string(c.operands()->size()) +
+                                           " entries instead of [a, b, c]");
+    constexpr int64_t kMaxDim = std::numeric_limits<int>::max(); // BLAS ints
+    for (int64_t v : {g->m(), g->n(), g->k(), g->batch()})
+      if (v < 1 || v > kMaxDim)
+        return fail(field + ".gemm", "has m, n, k or batch " + std::to_string(v) +
+                                         " outside [1, " + std::to_string(kMaxDim) + "]");
+    for (int64_t s : {g->stride_a(), g->stride_b(), g->stride_c()})
+      if (s < 0)
+        return fail(field + ".gemm", "has the negative stride " + std::to_string(s));
+    return checkGemmOperand(c, 0, g->stride_a(), g->m(), g->k(), field) &&
+           checkGemmOperand(c, 1, g->stride_b(), g->k(), g->n(), field) &&
+           checkGemmOperand(c, 2, g->stride_c(), g->m(), g->n(), field);
+  }
+
+  bool checkCommands() {
+    for (uint32_t i = 0; i < program.commands()->size(); ++i) {
+      const tgx::Command &c = *program.commands()->Get(i);
+      std::string field = "commands[" + std::to_string(i) + "]";
+      if (c.label())
+        field += " ('" + c.label()->str() + "')";
+      for (uint32_t j = 0; j < c.operands()->size(); ++j)
+        if (!checkRange(*c.operands()->Get(j), field + ".operands[" + std::to_string(j) + "]"))
+          return false;
+      switch (c.kind()) {
+      case tgx::CommandKind_Kernel:
+        if (!checkKernel(c, field))
+          return false;
+        break;
+      case tgx::CommandKind_Gemm:
+        if (!checkGemm(c, field))
+          return false;
+        break;
+      case tgx::CommandKind_Copy:
+        if (c.operands()->size() != 2 ||
+            c.operands()->Get(0)->size() != c.operands()->Get(1)->size())
+          return fail(field + ".operands", "is not [source, destination] of equal size");
+        break;
+      default:
+        return fail(field + ".kind", "has the unknown value " + std::to_string(int(c.kind())));
+      }
+    }
+    return true;
+  }
+
+  bool checkRequiredSlot(const char *name, bool (*dtypeOk)(tgx::DType),
+                         const char *expected, bool tokenShape) {
+    const tgx::Slot *slot = findSlot(program, name);
+    if (!slot)
+      return fail("slots", std::string("has no '") + name + "' slot");
+    bool shapeOk;
+    if (tokenShape) {
+      const auto &s = *slot->shape();
+      shapeOk = s.size() == 2 && s[0] == program.train()->batch_size() &&
+                s[1] == program.train()->seq_len();
+    } else {
+      shapeOk = isScalar(*slot);
+    }
+    if (!dtypeOk(slot->dtype()) || !shapeOk)
+      return fail(std::string("slot '") + name + "'", std::string("is not ") + expected);
+    return true;
+  }
+
+  bool checkRequiredSlots() {
+    auto isI32 = [](tgx::DType d) { return d == tgx::DType_I32; };
+    auto isF32OrF64 = [](tgx::DType d) {
+      return d == tgx::DType_F32 || d == tgx::DType_F64;
+    };
+    return checkRequiredSlot("step", isI32, "an I32 scalar", false) &&
+           checkRequiredSlot("tokens", isI32, "I32 of shape [batch_size, seq_len]", true) &&
+           checkRequiredSlot("targets", isI32, "I32 of shape [batch_size, seq_len]", true) &&
+           checkRequiredSlot("loss", isF32OrF64, "an F32 or F64 scalar", false) &&
+           checkRequiredSlot("grad_norm", isF32OrF64, "an F32 or F64 scalar", false) &&
+           checkRequiredSlot("lr", isF32OrF64, "an F32 or F64 scalar", false);
+  }
+};
+
+} // namespace
+
+std::size_t dtypeSize(tgx::DType dtype) {
+  switch (dtype) {
+  case tgx::DType_F32: return 4;
+  case tgx::DType_F64: return 8;
+  case tgx::DType_BF16: return 2;
+  case tgx::DType_F16: return 2;
+  case tgx::DType_I32: return 4;
+  case tgx::DType_I64: return 8;
+  }
+  return 0;
+}
+
+bool verifyArtifact(const uint8_t *bytes, std::size_t size,
+                    const std::string &sourceName, std::string &error) {
+  if (size < 8 || !tgx::ProgramBufferHasIdentifier(bytes)) {
+    error = sourceName + ": not a .tgx artifact (the 'TGX1' identifier is missing); "
+                         "pass the file that tgc --emit=tgx wrote";
+    return false;
+  }
+  // Large models have many commands; the default table limit (1M) is for
+  // untrusted network input, not for programs.
+  flatbuffers::Verifier verifier(bytes, size, /*max_depth=*/64,
+                                 /*max_tables=*/1u << 28);
+  if (!tgx::VerifyProgramBuffer(verifier)) {
+    error = sourceName + ": the artifact is truncated or corrupt (its FlatBuffers "
+                         "structure does not verify); re-compile the model with this tgc";
+    return false;
+  }
+  return Checker(*tgx::GetProgram(bytes), sourceName, error).run();
+}
+
+const tgx::Slot *findSlot(const tgx::Program &program, std::string_view name) {
+  for (const tgx::Slot *slot : *program.slots())
+    if (slot->name()->string_view() == name)
+      return slot;
+  return nullptr;
+}
+
+int64_t numElements(const tgx::Slot &slot) {
+  int64_t n = 1;
+  for (int64_t d : *slot.shape())
+    n *= d;
+  return n;
+}
+
+} // namespace tg::runtime

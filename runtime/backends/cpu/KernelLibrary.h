@@ -1,0 +1,40 @@
+// A kernel module (an ELF shared object held in the artifact) loaded into the
+// process, and the kernels resolved from it.
+#ifndef TG_RUNTIME_CPU_KERNELLIBRARY_H
+#define TG_RUNTIME_CPU_KERNELLIBRARY_H
+
+#include "tg/runtime/Artifact.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tg::runtime {
+
+/// The C type of every compiled CPU kernel.
+using KernelFn = void (*)(void **buffers);
+
+class KernelLibrary {
+public:
+  /// Loads `module` (format ElfSharedObject) and resolves all its kernels;
+  /// `what` ("model.tgx: modules[0]") prefixes messages.
+  static std::unique_ptr<KernelLibrary> load(const tgx::KernelModule &module,
+                                             const std::string &what,
+                                             std::string &error);
+  ~KernelLibrary();
+  KernelLibrary(const KernelLibrary &) = delete;
+  KernelLibrary &operator=(const KernelLibrary &) = delete;
+
+  /// The kernels, in the module's order.
+  const std::vector<KernelFn> &kernels() const { return fns; }
+
+private:
+  KernelLibrary() = default;
+  void *handle = nullptr;
+  int memfd = -1;
+  std::vector<KernelFn> fns;
+};
+
+} // namespace tg::runtime
+
+#endif

@@ -1,0 +1,43 @@
+// The interface between a session and the device that runs its program.
+// A backend owns the arena (`Program.arena_bytes`, every slot at a fixed
+// offset) and executes the command list over it. The session reaches the
+// arena only through read/write, so a device-memory backend (CUDA) fits the
+// same interface as the CPU one.
+#ifndef TG_RUNTIME_BACKEND_H
+#define TG_RUNTIME_BACKEND_H
+
+#include "tg/runtime/Artifact.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace tg::runtime {
+
+class Backend {
+public:
+  virtual ~Backend() = default;
+
+  /// Copies `size` bytes from `src` to arena offset `offset`; the range has
+  /// been verified to lie in the arena.
+  virtual bool write(uint64_t offset, const void *src, uint64_t size,
+                     std::string &error) = 0;
+  /// Copies `size` bytes at arena offset `offset` to `dst`.
+  virtual bool read(uint64_t offset, void *dst, uint64_t size,
+                    std::string &error) const = 0;
+  /// Executes every command of the program in order.
+  virtual bool run(std::string &error) = 0;
+};
+
+/// A backend for a verified `program` (which must outlive it), with a zeroed
+/// arena holding the program's constants. `sourceName` is used in messages.
+std::unique_ptr<Backend> createBackend(const tgx::Program &program,
+                                       const std::string &sourceName,
+                                       std::string &error);
+
+/// Threads the CPU backend's matrix products may use, process-wide.
+void setCpuThreads(int threads);
+
+} // namespace tg::runtime
+
+#endif

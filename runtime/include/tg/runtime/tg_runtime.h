@@ -1,0 +1,103 @@
+/* The TGC runtime C API: load a compiled .tgx training program and run it.
+ *
+ * Plain C, no LLVM/MLIR. `tgrun` is its first client; Python bindings and
+ * framework bridges build on the same calls. Every call that can fail returns
+ * a tg_status: NULL on success, otherwise an error the caller must free with
+ * tg_status_free. Messages name the file, field or tensor at fault and say
+ * how to fix it. No call aborts the process on bad input.
+ */
+#ifndef TG_RUNTIME_TG_RUNTIME_H
+#define TG_RUNTIME_TG_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tg_status_s *tg_status;
+const char *tg_status_message(tg_status status);
+void tg_status_free(tg_status status);
+
+/* A loaded, verified program with its memory (parameters, optimizer state,
+ * activations) and its training position. */
+typedef struct tg_session_s tg_session;
+
+/* Loads and verifies an artifact. `source_name` is used in messages. */
+tg_status tg_session_create_from_file(const char *path, tg_session **out);
+tg_status tg_session_create_from_memory(const void *data, size_t size,
+                                        const char *source_name,
+                                        tg_session **out);
+void tg_session_destroy(tg_session *session);
+
+/* What the program trains on. */
+typedef struct {
+  int64_t batch_size;
+  int64_t seq_len;
+  int64_t vocab_size;
+  uint64_t seed;          /* from TRAIN.json */
+  double flops_per_step;
+  int64_t num_parameters; /* elements over all trainable tensors */
+} tg_program_info;
+void tg_session_info(const tg_session *session, tg_program_info *out);
+
+/* Parameter initialisation, and AdamW state and step reset to zero.
+ * Random init: normal(0, std) per the artifact's rules, seeded by `seed` and
+ * the parameter's name (so it does not depend on parameter order). */
+tg_status tg_session_init_random(tg_session *session, uint64_t seed);
+/* From a safetensors file with Hugging Face names, with or without the
+ * "transformer." prefix; every parameter must be present with its shape. */
+tg_status tg_session_init_from_safetensors(tg_session *session,
+                                           const char *path);
+
+typedef struct {
+  int64_t step;        /* 1-based number of the step just taken */
+  double loss;         /* the batch loss before this step's update */
+  double grad_norm;    /* before clipping */
+  double lr;
+} tg_step_result;
+
+/* One optimizer step on `tokens` and `targets`, each batch_size * seq_len
+ * int32 values, row-major. */
+tg_status tg_session_step(tg_session *session, const int32_t *tokens,
+                          const int32_t *targets, tg_step_result *out);
+/* Number of steps taken so far (restored by tg_session_load_checkpoint). */
+int64_t tg_session_steps_done(const tg_session *session);
+
+/* Final weights as safetensors, Hugging Face names and layouts. */
+tg_status tg_session_save_weights(const tg_session *session, const char *path);
+
+/* Full training state: parameters, AdamW moments, step count and the data
+ * position. Written to a temporary file, fsynced and renamed, with a
+ * checksum over the contents; loading verifies the checksum and that the
+ * checkpoint belongs to this program. */
+tg_status tg_session_save_checkpoint(const tg_session *session,
+                                     const char *path, int64_t data_position);
+tg_status tg_session_load_checkpoint(tg_session *session, const char *path,
+                                     int64_t *data_position);
+
+/* Threads the CPU backend's matrix products may use; process-wide. Without
+ * a call, OpenBLAS's default (its OPENBLAS_NUM_THREADS or all cores). */
+void tg_set_num_threads(int threads);
+
+/* Token files (the data contract): a flat array of little-endian uint16
+ * tokens. With N tokens, sample i of step s (0-based) starts at
+ * o = ((s*B + i)*T) mod (N - T); its inputs are tokens[o : o+T] and its
+ * targets tokens[o+1 : o+T+1]. */
+typedef struct tg_dataset_s tg_dataset;
+tg_status tg_dataset_open(const char *path, tg_dataset **out);
+void tg_dataset_close(tg_dataset *dataset);
+int64_t tg_dataset_num_tokens(const tg_dataset *dataset);
+/* Fills `tokens` and `targets` (batch_size * seq_len each) for 0-based step
+ * `step`; fails if a token is >= vocab_size or the file is shorter than
+ * seq_len + 1 tokens. */
+tg_status tg_dataset_batch(const tg_dataset *dataset, int64_t step,
+                           int64_t batch_size, int64_t seq_len,
+                           int64_t vocab_size, int32_t *tokens,
+                           int32_t *targets);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

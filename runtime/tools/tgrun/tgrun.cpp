@@ -1,0 +1,457 @@
+// tgrun: trains with a compiled .tgx program on a token file.
+//
+//   tgrun MODEL.tgx --data TOKENS.bin [--steps N] [--init W.safetensors] ...
+//
+// A copy of tgrun with an artifact appended (tgc --emit=exe) runs that
+// artifact and takes the same flags without the positional argument.
+// Exit codes: 0 done, 1 error, 2 usage error.
+#include "tg/runtime/EmbeddedArtifact.h"
+#include "tg/runtime/tg_runtime.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace {
+
+constexpr int kError = 1;
+constexpr int kUsage = 2;
+constexpr int kKeepCheckpoints = 2;
+
+struct Options {
+  std::string artifact, data, init, metrics, saveWeights, checkpointDir;
+  int64_t steps = 100, checkpointEvery = 0, threads = 0, logEvery = 0;
+  uint64_t seed = 0;
+  bool hasSeed = false, resume = false, help = false;
+};
+
+void printHelp(const char *program, bool embedded) {
+  std::printf(
+      "usage: %s %s--data TOKENS.bin [options]\n"
+      "\n"
+      "Trains with a compiled training program%s on a token file (flat\n"
+      "little-endian uint16 tokens).\n"
+      "\n"
+      "options:\n"
+      "  --data FILE            token file (required)\n"
+      "  --steps N              total steps of the run, counting steps restored by\n"
+      "                         --resume (default 100): after a run that stopped at\n"
+      "                         step 10, --resume --steps 20 takes 10 more\n"
+      "  --init FILE            initial weights (safetensors, Hugging Face names, with\n"
+      "                         or without the \"transformer.\" prefix); default: random\n"
+      "  --seed S               seed of the random initialisation (default: the\n"
+      "                         program's TRAIN.json seed)\n"
+      "  --metrics FILE         one JSON line per step: step, loss, grad_norm, lr,\n"
+      "                         step_ms, tokens_per_s (appended to when resuming)\n"
+      "  --save-weights FILE    final weights as safetensors\n"
+      "  --checkpoint-dir DIR   write DIR/step-NNNNNNNN.safetensors at the end of the\n"
+      "                         run (and every --checkpoint-every steps), keeping the\n"
+      "                         newest %d\n"
+      "  --checkpoint-every N   checkpoint every N steps\n"
+      "  --resume               continue from the newest checkpoint in\n"
+      "                         --checkpoint-dir (its weights, optimizer state, step\n"
+      "                         and data position); starts fresh if there is none\n"
+      "  --threads N            threads for matrix products (default: OpenBLAS's)\n"
+      "  --log-every N          progress line every N steps when stdout is not a\n"
+      "                         terminal (default: about 20 lines per run)\n"
+      "  --help                 this text\n",
+      program, embedded ? "" : "PROGRAM.tgx ",
+      embedded ? " (embedded in this executable)" : "", kKeepCheckpoints);
+}
+
+int usageError(const std::string &message) {
+  std::fprintf(stderr, "tgrun: error: %s; see --help\n", message.c_str());
+  return kUsage;
+}
+
+int error(const std::string &message) {
+  std::fprintf(stderr, "tgrun: error: %s\n", message.c_str());
+  return kError;
+}
+
+/// Prints and frees a failed status; true when `status` is a success.
+bool check(tg_status status, int &exitCode) {
+  if (!status)
+    return true;
+  exitCode = error(tg_status_message(status));
+  tg_status_free(status);
+  return false;
+}
+
+bool parseInteger(const std::string &text, int64_t min, int64_t &out) {
+  if (text.empty())
+    return false;
+  char *end = nullptr;
+  errno = 0;
+  long long value = std::strtoll(text.c_str(), &end, 10);
+  out = value;
+  return errno == 0 && *end == '\0' && value >= min;
+}
+
+bool parseUnsigned(const std::string &text, uint64_t &out) {
+  if (text.empty() || text[0] == '-')
+    return false;
+  char *end = nullptr;
+  errno = 0;
+  unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+  out = value;
+  return errno == 0 && *end == '\0';
+}
+
+/// Fills `o` from the command line; returns 0 or a usage error's exit code.
+int parseArguments(int argc, char **argv, bool embedded, Options &o) {
+  std::vector<std::string> positional;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.size() < 2 || arg.compare(0, 2, "--") != 0) {
+      positional.push_back(arg);
+      continue;
+    }
+    std::string value;
+    bool hasValue = false;
+    if (std::size_t eq = arg.find('='); eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      arg.resize(eq);
+      hasValue = true;
+    }
+    if (arg == "--help" || arg == "--resume") {
+      if (hasValue)
+        return usageError(arg + " takes no value");
+      (arg == "--help" ? o.help : o.resume) = true;
+      continue;
+    }
+    if (!hasValue) {
+      if (i + 1 >= argc)
+        return usageError(arg + " needs a value");
+      value = argv[++i];
+    }
+    auto integer = [&](int64_t min, int64_t &out) {
+      return parseInteger(value, min, out)
+                 ? 0
+                 : usageError(arg + " needs an integer >= " + std::to_string(min) +
+                              ", not '" + value + "'");
+    };
+    int status = 0;
+    if (arg == "--data") o.data = value;
+    else if (arg == "--init") o.init = value;
+    else if (arg == "--metrics") o.metrics = value;
+    else if (arg == "--save-weights") o.saveWeights = value;
+    else if (arg == "--checkpoint-dir") o.checkpointDir = value;
+    else if (arg == "--steps") status = integer(0, o.steps);
+    else if (arg == "--checkpoint-every") status = integer(1, o.checkpointEvery);
+    else if (arg == "--threads") status = integer(1, o.threads);
+    else if (arg == "--log-every") status = integer(1, o.logEvery);
+    else if (arg == "--seed") {
+      if (!parseUnsigned(value, o.seed))
+        return usageError("--seed needs a non-negative integer, not '" + value + "'");
+      o.hasSeed = true;
+    } else
+      return usageError("unknown option " + arg);
+    if (status)
+      return status;
+  }
+  if (o.help)
+    return 0;
+  if (embedded && !positional.empty())
+    return usageError("this executable carries its own program, so the argument '" +
+                      positional[0] + "' is not needed");
+  if (!embedded && positional.size() != 1)
+    return usageError(positional.empty() ? "no program given (the .tgx file tgc wrote)"
+                                         : "more than one program given");
+  if (!embedded)
+    o.artifact = positional[0];
+  if (o.data.empty())
+    return usageError("--data TOKENS.bin is required");
+  if ((o.checkpointEvery || o.resume) && o.checkpointDir.empty())
+    return usageError(std::string(o.resume ? "--resume" : "--checkpoint-every") +
+                      " needs --checkpoint-dir");
+  if (o.hasSeed && !o.init.empty())
+    return usageError("--seed and --init exclude each other (--seed seeds the random "
+                      "initialisation)");
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Checkpoint directory
+//===----------------------------------------------------------------------===//
+
+std::string checkpointPath(const std::string &dir, int64_t step) {
+  char name[64];
+  std::snprintf(name, sizeof(name), "/step-%08" PRId64 ".safetensors", step);
+  return dir + name;
+}
+
+/// The steps of the checkpoints in `dir`, ascending.
+std::vector<int64_t> listCheckpoints(const std::string &dir) {
+  std::vector<int64_t> steps;
+  DIR *d = ::opendir(dir.c_str());
+  if (!d)
+    return steps;
+  const std::string prefix = "step-", suffix = ".safetensors";
+  while (dirent *entry = ::readdir(d)) {
+    std::string name = entry->d_name;
+    if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix))
+      continue;
+    std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+    int64_t step;
+    if (std::all_of(digits.begin(), digits.end(), ::isdigit) && parseInteger(digits, 0, step))
+      steps.push_back(step);
+  }
+  ::closedir(d);
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+bool makeDirectories(const std::string &dir) {
+  for (std::size_t slash = 1; slash != std::string::npos;) {
+    slash = dir.find('/', slash + 1);
+    std::string prefix = dir.substr(0, slash);
+    if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST)
+      return false;
+  }
+  struct stat st;
+  return ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/// Writes the checkpoint of the current step and drops all but the newest.
+bool writeCheckpoint(tg_session *session, const std::string &dir, int64_t dataPosition,
+                     int &exitCode) {
+  int64_t step = tg_session_steps_done(session);
+  if (!check(tg_session_save_checkpoint(session, checkpointPath(dir, step).c_str(),
+                                        dataPosition),
+             exitCode))
+    return false;
+  std::vector<int64_t> steps = listCheckpoints(dir);
+  for (std::size_t i = 0; i + kKeepCheckpoints < steps.size(); ++i)
+    std::remove(checkpointPath(dir, steps[i]).c_str());
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Output
+//===----------------------------------------------------------------------===//
+
+/// A JSON number, or null for NaN and infinities (JSON has no spelling).
+std::string jsonNumber(double value, const char *format) {
+  if (!std::isfinite(value))
+    return "null";
+  char text[64];
+  std::snprintf(text, sizeof(text), format, value);
+  return text;
+}
+
+std::string duration(double seconds) {
+  auto s = static_cast<int64_t>(seconds + 0.5);
+  char text[32];
+  if (s >= 3600)
+    std::snprintf(text, sizeof(text), "%" PRId64 ":%02d:%02d", s / 3600, int(s / 60 % 60),
+                  int(s % 60));
+  else
+    std::snprintf(text, sizeof(text), "%d:%02d", int(s / 60), int(s % 60));
+  return text;
+}
+
+/// Progress on stdout: a live line on a terminal, plain lines otherwise.
+class Progress {
+public:
+  Progress(int64_t first, int64_t total, int64_t logEvery, double tokensPerStep)
+      : first(first), total(total), tokensPerStep(tokensPerStep),
+        live(::isatty(STDOUT_FILENO)),
+        logEvery(logEvery ? logEvery : std::max<int64_t>(1, (total - first) / 20)) {}
+
+  void report(const tg_step_result &r, double elapsed) {
+    elapsed = std::max(elapsed, 1e-9);
+    double tokensPerSecond = double(r.step - first) * tokensPerStep / elapsed;
+    if (live) {
+      double eta = elapsed / double(r.step - first) * double(total - r.step);
+      std::printf("\rstep %" PRId64 "/%" PRId64 "  loss %.4f  %.0f tok/s  ETA %s   ", r.step,
+                  total, r.loss, tokensPerSecond, duration(eta).c_str());
+      if (r.step == total)
+        std::printf("\n");
+    } else if (r.step == first + 1 || r.step == total || (r.step - first) % logEvery == 0) {
+      std::printf("step %" PRId64 "/%" PRId64 "  loss %.4f  grad_norm %.3g  lr %.1e  %.0f tok/s\n",
+                  r.step, total, r.loss, r.grad_norm, r.lr, tokensPerSecond);
+    }
+    std::fflush(stdout);
+  }
+
+private:
+  int64_t first, total;
+  double tokensPerStep;
+  bool live;
+  int64_t logEvery;
+};
+
+struct FileCloser {
+  void operator()(std::FILE *f) const { std::fclose(f); }
+};
+
+//===----------------------------------------------------------------------===//
+// The run
+//===----------------------------------------------------------------------===//
+
+struct SessionCloser {
+  void operator()(tg_session *s) const { tg_session_destroy(s); }
+};
+struct DatasetCloser {
+  void operator()(tg_dataset *d) const { tg_dataset_close(d); }
+};
+
+/// Restores the newest checkpoint of `dir`, if any. A corrupt newest one is
+/// an error: silently training from an older state would lose work unseen.
+bool resume(tg_session *session, const std::string &dir, bool &resumed, int64_t &dataPosition,
+            int &exitCode) {
+  std::vector<int64_t> steps = listCheckpoints(dir);
+  if (steps.empty()) {
+    std::printf("tgrun: no checkpoint in %s, starting from step 0\n", dir.c_str());
+    return true;
+  }
+  std::string path = checkpointPath(dir, steps.back());
+  if (tg_status status = tg_session_load_checkpoint(session, path.c_str(), &dataPosition)) {
+    exitCode = error(std::string("cannot resume from the newest checkpoint: ") +
+                     tg_status_message(status) + " (delete " + path +
+                     " to resume from the one before it)");
+    tg_status_free(status);
+    return false;
+  }
+  std::printf("tgrun: resumed from %s (step %" PRId64 ")\n", path.c_str(),
+              tg_session_steps_done(session));
+  resumed = true;
+  return true;
+}
+
+int run(const Options &o, const std::vector<uint8_t> &embedded, const char *programName) {
+  int exitCode = 0;
+  tg_session *rawSession = nullptr;
+  tg_status status =
+      embedded.empty()
+          ? tg_session_create_from_file(o.artifact.c_str(), &rawSession)
+          : tg_session_create_from_memory(embedded.data(), embedded.size(), programName,
+                                          &rawSession);
+  if (!check(status, exitCode))
+    return exitCode;
+  std::unique_ptr<tg_session, SessionCloser> session(rawSession);
+  tg_program_info info;
+  tg_session_info(session.get(), &info);
+  if (o.threads)
+    tg_set_num_threads(int(std::min<int64_t>(o.threads, 1 << 16)));
+
+  tg_dataset *rawDataset = nullptr;
+  if (!check(tg_dataset_open(o.data.c_str(), &rawDataset), exitCode))
+    return exitCode;
+  std::unique_ptr<tg_dataset, DatasetCloser> dataset(rawDataset);
+
+  if (!o.checkpointDir.empty() && !makeDirectories(o.checkpointDir))
+    return error("cannot create the checkpoint directory (" + o.checkpointDir +
+                 "): " + std::strerror(errno) + "; pass a writable --checkpoint-dir");
+  bool resumed = false;
+  int64_t dataPosition = 0;
+  if (o.resume && !resume(session.get(), o.checkpointDir, resumed, dataPosition, exitCode))
+    return exitCode;
+  if (!resumed) {
+    status = o.init.empty() ? tg_session_init_random(session.get(), o.hasSeed ? o.seed : info.seed)
+                            : tg_session_init_from_safetensors(session.get(), o.init.c_str());
+    if (!check(status, exitCode))
+      return exitCode;
+  }
+
+  std::unique_ptr<std::FILE, FileCloser> metrics;
+  if (!o.metrics.empty()) {
+    metrics.reset(std::fopen(o.metrics.c_str(), resumed ? "a" : "w"));
+    if (!metrics)
+      return error("cannot open the metrics file (" + o.metrics + "): " +
+                   std::strerror(errno) + "; pass a writable --metrics path");
+  }
+
+  int64_t first = tg_session_steps_done(session.get());
+  std::printf("tgrun: %s: %.1fM parameters, batch %" PRId64 " x %" PRId64
+              " tokens, %" PRId64 " tokens of data, steps %" PRId64 " to %" PRId64 "\n",
+              embedded.empty() ? o.artifact.c_str() : programName,
+              double(info.num_parameters) / 1e6, info.batch_size, info.seq_len,
+              tg_dataset_num_tokens(dataset.get()), std::min(first + 1, o.steps), o.steps);
+  if (first >= o.steps)
+    std::printf("tgrun: already at step %" PRId64 ", nothing to train (raise --steps)\n", first);
+
+  std::size_t batchElements = std::size_t(info.batch_size * info.seq_len);
+  std::vector<int32_t> tokens(batchElements), targets(batchElements);
+  double tokensPerStep = double(batchElements);
+  Progress progress(first, o.steps, o.logEvery, tokensPerStep);
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point start = Clock::now();
+  int64_t lastCheckpoint = resumed ? first : -1;
+  tg_step_result r{first, NAN, NAN, NAN};
+  while (tg_session_steps_done(session.get()) < o.steps) {
+    Clock::time_point stepStart = Clock::now();
+    if (!check(tg_dataset_batch(dataset.get(), dataPosition, info.batch_size, info.seq_len,
+                                info.vocab_size, tokens.data(), targets.data()),
+               exitCode) ||
+        !check(tg_session_step(session.get(), tokens.data(), targets.data(), &r), exitCode))
+      return exitCode;
+    ++dataPosition;
+    Clock::time_point stepEnd = Clock::now();
+    double stepSeconds = std::chrono::duration<double>(stepEnd - stepStart).count();
+    if (metrics) {
+      std::fprintf(metrics.get(),
+                   "{\"step\": %" PRId64 ", \"loss\": %s, \"grad_norm\": %s, \"lr\": %s, "
+                   "\"step_ms\": %s, \"tokens_per_s\": %s}\n",
+                   r.step, jsonNumber(r.loss, "%.17g").c_str(),
+                   jsonNumber(r.grad_norm, "%.17g").c_str(), jsonNumber(r.lr, "%.17g").c_str(),
+                   jsonNumber(stepSeconds * 1e3, "%.3f").c_str(),
+                   jsonNumber(tokensPerStep / stepSeconds, "%.1f").c_str());
+      std::fflush(metrics.get());
+    }
+    progress.report(r, std::chrono::duration<double>(stepEnd - start).count());
+    if (o.checkpointEvery && r.step % o.checkpointEvery == 0) {
+      if (!writeCheckpoint(session.get(), o.checkpointDir, dataPosition, exitCode))
+        return exitCode;
+      lastCheckpoint = r.step;
+    }
+  }
+  int64_t last = tg_session_steps_done(session.get());
+  if (!o.checkpointDir.empty() && lastCheckpoint != last &&
+      !writeCheckpoint(session.get(), o.checkpointDir, dataPosition, exitCode))
+    return exitCode;
+  if (!o.saveWeights.empty() &&
+      !check(tg_session_save_weights(session.get(), o.saveWeights.c_str()), exitCode))
+    return exitCode;
+
+  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (last > first)
+    std::printf("tgrun: trained steps %" PRId64 " to %" PRId64 " in %.2f s (%.0f tok/s), "
+                "final loss %.4f\n",
+                first + 1, last, seconds, double(last - first) * tokensPerStep / seconds,
+                r.loss);
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  // A --emit=exe binary carries its program; plain tgrun does not.
+  std::vector<uint8_t> embedded;
+  tg::runtime::findEmbeddedArtifact("/proc/self/exe", embedded);
+  const char *slash = std::strrchr(argv[0], '/');
+  const char *programName = slash ? slash + 1 : argv[0];
+
+  Options options;
+  if (int status = parseArguments(argc, argv, !embedded.empty(), options))
+    return status;
+  if (options.help) {
+    printHelp(programName, !embedded.empty());
+    return 0;
+  }
+  return run(options, embedded, programName);
+}

@@ -1,0 +1,48 @@
+// Lowering a step to a program: each op becomes a kernel on memrefs (linalg
+// for elementwise ops and reductions, scf loops for row-wise ops), matmuls
+// become BLAS calls, identical ops share one kernel, and the arena plan
+// reuses buffers.
+// RUN: tgc compile %s --emit=kernels | FileCheck %s
+// RUN: tgc compile %s --emit=kernels --gemm=generated | FileCheck %s --check-prefix=GEN
+// RUN: tgc compile %s --stats | FileCheck %s --check-prefix=STATS
+
+func.func @train_step(%w: tensor<4x8xf32> {tg.param = "w", tg.init = "zeros"},
+                      %x: tensor<2x4xf32> {tg.input = "x"},
+                      %b: tensor<8xf32> {tg.input = "b"})
+    -> (tensor<f32> {tg.output = "loss"}) {
+  %y = tg.matmul %x, %w : tensor<2x4xf32>, tensor<4x8xf32> -> tensor<2x8xf32>
+  %z = tg.add %y, %b : tensor<2x8xf32>, tensor<8xf32> -> tensor<2x8xf32>
+  %z2 = tg.add %z, %b : tensor<2x8xf32>, tensor<8xf32> -> tensor<2x8xf32>
+  %g = tg.gelu %z2 tanh : tensor<2x8xf32>
+  %s = tg.softmax %g : tensor<2x8xf32>
+  %r = tg.reduce_sum %s [0, 1] : tensor<2x8xf32> -> tensor<f32>
+  return %r : tensor<f32>
+}
+
+// The two adds share k0; the matmul is no kernel.
+// CHECK-DAG: #[[ID:.+]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG: #[[ROW:.+]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @k0_add(
+// CHECK-SAME:    memref<2x8xf32>, %{{.*}}: memref<8xf32>, %{{.*}}: memref<2x8xf32>)
+// CHECK:         linalg.generic {indexing_maps = [#[[ID]], #[[ROW]], #[[ID]]]
+// CHECK:           arith.addf
+// CHECK-LABEL: func.func @k1_gelu(
+// CHECK:           math.tanh
+// CHECK-LABEL: func.func @k2_softmax(
+// CHECK:         memref.collapse_shape
+// CHECK:         scf.for
+// CHECK:           arith.maximumf
+// CHECK:           math.exp
+// CHECK:           arith.divf
+// CHECK-LABEL: func.func @k3_reduce_sum(
+// CHECK:         linalg.fill
+// CHECK:         linalg.generic {{.*}}iterator_types = ["reduction", "reduction"]
+// CHECK-NOT:   func.func
+
+// GEN-LABEL: func.func @k0_matmul(
+// GEN:         linalg.fill
+// GEN:         linalg.generic {{.*}}iterator_types = ["parallel", "reduction", "parallel"]
+// GEN:           arith.mulf
+// GEN:           arith.addf
+
+// STATS: {"arena_bytes":{{[0-9]+}},"commands":6,"flops_per_step":128,"kernel_launches":5,"kernels":4,"library_calls":1,"optimizer_bytes":0,"param_bytes":128,"peak_activation_bytes":{{[0-9]+}},"plan_seconds":{{.*}}}

@@ -1,0 +1,119 @@
+// RUN: tg-opt %s --split-input-file --tg-decompose-attention --mlir-use-nameloc-as-prefix | FileCheck %s
+
+// Multi-head causal attention (G = 1): no reshapes, scores = Q K^T scaled,
+// the [T, S] mask (-inf above the diagonal) added, softmax, then P V under
+// the original name.
+// CHECK-LABEL: func.func @mha_causal(
+// CHECK: %causal_mask = tg.constant dense<{{\[}}[0.000000e+00, 0xFF800000, 0xFF800000], [0.000000e+00, 0.000000e+00, 0xFF800000], [0.000000e+00, 0.000000e+00, 0.000000e+00]]> : tensor<3x3xf32>
+// CHECK: %h0_attn_scale = tg.constant dense<5.000000e-01> : tensor<f32>
+// CHECK-NOT: tg.reshape
+// CHECK: %h0_attn_scores = tg.matmul %q, %k {transpose_rhs = true} : tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32> -> tensor<1x2x3x3xf32>
+// CHECK: %h0_attn_scaled = tg.mul %h0_attn_scores, %h0_attn_scale : tensor<1x2x3x3xf32>, tensor<f32> -> tensor<1x2x3x3xf32>
+// CHECK: %h0_attn_masked = tg.add %h0_attn_scaled, %causal_mask : tensor<1x2x3x3xf32>, tensor<3x3xf32> -> tensor<1x2x3x3xf32>
+// CHECK: %h0_attn_probs = tg.softmax %h0_attn_masked : tensor<1x2x3x3xf32>
+// CHECK-NOT: tg.reshape
+// CHECK: %h0_attn = tg.matmul %h0_attn_probs, %v : tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32> -> tensor<1x2x3x4xf32>
+// CHECK-NOT: tg.attention
+// CHECK: return %h0_attn
+func.func @mha_causal(%q: tensor<1x2x3x4xf32> loc("q"), %k: tensor<1x2x3x4xf32> loc("k"),
+                      %v: tensor<1x2x3x4xf32> loc("v")) -> tensor<1x2x3x4xf32> {
+  %0 = tg.attention %q, %k, %v {scale = 0.5 : f64} : tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32> -> tensor<1x2x3x4xf32> loc("h0_attn")
+  return %0 : tensor<1x2x3x4xf32>
+}
+
+// -----
+
+// Grouped-query attention, Hq = 4, Hkv = 2 (G = 2), T = S = 2: the query is
+// viewed as [B, Hkv, G*T, D] and the mask has G*T rows, row r masking keys
+// after position r mod T.
+// CHECK-LABEL: func.func @gqa_causal(
+// CHECK: %causal_mask = tg.constant dense<{{\[}}[0.000000e+00, 0xFF800000], [0.000000e+00, 0.000000e+00], [0.000000e+00, 0xFF800000], [0.000000e+00, 0.000000e+00]]> : tensor<4x2xf32>
+// CHECK: %attn_q = tg.reshape %q : tensor<3x4x2x8xf32> -> tensor<3x2x4x8xf32>
+// CHECK: %attn_scores = tg.matmul %attn_q, %k {transpose_rhs = true} : tensor<3x2x4x8xf32>, tensor<3x2x2x8xf32> -> tensor<3x2x4x2xf32>
+// CHECK: %attn_scaled = tg.mul %attn_scores, %attn_scale
+// CHECK: %attn_masked = tg.add %attn_scaled, %causal_mask : tensor<3x2x4x2xf32>, tensor<4x2xf32> -> tensor<3x2x4x2xf32>
+// CHECK: %attn_probs = tg.softmax %attn_masked : tensor<3x2x4x2xf32>
+// CHECK: %attn_pv = tg.matmul %attn_probs, %v : tensor<3x2x4x2xf32>, tensor<3x2x2x8xf32> -> tensor<3x2x4x8xf32>
+// CHECK: %attn = tg.reshape %attn_pv : tensor<3x2x4x8xf32> -> tensor<3x4x2x8xf32>
+// CHECK: return %attn
+func.func @gqa_causal(%q: tensor<3x4x2x8xf32> loc("q"), %k: tensor<3x2x2x8xf32> loc("k"),
+                      %v: tensor<3x2x2x8xf32> loc("v")) -> tensor<3x4x2x8xf32> {
+  %0 = tg.attention %q, %k, %v {scale = 0.35355339059327379 : f64} : tensor<3x4x2x8xf32>, tensor<3x2x2x8xf32>, tensor<3x2x2x8xf32> -> tensor<3x4x2x8xf32> loc("attn")
+  return %0 : tensor<3x4x2x8xf32>
+}
+
+// -----
+
+// Non-causal, multi-query (Hkv = 1), T != S, f64: no mask, no add.
+// CHECK-LABEL: func.func @mqa_full(
+// CHECK-NOT: tg.add
+// CHECK: %x_scale = tg.constant dense<2.500000e-01> : tensor<f64>
+// CHECK: %x_q = tg.reshape %q : tensor<2x4x3x16xf64> -> tensor<2x1x12x16xf64>
+// CHECK: %x_scores = tg.matmul %x_q, %k {transpose_rhs = true} : tensor<2x1x12x16xf64>, tensor<2x1x5x16xf64> -> tensor<2x1x12x5xf64>
+// CHECK: %x_scaled = tg.mul %x_scores, %x_scale
+// CHECK-NOT: tg.add
+// CHECK: %x_probs = tg.softmax %x_scaled : tensor<2x1x12x5xf64>
+// CHECK: %x_pv = tg.matmul %x_probs, %v : tensor<2x1x12x5xf64>, tensor<2x1x5x16xf64> -> tensor<2x1x12x16xf64>
+// CHECK: %x = tg.reshape %x_pv : tensor<2x1x12x16xf64> -> tensor<2x4x3x16xf64>
+// CHECK-NOT: causal_mask
+func.func @mqa_full(%q: tensor<2x4x3x16xf64> loc("q"), %k: tensor<2x1x5x16xf64> loc("k"),
+                    %v: tensor<2x1x5x16xf64> loc("v")) -> tensor<2x4x3x16xf64> {
+  %0 = tg.attention %q, %k, %v {scale = 0.25 : f64, causal = false} : tensor<2x4x3x16xf64>, tensor<2x1x5x16xf64>, tensor<2x1x5x16xf64> -> tensor<2x4x3x16xf64> loc("x")
+  return %0 : tensor<2x4x3x16xf64>
+}
+
+// -----
+
+// The gradient, GQA in bf16: P is recomputed, dV = P^T dO', dP = dO' V^T,
+// dS = scale * softmax_grad(P, dP), dQ = dS K (reshaped back), dK = dS^T q'.
+// CHECK-LABEL: func.func @gqa_grad(
+// CHECK: %causal_mask = tg.constant dense<{{.*}}0xFF80{{.*}}> : tensor<4x3xbf16>
+// CHECK: %g_scale = tg.constant dense<1.250000e-01> : tensor<bf16>
+// CHECK: %g_q = tg.reshape %q : tensor<1x4x2x3xbf16> -> tensor<1x2x4x3xbf16>
+// CHECK: %g_scores = tg.matmul %g_q, %k {transpose_rhs = true} : tensor<1x2x4x3xbf16>, tensor<1x2x3x3xbf16> -> tensor<1x2x4x3xbf16>
+// CHECK: %g_scaled = tg.mul %g_scores, %g_scale
+// CHECK: %g_masked = tg.add %g_scaled, %causal_mask
+// CHECK: %g_probs = tg.softmax %g_masked : tensor<1x2x4x3xbf16>
+// CHECK: %g_dout = tg.reshape %dout : tensor<1x4x2x3xbf16> -> tensor<1x2x4x3xbf16>
+// CHECK: %g_dv = tg.matmul %g_probs, %g_dout {transpose_lhs = true} : tensor<1x2x4x3xbf16>, tensor<1x2x4x3xbf16> -> tensor<1x2x3x3xbf16>
+// CHECK: %g_dprobs = tg.matmul %g_dout, %v {transpose_rhs = true} : tensor<1x2x4x3xbf16>, tensor<1x2x3x3xbf16> -> tensor<1x2x4x3xbf16>
+// CHECK: %g_dscaled = tg.softmax_grad %g_probs, %g_dprobs : tensor<1x2x4x3xbf16>
+// CHECK: %g_dscores = tg.mul %g_dscaled, %g_scale
+// CHECK: %g_dq_grouped = tg.matmul %g_dscores, %k : tensor<1x2x4x3xbf16>, tensor<1x2x3x3xbf16> -> tensor<1x2x4x3xbf16>
+// CHECK: %g_dq = tg.reshape %g_dq_grouped : tensor<1x2x4x3xbf16> -> tensor<1x4x2x3xbf16>
+// CHECK: %g_dk = tg.matmul %g_dscores, %g_q {transpose_lhs = true} : tensor<1x2x4x3xbf16>, tensor<1x2x4x3xbf16> -> tensor<1x2x3x3xbf16>
+// CHECK-NOT: tg.attention_grad
+// CHECK: return %g_dq, %g_dk, %g_dv
+func.func @gqa_grad(%q: tensor<1x4x2x3xbf16> loc("q"), %k: tensor<1x2x3x3xbf16> loc("k"),
+                    %v: tensor<1x2x3x3xbf16> loc("v"), %dout: tensor<1x4x2x3xbf16> loc("dout"))
+    -> (tensor<1x4x2x3xbf16>, tensor<1x2x3x3xbf16>, tensor<1x2x3x3xbf16>) {
+  %0:3 = tg.attention_grad %q, %k, %v, %dout {scale = 0.125 : f64} : tensor<1x4x2x3xbf16>, tensor<1x2x3x3xbf16>, tensor<1x2x3x3xbf16>, tensor<1x4x2x3xbf16> -> tensor<1x4x2x3xbf16>, tensor<1x2x3x3xbf16>, tensor<1x2x3x3xbf16> loc("g")
+  return %0#0, %0#1, %0#2 : tensor<1x4x2x3xbf16>, tensor<1x2x3x3xbf16>, tensor<1x2x3x3xbf16>
+}
+
+// -----
+
+// Two layers with the same shapes share one mask constant, built at the top
+// of the function.
+// CHECK-LABEL: func.func @two_layers(
+// CHECK-NEXT: %causal_mask = tg.constant
+// CHECK-NOT: %causal_mask{{.*}} = tg.constant
+// CHECK: %l0_masked = tg.add %l0_scaled, %causal_mask
+// CHECK: %l1_masked = tg.add %l1_scaled, %causal_mask
+func.func @two_layers(%x: tensor<1x2x4x8xf32> loc("x")) -> tensor<1x2x4x8xf32> {
+  %0 = tg.attention %x, %x, %x {scale = 0.5 : f64} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32> loc("l0")
+  %1 = tg.attention %0, %0, %0 {scale = 0.5 : f64} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32> loc("l1")
+  return %1 : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// Causal with a single key: every query sees it, so there is nothing to mask.
+// CHECK-LABEL: func.func @single_key(
+// CHECK-NOT: causal_mask
+// CHECK-NOT: tg.add
+// CHECK: tg.softmax
+func.func @single_key(%q: tensor<1x1x3x4xf32>, %k: tensor<1x1x1x4xf32>) -> tensor<1x1x3x4xf32> {
+  %0 = tg.attention %q, %k, %k {scale = 0.5 : f64} : tensor<1x1x3x4xf32>, tensor<1x1x1x4xf32>, tensor<1x1x1x4xf32> -> tensor<1x1x3x4xf32>
+  return %0 : tensor<1x1x3x4xf32>
+}

@@ -1,0 +1,148 @@
+// The verifier: the fixture passes; each kind of damage is rejected with a
+// message naming the field; truncations and random byte flips never crash.
+#include "TestSupport.h"
+#include "tg/runtime/Artifact.h"
+#include "tg/runtime/tg_runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+using namespace tg;
+using tg::test::ProgramSpec;
+
+namespace {
+
+/// The verifier's message for `spec` after `damage`, or "" if it verifies.
+std::string verifyError(const std::function<void(ProgramSpec &)> &damage) {
+  ProgramSpec spec = test::fixtureSpec();
+  damage(spec);
+  std::vector<uint8_t> bytes = test::build(spec);
+  std::string error;
+  bool ok = runtime::verifyArtifact(bytes.data(), bytes.size(), "model.tgx", error);
+  EXPECT_EQ(ok, error.empty()) << error;
+  return error;
+}
+
+void expectRejected(const std::function<void(ProgramSpec &)> &damage,
+                    const std::string &expected) {
+  std::string error = verifyError(damage);
+  EXPECT_NE(error.find("model.tgx: "), std::string::npos) << error;
+  EXPECT_NE(error.find(expected), std::string::npos) << error;
+}
+
+TEST(Artifact, FixtureVerifies) { EXPECT_EQ(verifyError([](ProgramSpec &) {}), ""); }
+
+TEST(Artifact, RejectsWrongIdentifier) {
+  std::vector<uint8_t> bytes = test::build(test::fixtureSpec());
+  bytes[4] = 'X';
+  std::string error;
+  EXPECT_FALSE(runtime::verifyArtifact(bytes.data(), bytes.size(), "model.tgx", error));
+  EXPECT_NE(error.find("model.tgx: not a .tgx artifact"), std::string::npos) << error;
+}
+
+TEST(Artifact, RejectsUnsupportedVersion) {
+  expectRejected([](ProgramSpec &s) { s.formatVersion = 2; },
+                 "format_version 2 is not supported by this runtime, which reads version 1");
+}
+
+TEST(Artifact, RejectsRangesOutsideTheArena) {
+  expectRejected([](ProgramSpec &s) { s.arenaBytes -= 1; }, "lies outside the arena");
+  expectRejected([](ProgramSpec &s) { s.commands[1].operands[2].offset = ~0ull - 8; },
+                 "commands[1].operands[2]");
+  expectRejected([](ProgramSpec &s) { s.constants[0].range.offset = s.arenaBytes; },
+                 "constants[0].range");
+}
+
+TEST(Artifact, RejectsInconsistentSlotsAndParameters) {
+  expectRejected([](ProgramSpec &s) { s.slots[6].range.size += 4; },
+                 "slots[6] 'transformer.wte.weight' has a range of 44 bytes, but its shape "
+                 "and dtype need 40");
+  expectRejected([](ProgramSpec &s) { s.slots[7].shape = {2, 5}; },
+                 "AdamW moment slots whose shape differs");
+  expectRejected([](ProgramSpec &s) { s.parameters[0].adamV = 999; },
+                 "parameters[0] 'transformer.wte.weight' refers to a slot index outside");
+  expectRejected([](ProgramSpec &s) { s.constants[0].data.pop_back(); },
+                 "constants[0] holds 39 bytes for a range of 40");
+}
+
+TEST(Artifact, RejectsBadCommands) {
+  expectRejected([](ProgramSpec &s) { s.commands[3].kernel = 2; },
+                 "commands[3].kernel is 2 but module 0 has 2 kernels");
+  expectRejected([](ProgramSpec &s) { s.commands[3].module = 1; }, "commands[3].module");
+  expectRejected([](ProgramSpec &s) { s.commands[3].operands.pop_back(); },
+                 "has 10 entries but kernel 'train_update' takes 11");
+  expectRejected([](ProgramSpec &s) { s.commands[0].operands.pop_back(); },
+                 "commands[0] ('matmul').operands has 2 entries instead of [a, b, c]");
+  expectRejected([](ProgramSpec &s) { s.commands[0].gemm.k = 6; },
+                 "commands[0] ('matmul').operands[0] (offset");
+  expectRejected([](ProgramSpec &s) { s.commands[0].gemm.batch = 0; }, "m, n, k or batch 0");
+  expectRejected([](ProgramSpec &s) { s.commands[0].hasGemm = false; },
+                 "is a Gemm without its 'gemm' table");
+  expectRejected([](ProgramSpec &s) { s.commands[2].operands[1].size = 8; },
+                 "commands[2].operands is not [source, destination] of equal size");
+  expectRejected([](ProgramSpec &s) { s.commands[2].kind = tgx::CommandKind(7); },
+                 "commands[2].kind has the unknown value 7");
+}
+
+TEST(Artifact, RejectsMissingOrMistypedInterfaceSlots) {
+  expectRejected([](ProgramSpec &s) { s.slots[4].name = "gradnorm"; },
+                 "slots has no 'grad_norm' slot");
+  expectRejected([](ProgramSpec &s) { s.slots[0].dtype = tgx::DType_I64; s.slots[0].range.size = 8; },
+                 "slot 'step' is not an I32 scalar");
+  expectRejected([](ProgramSpec &s) { s.batchSize = 4; },
+                 "slot 'tokens' is not I32 of shape [batch_size, seq_len]");
+}
+
+TEST(Artifact, RejectsEveryTruncation) {
+  std::vector<uint8_t> bytes = test::build(test::fixtureSpec());
+  for (std::size_t size = 0; size < bytes.size(); size += 1 + size / 64) {
+    std::vector<uint8_t> prefix(bytes.begin(), bytes.begin() + size);
+    std::string error;
+    EXPECT_FALSE(runtime::verifyArtifact(prefix.data(), prefix.size(), "model.tgx", error))
+        << "verified at " << size << " of " << bytes.size() << " bytes";
+    EXPECT_EQ(error.rfind("model.tgx: ", 0), 0u) << error;
+  }
+}
+
+// Flips one byte outside the kernel image (native code the runtime has to
+// trust, like any executable) at a time. Each mutant must either be rejected
+// with a message or load and train without crashing.
+TEST(Artifact, RandomByteFlipsNeverCrash) {
+  std::vector<uint8_t> original = test::build(test::fixtureSpec());
+  const auto *image = tgx::GetProgram(original.data())->modules()->Get(0)->image();
+  std::size_t imageBegin = image->data() - original.data();
+  std::size_t imageEnd = imageBegin + image->size();
+  uint64_t state = 12345;
+  auto next = [&] { // LCG: reproducible across runs
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return state >> 33;
+  };
+  int rejected = 0, ran = 0;
+  for (int iteration = 0; iteration < 3000; ++iteration) {
+    std::vector<uint8_t> bytes = original;
+    std::size_t at;
+    do
+      at = next() % bytes.size();
+    while (at >= imageBegin && at < imageEnd);
+    bytes[at] ^= uint8_t(1 + next() % 255);
+    tg_session *session = nullptr;
+    if (tg_status status =
+            tg_session_create_from_memory(bytes.data(), bytes.size(), "mutant.tgx", &session)) {
+      EXPECT_EQ(std::string(tg_status_message(status)).rfind("mutant.tgx", 0), 0u)
+          << tg_status_message(status);
+      tg_status_free(status);
+      ++rejected;
+      continue;
+    }
+    int32_t tokens[6] = {0, 1, 2, 3, 4, 0}, targets[6] = {1, 2, 3, 4, 0, 1};
+    tg_status_free(tg_session_init_random(session, 1));
+    tg_status_free(tg_session_step(session, tokens, targets, nullptr));
+    tg_session_destroy(session);
+    ++ran;
+  }
+  EXPECT_GT(rejected, 0);
+  EXPECT_GT(ran, 0);
+}
+
+} // namespace

@@ -1,0 +1,114 @@
+// The CPU backend on its own: Gemm against a naive loop (transposes,
+// batches, broadcast operands, both dtypes), and load-time errors.
+#include "TestSupport.h"
+#include "tg/runtime/Backend.h"
+#include "tg/runtime/tg_runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+using namespace tg;
+using tg::test::ProgramSpec;
+
+namespace {
+
+struct GemmCase {
+  tgx::DType dtype;
+  bool transposeA, transposeB;
+  int64_t m, n, k, batch;
+  bool broadcastB; // stride_b 0: one b for every batch
+};
+
+template <typename T> void checkGemm(const GemmCase &c) {
+  ProgramSpec spec;
+  spec.addInterfaceSlots();
+  int64_t batchB = c.broadcastB ? 1 : c.batch;
+  spec.addSlot("a", c.dtype, {c.batch, c.m * c.k});
+  spec.addSlot("b", c.dtype, {batchB, c.k * c.n});
+  spec.addSlot("c", c.dtype, {c.batch, c.m * c.n});
+  test::CommandSpec command{tgx::CommandKind_Gemm};
+  command.hasGemm = true;
+  command.gemm = {c.dtype, c.transposeA, c.transposeB, c.m, c.n, c.k, c.batch,
+                  c.m * c.k, c.broadcastB ? 0 : c.k * c.n, c.m * c.n};
+  command.operands = {spec.slot("a").range, spec.slot("b").range, spec.slot("c").range};
+  spec.commands.push_back(command);
+  std::vector<uint8_t> bytes = test::build(spec);
+  std::string error;
+  ASSERT_TRUE(runtime::verifyArtifact(bytes.data(), bytes.size(), "gemm.tgx", error)) << error;
+  const tgx::Program &program = *tgx::GetProgram(bytes.data());
+  std::unique_ptr<runtime::Backend> backend = runtime::createBackend(program, "gemm.tgx", error);
+  ASSERT_TRUE(backend) << error;
+
+  std::vector<T> a(c.batch * c.m * c.k), b(batchB * c.k * c.n), out(c.batch * c.m * c.n);
+  for (std::size_t i = 0; i < a.size(); ++i)
+    a[i] = T(std::sin(double(i)));
+  for (std::size_t i = 0; i < b.size(); ++i)
+    b[i] = T(std::cos(double(i) * 0.7));
+  ASSERT_TRUE(backend->write(spec.slot("a").range.offset, a.data(), a.size() * sizeof(T), error));
+  ASSERT_TRUE(backend->write(spec.slot("b").range.offset, b.data(), b.size() * sizeof(T), error));
+  ASSERT_TRUE(backend->run(error)) << error;
+  ASSERT_TRUE(backend->read(spec.slot("c").range.offset, out.data(), out.size() * sizeof(T), error));
+
+  for (int64_t p = 0; p < c.batch; ++p) {
+    const T *ap = a.data() + p * c.m * c.k;
+    const T *bp = b.data() + (c.broadcastB ? 0 : p * c.k * c.n);
+    for (int64_t i = 0; i < c.m; ++i)
+      for (int64_t j = 0; j < c.n; ++j) {
+        double expected = 0;
+        for (int64_t l = 0; l < c.k; ++l) {
+          // a is m x k, or k x m when transposed; b is k x n, or n x k.
+          double av = c.transposeA ? ap[l * c.m + i] : ap[i * c.k + l];
+          double bv = c.transposeB ? bp[j * c.k + l] : bp[l * c.n + j];
+          expected += av * bv;
+        }
+        double tolerance = (sizeof(T) == 4 ? 1e-5 : 1e-12) * double(c.k);
+        EXPECT_NEAR(out[p * c.m * c.n + i * c.n + j], expected, tolerance)
+            << "batch " << p << " element (" << i << ", " << j << ")";
+      }
+  }
+}
+
+TEST(CpuBackend, GemmMatchesNaiveLoop) {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      checkGemm<float>({tgx::DType_F32, ta, tb, 3, 5, 7, 1, false});
+      checkGemm<double>({tgx::DType_F64, ta, tb, 4, 2, 9, 3, false});
+      checkGemm<float>({tgx::DType_F32, ta, tb, 5, 3, 2, 4, true});
+    }
+}
+
+std::string createError(const ProgramSpec &spec) {
+  std::vector<uint8_t> bytes = test::build(spec);
+  tg_session *session = nullptr;
+  std::string error = test::errorOf(
+      tg_session_create_from_memory(bytes.data(), bytes.size(), "model.tgx", &session));
+  tg_session_destroy(session);
+  return error;
+}
+
+TEST(CpuBackend, MissingKernelSymbolIsNamed) {
+  ProgramSpec spec = test::fixtureSpec();
+  spec.modules[0].kernels[1] = "train_update_v2";
+  std::string error = createError(spec);
+  EXPECT_NE(error.find("model.tgx: modules[0]: the kernel library has no symbol "
+                       "'train_update_v2'"),
+            std::string::npos)
+      << error;
+}
+
+TEST(CpuBackend, RejectsImagesItCannotLoad) {
+  ProgramSpec spec = test::fixtureSpec();
+  spec.modules[0].image.resize(100);
+  EXPECT_NE(createError(spec).find("model.tgx: modules[0]: the kernel library does not load"),
+            std::string::npos);
+  spec = test::fixtureSpec();
+  spec.modules[0].format = tgx::ModuleFormat_Ptx;
+  EXPECT_NE(createError(spec).find("holds Ptx code, which the CPU backend cannot run"),
+            std::string::npos);
+  spec = test::fixtureSpec();
+  spec.target = tgx::Target_Cuda;
+  EXPECT_NE(createError(spec).find("the program targets Cuda"), std::string::npos);
+}
+
+} // namespace

@@ -1,0 +1,187 @@
+#include "TestSupport.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include <unistd.h>
+
+namespace tg::test {
+namespace {
+
+std::size_t elementSize(tgx::DType dtype) {
+  return dtype == tgx::DType_F64 || dtype == tgx::DType_I64 ? 8
+         : dtype == tgx::DType_F32 || dtype == tgx::DType_I32 ? 4
+                                                              : 2;
+}
+
+std::vector<uint8_t> readBytes(const char *path) {
+  std::vector<uint8_t> bytes;
+  std::FILE *f = std::fopen(path, "rb");
+  if (!f) {
+    std::fprintf(stderr, "cannot open the fixture kernels %s\n", path);
+    std::abort();
+  }
+  uint8_t buffer[4096];
+  while (std::size_t n = std::fread(buffer, 1, sizeof(buffer), f))
+    bytes.insert(bytes.end(), buffer, buffer + n);
+  std::fclose(f);
+  return bytes;
+}
+
+} // namespace
+
+uint32_t ProgramSpec::addSlot(const std::string &name, tgx::DType dtype,
+                              std::vector<int64_t> shape) {
+  uint64_t size = elementSize(dtype);
+  for (int64_t d : shape)
+    size *= uint64_t(d);
+  uint64_t offset = (arenaBytes + 63) / 64 * 64;
+  slots.push_back({name, dtype, std::move(shape), {offset, size}});
+  arenaBytes = offset + size;
+  return uint32_t(slots.size() - 1);
+}
+
+void ProgramSpec::addParameter(const std::string &name, std::vector<int64_t> shape,
+                               tgx::InitKind init, double initStd) {
+  uint32_t value = addSlot(name, tgx::DType_F32, shape);
+  uint32_t m = addSlot("adam_m:" + name, tgx::DType_F32, shape);
+  uint32_t v = addSlot("adam_v:" + name, tgx::DType_F32, shape);
+  parameters.push_back({name, init, initStd, value, m, v});
+}
+
+const SlotSpec &ProgramSpec::slot(const std::string &name) const {
+  for (const SlotSpec &s : slots)
+    if (s.name == name)
+      return s;
+  std::fprintf(stderr, "fixture has no slot %s\n", name.c_str());
+  std::abort();
+}
+
+void ProgramSpec::addInterfaceSlots() {
+  addSlot("step", tgx::DType_I32, {});
+  addSlot("tokens", tgx::DType_I32, {batchSize, seqLen});
+  addSlot("targets", tgx::DType_I32, {batchSize, seqLen});
+  addSlot("loss", tgx::DType_F32, {});
+  addSlot("grad_norm", tgx::DType_F32, {});
+  addSlot("lr", tgx::DType_F64, {});
+}
+
+std::vector<uint8_t> build(const ProgramSpec &spec) {
+  flatbuffers::FlatBufferBuilder b;
+  auto range = [](const Range &r) { return tgx::BufferRange(r.offset, r.size); };
+
+  std::vector<flatbuffers::Offset<tgx::Slot>> slots;
+  for (const SlotSpec &s : spec.slots) {
+    tgx::BufferRange r = range(s.range);
+    slots.push_back(tgx::CreateSlot(b, b.CreateString(s.name), s.dtype, b.CreateVector(s.shape), &r));
+  }
+  std::vector<flatbuffers::Offset<tgx::Parameter>> parameters;
+  for (const ParameterSpec &p : spec.parameters)
+    parameters.push_back(tgx::CreateParameter(b, b.CreateString(p.name), p.init, p.initStd,
+                                              p.slot, p.adamM, p.adamV));
+  std::vector<flatbuffers::Offset<tgx::Constant>> constants;
+  for (const ConstantSpec &c : spec.constants) {
+    tgx::BufferRange r = range(c.range);
+    constants.push_back(tgx::CreateConstant(b, &r, b.CreateVector(c.data)));
+  }
+  std::vector<flatbuffers::Offset<tgx::KernelModule>> modules;
+  for (const ModuleSpec &m : spec.modules)
+    modules.push_back(tgx::CreateKernelModule(
+        b, m.format, b.CreateVector(m.image), b.CreateVectorOfStrings(m.kernels),
+        m.operandCounts.empty() ? 0 : b.CreateVector(m.operandCounts)));
+  std::vector<flatbuffers::Offset<tgx::Command>> commands;
+  for (const CommandSpec &c : spec.commands) {
+    flatbuffers::Offset<tgx::Gemm> gemm;
+    if (c.hasGemm) {
+      const GemmSpec &g = c.gemm;
+      gemm = tgx::CreateGemm(b, g.dtype, g.transposeA, g.transposeB, g.m, g.n, g.k, g.batch,
+                             g.strideA, g.strideB, g.strideC);
+    }
+    std::vector<tgx::BufferRange> operands;
+    for (const Range &r : c.operands)
+      operands.push_back(range(r));
+    commands.push_back(tgx::CreateCommand(b, c.kind, c.module, c.kernel, gemm,
+                                          b.CreateVectorOfStructs(operands),
+                                          c.label.empty() ? 0 : b.CreateString(c.label)));
+  }
+  std::vector<int64_t> meshShape{1};
+  auto mesh = tgx::CreateMesh(b, b.CreateVector(meshShape), b.CreateVectorOfStrings({"d"}));
+  auto train = tgx::CreateTrainInfo(b, spec.batchSize, spec.seqLen, spec.vocabSize, spec.seed,
+                                    1e6);
+  auto program = tgx::CreateProgram(
+      b, spec.formatVersion, spec.target, b.CreateString("x86-64"), b.CreateString("test"),
+      b.CreateString("{}"), mesh, train, spec.arenaBytes, b.CreateVector(slots),
+      b.CreateVector(parameters), b.CreateVector(constants), b.CreateVector(modules),
+      b.CreateVector(commands));
+  tgx::FinishProgramBuffer(b, program);
+  return {b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize()};
+}
+
+tg_session *loadSession(const ProgramSpec &spec) {
+  std::vector<uint8_t> bytes = build(spec);
+  tg_session *session = nullptr;
+  EXPECT_OK(tg_session_create_from_memory(bytes.data(), bytes.size(), "model.tgx", &session));
+  return session;
+}
+
+std::string errorOf(tg_status status) {
+  std::string message = status ? tg_status_message(status) : "";
+  tg_status_free(status);
+  return message;
+}
+
+std::string scratchPath(const std::string &name) {
+  static int counter = 0;
+  std::string path = ::testing::TempDir() + "tg-runtime-" + std::to_string(::getpid()) + "-" +
+                     std::to_string(counter++) + "-" + name;
+  std::remove(path.c_str());
+  return path;
+}
+
+std::vector<uint8_t> fixtureKernels() { return readBytes(TG_FIXTURE_KERNELS); }
+
+ProgramSpec fixtureSpec() {
+  ProgramSpec spec;
+  spec.addInterfaceSlots();
+  spec.addParameter("transformer.wte.weight", {5, 2}, tgx::InitKind_Normal, 0.02);
+  spec.addParameter("transformer.ln_f.weight", {2}, tgx::InitKind_Ones);
+  spec.addSlot("x", tgx::DType_F32, {2, 5});
+  spec.addSlot("y", tgx::DType_F32, {2, 2});
+  spec.addSlot("z", tgx::DType_F32, {2, 2});
+  spec.addSlot("zc", tgx::DType_F32, {2, 2});
+
+  std::vector<float> x(10);
+  for (int i = 0; i < 10; ++i)
+    x[i] = 0.5f * float(i);
+  ConstantSpec constant{spec.slot("x").range, std::vector<uint8_t>(40)};
+  std::memcpy(constant.data.data(), x.data(), 40);
+  spec.constants.push_back(constant);
+
+  spec.modules.push_back({tgx::ModuleFormat_ElfSharedObject, fixtureKernels(),
+                          {"add_packed", "train_update"}, {3, 11}});
+
+  auto r = [&](const char *name) { return spec.slot(name).range; };
+  CommandSpec gemm{tgx::CommandKind_Gemm};
+  gemm.hasGemm = true;
+  gemm.gemm.m = 2;
+  gemm.gemm.n = 2;
+  gemm.gemm.k = 5;
+  gemm.operands = {r("x"), r("transformer.wte.weight"), r("y")};
+  gemm.label = "matmul";
+  CommandSpec add{tgx::CommandKind_Kernel, 0, 0};
+  add.operands = {r("y"), r("y"), r("z")};
+  CommandSpec copy{tgx::CommandKind_Copy};
+  copy.operands = {r("z"), r("zc")};
+  CommandSpec update{tgx::CommandKind_Kernel, 0, 1};
+  update.operands = {r("step"), r("tokens"), r("targets"), r("zc"),
+                     r("transformer.wte.weight"), r("adam_m:transformer.wte.weight"),
+                     r("adam_v:transformer.wte.weight"), r("transformer.ln_f.weight"),
+                     r("loss"), r("grad_norm"), r("lr")};
+  spec.commands = {gemm, add, copy, update};
+  return spec;
+}
+
+} // namespace tg::test

@@ -1,0 +1,112 @@
+// Support for the runtime tests. Artifacts are built with the FlatBuffers
+// builder from a plain description that each test can alter first (the real
+// compiler is not needed, and a corrupt variant is one field away).
+#ifndef TG_TEST_RUNTIME_TESTSUPPORT_H
+#define TG_TEST_RUNTIME_TESTSUPPORT_H
+
+#include "tg/runtime/tg_runtime.h"
+#include "tgx_generated.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace tg::test {
+
+struct Range {
+  uint64_t offset = 0, size = 0;
+};
+
+struct SlotSpec {
+  std::string name;
+  tgx::DType dtype;
+  std::vector<int64_t> shape;
+  Range range;
+};
+
+struct ParameterSpec {
+  std::string name;
+  tgx::InitKind init;
+  double initStd;
+  uint32_t slot, adamM, adamV;
+};
+
+struct ConstantSpec {
+  Range range;
+  std::vector<uint8_t> data;
+};
+
+struct ModuleSpec {
+  tgx::ModuleFormat format = tgx::ModuleFormat_ElfSharedObject;
+  std::vector<uint8_t> image;
+  std::vector<std::string> kernels;
+  std::vector<uint32_t> operandCounts;
+};
+
+struct GemmSpec {
+  tgx::DType dtype = tgx::DType_F32;
+  bool transposeA = false, transposeB = false;
+  int64_t m = 1, n = 1, k = 1, batch = 1, strideA = 0, strideB = 0, strideC = 0;
+};
+
+struct CommandSpec {
+  tgx::CommandKind kind;
+  uint32_t module = 0, kernel = 0;
+  bool hasGemm = false;
+  GemmSpec gemm;
+  std::vector<Range> operands;
+  std::string label;
+};
+
+struct ProgramSpec {
+  uint32_t formatVersion = 1;
+  tgx::Target target = tgx::Target_Cpu;
+  int64_t batchSize = 2, seqLen = 3, vocabSize = 5;
+  uint64_t seed = 42;
+  uint64_t arenaBytes = 0;
+  std::vector<SlotSpec> slots;
+  std::vector<ParameterSpec> parameters;
+  std::vector<ConstantSpec> constants;
+  std::vector<ModuleSpec> modules;
+  std::vector<CommandSpec> commands;
+
+  /// Appends a slot at the next 64-byte aligned offset, growing the arena.
+  uint32_t addSlot(const std::string &name, tgx::DType dtype, std::vector<int64_t> shape);
+  /// Appends a parameter with its slot and AdamW moment slots.
+  void addParameter(const std::string &name, std::vector<int64_t> shape, tgx::InitKind init,
+                    double initStd = 0);
+  /// The slot called `name` (which must exist).
+  const SlotSpec &slot(const std::string &name) const;
+  /// step, tokens, targets, loss, grad_norm (F32) and lr (F64).
+  void addInterfaceSlots();
+};
+
+/// The serialized artifact.
+std::vector<uint8_t> build(const ProgramSpec &spec);
+
+/// A fresh path in the test's scratch directory.
+std::string scratchPath(const std::string &name);
+
+/// The bytes of the fixture kernels' shared object.
+std::vector<uint8_t> fixtureKernels();
+
+/// The fixture program: y = x @ W (Gemm), z = y + y (Kernel add_packed),
+/// zc = z (Copy), then train_update (Kernel) computing loss, grad_norm, lr
+/// and updating the state. Parameters "transformer.wte.weight" [5, 2]
+/// (normal 0.02) and "transformer.ln_f.weight" [2] (ones); x is the
+/// constant [2, 5] with x[i] = 0.5 * i.
+ProgramSpec fixtureSpec();
+
+/// The session for `spec` (null, with a test failure, if it does not load).
+tg_session *loadSession(const ProgramSpec &spec);
+
+/// The message of `status` ("" for success), which is freed.
+std::string errorOf(tg_status status);
+
+} // namespace tg::test
+
+/// Fails the test with the message if `call` returns an error status.
+#define EXPECT_OK(call) EXPECT_EQ(::tg::test::errorOf(call), "")
+
+#endif

@@ -1,0 +1,157 @@
+// tgrun end to end on the fixture program: metrics, checkpoints, resuming
+// (identical to an uninterrupted run), embedded executables and errors.
+#include "TestSupport.h"
+#include "tg/runtime/EmbeddedArtifact.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include <dirent.h>
+#include <sys/wait.h>
+
+using namespace tg;
+
+namespace {
+
+struct Result {
+  int exitCode;
+  std::string out, err;
+};
+
+std::string readText(const std::string &path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+/// Runs `program` with `args` (shell words, already quoted where needed).
+Result run(const std::string &program, const std::string &args) {
+  std::string out = test::scratchPath("stdout"), err = test::scratchPath("stderr");
+  int status = std::system((program + " " + args + " >" + out + " 2>" + err).c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, readText(out), readText(err)};
+}
+
+/// The metrics lines without the timing fields, which differ run to run.
+std::vector<std::string> metricsWithoutTimes(const std::string &path) {
+  std::vector<std::string> lines;
+  std::istringstream in(readText(path));
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line.substr(0, line.find(", \"step_ms\"")));
+  return lines;
+}
+
+std::vector<std::string> listDirectory(const std::string &dir) {
+  std::vector<std::string> names;
+  if (DIR *d = ::opendir(dir.c_str())) {
+    while (dirent *e = ::readdir(d))
+      if (e->d_name[0] != '.')
+        names.push_back(e->d_name);
+    ::closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+class Tgrun : public ::testing::Test {
+protected:
+  void SetUp() override {
+    artifact = test::scratchPath("model.tgx");
+    std::vector<uint8_t> bytes = test::build(test::fixtureSpec());
+    std::ofstream(artifact, std::ios::binary)
+        .write(reinterpret_cast<const char *>(bytes.data()), std::streamsize(bytes.size()));
+    data = test::scratchPath("tokens.bin");
+    std::ofstream tokens(data, std::ios::binary);
+    for (int i = 0; i < 50; ++i)
+      tokens.put(char(i * 7 % 5)).put(0);
+  }
+  std::string artifact, data;
+};
+
+TEST_F(Tgrun, TrainsAndWritesMetrics) {
+  std::string metrics = test::scratchPath("metrics.jsonl"), weights = test::scratchPath("w.safetensors");
+  Result r = run(TG_TGRUN, artifact + " --data " + data + " --steps 6 --metrics " + metrics +
+                               " --save-weights " + weights);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.out.find("step 1/6  loss "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("step 6/6  loss "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tgrun: trained steps 1 to 6 in "), std::string::npos) << r.out;
+  std::vector<std::string> lines = metricsWithoutTimes(metrics);
+  ASSERT_EQ(lines.size(), 6u);
+  EXPECT_EQ(lines[0].rfind("{\"step\": 1, \"loss\": ", 0), 0u) << lines[0];
+  EXPECT_NE(lines[0].find("\"grad_norm\": 2, \"lr\": 0.10000000000000001"), std::string::npos)
+      << lines[0];
+  EXPECT_EQ(listDirectory(weights.substr(0, weights.rfind('/'))).empty(), false);
+}
+
+TEST_F(Tgrun, ResumingMatchesAnUninterruptedRun) {
+  std::string straight = test::scratchPath("straight.jsonl"), split = test::scratchPath("split.jsonl");
+  std::string dir = test::scratchPath("checkpoints");
+  ASSERT_EQ(run(TG_TGRUN, artifact + " --data " + data + " --steps 7 --metrics " + straight)
+                .exitCode,
+            0);
+  Result first = run(TG_TGRUN, artifact + " --data " + data + " --steps 4 --metrics " + split +
+                                   " --checkpoint-dir " + dir + " --checkpoint-every 1");
+  ASSERT_EQ(first.exitCode, 0) << first.err;
+  EXPECT_EQ(listDirectory(dir), (std::vector<std::string>{"step-00000003.safetensors",
+                                                           "step-00000004.safetensors"}));
+  Result second = run(TG_TGRUN, artifact + " --data " + data + " --steps 7 --metrics " + split +
+                                    " --checkpoint-dir " + dir + " --resume");
+  ASSERT_EQ(second.exitCode, 0) << second.err;
+  EXPECT_NE(second.out.find("resumed from " + dir + "/step-00000004.safetensors (step 4)"),
+            std::string::npos)
+      << second.out;
+  EXPECT_EQ(metricsWithoutTimes(split), metricsWithoutTimes(straight));
+  EXPECT_EQ(listDirectory(dir), (std::vector<std::string>{"step-00000004.safetensors",
+                                                           "step-00000007.safetensors"}));
+
+  // A corrupt newest checkpoint stops the resume instead of silently using
+  // the one before it.
+  std::string newest = dir + "/step-00000007.safetensors";
+  std::string bytes = readText(newest);
+  bytes.back() ^= 1;
+  std::ofstream(newest, std::ios::binary) << bytes;
+  Result corrupt = run(TG_TGRUN, artifact + " --data " + data + " --steps 9 --checkpoint-dir " +
+                                     dir + " --resume");
+  EXPECT_EQ(corrupt.exitCode, 1);
+  EXPECT_NE(corrupt.err.find("tgrun: error: cannot resume from the newest checkpoint: " + newest +
+                             ": checksum mismatch"),
+            std::string::npos)
+      << corrupt.err;
+}
+
+TEST_F(Tgrun, EmbeddedExecutableTakesTheSameFlags) {
+  std::vector<uint8_t> bytes = test::build(test::fixtureSpec());
+  std::string exe = test::scratchPath("model-exe"), error;
+  ASSERT_TRUE(runtime::appendEmbeddedArtifact(TG_TGRUN, bytes, exe, error)) << error;
+  Result r = run(exe, "--data " + data + " --steps 2");
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.out.find("step 2/2"), std::string::npos) << r.out;
+  Result extra = run(exe, artifact + " --data " + data);
+  EXPECT_EQ(extra.exitCode, 2);
+  EXPECT_NE(extra.err.find("this executable carries its own program"), std::string::npos);
+}
+
+TEST_F(Tgrun, ReportsErrors) {
+  Result r = run(TG_TGRUN, artifact + " --data /nonexistent.bin");
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_EQ(r.err, "tgrun: error: /nonexistent.bin: cannot open the token file (No such file or "
+                   "directory); check the path\n");
+  r = run(TG_TGRUN, artifact + " --data " + data + " --steps many");
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_EQ(r.err, "tgrun: error: --steps needs an integer >= 0, not 'many'; see --help\n");
+  r = run(TG_TGRUN, artifact + " --data " + data + " --resume");
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("--resume needs --checkpoint-dir"), std::string::npos);
+  r = run(TG_TGRUN, artifact + " --data " + data + " --init /nonexistent.safetensors");
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_NE(r.err.find("tgrun: error: /nonexistent.safetensors: cannot open"), std::string::npos);
+  r = run(TG_TGRUN, "--help");
+  EXPECT_EQ(r.exitCode, 0);
+  EXPECT_NE(r.out.find("--steps N              total steps of the run"), std::string::npos);
+}
+
+} // namespace
