@@ -3,6 +3,7 @@
 
 #include "tg/runtime/Artifact.h"
 #include "tg/runtime/EmbeddedArtifact.h"
+#include "tg/runtime/Hash.h"
 #include "tgx_generated.h"
 
 #include "mlir/IR/BuiltinTypes.h"
@@ -67,9 +68,16 @@ std::vector<uint8_t> writeArtifact(const Program &program,
   std::vector<flatbuffers::Offset<flatbuffers::String>> symbols;
   for (const std::string &symbol : kernels.symbols)
     symbols.push_back(fbb.CreateString(symbol));
+  // The checksum lets the runtime refuse a corrupted image before it loads
+  // native code from it.
+  ::tg::runtime::Fnv1a64 imageHash;
+  imageHash.update(kernels.sharedObject.data(), kernels.sharedObject.size());
+  std::vector<uint32_t> operandCounts(program.kernelOperandCounts.begin(),
+                                      program.kernelOperandCounts.end());
   std::vector<flatbuffers::Offset<tgx::KernelModule>> modules = {
       tgx::CreateKernelModuleDirect(fbb, tgx::ModuleFormat_ElfSharedObject,
-                                    &kernels.sharedObject, &symbols)};
+                                    &kernels.sharedObject, &symbols,
+                                    &operandCounts, imageHash.value())};
   std::vector<flatbuffers::Offset<tgx::Command>> commands;
   for (const ProgramCommand &command : program.commands) {
     std::vector<tgx::BufferRange> operands;

@@ -245,6 +245,7 @@ private:
       return failure();
     func::ReturnOp::create(builder, op->getLoc());
     program.kernelNames.push_back(name);
+    program.kernelOperandCounts.push_back(argTypes.size());
     return it->second;
   }
 

@@ -6,7 +6,7 @@
 //   tg.checksum       FNV-1a 64 over the tensors and the other metadata
 // written atomically by safetensors::writeFile (temporary file, fsync,
 // rename, directory fsync).
-#include "Hash.h"
+#include "tg/runtime/Hash.h"
 #include "Session.h"
 #include "Status.h"
 

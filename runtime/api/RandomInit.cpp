@@ -1,7 +1,7 @@
 // tg_session_init_random: each parameter filled per its InitKind from its
 // own random stream, seeded by (seed, parameter name), so adding, removing
 // or reordering parameters leaves the others' values unchanged.
-#include "Hash.h"
+#include "tg/runtime/Hash.h"
 #include "Random.h"
 #include "Session.h"
 #include "Status.h"

@@ -3,6 +3,8 @@
 // backend trusts verified ranges and sizes and checks nothing itself.
 #include "tg/runtime/Artifact.h"
 
+#include "tg/runtime/Hash.h"
+
 #include <cmath>
 #include <limits>
 #include <set>
@@ -173,8 +175,15 @@ private:
       for (const flatbuffers::String *name : *m.kernels())
         if (name->size() == 0)
           return fail(field + ".kernels", "has an empty kernel name");
-      if (m.kernel_operand_counts() && m.kernel_operand_counts()->size() != 0 &&
-          m.kernel_operand_counts()->size() != m.kernels()->size())
+      Fnv1a64 hash;
+      hash.update(m.image()->data(), m.image()->size());
+      if (hash.value() != m.image_fnv1a64())
+        return fail(field + ".image", m.image_fnv1a64() == 0
+                                          ? "has no checksum (image_fnv1a64)"
+                                          : "does not match its checksum image_fnv1a64");
+      if (!m.kernel_operand_counts())
+        return fail(field, "has no kernel_operand_counts");
+      if (m.kernel_operand_counts()->size() != m.kernels()->size())
         return fail(field + ".kernel_operand_counts", "has " +
                         std::to_string(m.kernel_operand_counts()->size()) +
                         " entries for " + std::to_string(m.kernels()->size()) + " kernels");
@@ -191,12 +200,12 @@ private:
       return fail(field + ".kernel", "is " + std::to_string(c.kernel()) + " but module " +
                                          std::to_string(c.module_()) + " has " +
                                          std::to_string(m.kernels()->size()) + " kernels");
-    const auto *counts = m.kernel_operand_counts();
-    if (counts && counts->size() != 0 && counts->Get(c.kernel()) != c.operands()->size())
+    uint32_t count = m.kernel_operand_counts()->Get(c.kernel());
+    if (count != c.operands()->size())
       return fail(field + ".operands", "has " + std::to_string(c.operands()->size()) +
                                            " entries but kernel '" +
                                            m.kernels()->Get(c.kernel())->str() + "' takes " +
-                                           std::to_string(counts->Get(c.kernel())));
+                                           std::to_string(count));
     return true;
   }
 
@@ -235,6 +244,12 @@ private:
     for (int64_t s : {g->stride_a(), g->stride_b(), g->stride_c()})
       if (s < 0)
         return fail(field + ".gemm", "has the negative stride " + std::to_string(s));
+    // Overlapping outputs would make the result depend on the batch order
+    // (and would let a tiny program demand unbounded work).
+    if (g->batch() > 1 && g->stride_c() < g->m() * g->n())
+      return fail(field + ".gemm", "has stride_c " + std::to_string(g->stride_c()) +
+                                       ", so the batch's " + std::to_string(g->m()) + "x" +
+                                       std::to_string(g->n()) + " outputs overlap");
     return checkGemmOperand(c, 0, g->stride_a(), g->m(), g->k(), field) &&
            checkGemmOperand(c, 1, g->stride_b(), g->k(), g->n(), field) &&
            checkGemmOperand(c, 2, g->stride_c(), g->m(), g->n(), field);
@@ -321,6 +336,14 @@ bool verifyArtifact(const uint8_t *bytes, std::size_t size,
   if (size < 8 || !tgx::ProgramBufferHasIdentifier(bytes)) {
     error = sourceName + ": not a .tgx artifact (the 'TGX1' identifier is missing); "
                          "pass the file that tgc --emit=tgx wrote";
+    return false;
+  }
+  // FlatBuffers pads a finished buffer to its largest scalar (8 bytes here),
+  // so this catches the truncations the Verifier cannot see: those that cut
+  // only padding after the last object.
+  if (size % 8 != 0) {
+    error = sourceName + ": the artifact is truncated (" + std::to_string(size) +
+            " bytes, not a multiple of 8 as tgc writes them); re-compile the model with this tgc";
     return false;
   }
   // Large models have many commands; the default table limit (1M) is for

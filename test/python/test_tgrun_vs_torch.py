@@ -24,41 +24,31 @@ import numpy as np
 import torch
 
 from tgtest import safetensors_io
+from tgtest.configs import GPT2, LLAMA, train_config
 from tgtest.reference import torch_training
 from tgtest.tools import model_param_specs, random_params, rel_err, run
 
 STEPS = 30
 
-GPT2 = {"model_type": "gpt2", "vocab_size": 29, "n_positions": 16, "n_embd": 16, "n_layer": 2,
-        "n_head": 2, "n_inner": None, "layer_norm_epsilon": 1e-5, "activation_function": "gelu_new",
-        "tie_word_embeddings": True}
-LLAMA = {"model_type": "llama", "vocab_size": 31, "hidden_size": 16, "intermediate_size": 24,
-         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
-         "max_position_embeddings": 16, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
-         "tie_word_embeddings": False}
 
 
-def train_config(**overrides):
-    cfg = {"batch_size": 4, "seq_len": 8, "seed": 0, "precision": "fp32",
-           "optimizer": {"type": "adamw", "lr": 1e-2, "betas": [0.9, 0.95], "eps": 1e-6,
-                         "weight_decay": 0.1},
-           "grad_clip_norm": 1.0, "micro_batches": 1}
-    cfg.update(overrides)
-    return cfg
+def tgrun_config(**overrides):
+    """Sequences of 8, clipping at 1.0, and eps 1e-6 (see the module docstring)."""
+    return train_config(eps=1e-6, **{"seq_len": 8, "grad_clip_norm": 1.0, **overrides})
 
 
 CASES = {
-    "gpt2-tied": (GPT2, train_config()),
+    "gpt2-tied": (GPT2, tgrun_config()),
     "gpt2-odd-untied-erf-micro-cosine": (
         dict(GPT2, vocab_size=37, n_embd=12, n_head=3, n_inner=20, activation_function="gelu",
              tie_word_embeddings=False),
-        train_config(batch_size=6, seq_len=7, micro_batches=3,
+        tgrun_config(batch_size=6, seq_len=7, micro_batches=3,
                      lr_schedule={"type": "cosine", "warmup_steps": 5, "min_lr": 1e-3, "decay_steps": 20})),
-    "llama-gqa": (LLAMA, train_config()),
+    "llama-gqa": (LLAMA, tgrun_config()),
     "llama-mqa-tied-odd": (
         dict(LLAMA, vocab_size=23, hidden_size=24, intermediate_size=20, num_attention_heads=3,
              num_key_value_heads=1, tie_word_embeddings=True),
-        train_config(batch_size=3, seq_len=5)),
+        tgrun_config(batch_size=3, seq_len=5)),
 }
 
 

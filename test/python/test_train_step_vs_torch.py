@@ -14,28 +14,11 @@ import numpy as np
 import torch
 
 from tgtest import safetensors_io
+from tgtest.configs import GPT2, LLAMA, train_config
 from tgtest.reference import batch, learning_rate, torch_training
 from tgtest.tools import param_specs, random_params, rel_err, run
 
 STEPS = 20
-
-GPT2 = {"model_type": "gpt2", "vocab_size": 29, "n_positions": 12, "n_embd": 16, "n_layer": 2,
-        "n_head": 2, "n_inner": None, "layer_norm_epsilon": 1e-5, "activation_function": "gelu_new",
-        "tie_word_embeddings": True}
-LLAMA = {"model_type": "llama", "vocab_size": 31, "hidden_size": 16, "intermediate_size": 24,
-         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
-         "max_position_embeddings": 16, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
-         "tie_word_embeddings": False}
-
-
-def train_config(**overrides):
-    cfg = {"batch_size": 4, "seq_len": 6, "seed": 0, "precision": "fp32",
-           "optimizer": {"type": "adamw", "lr": 1e-2, "betas": [0.9, 0.95], "eps": 1e-8,
-                         "weight_decay": 0.1},
-           "micro_batches": 1}
-    cfg.update(overrides)
-    return cfg
-
 
 CASES = {
     "gpt2-tied-constant": (GPT2, train_config()),

@@ -28,10 +28,10 @@ bool writeAll(int fd, const uint8_t *data, std::size_t size) {
   return true;
 }
 
-/// dlopens `image` via a memfd. Returns the handle and keeps the fd open in
-/// `memfd`: glibc matches already-loaded objects by path, so the fd number
-/// must not be reused for another image while this one is loaded.
-void *openViaMemfd(const flatbuffers::Vector<uint8_t> &image, int &memfd) {
+/// dlopens `image` via a memfd, whose path it returns in `path`. The fd
+/// stays open while the library is loaded: glibc finds loaded libraries by
+/// path, so the fd number must not name another image meanwhile.
+void *openViaMemfd(const flatbuffers::Vector<uint8_t> &image, int &memfd, std::string &path) {
   int fd = ::memfd_create("tg-kernels", MFD_CLOEXEC);
   if (fd < 0)
     return nullptr;
@@ -39,7 +39,7 @@ void *openViaMemfd(const flatbuffers::Vector<uint8_t> &image, int &memfd) {
     ::close(fd);
     return nullptr;
   }
-  std::string path = "/proc/self/fd/" + std::to_string(fd);
+  path = "/proc/self/fd/" + std::to_string(fd);
   void *handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     ::close(fd);
@@ -81,7 +81,7 @@ std::unique_ptr<KernelLibrary> KernelLibrary::load(const tgx::KernelModule &modu
     return nullptr;
   }
   std::unique_ptr<KernelLibrary> library(new KernelLibrary);
-  library->handle = openViaMemfd(*module.image(), library->memfd);
+  library->handle = openViaMemfd(*module.image(), library->memfd, library->memfdPath);
   if (!library->handle) {
     std::string reason;
     library->handle = openViaTempFile(*module.image(), reason);
@@ -107,8 +107,16 @@ std::unique_ptr<KernelLibrary> KernelLibrary::load(const tgx::KernelModule &modu
 KernelLibrary::~KernelLibrary() {
   if (handle)
     ::dlclose(handle);
-  if (memfd >= 0)
-    ::close(memfd);
+  if (memfd < 0)
+    return;
+  // A library linked with -z nodelete stays loaded after dlclose. Its fd
+  // then stays open too (leaked, like the mapping): closed, its number could
+  // be reused for a later image, which dlopen would resolve to this one.
+  if (void *resident = ::dlopen(memfdPath.c_str(), RTLD_NOW | RTLD_NOLOAD)) {
+    ::dlclose(resident);
+    return;
+  }
+  ::close(memfd);
 }
 
 } // namespace tg::runtime

@@ -31,7 +31,8 @@ public:
 private:
   KernelLibrary() = default;
   void *handle = nullptr;
-  int memfd = -1;
+  int memfd = -1;         // when loaded from a memfd
+  std::string memfdPath;  // its /proc/self/fd path
   std::vector<KernelFn> fns;
 };
 

@@ -264,6 +264,16 @@ std::string duration(double seconds) {
   return text;
 }
 
+/// "12345", or "124.4M" from a million on.
+std::string count(int64_t n) {
+  char text[32];
+  if (n < 1000000)
+    std::snprintf(text, sizeof(text), "%" PRId64, n);
+  else
+    std::snprintf(text, sizeof(text), "%.1fM", double(n) / 1e6);
+  return text;
+}
+
 /// Progress on stdout: a live line on a terminal, plain lines otherwise.
 class Progress {
 public:
@@ -276,6 +286,10 @@ public:
     elapsed = std::max(elapsed, 1e-9);
     double tokensPerSecond = double(r.step - first) * tokensPerStep / elapsed;
     if (live) {
+      // Redrawing costs more than a tiny model's step: at most 10 per second.
+      if (r.step != total && elapsed - lastDraw < 0.1)
+        return;
+      lastDraw = elapsed;
       double eta = elapsed / double(r.step - first) * double(total - r.step);
       std::printf("\rstep %" PRId64 "/%" PRId64 "  loss %.4f  %.0f tok/s  ETA %s   ", r.step,
                   total, r.loss, tokensPerSecond, duration(eta).c_str());
@@ -293,6 +307,7 @@ private:
   double tokensPerStep;
   bool live;
   int64_t logEvery;
+  double lastDraw = -1;
 };
 
 struct FileCloser {
@@ -377,10 +392,10 @@ int run(const Options &o, const std::vector<uint8_t> &embedded, const char *prog
   }
 
   int64_t first = tg_session_steps_done(session.get());
-  std::printf("tgrun: %s: %.1fM parameters, batch %" PRId64 " x %" PRId64
+  std::printf("tgrun: %s: %s parameters, batch %" PRId64 " x %" PRId64
               " tokens, %" PRId64 " tokens of data, steps %" PRId64 " to %" PRId64 "\n",
               embedded.empty() ? o.artifact.c_str() : programName,
-              double(info.num_parameters) / 1e6, info.batch_size, info.seq_len,
+              count(info.num_parameters).c_str(), info.batch_size, info.seq_len,
               tg_dataset_num_tokens(dataset.get()), std::min(first + 1, o.steps), o.steps);
   if (first >= o.steps)
     std::printf("tgrun: already at step %" PRId64 ", nothing to train (raise --steps)\n", first);

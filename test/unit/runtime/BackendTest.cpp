@@ -97,6 +97,27 @@ TEST(CpuBackend, MissingKernelSymbolIsNamed) {
       << error;
 }
 
+// glibc finds loaded libraries by path, and /proc/self/fd/N paths repeat. A
+// library that stays loaded after its session (-z nodelete) must not be
+// handed to a later session whose image is loaded under the same path.
+TEST(CpuBackend, ResidentLibrariesDoNotShadowLaterOnes) {
+  ProgramSpec resident = test::fixtureSpec();
+  resident.modules[0].image = test::fixtureKernels(/*resident=*/true);
+  const int32_t tokens[6] = {0, 1, 2, 3, 4, 0};
+  std::vector<double> losses;
+  for (const ProgramSpec &spec : {resident, test::fixtureSpec(), resident, test::fixtureSpec()}) {
+    tg_session *session = test::loadSession(spec);
+    EXPECT_OK(tg_session_init_random(session, 5));
+    tg_step_result r;
+    EXPECT_OK(tg_session_step(session, tokens, tokens, &r));
+    losses.push_back(r.loss);
+    tg_session_destroy(session);
+  }
+  EXPECT_NE(losses[0], losses[1]);
+  EXPECT_EQ(losses[0], losses[2]);
+  EXPECT_EQ(losses[1], losses[3]);
+}
+
 TEST(CpuBackend, RejectsImagesItCannotLoad) {
   ProgramSpec spec = test::fixtureSpec();
   spec.modules[0].image.resize(100);

@@ -1,5 +1,7 @@
 #include "TestSupport.h"
 
+#include "tg/runtime/Hash.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -88,10 +90,14 @@ std::vector<uint8_t> build(const ProgramSpec &spec) {
     constants.push_back(tgx::CreateConstant(b, &r, b.CreateVector(c.data)));
   }
   std::vector<flatbuffers::Offset<tgx::KernelModule>> modules;
-  for (const ModuleSpec &m : spec.modules)
+  for (const ModuleSpec &m : spec.modules) {
+    runtime::Fnv1a64 hash;
+    hash.update(m.image.data(), m.image.size());
     modules.push_back(tgx::CreateKernelModule(
         b, m.format, b.CreateVector(m.image), b.CreateVectorOfStrings(m.kernels),
-        m.operandCounts.empty() ? 0 : b.CreateVector(m.operandCounts)));
+        b.CreateVector(m.operandCounts),
+        m.checksum ? hash.value() : 0));
+  }
   std::vector<flatbuffers::Offset<tgx::Command>> commands;
   for (const CommandSpec &c : spec.commands) {
     flatbuffers::Offset<tgx::Gemm> gemm;
@@ -141,7 +147,9 @@ std::string scratchPath(const std::string &name) {
   return path;
 }
 
-std::vector<uint8_t> fixtureKernels() { return readBytes(TG_FIXTURE_KERNELS); }
+std::vector<uint8_t> fixtureKernels(bool resident) {
+  return readBytes(resident ? TG_FIXTURE_KERNELS_RESIDENT : TG_FIXTURE_KERNELS);
+}
 
 ProgramSpec fixtureSpec() {
   ProgramSpec spec;

@@ -42,6 +42,7 @@ struct ModuleSpec {
   std::vector<uint8_t> image;
   std::vector<std::string> kernels;
   std::vector<uint32_t> operandCounts;
+  bool checksum = true; // write image_fnv1a64
 };
 
 struct GemmSpec {
@@ -88,8 +89,9 @@ std::vector<uint8_t> build(const ProgramSpec &spec);
 /// A fresh path in the test's scratch directory.
 std::string scratchPath(const std::string &name);
 
-/// The bytes of the fixture kernels' shared object.
-std::vector<uint8_t> fixtureKernels();
+/// The bytes of the fixture kernels' shared object; `resident`: the variant
+/// linked with -z nodelete whose add_packed computes 2 (a + b).
+std::vector<uint8_t> fixtureKernels(bool resident = false);
 
 /// The fixture program: y = x @ W (Gemm), z = y + y (Kernel add_packed),
 /// zc = z (Copy), then train_update (Kernel) computing loss, grad_norm, lr

@@ -70,6 +70,8 @@ struct Program {
   /// named as in kernelNames.
   OwningOpRef<ModuleOp> kernels;
   std::vector<std::string> kernelNames;
+  /// Buffers each kernel takes (its operands, then its results).
+  std::vector<unsigned> kernelOperandCounts;
 };
 
 enum class GemmLowering { Library, Generated };

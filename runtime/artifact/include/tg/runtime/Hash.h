@@ -1,8 +1,10 @@
-// FNV-1a 64: names the random stream of each parameter, fingerprints a
-// program's state layout and checksums checkpoints. Not cryptographic: it
-// detects corruption and mix-ups, not tampering.
-#ifndef TG_RUNTIME_API_HASH_H
-#define TG_RUNTIME_API_HASH_H
+// FNV-1a 64: checksums kernel images in artifacts (KernelModule.
+// image_fnv1a64, which tgc computes with this class) and checkpoints, names
+// the random stream of each parameter and fingerprints a program's state
+// layout. Not cryptographic: it detects corruption and mix-ups, not
+// tampering.
+#ifndef TG_RUNTIME_HASH_H
+#define TG_RUNTIME_HASH_H
 
 #include <cstddef>
 #include <cstdint>
