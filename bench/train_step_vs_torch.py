@@ -112,26 +112,6 @@ def blas_report(torch):
 # The PyTorch side (runs in a subprocess per thread count)
 
 
-def torch_params(torch, gen):
-    """HF GPT-2 parameters (Conv1D weights [in, out]) with HF's initialisation."""
-    d, v, n, L = MODEL["n_embd"], MODEL["vocab_size"], MODEL["n_positions"], MODEL["n_layer"]
-    f = 4 * d
-    normal = lambda *s, std=0.02: torch.randn(*s, generator=gen) * std
-    p = {"transformer.wte.weight": normal(v, d), "transformer.wpe.weight": normal(n, d, std=0.01)}
-    proj_std = 0.02 / math.sqrt(2 * L)
-    for i in range(L):
-        pre = f"transformer.h.{i}."
-        p.update({pre + "ln_1.weight": torch.ones(d), pre + "ln_1.bias": torch.zeros(d),
-                  pre + "attn.c_attn.weight": normal(d, 3 * d), pre + "attn.c_attn.bias": torch.zeros(3 * d),
-                  pre + "attn.c_proj.weight": normal(d, d, std=proj_std), pre + "attn.c_proj.bias": torch.zeros(d),
-                  pre + "ln_2.weight": torch.ones(d), pre + "ln_2.bias": torch.zeros(d),
-                  pre + "mlp.c_fc.weight": normal(d, f), pre + "mlp.c_fc.bias": torch.zeros(f),
-                  pre + "mlp.c_proj.weight": normal(f, d, std=proj_std), pre + "mlp.c_proj.bias": torch.zeros(d)})
-    p["transformer.ln_f.weight"] = torch.ones(d)
-    p["transformer.ln_f.bias"] = torch.zeros(d)
-    return p
-
-
 def make_loss(torch):
     """Compact GPT-2 with Hugging Face semantics (Conv1D = addmm(bias, x, W[in,out]),
     pre-LN blocks, causal attention with a stored mask, tanh GELU, head tied to wte).
@@ -184,14 +164,16 @@ def batch(torch, tokens, step):
 def torch_worker(args):
     import torch
     torch.set_num_threads(args.threads)
+    sys.path.insert(0, os.path.join(ROOT, "test", "python"))
+    from tgtest import models, safetensors_io
     tokens = np.fromfile(args.data, dtype=np.uint16)
-    gen = torch.Generator().manual_seed(0)
-    p = {k: v.requires_grad_(True) for k, v in torch_params(torch, gen).items()}
+    # tgrun's own random initialisation (saved by tgrun --steps 0 --save-weights),
+    # so that both sides train the same weights on the same batches.
+    p = {(k if k.startswith("transformer.") else "transformer." + k): v.float().requires_grad_(True)
+         for k, v in safetensors_io.load(args.init).items()}
     loss_fn = make_loss(torch)
 
     # The compact model is the test suite's reference GPT-2 (float32 here).
-    sys.path.insert(0, os.path.join(ROOT, "test", "python"))
-    from tgtest import models
     x, y = batch(torch, tokens, 0)
     with torch.no_grad():
         ours = loss_fn(p, x, y).item()
@@ -218,7 +200,8 @@ def torch_worker(args):
     libs = loaded_blas_libraries()
     info = openblas_info(libs)
     faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt)
-    json.dump({"step_ms": times, "loss": losses, "page_faults": np.diff(faults).tolist(), "torch_threads": torch.get_num_threads(),
+    json.dump({"step_ms": times, "loss": losses, "page_faults": np.diff(faults).tolist(),
+               "torch_threads": torch.get_num_threads(),
                "openblas_threads": info[2] if info else None, "blas_libs": libs,
                "check_loss": [ours, ref]}, open(args.out, "w"))
 
@@ -245,9 +228,9 @@ def run_tgrun(tgrun, tgx, data, k, steps, metrics, prefix=()):
     return [r["step_ms"] for r in rows], [r["loss"] for r in rows]
 
 
-def run_torch(data, k, steps, out, prefix=(), extra_env=None):
+def run_torch(data, init, k, steps, out, prefix=(), extra_env=None):
     cmd = [*prefix, sys.executable, os.path.abspath(__file__), "--torch-worker", "--threads", str(k),
-           "--steps", str(steps), "--data", data, "--out", out]
+           "--steps", str(steps), "--data", data, "--init", init, "--out", out]
     subprocess.run(cmd, env=thread_env(k, extra_env), check=True)
     return json.load(open(out))
 
@@ -304,16 +287,19 @@ def main():
     ap.add_argument("--quick", action="store_true", help="few steps, for a smoke test")
     ap.add_argument("--threads", default=None,
                     help="comma-separated thread counts (default: 1 and the machine's cores)")
-    ap.add_argument("--steps", type=int, default=None, help="timed steps per run (default 30, quick 3)")
+    ap.add_argument("--steps", type=int, default=None, help="timed steps per process (default 15, quick 3)")
     ap.add_argument("--warmup", type=int, default=None, help="untimed steps first (default 5, quick 2)")
+    ap.add_argument("--repeats", type=int, default=None, help="processes per configuration (default 3, quick 1)")
     ap.add_argument("--no-generated", action="store_true", help="skip tgc --gemm=generated")
-    ap.add_argument("--perf", action="store_true", help="also profile both sides with perf (time by library and symbol)")
+    ap.add_argument("--perf", action="store_true",
+                    help="also profile both sides with perf (time by library and symbol)")
     ap.add_argument("--bin", default=os.environ.get("TGC_BIN", os.path.join(ROOT, "build", "bin")))
     ap.add_argument("--json", help="also write the results here")
     # internal: the PyTorch side
     ap.add_argument("--torch-worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--data", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
+    ap.add_argument("--init", help=argparse.SUPPRESS)
     args = ap.parse_args()
 
     if args.torch_worker:
@@ -323,7 +309,8 @@ def main():
     import torch
     cores = os.cpu_count() or 1
     threads = [int(t) for t in args.threads.split(",")] if args.threads else sorted({1, cores})
-    steps = args.steps or (3 if args.quick else 30)
+    steps = args.steps or (3 if args.quick else 15)
+    repeats = args.repeats or (1 if args.quick else 3)
     warmup = args.warmup if args.warmup is not None else (2 if args.quick else 5)
     gen_steps, gen_warmup = (1, 1) if args.quick else (3, 1)
     tgc, tgrun = os.path.join(args.bin, "tgc"), os.path.join(args.bin, "tgrun")
@@ -373,30 +360,50 @@ def main():
         print(f"\ntgc compile (--gemm=blas): {compile_s:.2f} s; {stats['flops_per_step'] / 1e9:.1f} GFLOP/step, "
               f"{stats['kernels']} kernels, {stats['kernel_launches']} kernel launches + "
               f"{stats['library_calls']} BLAS calls per step, arena {stats['arena_bytes'] / 2**20:.0f} MiB")
+        subprocess.run([tgrun, path("m.tgx"), "--data", path("tokens.bin"), "--steps", "0", "--save-weights",
+                        path("init.safetensors")], env=thread_env(1), check=True, stdout=subprocess.DEVNULL)
         tokens_per_step = TRAIN["batch_size"] * TRAIN["seq_len"]
-        print(f"timing: {warmup} warm-up + {steps} timed steps per run, median of the timed steps\n")
+        print(f"timing: {repeats} rounds of one process per configuration, {warmup} warm-up + {steps} timed "
+              "steps each; per process the median timed step, per configuration the median over processes\n")
 
+        # Every configuration runs in `repeats` separate processes, interleaved
+        # (tgrun k, then each PyTorch variant at k, then the next k, then the next
+        # round): step times of one process are steady, but differ between processes
+        # by up to ~25% for PyTorch (heap layout); interleaving spreads drift evenly.
+        configs = [(k, suffix, env) for k in threads for suffix, env in torch_variants(k)]
+        tg_runs = {k: [] for k in threads}
+        th_runs = {(k, suffix): [] for k, suffix, _ in configs}
+        for rnd in range(repeats):
+            for k in threads:
+                tg_ms, tg_loss = run_tgrun(tgrun, path("m.tgx"), path("tokens.bin"), k, warmup + steps,
+                                           path(f"m{k}.jsonl"))
+                tg_runs[k].append({"median": median(tg_ms[warmup:]), "loss": tg_loss})
+                print(f"  round {rnd + 1}, threads {k}: tgc {median(tg_ms[warmup:]):.1f} ms "
+                      f"(timed steps {min(tg_ms[warmup:]):.0f}-{max(tg_ms[warmup:]):.0f})", flush=True)
+                for kk, suffix, extra_env in configs:
+                    if kk != k:
+                        continue
+                    th = run_torch(path("tokens.bin"), path("init.safetensors"), k, warmup + steps,
+                                   path("torch.json"), extra_env=extra_env)
+                    assert th["torch_threads"] == k, th
+                    assert th["openblas_threads"] in (None, k), th
+                    t = th["step_ms"][warmup:]
+                    diff = max(abs(a - b) for a, b in zip(tg_loss, th["loss"]))
+                    th_runs[(k, suffix)].append({"median": median(t), "page_faults": median(th["page_faults"][warmup:]),
+                                                 "loss_max_abs_diff": diff})
+                    print(f"  round {rnd + 1}, threads {k}{suffix}: torch {median(t):.1f} ms (timed steps "
+                          f"{min(t):.0f}-{max(t):.0f}), OpenBLAS threads {th['openblas_threads']}, "
+                          f"{median(th['page_faults'][warmup:]):.0f} page faults/step; loss step 1 "
+                          f"{tg_loss[0]:.5f} (tgc) / {th['loss'][0]:.5f} (torch), max |diff| over "
+                          f"{len(tg_loss)} steps {diff:.1e}", flush=True)
         results = []
-        for k in threads:
-            tg_ms, tg_loss = run_tgrun(tgrun, path("m.tgx"), path("tokens.bin"), k, warmup + steps,
-                                       path(f"m{k}.jsonl"))
-            for suffix, extra_env in torch_variants(k):
-                th = run_torch(path("tokens.bin"), k, warmup + steps, path(f"torch{k}.json"),
-                               extra_env=extra_env)
-                assert th["torch_threads"] == k, th
-                assert th["openblas_threads"] in (None, k), th
-                r = {"label": f"{k}{suffix}", "threads": k, "torch_env": extra_env or {},
-                     "tgc_ms": median(tg_ms[warmup:]), "torch_ms": median(th["step_ms"][warmup:]),
-                     "tgc_ms_min": min(tg_ms[warmup:]), "torch_ms_min": min(th["step_ms"][warmup:]),
-                     "tgc_ms_max": max(tg_ms[warmup:]), "torch_ms_max": max(th["step_ms"][warmup:]),
-                     "torch_page_faults_per_step": median(th["page_faults"][warmup:]),
-                     "tgc_loss1": tg_loss[0], "torch_loss1": th["loss"][0]}
-                results.append(r)
-                print(f"  threads {r['label']}: tgc {r['tgc_ms']:.1f} ms (min {r['tgc_ms_min']:.1f}, "
-                      f"max {r['tgc_ms_max']:.1f}), torch {r['torch_ms']:.1f} ms (min {r['torch_ms_min']:.1f}, "
-                      f"max {r['torch_ms_max']:.1f}); torch OpenBLAS threads {th['openblas_threads']}, "
-                      f"{r['torch_page_faults_per_step']:.0f} page faults/step; "
-                      f"first-step loss tgc {tg_loss[0]:.4f}, torch {th['loss'][0]:.4f}", flush=True)
+        for k, suffix, extra_env in configs:
+            tg = [r["median"] for r in tg_runs[k]]
+            th = [r["median"] for r in th_runs[(k, suffix)]]
+            results.append({"label": f"{k}{suffix}", "threads": k, "torch_env": extra_env or {},
+                            "tgc_ms": median(tg), "torch_ms": median(th), "tgc_runs": tg, "torch_runs": th,
+                            "torch_page_faults_per_step": median([r["page_faults"] for r in th_runs[(k, suffix)]]),
+                            "loss_max_abs_diff": max(r["loss_max_abs_diff"] for r in th_runs[(k, suffix)])})
 
         generated = None
         if not args.no_generated:
@@ -408,11 +415,16 @@ def main():
             print(f"  tgc --gemm=generated, 1 thread: {generated['ms']:.1f} ms/step "
                   f"({gen_warmup} warm-up + {gen_steps} timed; compile {gen_compile_s:.2f} s)")
 
+        span = lambda xs: f" ({min(xs):.0f}-{max(xs):.0f})" if len(xs) > 1 else ""
         print("\n| threads | tgc ms/step | torch ms/step | ratio (torch/tgc) | tgc tokens/s | torch tokens/s |")
-        print("|---:|---:|---:|---:|---:|---:|")
+        print("|---|---:|---:|---:|---:|---:|")
         for r in results:
-            print(f"| {r['label']} | {r['tgc_ms']:.1f} | {r['torch_ms']:.1f} | {r['torch_ms'] / r['tgc_ms']:.2f} "
-                  f"| {tokens_per_step / r['tgc_ms'] * 1e3:.0f} | {tokens_per_step / r['torch_ms'] * 1e3:.0f} |")
+            print(f"| {r['label']} | {r['tgc_ms']:.1f}{span(r['tgc_runs'])} "
+                  f"| {r['torch_ms']:.1f}{span(r['torch_runs'])} "
+                  f"| {r['torch_ms'] / r['tgc_ms']:.2f} | {tokens_per_step / r['tgc_ms'] * 1e3:.0f} "
+                  f"| {tokens_per_step / r['torch_ms'] * 1e3:.0f} |")
+        if repeats > 1:
+            print(f"(ms: median over {repeats} processes, in brackets the fastest and the slowest process)")
         if generated:
             one = next((r for r in results if r["label"] == "1"), None)
             torch_ms = f"{one['torch_ms']:.1f}" if one else "-"
@@ -440,12 +452,14 @@ def main():
                         tmp, delay)
                     for suffix, env in torch_variants(k)[::len(torch_variants(k)) - 1]:
                         perf_profile(f"PyTorch, {k} thread(s){suffix or ', default environment'}",
-                                     lambda pre: run_torch(path("tokens.bin"), k, warmup + steps, path("p.json"),
-                                                           pre, extra_env=env), tmp, delay + 3000)
+                                     lambda pre: run_torch(path("tokens.bin"), path("init.safetensors"), k,
+                                                           warmup + steps, path("p.json"), pre, extra_env=env),
+                                     tmp, delay + 3000)
 
         if args.json:
             json.dump({"machine": model_name, "cores": cores, "blas": lines, "stats": stats,
-                       "compile_s": compile_s, "warmup": warmup, "steps": steps, "results": results,
+                       "compile_s": compile_s, "warmup": warmup, "steps": steps, "repeats": repeats,
+                       "results": results,
                        "generated": generated}, open(args.json, "w"), indent=1)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -13,6 +13,8 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -38,7 +40,21 @@
 namespace mlir::tg {
 namespace {
 
+/// f32 exp, log, tanh and erf as polynomials (MLIR's, accurate to a few ulp)
+/// instead of libm calls, so LLVM can vectorize the loops around them:
+/// softmax and the cross-entropy over the vocabulary are dominated by exp.
+LogicalResult approximateMathFunctions(ModuleOp module) {
+  RewritePatternSet patterns(module.getContext());
+  populateMathPolynomialApproximationPatterns(patterns, [](StringRef name) {
+    return llvm::is_contained(
+        {"math.exp", "math.log", "math.tanh", "math.erf"}, name);
+  });
+  return applyPatternsGreedily(module, std::move(patterns));
+}
+
 llvm::Error lowerToLLVMDialect(ModuleOp module) {
+  if (failed(approximateMathFunctions(module)))
+    return llvm::createStringError("approximating math functions failed");
   PassManager pm(module.getContext());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(memref::createExpandStridedMetadataPass());

@@ -22,6 +22,8 @@
 #include "mlir/Parser/Parser.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include "../support/ParsedModule.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -144,23 +146,8 @@ std::string buildSource(const Case &c) {
 //===----------------------------------------------------------------------===//
 
 /// A parsed module whose diagnostics are collected rather than printed.
-struct Module {
-  mlir::MLIRContext context;
-  std::string diagnostics;
-  mlir::OwningOpRef<mlir::ModuleOp> module;
-
-  explicit Module(const std::string &source) {
-    context.loadDialect<mlir::tg::TgDialect, mlir::func::FuncDialect>();
-    context.printOpOnDiagnostic(false);
-    context.getDiagEngine().registerHandler([this](mlir::Diagnostic &diag) {
-      diagnostics += diag.str() + "\n";
-    });
-    module = mlir::parseSourceString<mlir::ModuleOp>(source, &context);
-  }
-
-  mlir::func::FuncOp func(llvm::StringRef name) {
-    return module->lookupSymbol<mlir::func::FuncOp>(name);
-  }
+struct Module : tgtest::ParsedModule {
+  using ParsedModule::ParsedModule;
 
   /// Clones @f as @grad returning (loss, d loss / d arg for each arg in
   /// `wrt`), the gradients built by buildGradients.

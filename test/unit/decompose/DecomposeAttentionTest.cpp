@@ -14,6 +14,8 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 
+#include "../support/ParsedModule.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -75,23 +77,8 @@ std::string buildSource(const Case &c, bool causal) {
 }
 
 /// A parsed module whose diagnostics are collected rather than printed.
-struct Module {
-  mlir::MLIRContext context;
-  std::string diagnostics;
-  mlir::OwningOpRef<mlir::ModuleOp> module;
-
-  explicit Module(const std::string &source) {
-    context.loadDialect<mlir::tg::TgDialect, mlir::func::FuncDialect>();
-    context.printOpOnDiagnostic(false);
-    context.getDiagEngine().registerHandler([this](mlir::Diagnostic &diag) {
-      diagnostics += diag.str() + "\n";
-    });
-    module = mlir::parseSourceString<mlir::ModuleOp>(source, &context);
-  }
-
-  mlir::func::FuncOp func(llvm::StringRef name) {
-    return module->lookupSymbol<mlir::func::FuncOp>(name);
-  }
+struct Module : tgtest::ParsedModule {
+  using ParsedModule::ParsedModule;
 
   std::vector<Tensor> evaluate(llvm::StringRef name,
                                const std::vector<Tensor> &args) {
