@@ -152,20 +152,12 @@ def make_loss(torch):
     return loss
 
 
-def batch(torch, tokens, step):
-    """The data contract: sample i of step s starts at ((s*B + i)*T) mod (N - T)."""
-    b, t, n = TRAIN["batch_size"], TRAIN["seq_len"], len(tokens)
-    starts = [((step * b + i) * t) % (n - t) for i in range(b)]
-    x = np.stack([tokens[o:o + t] for o in starts]).astype(np.int64)
-    y = np.stack([tokens[o + 1:o + t + 1] for o in starts]).astype(np.int64)
-    return torch.from_numpy(x), torch.from_numpy(y)
-
-
 def torch_worker(args):
     import torch
     torch.set_num_threads(args.threads)
     sys.path.insert(0, os.path.join(ROOT, "test", "python"))
     from tgtest import models, safetensors_io
+    from tgtest.reference import batch  # the data contract
     tokens = np.fromfile(args.data, dtype=np.uint16)
     # tgrun's own random initialisation (saved by tgrun --steps 0 --save-weights),
     # so that both sides train the same weights on the same batches.
@@ -174,7 +166,7 @@ def torch_worker(args):
     loss_fn = make_loss(torch)
 
     # The compact model is the test suite's reference GPT-2 (float32 here).
-    x, y = batch(torch, tokens, 0)
+    x, y = batch(tokens, TRAIN, 0)
     with torch.no_grad():
         ours = loss_fn(p, x, y).item()
         ref = models.loss(MODEL, p, x, y)[0].item()
@@ -189,7 +181,7 @@ def torch_worker(args):
     for step in range(args.steps):
         faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt)
         start = time.perf_counter()
-        x, y = batch(torch, tokens, step)
+        x, y = batch(tokens, TRAIN, step)
         adam.zero_grad(set_to_none=True)
         loss = loss_fn(p, x, y)
         loss.backward()
@@ -241,7 +233,38 @@ def compile_tgx(tgc, model, train, out, extra=()):
     return time.perf_counter() - start
 
 
-def perf_profile(label, cmd_prefix_fn, tmp, delay_ms):
+def kernel_profile(data, tgx, top=12):
+    """Time in tgc's generated kernels by kernel name. tgrun loads the kernels from
+    a memfd, which perf cannot symbolise; the .tgx embeds the same ELF image, so
+    map perf's offsets in that object to the image's symbols (nm)."""
+    if not shutil.which("nm"):
+        return
+    blob = open(tgx, "rb").read()
+    start = blob.find(b"\x7fELF")
+    if start < 0:
+        return
+    image = data + ".kernels.so"
+    open(image, "wb").write(blob[start:])
+    syms = sorted((int(addr, 16), name) for addr, kind, name in
+                  (line.split() for line in subprocess.run(["nm", "--defined-only", image], capture_output=True,
+                                                           text=True).stdout.splitlines() if len(line.split()) == 3)
+                  if kind in "Tt")
+    rep = subprocess.run(["perf", "report", "-i", data, "--no-children", "--dsos", "memfd:tg-kernels (deleted)",
+                          "--sort", "sym", "--stdio", "-g", "none", "--percent-limit", "0"],
+                         capture_output=True, text=True).stdout
+    by_kernel = {}
+    for m in re.finditer(r"^\s*([\d.]+)%.*?\b0x([0-9a-f]+)", rep, re.M):
+        addr = int(m.group(2), 16)
+        name = next((n for a, n in reversed(syms) if a <= addr), "?")
+        name = re.sub(r"^k\d+_|_packed$", "", name)  # k12_layer_norm_packed -> layer_norm
+        by_kernel[name] = by_kernel.get(name, 0.0) + float(m.group(1))
+    print("   generated kernels by op (% of all samples, all instances summed):")
+    for name, pct in sorted(by_kernel.items(), key=lambda kv: -kv[1])[:top]:
+        print(f"      {pct:6.2f}%  {name}")
+    print()
+
+
+def perf_profile(label, cmd_prefix_fn, tmp, delay_ms, tgx=None):
     """perf record a run, print the time split by shared object and the top symbols."""
     data = os.path.join(tmp, f"perf-{label}.data")
     prefix = ["perf", "record", "-q", "-F", "999", "-D", str(delay_ms), "-o", data, "--"]
@@ -255,6 +278,8 @@ def perf_profile(label, cmd_prefix_fn, tmp, delay_ms):
         for line in rows[:n]:
             print("   " + line.rstrip())
         print()
+    if tgx:
+        kernel_profile(data, tgx)
 
 
 # PyTorch environments measured besides the default one.
@@ -423,8 +448,6 @@ def main():
                   f"| {r['torch_ms']:.1f}{span(r['torch_runs'])} "
                   f"| {r['torch_ms'] / r['tgc_ms']:.2f} | {tokens_per_step / r['tgc_ms'] * 1e3:.0f} "
                   f"| {tokens_per_step / r['torch_ms'] * 1e3:.0f} |")
-        if repeats > 1:
-            print(f"(ms: median over {repeats} processes, in brackets the fastest and the slowest process)")
         if generated:
             one = next((r for r in results if r["label"] == "1"), None)
             torch_ms = f"{one['torch_ms']:.1f}" if one else "-"
@@ -432,6 +455,9 @@ def main():
             torch_tps = f"{tokens_per_step / one['torch_ms'] * 1e3:.0f}" if one else "-"
             print(f"| 1 (tgc --gemm=generated) | {generated['ms']:.1f} | {torch_ms} | {ratio} "
                   f"| {tokens_per_step / generated['ms'] * 1e3:.0f} | {torch_tps} |")
+        if repeats > 1:
+            print(f"(ms: median over {repeats} processes, in brackets the fastest and the slowest process"
+                  + ("; --gemm=generated: one process" if generated else "") + ")")
         print(f"\ncompile time (tgc, --gemm=blas): {compile_s:.2f} s"
               + (f"; --gemm=generated: {generated['compile_s']:.2f} s" if generated else ""))
         flops = stats["flops_per_step"]
@@ -449,7 +475,7 @@ def main():
                 for k in threads:
                     perf_profile(f"tgrun, {k} thread(s)", lambda pre: run_tgrun(
                         tgrun, path("m.tgx"), path("tokens.bin"), k, warmup + steps, path("p.jsonl"), pre),
-                        tmp, delay)
+                        tmp, delay, tgx=path("m.tgx"))
                     for suffix, env in torch_variants(k)[::len(torch_variants(k)) - 1]:
                         perf_profile(f"PyTorch, {k} thread(s){suffix or ', default environment'}",
                                      lambda pre: run_torch(path("tokens.bin"), path("init.safetensors"), k,
