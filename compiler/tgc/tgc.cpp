@@ -248,12 +248,13 @@ static llvm::Expected<std::string> findTgrun(const char *argv0) {
       "PATH, or set TG_TGRUN");
 }
 
-static int writeBytes(const std::vector<uint8_t> &bytes) {
+/// Writes -o (or stdout) with `write`, keeping the file only when done.
+static int writeOutput(llvm::function_ref<void(llvm::raw_ostream &)> write) {
   std::string error;
   auto output = openOutputFile(outputPath, &error);
   if (!output)
     return fail(error);
-  output->os().write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
+  write(output->os());
   output->keep();
   return 0;
 }
@@ -280,14 +281,9 @@ static int compileProgram(Compilation &c, Emit what, const char *argv0) {
                    start.getWallTime();
   if (statsOpt)
     printStats(*program, flops, seconds, llvm::outs());
-  if (what == Emit::Kernels) {
-    std::string error;
-    auto output = openOutputFile(outputPath, &error);
-    if (!output)
-      return fail(error);
-    program->kernels->print(output->os());
-    output->keep();
-  }
+  if (what == Emit::Kernels)
+    return writeOutput(
+        [&](llvm::raw_ostream &os) { program->kernels->print(os); });
   if (!writesArtifact)
     return 0;
 
@@ -314,7 +310,9 @@ static int compileProgram(Compilation &c, Emit what, const char *argv0) {
   info.flopsPerStep = (double)flops;
   std::vector<uint8_t> artifact = tg::writeArtifact(*program, *kernels, info);
   if (what == Emit::Tgx)
-    return writeBytes(artifact);
+    return writeOutput([&](llvm::raw_ostream &os) {
+      os.write(reinterpret_cast<const char *>(artifact.data()), artifact.size());
+    });
   auto tgrun = findTgrun(argv0);
   if (!tgrun)
     return fail(llvm::toString(tgrun.takeError()));
@@ -346,18 +344,14 @@ static int compile(MLIRContext &ctx, const char *argv0) {
       what == Emit::Exe)
     return compileProgram(c, what, argv0);
 
-  std::string error;
-  auto output = openOutputFile(outputPath, &error);
-  if (!output)
-    return fail(error);
-  if (what == Emit::Summary) {
-    printSummary(c, output->os());
-  } else {
-    c.module->print(output->os(), OpPrintingFlags().printNameLocAsPrefix());
-    printOpCounts(*c.module, output->os());
-  }
-  output->keep();
-  return 0;
+  return writeOutput([&](llvm::raw_ostream &os) {
+    if (what == Emit::Summary) {
+      printSummary(c, os);
+      return;
+    }
+    c.module->print(os, OpPrintingFlags().printNameLocAsPrefix());
+    printOpCounts(*c.module, os);
+  });
 }
 
 int main(int argc, char **argv) {

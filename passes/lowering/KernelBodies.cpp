@@ -113,10 +113,6 @@ public:
                       max(acc[0], load(flat, addIndex(base, i)))};
                 })[0];
   }
-  void fill(Value flat, int64_t n, double v) {
-    Value c = constant(v);
-    loop(n, [&](Value i) { store(c, flat, i); });
-  }
 };
 
 /// A rank-0 or rank-1 view of a contiguous memref.
@@ -483,8 +479,8 @@ void emitLayerNorm(Emitter &e, LayerNormOp op, Value x, Value w, Value bias,
 void emitLayerNormGrad(Emitter &e, LayerNormGradOp op, Value x, Value w,
                        Value dy, Value dx, Value dw, Value db, int64_t rows,
                        int64_t n) {
-  e.fill(dw, n, 0.0);
-  e.fill(db, n, 0.0);
+  fillZero(e.b, e.loc, dw);
+  fillZero(e.b, e.loc, db);
   Value count = e.constant((double)n);
   e.loop(rows, [&](Value r) {
     Value base = e.mulIndex(r, n);
@@ -527,7 +523,7 @@ void emitRmsNorm(Emitter &e, RmsNormOp op, Value x, Value w, Value y,
 
 void emitRmsNormGrad(Emitter &e, RmsNormGradOp op, Value x, Value w, Value dy,
                      Value dx, Value dw, int64_t rows, int64_t n) {
-  e.fill(dw, n, 0.0);
+  fillZero(e.b, e.loc, dw);
   e.loop(rows, [&](Value r) {
     Value base = e.mulIndex(r, n);
     Value rstd = rmsRstd(e, x, base, n, op.getEpsilon().convertToDouble());
@@ -592,8 +588,8 @@ void emitEmbedding(Emitter &e, Value table, Value indices, Value out,
 }
 
 void emitEmbeddingGrad(Emitter &e, Value indices, Value grad, Value table,
-                       int64_t count, int64_t dim, int64_t tableSize) {
-  e.fill(table, tableSize, 0.0);
+                       int64_t count, int64_t dim) {
+  fillZero(e.b, e.loc, table);
   e.loop(count, [&](Value p) {
     Value row = e.mulIndex(e.toIndex(e.load(indices, p)), dim);
     Value gradRow = e.mulIndex(p, dim);
@@ -746,8 +742,7 @@ LogicalResult emitKernelBody(OpBuilder &b, Operation *op, ValueRange operands,
         int64_t dim = shapeOf(results[0])[1];
         emitEmbeddingGrad(
             e, in[0], in[1], out[0],
-            cast<ShapedType>(operands[0].getType()).getNumElements(), dim,
-            cast<ShapedType>(results[0].getType()).getNumElements());
+            cast<ShapedType>(operands[0].getType()).getNumElements(), dim);
       })
       .Case([&](RopeOp o) { emitRope(e, o, in[0], out[0]); });
   return success();
