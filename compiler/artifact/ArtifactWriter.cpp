@@ -1,18 +1,29 @@
-// Program + host kernels -> the .tgx FlatBuffers image.
+// exec.program + exec.binary -> the .tgx FlatBuffers image.
 #include "tg/Artifact/ArtifactWriter.h"
 
+#include "tg/Exec/IR/ExecOps.h"
+#include "tg/IR/TgDialect.h"
 #include "tg/runtime/Artifact.h"
 #include "tg/runtime/EmbeddedArtifact.h"
 #include "tg/runtime/Hash.h"
 #include "tgx_generated.h"
 
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <map>
 
 namespace mlir::tg {
 namespace tgx = ::tg::tgx;
 namespace {
+using exec::ResourceKind;
+using exec::ResourceOp;
 
-tgx::DType dtypeOf(Type type) {
+FailureOr<tgx::DType> dtypeOf(Operation *where, Type type) {
+  if (type.isF32())
+    return tgx::DType_F32;
   if (type.isF64())
     return tgx::DType_F64;
   if (type.isBF16())
@@ -23,95 +34,259 @@ tgx::DType dtypeOf(Type type) {
     return tgx::DType_I32;
   if (type.isInteger(64))
     return tgx::DType_I64;
-  return tgx::DType_F32;
+  return where->emitOpError("has element type ")
+         << type << ", which the .tgx format cannot store";
 }
 
-tgx::BufferRange rangeOf(const ArenaRange &range) {
-  return tgx::BufferRange(range.offset, range.size);
+/// The slot name the runtime and checkpoints know a state resource by.
+std::string slotName(ResourceOp r) {
+  std::string name = r.getName()->str();
+  if (r.getKind() == ResourceKind::adam_m)
+    return "adam_m:" + name;
+  if (r.getKind() == ResourceKind::adam_v)
+    return "adam_v:" + name;
+  return name;
 }
 
-/// "zeros" | "ones" | "normal:STD" (verified by the tg dialect).
-std::pair<tgx::InitKind, double> initOf(StringRef rule) {
-  if (rule == "ones")
-    return {tgx::InitKind_Ones, 0.0};
-  double std = 0;
-  if (rule.consume_front("normal:") && !rule.getAsDouble(std))
-    return {tgx::InitKind_Normal, std};
-  return {tgx::InitKind_Zeros, 0.0};
+/// A parameter's initialisation rule as the runtime applies it.
+FailureOr<std::pair<tgx::InitKind, double>> initOf(ResourceOp p) {
+  auto rule = p.getInit() ? dyn_cast<InitAttr>(*p.getInit()) : InitAttr();
+  if (!rule)
+    return p.emitOpError("needs a #tg.init initialisation rule");
+  switch (rule.getKind()) {
+  case InitKind::Zeros:
+    return std::make_pair(tgx::InitKind_Zeros, 0.0);
+  case InitKind::Ones:
+    return std::make_pair(tgx::InitKind_Ones, 0.0);
+  case InitKind::Normal:
+    return std::make_pair(tgx::InitKind_Normal, rule.getStdValue());
+  }
+  llvm_unreachable("unknown init kind");
 }
+
+/// Little-endian bytes of a dense constant.
+std::vector<uint8_t> constantBytes(DenseElementsAttr dense) {
+  std::vector<uint8_t> bytes;
+  unsigned width = (dense.getElementType().getIntOrFloatBitWidth() + 7) / 8;
+  auto append = [&](const APInt &bits) {
+    for (unsigned b = 0; b < width; ++b)
+      bytes.push_back(bits.extractBitsAsZExtValue(8, 8 * b));
+  };
+  if (isa<FloatType>(dense.getElementType())) {
+    for (const APFloat &v : dense.getValues<APFloat>())
+      append(v.bitcastToAPInt());
+  } else {
+    for (const APInt &v : dense.getValues<APInt>())
+      append(v);
+  }
+  return bytes;
+}
+
+class TgxWriter {
+public:
+  TgxWriter(ModuleOp module, const ArtifactInfo &info)
+      : module(module), info(info), fbb(1 << 20) {}
+
+  FailureOr<std::vector<uint8_t>> write() {
+    auto programs = llvm::to_vector(module.getOps<exec::ProgramOp>());
+    if (programs.size() != 1)
+      return module.emitError("a .tgx holds exactly one exec.program; found ")
+             << programs.size();
+    program = programs.front();
+    if (!program.getArenaSize())
+      return program.emitOpError("is not planned: run exec-plan-buffers");
+    if (failed(writeResources()) || failed(writeBinaries()) ||
+        failed(writeCommands()))
+      return failure();
+    std::vector<int64_t> meshShape(program.getMeshShape().begin(),
+                                   program.getMeshShape().end());
+    std::vector<flatbuffers::Offset<flatbuffers::String>> meshAxes;
+    for (Attribute axis : program.getMeshAxes())
+      meshAxes.push_back(fbb.CreateString(cast<StringAttr>(axis).str()));
+    auto mesh = tgx::CreateMeshDirect(fbb, &meshShape, &meshAxes);
+    auto train = tgx::CreateTrainInfo(
+        fbb, program.getBatchSize(), program.getSeqLen(),
+        program.getVocabSize(), uint64_t(program.getSeed()),
+        program.getFlopsPerStep().convertToDouble());
+    auto root = tgx::CreateProgramDirect(
+        fbb, ::tg::runtime::kFormatVersion, tgx::Target_Cpu, targetCpu.c_str(),
+        info.producer.c_str(), info.modelJson.c_str(), mesh, train,
+        *program.getArenaSize(), &slots, &parameters, &constants, &modules,
+        &commands);
+    tgx::FinishProgramBuffer(fbb, root);
+    return std::vector<uint8_t>(fbb.GetBufferPointer(),
+                                fbb.GetBufferPointer() + fbb.GetSize());
+  }
+
+private:
+  /// The arena bytes of a buffer (views share their storage's offset).
+  FailureOr<tgx::BufferRange> rangeOf(Value buffer) {
+    ResourceOp storage = exec::getStorage(buffer);
+    if (!storage || !storage.getOffset())
+      return program.emitOpError("has a buffer without an arena offset");
+    return tgx::BufferRange(
+        *storage.getOffset(),
+        exec::getByteSize(cast<MemRefType>(buffer.getType())));
+  }
+
+  LogicalResult writeResources() {
+    llvm::StringMap<unsigned> slotByName;
+    SmallVector<ResourceOp> params;
+    for (auto r : program.getBlock().getOps<ResourceOp>()) {
+      if (r.getKind() == ResourceKind::constant) {
+        auto range = rangeOf(r);
+        auto value = dyn_cast<DenseElementsAttr>(*r.getValue());
+        if (failed(range) || !value)
+          return r.emitOpError("needs an offset and a dense value");
+        std::vector<uint8_t> bytes = constantBytes(value);
+        constants.push_back(tgx::CreateConstantDirect(fbb, &*range, &bytes));
+        continue;
+      }
+      if (!r.isState())
+        continue;
+      auto range = rangeOf(r);
+      auto dtype = dtypeOf(r, r.getType().getElementType());
+      if (failed(range) || failed(dtype))
+        return failure();
+      std::string name = slotName(r);
+      std::vector<int64_t> shape(r.getType().getShape().begin(),
+                                 r.getType().getShape().end());
+      slotByName[name] = slots.size();
+      slots.push_back(
+          tgx::CreateSlotDirect(fbb, name.c_str(), *dtype, &shape, &*range));
+      if (r.getKind() == ResourceKind::parameter)
+        params.push_back(r);
+    }
+    for (ResourceOp p : params) {
+      auto init = initOf(p);
+      if (failed(init))
+        return failure();
+      auto slotOf = [&](const std::string &name) {
+        auto it = slotByName.find(name);
+        return it == slotByName.end() ? ~0u : it->second;
+      };
+      std::string name = p.getName()->str();
+      parameters.push_back(tgx::CreateParameterDirect(
+          fbb, name.c_str(), init->first, init->second, slotByName[name],
+          slotOf("adam_m:" + name), slotOf("adam_v:" + name)));
+    }
+    return success();
+  }
+
+  LogicalResult writeBinaries() {
+    for (auto binary : module.getOps<exec::BinaryOp>()) {
+      if (binary.getFormat() != exec::BinaryFormat::elf)
+        return binary.emitOpError("is not a host shared object; the CPU "
+                                  "runtime cannot load it");
+      StringRef image = binary.getImage();
+      std::vector<uint8_t> bytes(image.begin(), image.end());
+      std::vector<flatbuffers::Offset<flatbuffers::String>> symbols;
+      for (Attribute symbol : binary.getSymbols())
+        symbols.push_back(fbb.CreateString(cast<StringAttr>(symbol).str()));
+      std::vector<uint32_t> counts(binary.getOperandCounts().begin(),
+                                   binary.getOperandCounts().end());
+      // The checksum lets the runtime refuse a corrupted image before it
+      // loads native code from it.
+      ::tg::runtime::Fnv1a64 hash;
+      hash.update(bytes.data(), bytes.size());
+      unsigned moduleIndex = modules.size();
+      modules.push_back(tgx::CreateKernelModuleDirect(
+          fbb, tgx::ModuleFormat_ElfSharedObject, &bytes, &symbols, &counts,
+          hash.value()));
+      for (auto [i, kernel] : llvm::enumerate(binary.getKernels()))
+        kernelIndex[{binary.getSymName(), cast<StringAttr>(kernel).getValue()}] =
+            {moduleIndex, unsigned(i)};
+      targetCpu = binary.getTargetCpu().str();
+    }
+    return success();
+  }
+
+  LogicalResult writeCommands() {
+    DenseMap<Value, unsigned> indexOf; // timepoint -> command index
+    for (Operation &op : program.getBlock()) {
+      if (!exec::isCommand(&op))
+        continue;
+      tgx::CommandKind kind = tgx::CommandKind_Kernel;
+      unsigned moduleIndex = 0, kernel = 0;
+      flatbuffers::Offset<tgx::Gemm> gemm = 0;
+      SmallVector<Value> buffers;
+      if (auto dispatch = dyn_cast<exec::DispatchOp>(op)) {
+        auto it = kernelIndex.find(
+            {dispatch.getKernel().getRootReference().getValue(),
+             dispatch.getKernel().getLeafReference().getValue()});
+        if (it == kernelIndex.end())
+          return op.emitOpError("dispatches a kernel that is not compiled: "
+                                "run the target's serialize pass");
+        std::tie(moduleIndex, kernel) = it->second;
+        buffers.append(dispatch.getInputs().begin(), dispatch.getInputs().end());
+        buffers.append(dispatch.getOutputs().begin(),
+                       dispatch.getOutputs().end());
+      } else if (auto g = dyn_cast<exec::GemmOp>(op)) {
+        kind = tgx::CommandKind_Gemm;
+        auto dtype = dtypeOf(&op, g.getC().getType().getElementType());
+        if (failed(dtype))
+          return failure();
+        gemm = tgx::CreateGemm(fbb, *dtype, g.getTransposeA(),
+                               g.getTransposeB(), g.getM(), g.getN(), g.getK(),
+                               g.getBatch(), g.getStrideA(), g.getStrideB(),
+                               g.getStrideC());
+        buffers = {g.getA(), g.getB(), g.getC()};
+      } else if (auto copy = dyn_cast<exec::CopyOp>(op)) {
+        kind = tgx::CommandKind_Copy;
+        buffers = {copy.getSource(), copy.getTarget()};
+      } else {
+        return op.emitOpError("cannot be stored in a .tgx yet: collectives "
+                              "are lowered by the parallelism work");
+      }
+      std::vector<tgx::BufferRange> operands;
+      for (Value buffer : buffers) {
+        auto range = rangeOf(buffer);
+        if (failed(range))
+          return failure();
+        operands.push_back(*range);
+      }
+      std::vector<uint32_t> awaits;
+      for (Value t : exec::getAwaits(&op))
+        awaits.push_back(indexOf.lookup(t));
+      std::string label = labelOf(op);
+      commands.push_back(tgx::CreateCommandDirect(
+          fbb, kind, moduleIndex, kernel, gemm, &operands, label.c_str(),
+          uint32_t(cast<IntegerAttr>(op.getAttr("stream")).getInt()),
+          &awaits));
+      indexOf[op.getResult(0)] = commands.size() - 1;
+    }
+    return success();
+  }
+
+  /// "<command> <name of the tg value it computes>", for profiles and errors.
+  static std::string labelOf(Operation &op) {
+    std::string label = op.getName().stripDialect().str();
+    if (auto dispatch = dyn_cast<exec::DispatchOp>(op))
+      label = dispatch.getKernel().getLeafReference().str();
+    if (auto name = dyn_cast<NameLoc>(op.getLoc()))
+      label += " " + name.getName().str();
+    return label;
+  }
+
+  ModuleOp module;
+  const ArtifactInfo &info;
+  flatbuffers::FlatBufferBuilder fbb;
+  exec::ProgramOp program;
+  std::string targetCpu;
+  std::map<std::pair<StringRef, StringRef>, std::pair<unsigned, unsigned>>
+      kernelIndex;
+  std::vector<flatbuffers::Offset<tgx::Slot>> slots;
+  std::vector<flatbuffers::Offset<tgx::Parameter>> parameters;
+  std::vector<flatbuffers::Offset<tgx::Constant>> constants;
+  std::vector<flatbuffers::Offset<tgx::KernelModule>> modules;
+  std::vector<flatbuffers::Offset<tgx::Command>> commands;
+};
 
 } // namespace
 
-std::vector<uint8_t> writeArtifact(const Program &program,
-                                   const HostKernels &kernels,
-                                   const ArtifactInfo &info) {
-  flatbuffers::FlatBufferBuilder fbb(1 << 20);
-  std::vector<flatbuffers::Offset<tgx::Slot>> slots;
-  for (const ProgramSlot &slot : program.slots) {
-    std::vector<int64_t> shape(slot.shape.begin(), slot.shape.end());
-    tgx::BufferRange range = rangeOf(slot.range);
-    slots.push_back(tgx::CreateSlotDirect(fbb, slot.name.c_str(),
-                                          dtypeOf(slot.elementType), &shape,
-                                          &range));
-  }
-  std::vector<flatbuffers::Offset<tgx::Parameter>> parameters;
-  for (const ProgramParameter &p : program.parameters) {
-    auto [kind, std] = initOf(p.init);
-    parameters.push_back(tgx::CreateParameterDirect(
-        fbb, p.name.c_str(), kind, std, p.slot, p.adamMSlot, p.adamVSlot));
-  }
-  std::vector<flatbuffers::Offset<tgx::Constant>> constants;
-  for (const ProgramConstant &c : program.constants) {
-    tgx::BufferRange range = rangeOf(c.range);
-    constants.push_back(tgx::CreateConstantDirect(fbb, &range, &c.bytes));
-  }
-  std::vector<flatbuffers::Offset<flatbuffers::String>> symbols;
-  for (const std::string &symbol : kernels.symbols)
-    symbols.push_back(fbb.CreateString(symbol));
-  // The checksum lets the runtime refuse a corrupted image before it loads
-  // native code from it.
-  ::tg::runtime::Fnv1a64 imageHash;
-  imageHash.update(kernels.sharedObject.data(), kernels.sharedObject.size());
-  std::vector<uint32_t> operandCounts(program.kernelOperandCounts.begin(),
-                                      program.kernelOperandCounts.end());
-  std::vector<flatbuffers::Offset<tgx::KernelModule>> modules = {
-      tgx::CreateKernelModuleDirect(fbb, tgx::ModuleFormat_ElfSharedObject,
-                                    &kernels.sharedObject, &symbols,
-                                    &operandCounts, imageHash.value())};
-  std::vector<flatbuffers::Offset<tgx::Command>> commands;
-  for (const ProgramCommand &command : program.commands) {
-    std::vector<tgx::BufferRange> operands;
-    for (const ArenaRange &range : command.operands)
-      operands.push_back(rangeOf(range));
-    flatbuffers::Offset<tgx::Gemm> gemm = 0;
-    tgx::CommandKind kind = tgx::CommandKind_Kernel;
-    if (command.kind == ProgramCommand::Kind::Gemm) {
-      const GemmCall &g = command.gemm;
-      kind = tgx::CommandKind_Gemm;
-      gemm = tgx::CreateGemm(fbb, dtypeOf(g.elementType), g.transposeA,
-                             g.transposeB, g.m, g.n, g.k, g.batch, g.strideA,
-                             g.strideB, g.strideC);
-    } else if (command.kind == ProgramCommand::Kind::Copy) {
-      kind = tgx::CommandKind_Copy;
-    }
-    commands.push_back(tgx::CreateCommandDirect(fbb, kind, 0, command.kernel,
-                                                gemm, &operands,
-                                                command.label.c_str()));
-  }
-  std::vector<int64_t> meshShape = {1};
-  std::vector<flatbuffers::Offset<flatbuffers::String>> meshAxes = {
-      fbb.CreateString("data")};
-  auto mesh = tgx::CreateMeshDirect(fbb, &meshShape, &meshAxes);
-  auto train = tgx::CreateTrainInfo(fbb, info.batchSize, info.seqLen,
-                                    info.vocabSize, info.seed,
-                                    info.flopsPerStep);
-  auto root = tgx::CreateProgramDirect(
-      fbb, ::tg::runtime::kFormatVersion, tgx::Target_Cpu, kernels.cpu.c_str(),
-      info.producer.c_str(), info.modelJson.c_str(), mesh, train,
-      program.arenaBytes, &slots, &parameters, &constants, &modules, &commands);
-  tgx::FinishProgramBuffer(fbb, root);
-  return std::vector<uint8_t>(fbb.GetBufferPointer(),
-                              fbb.GetBufferPointer() + fbb.GetSize());
+FailureOr<std::vector<uint8_t>> translateToTgx(ModuleOp module,
+                                               const ArtifactInfo &info) {
+  return TgxWriter(module, info).write();
 }
 
 bool writeExecutable(const std::string &tgrun,

@@ -1,8 +1,12 @@
 // tg-eval: runs the reference evaluator on one function of an MLIR file.
-// Arguments are bound by name from a safetensors file (their tg.param or
-// tg.input attribute), results are written by their tg.output name.
+// Arguments are bound by name from a safetensors file, results are written by
+// name: the external names of mlir::tg::externalArgumentName and
+// externalResultName ("NAME" for tg.param / tg.input, "adam_m:NAME" for a
+// tg.state moment; "param:NAME" / "adam_m:NAME" for tg.updates, the
+// tg.output name otherwise). tg.micro_batches ops are unrolled first.
 #include "tg/Evaluator/Evaluator.h"
 #include "tg/IR/TgDialect.h"
+#include "tg/Passes/TrainStep.h"
 #include "tg/runtime/Safetensors.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -89,20 +93,19 @@ static std::optional<std::string> bindArgument(func::FuncOp func,
                                                std::vector<ev::Tensor> &args) {
   std::string where = "argument #" + std::to_string(index) + " of @" +
                       func.getSymName().str();
-  auto name = func.getArgAttrOfType<StringAttr>(index, mlir::tg::kParamAttr);
-  if (!name)
-    name = func.getArgAttrOfType<StringAttr>(index, mlir::tg::kInputAttr);
-  if (!name)
-    return where + " has neither a tg.param nor a tg.input attribute";
+  std::string name =
+      mlir::tg::externalArgumentName(func.getArgAttrDict(index));
+  if (name.empty())
+    return where + " has no tg.param, tg.input or tg.state attribute";
   auto type = dyn_cast<RankedTensorType>(func.getArgument(index).getType());
   if (!type || !type.hasStaticShape())
     return where + " is not a static-shaped ranked tensor";
   if (inputsPath.empty())
-    return where + " ('" + name.str() + "') needs a value: pass --inputs";
-  const st::Tensor *tensor = inputs.find(name.getValue());
-  std::string what = inputsPath + ": tensor '" + name.str() + "'";
+    return where + " ('" + name + "') needs a value: pass --inputs";
+  const st::Tensor *tensor = inputs.find(name);
+  std::string what = inputsPath + ": tensor '" + name + "'";
   if (!tensor)
-    return inputsPath + ": no tensor '" + name.str() + "' for " + where;
+    return inputsPath + ": no tensor '" + name + "' for " + where;
   if (ArrayRef<int64_t>(tensor->shape) != type.getShape())
     return what + " has shape " + st::shapeToString(tensor->shape) +
            ", expected " + shapeString(type.getShape()) + " for " + where;
@@ -142,6 +145,11 @@ int main(int argc, char **argv) {
                      ? std::string("no function with a body")
                      : "no function @" + functionName));
 
+  // The evaluator runs straight-line tg code: micro-batch loops become one
+  // clone of their body per micro-batch (the same arithmetic).
+  if (failed(mlir::tg::unrollMicroBatches(func)))
+    return 1;
+
   st::File inputs;
   std::string error;
   if (!inputsPath.empty() && !st::readFile(inputsPath, inputs, error))
@@ -158,14 +166,15 @@ int main(int argc, char **argv) {
 
   st::File output;
   for (auto [i, result] : llvm::enumerate(*results)) {
-    auto name = func.getResultAttrOfType<StringAttr>(i, mlir::tg::kOutputAttr);
+    std::string name =
+        mlir::tg::externalResultName(func.getResultAttrDict(i));
     Type elementType =
         cast<RankedTensorType>(func.getResultTypes()[i]).getElementType();
     st::DType dtype = arithmetic == ev::Arithmetic::Float64
                           ? st::DType::F64
                           : dtypeFor(elementType);
     output.tensors.push_back(st::fromDoubles(
-        name ? name.str() : "result" + std::to_string(i), dtype, result.shape,
+        name.empty() ? "result" + std::to_string(i) : name, dtype, result.shape,
         result.data));
   }
   if (!st::writeFile(outputPath, output, error))

@@ -3,21 +3,29 @@
 //   tgc compile MODEL.json|MODEL.mlir [--train TRAIN.json] [--target cpu]
 //       [--emit=tg|summary|tgx|exe] [--stats] [-o OUT] [--batch N] [--seq T]
 #include "tg/Artifact/ArtifactWriter.h"
+#include "tg/Exec/IR/ExecOps.h"
 #include "tg/Frontend/ModelBuilder.h"
 #include "tg/Frontend/TrainConfig.h"
 #include "tg/IR/TgDialect.h"
 #include "tg/IR/TgOps.h"
-#include "tg/Passes/Decompose.h"
 #include "tg/Passes/FlopCount.h"
-#include "tg/Passes/Program.h"
-#include "tg/Passes/TrainStep.h"
-#include "tg/Targets/CpuTarget.h"
+#include "tg/Passes/Interface.h"
+#include "tg/Passes/Passes.h"
+#include "tg/Pipeline/Pipeline.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassInstrumentation.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
@@ -88,11 +96,12 @@ static cl::opt<bool> statsOpt(
              "call counts and FLOPs per step (needs --train); without -o "
              "nothing else is written"),
     cl::sub(compileCommand), cl::cat(tgcCategory));
-static cl::opt<tg::GemmLowering> gemmOpt(
-    "gemm", cl::desc("How matrix products run"), cl::init(tg::GemmLowering::Library),
-    cl::values(clEnumValN(tg::GemmLowering::Library, "blas",
+enum class GemmLowering { Library, Generated };
+static cl::opt<GemmLowering> gemmOpt(
+    "gemm", cl::desc("How matrix products run"), cl::init(GemmLowering::Library),
+    cl::values(clEnumValN(GemmLowering::Library, "blas",
                           "calls to the target's BLAS (OpenBLAS on the CPU)"),
-               clEnumValN(tg::GemmLowering::Generated, "generated",
+               clEnumValN(GemmLowering::Generated, "generated",
                           "loop kernels generated like every other op")),
     cl::sub(compileCommand), cl::cat(tgcCategory));
 static cl::opt<int64_t> batchOpt("batch", cl::desc("Forward graph batch size without --train"),
@@ -151,10 +160,10 @@ static llvm::Error buildFromConfig(MLIRContext &ctx, Compilation &c) {
   Type element = dtype == DType::Bf16  ? Type(BFloat16Type::get(&ctx))
                  : dtype == DType::F64 ? Type(Float64Type::get(&ctx))
                                        : Type(Float32Type::get(&ctx));
-  func::FuncOp forward =
-      buildForward(*c.module, *c.model, c.batch, c.seqLen, element, loc);
-  if (c.train && failed(tg::buildTrainStep(forward, *c.train)))
-    return llvm::createStringError("building the training step failed");
+  buildForward(*c.module, *c.model, c.batch, c.seqLen, element, loc);
+  (*c.module)->setAttr(tg::kVocabSizeAttr,
+                       IntegerAttr::get(IntegerType::get(&ctx, 64),
+                                        c.model->vocabSize));
   return llvm::Error::success();
 }
 
@@ -199,34 +208,41 @@ static void printOpCounts(ModuleOp module, llvm::raw_ostream &os) {
   os << " total " << total << "\n";
 }
 
-/// The vocabulary size: rows of the table the tokens are looked up in.
-static int64_t vocabSizeOf(func::FuncOp step) {
-  int64_t vocab = 0;
-  step.walk([&](tg::EmbeddingOp op) {
-    if (!vocab)
-      vocab = cast<RankedTensorType>(op.getTable().getType()).getDimSize(0);
-  });
-  return vocab;
-}
-
-static void printStats(const tg::Program &program, int64_t flops,
-                       double compileSeconds, llvm::raw_ostream &os) {
-  int64_t gemms = 0, launches = 0;
-  for (const tg::ProgramCommand &command : program.commands) {
-    gemms += command.kind == tg::ProgramCommand::Kind::Gemm;
-    launches += command.kind == tg::ProgramCommand::Kind::Kernel;
+/// The memory plan and command counts of the compiled program, as JSON.
+static void printStats(ModuleOp module, double planSeconds,
+                       llvm::raw_ostream &os) {
+  auto program = *module.getOps<tg::exec::ProgramOp>().begin();
+  int64_t params = 0, moments = 0, commands = 0, launches = 0, gemms = 0;
+  for (auto r : program.getBlock().getOps<tg::exec::ResourceOp>()) {
+    using tg::exec::ResourceKind;
+    if (r.getKind() == ResourceKind::parameter)
+      params += r.getByteSize();
+    if (r.getKind() == ResourceKind::adam_m ||
+        r.getKind() == ResourceKind::adam_v)
+      moments += r.getByteSize();
   }
+  for (Operation &op : program.getBlock()) {
+    commands += tg::exec::isCommand(&op);
+    launches += isa<tg::exec::DispatchOp>(op);
+    gemms += isa<tg::exec::GemmOp>(op);
+  }
+  int64_t kernels = 0;
+  for (auto kernelModule : module.getOps<ModuleOp>())
+    kernels += llvm::range_size(kernelModule.getOps<func::FuncOp>());
+  for (auto binary : module.getOps<tg::exec::BinaryOp>())
+    kernels += binary.getKernels().size();
+  int64_t arena = program.getArenaSize().value_or(0);
   llvm::json::Object stats{
-      {"param_bytes", (int64_t)program.paramBytes},
-      {"optimizer_bytes", (int64_t)program.optimizerBytes},
-      {"peak_activation_bytes", (int64_t)program.peakWorkingBytes},
-      {"arena_bytes", (int64_t)program.arenaBytes},
-      {"kernels", (int64_t)program.kernelNames.size()},
+      {"param_bytes", params},
+      {"optimizer_bytes", moments},
+      {"peak_activation_bytes", arena - program.getStateSize().value_or(0)},
+      {"arena_bytes", arena},
+      {"kernels", kernels},
       {"kernel_launches", launches},
       {"library_calls", gemms},
-      {"commands", (int64_t)program.commands.size()},
-      {"flops_per_step", flops},
-      {"plan_seconds", compileSeconds}};
+      {"commands", commands},
+      {"flops_per_step", (int64_t)program.getFlopsPerStep().convertToDouble()},
+      {"plan_seconds", planSeconds}};
   os << llvm::json::Value(std::move(stats)) << "\n";
 }
 
@@ -259,74 +275,59 @@ static int writeOutput(llvm::function_ref<void(llvm::raw_ostream &)> write) {
   return 0;
 }
 
-/// Plans, lowers and (for --emit=tgx|exe) compiles the training step.
-static int compileProgram(Compilation &c, Emit what, const char *argv0) {
-  auto step = c.module->lookupSymbol<func::FuncOp>("train_step");
-  if (!step)
-    return fail("--stats, --emit=tgx and --emit=exe compile the training "
-                "step: pass --train TRAIN.json (or an .mlir input with "
-                "@train_step)");
-  bool writesArtifact = what == Emit::Tgx || what == Emit::Exe;
-  if (writesArtifact && outputPath == "-")
-    return fail("--emit=tgx and --emit=exe write a binary file: give it a "
-                "name with -o OUT.tgx");
-  llvm::TimeRecord start = llvm::TimeRecord::getCurrentTime();
-  int64_t flops = tg::countMatmulFlops(step);
-  if (failed(tg::decomposeAttention(step)))
-    return 1;
-  auto program = tg::lowerToProgram(step, {gemmOpt});
-  if (failed(program))
-    return 1;
-  double seconds = llvm::TimeRecord::getCurrentTime().getWallTime() -
-                   start.getWallTime();
-  if (statsOpt)
-    printStats(*program, flops, seconds, llvm::outs());
-  if (what == Emit::Kernels)
-    return writeOutput(
-        [&](llvm::raw_ostream &os) { program->kernels->print(os); });
-  if (!writesArtifact)
-    return 0;
+/// Records the wall time from the start of the pipeline to the end of the
+/// target-independent lowering (--stats' plan_seconds).
+class PlanClock : public PassInstrumentation {
+public:
+  explicit PlanClock(double &seconds) : seconds(seconds) {}
+  void runBeforePipeline(std::optional<OperationName>,
+                         const PipelineParentInfo &) override {
+    if (!started) {
+      start = llvm::TimeRecord::getCurrentTime();
+      started = true;
+    }
+  }
+  void runAfterPass(Pass *pass, Operation *) override {
+    if (pass->getArgument() == "tg-bufferize-kernels")
+      seconds = llvm::TimeRecord::getCurrentTime().getWallTime() -
+                start.getWallTime();
+  }
 
-  for (const tg::ProgramCommand &command : program->commands)
-    if (command.kind == tg::ProgramCommand::Kind::Gemm &&
-        !command.gemm.elementType.isF32() && !command.gemm.elementType.isF64())
-      return fail("the CPU target runs matrix products in f32 or f64 only, "
-                  "and '" + command.label + "' is in bf16: compile with "
-                  "--dtype=f32 (or precision \"fp32\" in TRAIN.json)");
-  auto kernels = tg::compileHostKernels(*program->kernels, program->kernelNames);
-  if (!kernels)
-    return fail(llvm::toString(kernels.takeError()));
+private:
+  double &seconds;
+  bool started = false;
+  llvm::TimeRecord start;
+};
+
+/// Writes the artifact (or the executable embedding it) of a module the
+/// whole pipeline has run on.
+static int writeArtifact(Compilation &c, Emit what, const char *argv0) {
   tg::ArtifactInfo info;
   info.producer = "tgc 0.1";
   if (auto text = llvm::MemoryBuffer::getFile(inputPath))
     info.modelJson = (*text)->getBuffer().str();
-  for (const tg::ProgramSlot &slot : program->slots)
-    if (slot.name == "tokens" && slot.shape.size() == 2) {
-      info.batchSize = slot.shape[0];
-      info.seqLen = slot.shape[1];
-    }
-  info.vocabSize = vocabSizeOf(step);
-  info.seed = c.train ? (uint64_t)c.train->seed : 0;
-  info.flopsPerStep = (double)flops;
-  std::vector<uint8_t> artifact = tg::writeArtifact(*program, *kernels, info);
+  auto artifact = tg::translateToTgx(*c.module, info);
+  if (failed(artifact))
+    return 1;
   if (what == Emit::Tgx)
     return writeOutput([&](llvm::raw_ostream &os) {
-      os.write(reinterpret_cast<const char *>(artifact.data()), artifact.size());
+      os.write(reinterpret_cast<const char *>(artifact->data()),
+               artifact->size());
     });
   auto tgrun = findTgrun(argv0);
   if (!tgrun)
     return fail(llvm::toString(tgrun.takeError()));
   std::string error;
-  if (!tg::writeExecutable(*tgrun, artifact, outputPath, error))
+  if (!tg::writeExecutable(*tgrun, *artifact, outputPath, error))
     return fail(error);
   return 0;
 }
 
 static int compile(MLIRContext &ctx, const char *argv0) {
   Compilation c;
+  llvm::SourceMgr sources;
+  SourceMgrDiagnosticHandler handler(sources, &ctx);
   if (llvm::StringRef(inputPath).ends_with(".mlir")) {
-    llvm::SourceMgr sources;
-    SourceMgrDiagnosticHandler handler(sources, &ctx);
     c.module = parseSourceFile<ModuleOp>(inputPath, sources, &ctx);
     if (!c.module)
       return 1;
@@ -340,10 +341,48 @@ static int compile(MLIRContext &ctx, const char *argv0) {
   Emit what = emit;
   if (what == Emit::Auto)
     what = StringRef(outputPath).ends_with(".tgx") ? Emit::Tgx : Emit::Tg;
-  if (statsOpt || what == Emit::Kernels || what == Emit::Tgx ||
-      what == Emit::Exe)
-    return compileProgram(c, what, argv0);
+  bool writesArtifact = what == Emit::Tgx || what == Emit::Exe;
+  bool lowers = statsOpt || what == Emit::Kernels || writesArtifact;
+  if (writesArtifact && outputPath == "-")
+    return fail("--emit=tgx and --emit=exe write a binary file: give it a "
+                "name with -o OUT.tgx");
+  if (lowers && !c.train && !c.module->lookupSymbol("train_step"))
+    return fail("--stats, --emit=kernels, --emit=tgx and --emit=exe compile "
+                "the training step: pass --train TRAIN.json (or an .mlir "
+                "input with @train_step)");
 
+  // One pipeline: training step, target-independent lowering, target.
+  PassManager pm(&ctx);
+  if (failed(applyPassManagerCLOptions(pm)))
+    return fail("bad pass manager options");
+  DefaultTimingManager timing;
+  applyDefaultTimingManagerCLOptions(timing);
+  TimingScope timingScope = timing.getRootScope();
+  pm.enableTiming(timingScope);
+  if (c.train)
+    tg::buildTrainingStage(pm, tg::frontend::trainStepOptions(*c.train));
+  double planSeconds = 0;
+  if (lowers) {
+    tg::buildLoweringStage(pm, {gemmOpt == GemmLowering::Library,
+                                c.train ? uint64_t(c.train->seed) : 0});
+    pm.addInstrumentation(std::make_unique<PlanClock>(planSeconds));
+  }
+  if (writesArtifact)
+    tg::buildCpuTargetStage(pm);
+  if (failed(pm.run(*c.module)))
+    return 1;
+
+  if (statsOpt)
+    printStats(*c.module, planSeconds, llvm::outs());
+  if (what == Emit::Kernels)
+    return writeOutput([&](llvm::raw_ostream &os) {
+      for (auto kernels : c.module->getOps<ModuleOp>())
+        kernels.print(os);
+    });
+  if (writesArtifact)
+    return writeArtifact(c, what, argv0);
+  if (lowers)
+    return 0;
   return writeOutput([&](llvm::raw_ostream &os) {
     if (what == Emit::Summary) {
       printSummary(c, os);
@@ -356,6 +395,15 @@ static int compile(MLIRContext &ctx, const char *argv0) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  // --mlir-print-ir-after-all, --mlir-timing, crash reproducers, ... on the
+  // compile subcommand too.
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  registerPassManagerCLOptions();
+  registerDefaultTimingManagerCLOptions();
+  for (auto &entry : cl::getRegisteredOptions(cl::SubCommand::getTopLevel()))
+    if (entry.first.starts_with("mlir-"))
+      entry.second->addSubCommand(compileCommand);
   cl::HideUnrelatedOptions(tgcCategory, compileCommand);
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -365,8 +413,14 @@ int main(int argc, char **argv) {
       "  tgc compile MODEL.json --train TRAIN.json --emit=exe -o NAME\n"
       "  tgc compile MODEL.json --train TRAIN.json --stats\n"
       "  tgc compile MODEL.json [--train TRAIN.json] --emit=tg|summary\n");
-  MLIRContext ctx;
-  ctx.loadDialect<tg::TgDialect, func::FuncDialect>();
+  tg::registerTgPasses();
+  DialectRegistry registry;
+  registry.insert<tg::TgDialect, tg::exec::ExecDialect, func::FuncDialect,
+                  memref::MemRefDialect, linalg::LinalgDialect,
+                  scf::SCFDialect, arith::ArithDialect, math::MathDialect,
+                  LLVM::LLVMDialect>();
+  MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
   if (compileCommand)
     return compile(ctx, argv[0]);
   cl::PrintHelpMessage();

@@ -17,9 +17,9 @@ std::vector<ParamSpec> llamaParameters(const ModelConfig &config);
 mlir::Value buildLlamaLogits(GraphBuilder &g, const ModelConfig &config,
                              mlir::Value tokens);
 
-/// "normal:STD" for the GPT-2 scheme: 0.02, or 0.02 / sqrt(2 * layers) for
-/// projections that write into the residual stream.
-std::string normalInit(const ModelConfig &config, bool residualProjection);
+/// A normal rule for the GPT-2 scheme: std 0.02, or 0.02 / sqrt(2 * layers)
+/// for projections that write into the residual stream.
+ParamInit normalInit(const ModelConfig &config, bool residualProjection);
 
 } // namespace mlir::tg::frontend
 

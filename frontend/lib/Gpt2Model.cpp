@@ -7,29 +7,29 @@ using namespace mlir::tg::frontend;
 
 std::vector<ParamSpec> mlir::tg::frontend::gpt2Parameters(const ModelConfig &c) {
   int64_t d = c.hiddenSize, inner = c.intermediateSize;
-  std::string normal = normalInit(c, false), residual = normalInit(c, true);
+  ParamInit normal = normalInit(c, false), residual = normalInit(c, true);
   std::vector<ParamSpec> specs = {
       {"transformer.wte.weight", {c.vocabSize, d}, normal},
       {"transformer.wpe.weight", {c.maxPositions, d}, normal}};
   for (int64_t i = 0; i < c.numLayers; ++i) {
     std::string p = "transformer.h." + std::to_string(i) + ".";
     std::vector<ParamSpec> layer = {
-        {p + "ln_1.weight", {d}, "ones"},
-        {p + "ln_1.bias", {d}, "zeros"},
+        {p + "ln_1.weight", {d}, ParamInit{mlir::tg::InitKind::Ones}},
+        {p + "ln_1.bias", {d}, ParamInit{mlir::tg::InitKind::Zeros}},
         {p + "attn.c_attn.weight", {d, 3 * d}, normal},
-        {p + "attn.c_attn.bias", {3 * d}, "zeros"},
+        {p + "attn.c_attn.bias", {3 * d}, ParamInit{mlir::tg::InitKind::Zeros}},
         {p + "attn.c_proj.weight", {d, d}, residual},
-        {p + "attn.c_proj.bias", {d}, "zeros"},
-        {p + "ln_2.weight", {d}, "ones"},
-        {p + "ln_2.bias", {d}, "zeros"},
+        {p + "attn.c_proj.bias", {d}, ParamInit{mlir::tg::InitKind::Zeros}},
+        {p + "ln_2.weight", {d}, ParamInit{mlir::tg::InitKind::Ones}},
+        {p + "ln_2.bias", {d}, ParamInit{mlir::tg::InitKind::Zeros}},
         {p + "mlp.c_fc.weight", {d, inner}, normal},
-        {p + "mlp.c_fc.bias", {inner}, "zeros"},
+        {p + "mlp.c_fc.bias", {inner}, ParamInit{mlir::tg::InitKind::Zeros}},
         {p + "mlp.c_proj.weight", {inner, d}, residual},
-        {p + "mlp.c_proj.bias", {d}, "zeros"}};
+        {p + "mlp.c_proj.bias", {d}, ParamInit{mlir::tg::InitKind::Zeros}}};
     specs.insert(specs.end(), layer.begin(), layer.end());
   }
-  specs.push_back({"transformer.ln_f.weight", {d}, "ones"});
-  specs.push_back({"transformer.ln_f.bias", {d}, "zeros"});
+  specs.push_back({"transformer.ln_f.weight", {d}, ParamInit{mlir::tg::InitKind::Ones}});
+  specs.push_back({"transformer.ln_f.bias", {d}, ParamInit{mlir::tg::InitKind::Zeros}});
   if (!c.tieWordEmbeddings)
     specs.push_back({"lm_head.weight", {c.vocabSize, d}, normal});
   return specs;

@@ -8,24 +8,24 @@ using namespace mlir::tg::frontend;
 std::vector<ParamSpec> mlir::tg::frontend::llamaParameters(const ModelConfig &c) {
   int64_t d = c.hiddenSize, inner = c.intermediateSize;
   int64_t kv = c.numKvHeads * c.headDim();
-  std::string normal = normalInit(c, false), residual = normalInit(c, true);
+  ParamInit normal = normalInit(c, false), residual = normalInit(c, true);
   std::vector<ParamSpec> specs = {
       {"model.embed_tokens.weight", {c.vocabSize, d}, normal}};
   for (int64_t i = 0; i < c.numLayers; ++i) {
     std::string p = "model.layers." + std::to_string(i) + ".";
     std::vector<ParamSpec> layer = {
-        {p + "input_layernorm.weight", {d}, "ones"},
+        {p + "input_layernorm.weight", {d}, ParamInit{mlir::tg::InitKind::Ones}},
         {p + "self_attn.q_proj.weight", {d, d}, normal},
         {p + "self_attn.k_proj.weight", {kv, d}, normal},
         {p + "self_attn.v_proj.weight", {kv, d}, normal},
         {p + "self_attn.o_proj.weight", {d, d}, residual},
-        {p + "post_attention_layernorm.weight", {d}, "ones"},
+        {p + "post_attention_layernorm.weight", {d}, ParamInit{mlir::tg::InitKind::Ones}},
         {p + "mlp.gate_proj.weight", {inner, d}, normal},
         {p + "mlp.up_proj.weight", {inner, d}, normal},
         {p + "mlp.down_proj.weight", {d, inner}, residual}};
     specs.insert(specs.end(), layer.begin(), layer.end());
   }
-  specs.push_back({"model.norm.weight", {d}, "ones"});
+  specs.push_back({"model.norm.weight", {d}, ParamInit{mlir::tg::InitKind::Ones}});
   if (!c.tieWordEmbeddings)
     specs.push_back({"lm_head.weight", {c.vocabSize, d}, normal});
   return specs;

@@ -6,43 +6,32 @@
 #include "llvm/ADT/StringExtras.h"
 
 #include <cmath>
+#include <cstdlib>
 
 using namespace mlir;
 using namespace mlir::tg::frontend;
 
-std::string mlir::tg::frontend::normalInit(const ModelConfig &config,
-                                     bool residualProjection) {
+ParamInit mlir::tg::frontend::normalInit(const ModelConfig &config,
+                                         bool residualProjection) {
   double std = 0.02;
   if (residualProjection)
     std /= std::sqrt(2.0 * double(config.numLayers));
-  return "normal:" + formatNumber(std);
+  // Rounded to the 9 significant digits the former "normal:STD" string
+  // carried, so initial weights stay what they were.
+  return {InitKind::Normal, std::strtod(formatNumber(std).c_str(), nullptr)};
+}
+
+/// The tg.init attribute of `init`.
+static Attribute initAttr(MLIRContext *ctx, const ParamInit &init) {
+  using tg::InitAttr, tg::InitKind;
+  if (init.kind == InitKind::Normal)
+    return InitAttr::get(ctx, init.std);
+  return InitAttr::get(ctx, init.kind);
 }
 
 std::vector<ParamSpec> mlir::tg::frontend::parameterSpecs(const ModelConfig &config) {
   return config.family == ModelFamily::Gpt2 ? gpt2Parameters(config)
                                             : llamaParameters(config);
-}
-
-std::string mlir::tg::frontend::shortParamName(llvm::StringRef hfName) {
-  llvm::SmallVector<llvm::StringRef> parts;
-  hfName.split(parts, '.');
-  std::string name;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    llvm::StringRef part = parts[i];
-    if (i == 0 && (part == "transformer" || part == "model"))
-      continue;
-    // "h.3" / "layers.3" -> "h3"
-    if ((part == "h" || part == "layers") && i + 1 < parts.size()) {
-      name += (name.empty() ? "" : "_") + ("h" + parts[++i]).str();
-      continue;
-    }
-    if (part == "weight")
-      part = "w";
-    else if (part == "bias")
-      part = "b";
-    name += (name.empty() ? "" : "_") + part.str();
-  }
-  return name;
 }
 
 func::FuncOp mlir::tg::frontend::buildForward(ModuleOp module,
@@ -67,7 +56,7 @@ func::FuncOp mlir::tg::frontend::buildForward(ModuleOp module,
     argLocs.push_back(named(shortParamName(spec.name)));
     argAttrs.push_back(b.getDictionaryAttr(
         {b.getNamedAttr(tg::kParamAttr, b.getStringAttr(spec.name)),
-         b.getNamedAttr(tg::kInitAttr, b.getStringAttr(spec.init))}));
+         b.getNamedAttr(tg::kInitAttr, initAttr(ctx, spec.init))}));
   }
   auto logitsType = RankedTensorType::get({batch, seqLen, config.vocabSize},
                                           elementType);

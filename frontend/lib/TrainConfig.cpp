@@ -95,3 +95,23 @@ Expected<TrainConfig> mlir::tg::frontend::parseTrainConfig(StringRef path) {
     return std::move(error);
   return config;
 }
+
+mlir::tg::TrainStepOptions
+mlir::tg::frontend::trainStepOptions(const TrainConfig &c) {
+  TrainStepOptions o;
+  o.batchSize = c.batchSize;
+  o.seqLen = c.seqLen;
+  o.microBatches = c.microBatches;
+  o.lr = c.lr;
+  o.beta1 = c.beta1;
+  o.beta2 = c.beta2;
+  o.eps = c.eps;
+  o.weightDecay = c.weightDecay;
+  o.gradClipNorm = c.gradClipNorm;
+  o.schedule = c.schedule == LrScheduleKind::Cosine ? LrSchedule::Cosine
+                                                    : LrSchedule::Constant;
+  o.warmupSteps = c.warmupSteps;
+  o.minLr = c.minLr;
+  o.decaySteps = c.decaySteps;
+  return o;
+}

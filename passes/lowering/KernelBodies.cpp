@@ -22,10 +22,10 @@ namespace {
 
 constexpr double kGeluTanhCoefficient = 0.044715;
 
+/// What an op is comes from its traits (TgInterfaces.td), declared once in
+/// its ODS definition; this file only holds each op's emitter.
 bool isElementwise(Operation *op) {
-  return isa<AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp, NegOp, ExpOp,
-             LogOp, TanhOp, SqrtOp, RsqrtOp, CosOp, SinOp, SiluOp, GeluOp,
-             GeluGradOp, SiluGradOp, CastOp, BroadcastOp>(op);
+  return op->hasTrait<TgOpTrait::Elementwise>();
 }
 
 /// Arithmetic and loop helpers at one insertion point, in one element type.
@@ -127,6 +127,11 @@ Value flatten(OpBuilder &b, Location loc, Value memref) {
                                          ArrayRef<ReassociationIndices>{all});
 }
 
+/// An axis in [-rank, rank) as one in [0, rank).
+int64_t normaliseAxis(int64_t axis, int64_t rank) {
+  return axis < 0 ? axis + rank : axis;
+}
+
 ArrayRef<int64_t> shapeOf(Value v) {
   return cast<ShapedType>(v.getType()).getShape();
 }
@@ -192,7 +197,8 @@ Value sigmoid(Emitter &e, Value x) {
   return e.div(one, e.add(one, e.exp(arith::NegFOp::create(e.b, e.loc, x))));
 }
 
-/// The scalar computation of an elementwise op on one element of each operand.
+/// The scalar computation of an elementwise op on one element of each operand,
+/// or null for an op declaring Tg_Elementwise that has no case here.
 Value elementwiseScalar(Emitter &e, Operation *op, ValueRange args) {
   OpBuilder &b = e.b;
   Location loc = e.loc;
@@ -240,11 +246,12 @@ Value elementwiseScalar(Emitter &e, Operation *op, ValueRange args) {
           return arith::ExtFOp::create(b, loc, to, args[0]);
         return arith::TruncFOp::create(b, loc, to, args[0]);
       })
-      .Case([&](BroadcastOp) { return args[0]; });
+      .Case([&](BroadcastOp) { return args[0]; })
+      .Default([](Operation *) { return Value(); });
 }
 
-void emitElementwise(OpBuilder &b, Location loc, Operation *op,
-                     ValueRange operands, Value result) {
+LogicalResult emitElementwise(OpBuilder &b, Location loc, Operation *op,
+                              ValueRange operands, Value result) {
   MLIRContext *ctx = b.getContext();
   ArrayRef<int64_t> out = shapeOf(result);
   SmallVector<AffineMap> maps;
@@ -254,13 +261,20 @@ void emitElementwise(OpBuilder &b, Location loc, Operation *op,
   SmallVector<utils::IteratorType> iterators(out.size(),
                                              utils::IteratorType::parallel);
   Type element = getElementTypeOrSelf(result.getType());
-  linalg::GenericOp::create(
+  bool known = true;
+  auto generic = linalg::GenericOp::create(
       b, loc, TypeRange{}, operands, ValueRange{result}, maps, iterators,
       [&](OpBuilder &nb, Location nloc, ValueRange args) {
         Emitter e(nb, nloc, element);
         Value v = elementwiseScalar(e, op, args.drop_back());
-        linalg::YieldOp::create(nb, nloc, v);
+        known = bool(v);
+        linalg::YieldOp::create(nb, nloc, v ? v : args.back());
       });
+  if (known)
+    return success();
+  generic.erase();
+  return op->emitOpError("is declared Tg_Elementwise but the CPU lowering "
+                         "has no scalar computation for it");
 }
 
 //===----------------------------------------------------------------------===//
@@ -316,6 +330,7 @@ void emitReduce(OpBuilder &b, Location loc, ReduceOpTy op, Value input,
   llvm::SmallDenseSet<int64_t> axes;
   int64_t count = 1;
   for (int64_t axis : op.getAxes()) {
+    axis = normaliseAxis(axis, shape.size()); // the verifier allows [-rank, rank)
     axes.insert(axis);
     count *= shape[axis];
   }
@@ -639,25 +654,22 @@ void emitRope(Emitter &e, RopeOp op, Value x, Value y) {
 } // namespace
 
 bool canRunInPlace(Operation *op, Value operand) {
-  return isElementwise(op) && !isa<CastOp, BroadcastOp>(op) &&
+  return op->hasTrait<TgOpTrait::InPlace>() &&
          operand.getType() == op->getResult(0).getType();
 }
 
 bool hasKernelBody(Operation *op) {
-  return isElementwise(op) ||
-         isa<TransposeOp, SliceOp, PadOp, ConcatOp, ReduceSumOp, ReduceMeanOp,
-             ReduceMaxOp, MatmulOp, SoftmaxOp, SoftmaxGradOp, LayerNormOp,
-             LayerNormGradOp, RmsNormOp, RmsNormGradOp, CrossEntropyOp,
-             CrossEntropyGradOp, EmbeddingOp, EmbeddingGradOp, RopeOp>(op);
+  return op->hasTrait<TgOpTrait::HasKernelBody>();
 }
 
 LogicalResult emitKernelBody(OpBuilder &b, Operation *op, ValueRange operands,
                              ValueRange results) {
   Location loc = op->getLoc();
-  if (isElementwise(op)) {
-    emitElementwise(b, loc, op, operands, results[0]);
-    return success();
-  }
+  if (!hasKernelBody(op))
+    return op->emitOpError("has no CPU kernel lowering (run "
+                           "tg-decompose-attention before lowering attention)");
+  if (isElementwise(op))
+    return emitElementwise(b, loc, op, operands, results[0]);
   if (auto transpose = dyn_cast<TransposeOp>(op)) {
     emitTranspose(b, loc, transpose, operands[0], results[0]);
     return success();
@@ -674,8 +686,8 @@ LogicalResult emitKernelBody(OpBuilder &b, Operation *op, ValueRange operands,
     return success();
   }
   if (auto concat = dyn_cast<ConcatOp>(op)) {
-    int64_t axis = (int64_t)concat.getAxis();
     SmallVector<int64_t> offsets(shapeOf(results[0]).size(), 0);
+    int64_t axis = normaliseAxis((int64_t)concat.getAxis(), offsets.size());
     for (Value input : operands) {
       copy(b, loc, input, window(b, loc, results[0], offsets, shapeOf(input)));
       offsets[axis] += shapeOf(input)[axis];
@@ -698,9 +710,6 @@ LogicalResult emitKernelBody(OpBuilder &b, Operation *op, ValueRange operands,
     emitMatmul(b, loc, matmul, operands[0], operands[1], results[0]);
     return success();
   }
-  if (!hasKernelBody(op))
-    return op->emitOpError("has no CPU kernel lowering (run "
-                           "tg-decompose-attention before lowering attention)");
 
   // Row-wise ops: flat views, rows along the last dim of the first operand.
   SmallVector<Value> in, out;
@@ -710,6 +719,7 @@ LogicalResult emitKernelBody(OpBuilder &b, Operation *op, ValueRange operands,
     out.push_back(flatten(b, loc, v));
   auto [rows, n] = rowsOf(operands[0]);
   Emitter e(b, loc, getElementTypeOrSelf(results[0].getType()));
+  bool known = true;
   llvm::TypeSwitch<Operation *>(op)
       .Case([&](SoftmaxOp) { emitSoftmax(e, in[0], out[0], rows, n); })
       .Case([&](SoftmaxGradOp) {
@@ -744,7 +754,11 @@ LogicalResult emitKernelBody(OpBuilder &b, Operation *op, ValueRange operands,
             e, in[0], in[1], out[0],
             cast<ShapedType>(operands[0].getType()).getNumElements(), dim);
       })
-      .Case([&](RopeOp o) { emitRope(e, o, in[0], out[0]); });
+      .Case([&](RopeOp o) { emitRope(e, o, in[0], out[0]); })
+      .Default([&](Operation *) { known = false; });
+  if (!known)
+    return op->emitOpError("is declared Tg_HasKernelBody but the CPU lowering "
+                           "has no emitter for it");
   return success();
 }
 

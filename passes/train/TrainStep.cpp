@@ -1,5 +1,4 @@
 #include "tg/Passes/TrainStep.h"
-#include "tg/Frontend/ModelBuilder.h"
 #include "tg/IR/TgOps.h"
 #include "tg/Passes/Autodiff.h"
 
@@ -11,8 +10,67 @@
 
 using namespace mlir;
 using namespace mlir::tg;
-using frontend::LrScheduleKind;
-using frontend::TrainConfig;
+
+StringRef mlir::tg::stringifyLrSchedule(LrSchedule schedule) {
+  return schedule == LrSchedule::Cosine ? "cosine" : "constant";
+}
+
+std::optional<LrSchedule> mlir::tg::parseLrSchedule(StringRef name) {
+  if (name == "constant")
+    return LrSchedule::Constant;
+  if (name == "cosine")
+    return LrSchedule::Cosine;
+  return std::nullopt;
+}
+
+LogicalResult mlir::tg::verifyTrainStepOptions(
+    const TrainStepOptions &c, function_ref<InFlightDiagnostic()> emitError) {
+  auto bad = [&](StringRef option) {
+    InFlightDiagnostic diag = emitError();
+    diag << "tg-build-train-step: option '" << option << "' ";
+    return diag;
+  };
+  if (c.batchSize <= 0)
+    return bad("batch-size") << "must be > 0, got " << c.batchSize;
+  if (c.seqLen <= 0)
+    return bad("seq-len") << "must be > 0, got " << c.seqLen;
+  if (c.microBatches <= 0)
+    return bad("micro-batches") << "must be > 0, got " << c.microBatches;
+  if (c.batchSize % c.microBatches != 0)
+    return bad("micro-batches") << "(" << c.microBatches
+                                << ") must divide batch-size (" << c.batchSize
+                                << ")";
+  auto finiteAtLeast0 = [&](StringRef option, double value) -> LogicalResult {
+    if (!std::isfinite(value) || value < 0)
+      return bad(option) << "must be finite and >= 0, got " << value;
+    return success();
+  };
+  if (failed(finiteAtLeast0("lr", c.lr)) ||
+      failed(finiteAtLeast0("weight-decay", c.weightDecay)) ||
+      failed(finiteAtLeast0("min-lr", c.minLr)))
+    return failure();
+  for (auto [option, beta] : {std::pair<StringRef, double>{"beta1", c.beta1},
+                              {"beta2", c.beta2}})
+    if (!(beta >= 0 && beta < 1))
+      return bad(option) << "must be in [0, 1), got " << beta;
+  if (!std::isfinite(c.eps) || c.eps <= 0)
+    return bad("eps") << "must be finite and > 0, got " << c.eps;
+  if (c.gradClipNorm && (!std::isfinite(*c.gradClipNorm) || *c.gradClipNorm <= 0))
+    return bad("grad-clip-norm") << "must be finite and > 0 (0 disables "
+                                    "clipping), got "
+                                 << *c.gradClipNorm;
+  if (c.warmupSteps < 0)
+    return bad("warmup-steps") << "must be >= 0, got " << c.warmupSteps;
+  if (c.schedule == LrSchedule::Cosine) {
+    if (c.decaySteps <= 0)
+      return bad("decay-steps") << "must be > 0 for the cosine schedule, got "
+                                << c.decaySteps;
+    if (c.minLr > c.lr)
+      return bad("min-lr") << "(" << c.minLr << ") must not exceed lr ("
+                           << c.lr << ")";
+  }
+  return success();
+}
 
 namespace {
 /// Builds named f32 scalar arithmetic for the optimizer.
@@ -65,8 +123,9 @@ struct Param {
 /// lr(s) for 0-based step s: linear warm-up to `lr`, then cosine to `minLr`
 /// over `decaySteps`. Written as min(warm-up ramp, cosine) so no select is
 /// needed: during warm-up the cosine is still at `lr`, after it the ramp is.
-static Value buildLearningRate(StepBuilder &s, const TrainConfig &c, Value step) {
-  if (c.schedule == LrScheduleKind::Constant)
+static Value buildLearningRate(StepBuilder &s, const TrainStepOptions &c,
+                               Value step) {
+  if (c.schedule == LrSchedule::Constant)
     return s.constant(c.lr, "lr");
   Value one = s.constant(1.0);
   Value ramp = s.constant(c.lr);
@@ -94,7 +153,9 @@ static Value buildLearningRate(StepBuilder &s, const TrainConfig &c, Value step)
 }
 
 LogicalResult mlir::tg::buildTrainStep(func::FuncOp forward,
-                                       const TrainConfig &c) {
+                                       const TrainStepOptions &c) {
+  if (failed(verifyTrainStepOptions(c, [&] { return forward.emitError(); })))
+    return failure();
   MLIRContext *ctx = forward.getContext();
   Location base = forward.getLoc();
   OpBuilder b(ctx);
@@ -117,7 +178,7 @@ LogicalResult mlir::tg::buildTrainStep(func::FuncOp forward,
                                    << " is neither a parameter nor an input";
     auto type = cast<RankedTensorType>(fwdType.getInput(i));
     params.push_back({i, Param{name, forward.getArgAttrDict(i), type,
-                               frontend::shortParamName(name.getValue())}});
+                               shortParamName(name.getValue())}});
   }
   auto lossType = forward.getNumResults()
                       ? dyn_cast<RankedTensorType>(forward.getResultTypes()[0])
@@ -153,11 +214,13 @@ LogicalResult mlir::tg::buildTrainStep(func::FuncOp forward,
     argLocs.push_back(s.loc(p.shortName));
     argAttrs.push_back(p.attrs);
   }
-  for (StringRef state : {"adam_m", "adam_v"})
+  for (auto [state, kind] : {std::pair<StringRef, StateKind>{"adam_m", StateKind::AdamM},
+                             {"adam_v", StateKind::AdamV}})
     for (auto &[_, p] : params) {
       argTypes.push_back(p.type);
       argLocs.push_back(s.loc(state + "_" + p.shortName));
-      argAttrs.push_back(named(kInputAttr, state + ":" + p.hfName.getValue()));
+      argAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
+          kStateAttr, StateAttr::get(ctx, kind, p.hfName))));
     }
   auto scalarI32 = RankedTensorType::get({}, b.getI32Type());
   auto scalarMaster = lossType;
@@ -166,10 +229,11 @@ LogicalResult mlir::tg::buildTrainStep(func::FuncOp forward,
   argAttrs.append({named(kInputAttr, "step"), named(kInputAttr, "tokens"),
                    named(kInputAttr, "targets")});
   SmallVector<Type> resultTypes;
-  for (StringRef kind : {"param", "adam_m", "adam_v"})
+  for (StateKind kind : {StateKind::Param, StateKind::AdamM, StateKind::AdamV})
     for (auto &[_, p] : params) {
       resultTypes.push_back(p.type);
-      resultAttrs.push_back(named(kOutputAttr, kind + ":" + p.hfName.getValue()));
+      resultAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
+          kUpdatesAttr, StateAttr::get(ctx, kind, p.hfName))));
     }
   for (StringRef scalarName : {"loss", "grad_norm", "lr"}) {
     resultTypes.push_back(scalarMaster);
@@ -199,53 +263,58 @@ LogicalResult mlir::tg::buildTrainStep(func::FuncOp forward,
         s.castTo(entryParam.second.shortName + "_compute", paramArg(i), element));
   }
 
-  // Forward and backward per micro-batch; gradients summed in f32.
-  SmallVector<Value> grads(n);
-  Value lossSum;
+  // Forward and backward of one micro-batch inside tg.micro_batches, which
+  // averages the loss and the gradients (cast to the master type inside it)
+  // over the micro-batches of the global batch.
   Block &fwdBody = forward.getBody().front();
-  for (int64_t mb = 0; mb < c.microBatches; ++mb) {
+  SmallVector<Type> mbTypes = {scalarMaster};
+  SmallVector<Location> mbNames = {s.loc("loss")};
+  for (auto &[_, p] : params) {
+    mbTypes.push_back(p.type);
+    mbNames.push_back(s.loc("grad_" + p.shortName));
+  }
+  // One NameLoc per result: tg-unroll-micro-batches names the sums after it.
+  auto microBatches = MicroBatchesOp::create(
+      b, FusedLoc::get(ctx, mbNames), mbTypes, c.microBatches,
+      ValueRange{tokens, targets}, computeParams);
+  SmallVector<Type> bodyTypes = {microTokens, microTokens};
+  SmallVector<Location> bodyLocs = {fwdBody.getArgument(tokensArg).getLoc(),
+                                    fwdBody.getArgument(targetsArg).getLoc()};
+  for (Value v : computeParams) {
+    bodyTypes.push_back(v.getType());
+    bodyLocs.push_back(v.getLoc());
+  }
+  Block *body =
+      b.createBlock(&microBatches.getBody(), {}, bodyTypes, bodyLocs);
+  {
     IRMapping map;
-    auto slice = [&](const char *name, Value v) -> Value {
-      if (c.microBatches == 1)
-        return v;
-      return s.make<SliceOp>(Twine(name) + "_mb" + Twine(mb), v,
-                             ArrayRef<int64_t>{mb * micro, 0},
-                             ArrayRef<int64_t>{micro, seq});
-    };
-    map.map(fwdBody.getArgument(tokensArg), slice("tokens", tokens));
-    map.map(fwdBody.getArgument(targetsArg), slice("targets", targets));
+    map.map(fwdBody.getArgument(tokensArg), body->getArgument(0));
+    map.map(fwdBody.getArgument(targetsArg), body->getArgument(1));
     SmallVector<Value> wrt;
     for (auto [i, entryParam] : llvm::enumerate(params)) {
-      map.map(fwdBody.getArgument(entryParam.first), computeParams[i]);
-      wrt.push_back(computeParams[i]);
+      map.map(fwdBody.getArgument(entryParam.first), body->getArgument(2 + i));
+      wrt.push_back(body->getArgument(2 + i));
     }
-    Value loss;
+    Value mbLoss;
     for (Operation &op : fwdBody) {
       if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-        loss = map.lookup(ret.getOperand(0));
+        mbLoss = map.lookup(ret.getOperand(0));
         break;
       }
       b.clone(op, map);
     }
-    auto mbGrads = buildGradients(b, loss, wrt);
+    auto mbGrads = buildGradients(b, mbLoss, wrt);
     if (failed(mbGrads))
       return failure();
-    for (size_t i = 0; i < n; ++i) {
-      Value g = s.castTo("grad_" + params[i].second.shortName + "_master",
-                         (*mbGrads)[i], master);
-      grads[i] = grads[i] ? s.make<AddOp>("grad_" + params[i].second.shortName,
-                                          grads[i], g)
-                          : g;
-    }
-    lossSum = lossSum ? s.make<AddOp>("loss_sum", lossSum, loss) : loss;
-  }
-  Value loss = lossSum;
-  if (c.microBatches > 1) {
-    Value inv = s.constant(1.0 / double(c.microBatches));
-    loss = s.make<MulOp>("loss", lossSum, inv);
+    SmallVector<Value> yielded = {mbLoss};
     for (size_t i = 0; i < n; ++i)
-      grads[i] = s.make<MulOp>("grad_" + params[i].second.shortName, grads[i], inv);
+      yielded.push_back(s.castTo("grad_" + params[i].second.shortName + "_master",
+                                 (*mbGrads)[i], master));
+    YieldOp::create(b, base, yielded);
   }
+  b.setInsertionPointAfter(microBatches);
+  Value loss = microBatches.getResult(0);
+  SmallVector<Value> grads(microBatches.getResults().drop_front());
 
   // Global gradient norm and clipping (torch.nn.utils.clip_grad_norm_).
   Value sumSq;

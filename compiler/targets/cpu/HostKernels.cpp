@@ -3,6 +3,7 @@
 // redundant); each gets a `<name>_packed(void **buffers)` entry so the
 // runtime calls every kernel the same way.
 #include "tg/Targets/CpuTarget.h"
+#include "tg/Passes/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -39,41 +40,6 @@
 
 namespace mlir::tg {
 namespace {
-
-/// f32 exp, log, tanh and erf as polynomials (MLIR's, accurate to a few ulp)
-/// instead of libm calls, so LLVM can vectorize the loops around them:
-/// softmax and the cross-entropy over the vocabulary are dominated by exp.
-LogicalResult approximateMathFunctions(ModuleOp module) {
-  RewritePatternSet patterns(module.getContext());
-  populateMathPolynomialApproximationPatterns(patterns, [](StringRef name) {
-    return llvm::is_contained(
-        {"math.exp", "math.log", "math.tanh", "math.erf"}, name);
-  });
-  return applyPatternsGreedily(module, std::move(patterns));
-}
-
-llvm::Error lowerToLLVMDialect(ModuleOp module) {
-  if (failed(approximateMathFunctions(module)))
-    return llvm::createStringError("approximating math functions failed");
-  PassManager pm(module.getContext());
-  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
-  pm.addPass(memref::createExpandStridedMetadataPass());
-  pm.addPass(createLowerAffinePass());
-  pm.addPass(createSCFToControlFlowPass());
-  pm.addPass(createConvertMathToLLVMPass());
-  pm.addPass(createConvertMathToLibmPass());
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
-  pm.addPass(createArithToLLVMConversionPass());
-  pm.addPass(createConvertControlFlowToLLVMPass());
-  ConvertFuncToLLVMPassOptions funcOptions;
-  funcOptions.useBarePtrCallConv = true;
-  pm.addPass(createConvertFuncToLLVMPass(funcOptions));
-  pm.addPass(createReconcileUnrealizedCastsPass());
-  if (failed(pm.run(module)))
-    return llvm::createStringError(
-        "lowering the kernels to LLVM failed (a tgc bug: please report it)");
-  return llvm::Error::success();
-}
 
 /// Adds `void NAME_packed(void **buffers)` calling NAME(buffers[0], ...), and
 /// makes NAME internal so it is inlined into its entry.
@@ -164,15 +130,28 @@ llvm::Expected<std::vector<uint8_t>> linkSharedObject(ArrayRef<char> object) {
 
 } // namespace
 
-llvm::Expected<HostKernels> compileHostKernels(ModuleOp kernels,
-                                               ArrayRef<std::string> names) {
+void addCpuKernelLoweringPasses(OpPassManager &pm) {
+  pm.addPass(createTgCpuApproximateMath());
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  ConvertFuncToLLVMPassOptions funcOptions;
+  funcOptions.useBarePtrCallConv = true;
+  pm.addPass(createConvertFuncToLLVMPass(funcOptions));
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+llvm::Expected<HostKernels> serializeHostKernels(ModuleOp kernels,
+                                                 ArrayRef<std::string> names) {
   MLIRContext *ctx = kernels.getContext();
-  ctx->loadDialect<LLVM::LLVMDialect>();
   registerBuiltinDialectTranslation(*ctx);
   registerLLVMDialectTranslation(*ctx);
-  if (llvm::Error error = lowerToLLVMDialect(kernels))
-    return std::move(error);
-
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> module =
       translateModuleToLLVMIR(kernels, llvmContext, "tg_kernels");
@@ -205,6 +184,16 @@ llvm::Expected<HostKernels> compileHostKernels(ModuleOp kernels,
     return library.takeError();
   result.sharedObject = std::move(*library);
   return result;
+}
+
+llvm::Expected<HostKernels> compileHostKernels(ModuleOp kernels,
+                                               ArrayRef<std::string> names) {
+  PassManager pm(kernels.getContext());
+  addCpuKernelLoweringPasses(pm);
+  if (failed(pm.run(kernels)))
+    return llvm::createStringError(
+        "lowering the kernels to LLVM failed (a tgc bug: please report it)");
+  return serializeHostKernels(kernels, names);
 }
 
 } // namespace mlir::tg

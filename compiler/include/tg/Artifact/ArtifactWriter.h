@@ -1,8 +1,7 @@
 #ifndef TG_ARTIFACT_ARTIFACTWRITER_H
 #define TG_ARTIFACT_ARTIFACTWRITER_H
 
-#include "tg/Passes/Program.h"
-#include "tg/Targets/CpuTarget.h"
+#include "mlir/IR/BuiltinOps.h"
 
 #include <cstdint>
 #include <string>
@@ -14,16 +13,14 @@ namespace mlir::tg {
 struct ArtifactInfo {
   std::string producer;  // "tgc <version>"
   std::string modelJson; // the model description, verbatim
-  int64_t batchSize = 0, seqLen = 0, vocabSize = 0;
-  uint64_t seed = 0;
-  double flopsPerStep = 0;
 };
 
-/// Serialises a program and its host kernels as a .tgx file image
-/// (runtime/artifact/tgx.fbs).
-std::vector<uint8_t> writeArtifact(const Program &program,
-                                   const HostKernels &kernels,
-                                   const ArtifactInfo &info);
+/// Translates a planned, serialized exec.program (exec-plan-buffers and a
+/// target's serialize pass have run) into a .tgx file image
+/// (runtime/artifact/tgx.fbs). Emits an error on the op the format cannot
+/// express (an unplanned resource, a collective, an unsupported dtype).
+FailureOr<std::vector<uint8_t>> translateToTgx(ModuleOp module,
+                                               const ArtifactInfo &info);
 
 /// Writes `exeOut`: a copy of the tgrun binary `tgrun` with `artifact`
 /// embedded, so it runs that program with tgrun's flags.

@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
-namespace mlir::tg {
+namespace mlir {
+class OpPassManager;
+namespace tg {
 
 /// A host shared object holding the compiled kernels.
 struct HostKernels {
@@ -19,12 +21,23 @@ struct HostKernels {
   std::string cpu; // the CPU the code was tuned for
 };
 
-/// Lowers `kernels` (func.func on memrefs, linalg/scf/arith/math) to LLVM,
-/// optimizes it at O3 for the host CPU and links a shared object with the
-/// system C compiler driver (`cc`, or $TG_CC).
+/// Adds the passes taking a kernel module (func.func on memrefs with
+/// linalg/scf/arith/math) to the LLVM dialect with bare-pointer kernels.
+/// `pm` runs on the kernel module itself.
+void addCpuKernelLoweringPasses(OpPassManager &pm);
+
+/// Translates a kernel module in the LLVM dialect to LLVM IR, adds a
+/// `NAME_packed(void **)` entry per kernel in `names`, optimizes it at O3 for
+/// the host CPU and links a shared object with the system C compiler driver
+/// (`cc`, or $TG_CC).
+llvm::Expected<HostKernels> serializeHostKernels(ModuleOp llvmKernels,
+                                                 ArrayRef<std::string> names);
+
+/// Both of the above, for a kernel module on memrefs (used by tests).
 llvm::Expected<HostKernels> compileHostKernels(ModuleOp kernels,
                                                ArrayRef<std::string> names);
 
-} // namespace mlir::tg
+} // namespace tg
+} // namespace mlir
 
 #endif

@@ -2,39 +2,291 @@
 #include "tg/IR/TgOps.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 using namespace mlir;
 using namespace mlir::tg;
 
 #include "tg/IR/TgOpsDialect.cpp.inc"
 
+#include "tg/IR/TgAttrsEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "tg/IR/TgAttrs.cpp.inc"
+
 void TgDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "tg/IR/TgOps.cpp.inc"
       >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "tg/IR/TgAttrs.cpp.inc"
+      >();
 }
 
-/// Accepts "zeros", "ones" and "normal:STD" with STD > 0.
-static bool isValidInitRule(StringRef rule) {
-  if (rule == "zeros" || rule == "ones")
-    return true;
-  double std = 0;
-  return rule.consume_front("normal:") && !rule.getAsDouble(std) &&
-         std::isfinite(std) && std > 0;
+//===----------------------------------------------------------------------===//
+// InitAttr and StateAttr
+//===----------------------------------------------------------------------===//
+
+/// The shortest decimal that reads back as `value`, always with a '.' so
+/// MLIR's lexer takes it as a float literal ("0.02", "1.0e-05").
+static std::string formatDouble(double value) {
+  char buffer[64];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buffer, sizeof(buffer), "%.*g", precision, value);
+    if (std::strtod(buffer, nullptr) == value)
+      break;
+  }
+  std::string text = buffer;
+  if (!std::isfinite(value) || text.find('.') != std::string::npos)
+    return text;
+  size_t e = text.find('e');
+  if (e == std::string::npos)
+    return text + ".0";
+  return text.insert(e, ".0");
 }
 
-/// `tg.input` and `tg.output` must be non-empty strings.
+Attribute InitAttr::parse(AsmParser &parser, Type) {
+  MLIRContext *ctx = parser.getContext();
+  StringRef keyword;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseLess() || parser.parseKeyword(&keyword))
+    return {};
+  std::optional<InitKind> kind = symbolizeInitKind(keyword);
+  if (!kind) {
+    parser.emitError(loc) << "expected 'zeros', 'ones' or 'normal', got '"
+                          << keyword << "'";
+    return {};
+  }
+  FloatAttr std;
+  if (succeeded(parser.parseOptionalComma())) {
+    double value = 0;
+    if (parser.parseKeyword("std") || parser.parseEqual() ||
+        parser.parseFloat(value))
+      return {};
+    std = FloatAttr::get(Float64Type::get(ctx), value);
+  }
+  if (parser.parseGreater())
+    return {};
+  return InitAttr::getChecked([&] { return parser.emitError(loc); }, ctx,
+                              *kind, std);
+}
+
+void InitAttr::print(AsmPrinter &printer) const {
+  printer << "<" << stringifyInitKind(getKind());
+  if (getStd())
+    printer << ", std = " << formatDouble(getStd().getValueAsDouble());
+  printer << ">";
+}
+
+LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               InitKind kind, FloatAttr std) {
+  if (kind != InitKind::Normal) {
+    if (std)
+      return emitError() << "#tg.init<" << stringifyInitKind(kind)
+                         << "> takes no std";
+    return success();
+  }
+  if (!std)
+    return emitError() << "#tg.init<normal> needs a std: "
+                          "#tg.init<normal, std = S>";
+  double value = std.getValueAsDouble();
+  if (!std::isfinite(value) || value <= 0)
+    return emitError() << "#tg.init<normal> needs a finite std > 0, got "
+                       << formatDouble(value);
+  return success();
+}
+
+LogicalResult StateAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                StateKind kind, StringAttr name) {
+  if (!name || name.getValue().empty())
+    return emitError() << "#tg.state<" << stringifyStateKind(kind)
+                       << ", ...> needs a non-empty parameter name";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Names
+//===----------------------------------------------------------------------===//
+
+std::string mlir::tg::externalStateName(StateAttr state) {
+  return (stringifyStateKind(state.getKind()) + ":" +
+          state.getName().getValue())
+      .str();
+}
+
+std::string mlir::tg::externalArgumentName(DictionaryAttr attrs) {
+  if (!attrs)
+    return "";
+  if (auto name = attrs.getAs<StringAttr>(kParamAttr))
+    return name.str();
+  if (auto name = attrs.getAs<StringAttr>(kInputAttr))
+    return name.str();
+  if (auto state = attrs.getAs<StateAttr>(kStateAttr))
+    return externalStateName(state);
+  return "";
+}
+
+std::string mlir::tg::externalResultName(DictionaryAttr attrs) {
+  if (!attrs)
+    return "";
+  if (auto state = attrs.getAs<StateAttr>(kUpdatesAttr))
+    return externalStateName(state);
+  if (auto name = attrs.getAs<StringAttr>(kOutputAttr))
+    return name.str();
+  return "";
+}
+
+std::string mlir::tg::shortParamName(StringRef hfName) {
+  SmallVector<StringRef> parts;
+  hfName.split(parts, '.');
+  std::string name;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    StringRef part = parts[i];
+    if (i == 0 && (part == "transformer" || part == "model"))
+      continue;
+    // "h.3" / "layers.3" -> "h3"
+    if ((part == "h" || part == "layers") && i + 1 < parts.size()) {
+      name += (name.empty() ? "" : "_") + ("h" + parts[++i]).str();
+      continue;
+    }
+    if (part == "weight")
+      part = "w";
+    else if (part == "bias")
+      part = "b";
+    name += (name.empty() ? "" : "_") + part.str();
+  }
+  return name;
+}
+
+//===----------------------------------------------------------------------===//
+// Argument and result attributes
+//===----------------------------------------------------------------------===//
+
+static bool hasTgAttr(DictionaryAttr attrs) {
+  if (!attrs)
+    return false;
+  for (NamedAttribute attr : attrs)
+    if (attr.getName().getValue().starts_with("tg."))
+      return true;
+  return false;
+}
+
+/// Checks what needs the whole signature: names unique per function
+/// (tg.param, tg.input, tg.state among arguments; tg.output, tg.updates
+/// among results) and every tg.updates naming an argument of its type.
+static LogicalResult verifyFunctionAttrs(FunctionOpInterface func) {
+  Operation *op = func.getOperation();
+  llvm::StringMap<unsigned> params, inputs, outputs;
+  llvm::DenseMap<Attribute, unsigned> states, updates;
+  ArrayRef<Type> argTypes = func.getArgumentTypes();
+  ArrayRef<Type> resultTypes = func.getResultTypes();
+  auto duplicate = [&](StringRef what, unsigned index, StringRef key,
+                       Attribute value, unsigned first) {
+    return op->emitOpError()
+           << what << " #" << index << ": duplicate '" << key << "' " << value
+           << " (also on " << what << " #" << first << ")";
+  };
+  for (unsigned i = 0; i < argTypes.size(); ++i) {
+    DictionaryAttr attrs = func.getArgAttrDict(i);
+    if (!attrs)
+      continue;
+    for (auto [key, map] : {std::pair<StringRef, llvm::StringMap<unsigned> *>{
+                                kParamAttr, &params},
+                            {kInputAttr, &inputs}})
+      if (auto name = attrs.getAs<StringAttr>(key)) {
+        auto [it, inserted] = map->try_emplace(name.getValue(), i);
+        if (!inserted)
+          return duplicate("argument", i, key, name, it->second);
+      }
+    if (auto state = attrs.getAs<StateAttr>(kStateAttr)) {
+      auto [it, inserted] = states.try_emplace(state, i);
+      if (!inserted)
+        return duplicate("argument", i, kStateAttr, state, it->second);
+    }
+  }
+  for (unsigned i = 0; i < resultTypes.size(); ++i) {
+    DictionaryAttr attrs = func.getResultAttrDict(i);
+    if (!attrs)
+      continue;
+    if (auto name = attrs.getAs<StringAttr>(kOutputAttr)) {
+      auto [it, inserted] = outputs.try_emplace(name.getValue(), i);
+      if (!inserted)
+        return duplicate("result", i, kOutputAttr, name, it->second);
+    }
+    auto state = attrs.getAs<StateAttr>(kUpdatesAttr);
+    if (!state)
+      continue;
+    auto [it, inserted] = updates.try_emplace(state, i);
+    if (!inserted)
+      return duplicate("result", i, kUpdatesAttr, state, it->second);
+    std::optional<unsigned> arg;
+    if (state.getKind() == StateKind::Param) {
+      auto found = params.find(state.getName().getValue());
+      if (found != params.end())
+        arg = found->second;
+    } else if (auto found = states.find(state); found != states.end()) {
+      arg = found->second;
+    }
+    if (!arg)
+      return op->emitOpError()
+             << "result #" << i << ": '" << kUpdatesAttr << "' " << state
+             << " names no argument of the function (expected one with "
+             << (state.getKind() == StateKind::Param
+                     ? "tg.param = " + state.getName().str()
+                     : "tg.state = the same state")
+             << ")";
+    if (argTypes[*arg] != resultTypes[i])
+      return op->emitOpError()
+             << "result #" << i << ": '" << kUpdatesAttr << "' " << state
+             << " has type " << resultTypes[i] << " but argument #" << *arg
+             << " has type " << argTypes[*arg];
+  }
+  return success();
+}
+
+/// Runs verifyFunctionAttrs once per function: from the first argument with
+/// a tg attribute, or, when no argument has one, from the first result with
+/// one.
+static LogicalResult verifyFunctionOnce(Operation *op, bool isArg,
+                                        unsigned index) {
+  auto func = dyn_cast<FunctionOpInterface>(op);
+  if (!func)
+    return success();
+  unsigned numArgs = func.getNumArguments();
+  unsigned firstArg = numArgs;
+  for (unsigned i = 0; i < numArgs && firstArg == numArgs; ++i)
+    if (hasTgAttr(func.getArgAttrDict(i)))
+      firstArg = i;
+  if (isArg)
+    return index == firstArg ? verifyFunctionAttrs(func) : success();
+  if (firstArg != numArgs)
+    return success();
+  for (unsigned i = 0; i < index; ++i)
+    if (hasTgAttr(func.getResultAttrDict(i)))
+      return success();
+  return verifyFunctionAttrs(func);
+}
+
+/// `tg.param`, `tg.input` and `tg.output` must be non-empty strings.
 static LogicalResult verifyName(Operation *op, StringRef what, unsigned index,
-                                NamedAttribute attr) {
+                                NamedAttribute attr, StringRef meaning = "") {
   auto name = dyn_cast<StringAttr>(attr.getValue());
   if (!name || name.getValue().empty())
     return op->emitOpError() << what << " #" << index << ": '"
                              << attr.getName().getValue()
-                             << "' must be a non-empty string";
+                             << "' must be a non-empty string" << meaning
+                             << ", got " << attr.getValue();
   return success();
 }
 
@@ -42,35 +294,74 @@ LogicalResult TgDialect::verifyRegionArgAttribute(Operation *op,
                                                   unsigned regionIndex,
                                                   unsigned argIndex,
                                                   NamedAttribute attr) {
-  if (attr.getName() == kParamAttr) {
-    auto name = dyn_cast<StringAttr>(attr.getValue());
-    if (!name || name.getValue().empty())
-      return op->emitOpError() << "argument #" << argIndex << ": '"
-                               << kParamAttr
-                               << "' must be a non-empty string (the "
-                                  "parameter's Hugging Face name)";
-    return success();
-  }
-  if (attr.getName() == kInputAttr)
-    return verifyName(op, "argument", argIndex, attr);
-  if (attr.getName() == kInitAttr) {
-    auto rule = dyn_cast<StringAttr>(attr.getValue());
-    if (!rule || !isValidInitRule(rule.getValue()))
+  StringAttr key = attr.getName();
+  if (key == kParamAttr) {
+    if (failed(verifyName(op, "argument", argIndex, attr,
+                          " (the parameter's Hugging Face name)")))
+      return failure();
+  } else if (key == kInputAttr) {
+    if (failed(verifyName(op, "argument", argIndex, attr)))
+      return failure();
+  } else if (key == kInitAttr) {
+    if (!isa<InitAttr>(attr.getValue()))
       return op->emitOpError()
              << "argument #" << argIndex << ": '" << kInitAttr
-             << "' must be \"zeros\", \"ones\" or \"normal:STD\" with STD > 0";
-    return success();
+             << "' must be #tg.init<zeros>, #tg.init<ones> or "
+                "#tg.init<normal, std = S>, got "
+             << attr.getValue();
+  } else if (key == kStateAttr) {
+    auto state = dyn_cast<StateAttr>(attr.getValue());
+    if (!state || state.getKind() == StateKind::Param)
+      return op->emitOpError()
+             << "argument #" << argIndex << ": '" << kStateAttr
+             << "' must be #tg.state<adam_m, \"NAME\"> or "
+                "#tg.state<adam_v, \"NAME\"> (parameters carry tg.param), got "
+             << attr.getValue();
+  } else {
+    return op->emitOpError() << "argument #" << argIndex
+                             << ": unknown tg argument attribute '"
+                             << key.getValue() << "'";
   }
-  return op->emitOpError() << "unknown tg argument attribute '"
-                           << attr.getName().getValue() << "'";
+  // Only the first tg attribute of the first such argument: the whole
+  // function is checked once.
+  auto func = dyn_cast<FunctionOpInterface>(op);
+  if (!func)
+    return success();
+  DictionaryAttr attrs = func.getArgAttrDict(argIndex);
+  for (NamedAttribute other : attrs)
+    if (other.getName().getValue().starts_with("tg."))
+      return other.getName() == key
+                 ? verifyFunctionOnce(op, /*isArg=*/true, argIndex)
+                 : success();
+  return success();
 }
 
 LogicalResult TgDialect::verifyRegionResultAttribute(Operation *op,
                                                      unsigned regionIndex,
                                                      unsigned resultIndex,
                                                      NamedAttribute attr) {
-  if (attr.getName() == kOutputAttr)
-    return verifyName(op, "result", resultIndex, attr);
-  return op->emitOpError() << "unknown tg result attribute '"
-                           << attr.getName().getValue() << "'";
+  StringAttr key = attr.getName();
+  if (key == kOutputAttr) {
+    if (failed(verifyName(op, "result", resultIndex, attr)))
+      return failure();
+  } else if (key == kUpdatesAttr) {
+    if (!isa<StateAttr>(attr.getValue()))
+      return op->emitOpError()
+             << "result #" << resultIndex << ": '" << kUpdatesAttr
+             << "' must be a #tg.state<KIND, \"NAME\">, got "
+             << attr.getValue();
+  } else {
+    return op->emitOpError() << "result #" << resultIndex
+                             << ": unknown tg result attribute '"
+                             << key.getValue() << "'";
+  }
+  auto func = dyn_cast<FunctionOpInterface>(op);
+  if (!func)
+    return success();
+  for (NamedAttribute other : func.getResultAttrDict(resultIndex))
+    if (other.getName().getValue().starts_with("tg."))
+      return other.getName() == key
+                 ? verifyFunctionOnce(op, /*isArg=*/false, resultIndex)
+                 : success();
+  return success();
 }

@@ -2,6 +2,7 @@
 #define TG_FRONTEND_MODELBUILDER_H
 
 #include "tg/Frontend/ModelConfig.h"
+#include "tg/IR/TgDialect.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -14,12 +15,19 @@ class FuncOp;
 
 namespace mlir::tg::frontend {
 
+/// A parameter's initialisation rule; `std` is used by InitKind::Normal only.
+/// Becomes the argument's `tg.init` (#tg.init<...>).
+struct ParamInit {
+  InitKind kind = InitKind::Zeros;
+  double std = 0;
+};
+
 /// One model parameter: its Hugging Face name, shape (HF layout) and
-/// initialisation rule ("zeros", "ones" or "normal:STD").
+/// initialisation rule.
 struct ParamSpec {
   std::string name;
   std::vector<int64_t> shape;
-  std::string init;
+  ParamInit init;
 };
 
 /// The parameters of `config` in Hugging Face order and layout.
@@ -35,8 +43,9 @@ mlir::func::FuncOp buildForward(mlir::ModuleOp module,
                                 mlir::Location location);
 
 /// A short SSA-friendly name for a parameter:
-/// "transformer.h.3.mlp.c_fc.weight" -> "h3_mlp_c_fc_w".
-std::string shortParamName(llvm::StringRef hfName);
+/// "transformer.h.3.mlp.c_fc.weight" -> "h3_mlp_c_fc_w" (lives in the tg
+/// dialect, so passes can use it without the frontend).
+using mlir::tg::shortParamName;
 
 } // namespace mlir::tg::frontend
 

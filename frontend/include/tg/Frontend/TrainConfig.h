@@ -1,6 +1,8 @@
 #ifndef TG_FRONTEND_TRAINCONFIG_H
 #define TG_FRONTEND_TRAINCONFIG_H
 
+#include "tg/Passes/TrainStep.h"
+
 #include "llvm/Support/Error.h"
 
 #include <optional>
@@ -39,6 +41,11 @@ struct TrainConfig {
 
 /// Reads and validates a TRAIN.json. Errors name the file and the field.
 llvm::Expected<TrainConfig> parseTrainConfig(llvm::StringRef path);
+
+/// The options of tg-build-train-step (buildTrainStep) that `config` sets.
+/// Seed and precision are not among them: the precision is the forward
+/// graph's element type, the seed goes to the lowering.
+TrainStepOptions trainStepOptions(const TrainConfig &config);
 
 } // namespace mlir::tg::frontend
 

@@ -7,10 +7,12 @@ namespace mlir::tg {
 
 /// True if `op` computes each result element from the operand elements at the
 /// same position only (elementwise, `operand` not broadcast), so its result
-/// may be written over `operand`.
+/// may be written over `operand`: ops declaring Tg_InPlaceElementwise in ODS
+/// (TgInterfaces.td), `operand` having the result's type.
 bool canRunInPlace(Operation *op, Value operand);
 
-/// True if emitKernelBody knows `op`.
+/// True if emitKernelBody knows `op`: the op declares Tg_HasKernelBody (or
+/// Tg_Elementwise, which implies it) in ODS.
 bool hasKernelBody(Operation *op);
 
 /// Emits the loops computing tg op `op` at the builder's insertion point.

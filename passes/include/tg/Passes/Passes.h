@@ -1,15 +1,23 @@
 #ifndef TG_PASSES_PASSES_H
 #define TG_PASSES_PASSES_H
 
-namespace mlir::tg {
+#include "mlir/Pass/Pass.h"
 
-/// Registers TGC's passes with the global registry (for tg-opt):
-///   tg-autodiff{function=NAME}: adds @NAME_grad returning the loss and the
-///     gradient of every tg.param argument (results "grad:<hf name>").
-///   tg-build-train-step{config=TRAIN.json function=NAME}: replaces @NAME by
-///     @train_step (see TrainStep.h).
-void registerTgPasses();
+namespace mlir {
+namespace func {
+class FuncOp;
+}
+namespace tg {
 
-} // namespace mlir::tg
+#define GEN_PASS_DECL
+#include "tg/Passes/Passes.h.inc"
+
+/// Registers every TGC pass with the global registry (for tg-opt and for
+/// textual pipelines).
+#define GEN_PASS_REGISTRATION
+#include "tg/Passes/Passes.h.inc"
+
+} // namespace tg
+} // namespace mlir
 
 #endif

@@ -1,9 +1,12 @@
 #ifndef TG_PASSES_TRAINSTEP_H
 #define TG_PASSES_TRAINSTEP_H
 
-#include "tg/Frontend/TrainConfig.h"
-
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+#include <memory>
+#include <optional>
+#include <string>
 
 namespace mlir::func {
 class FuncOp;
@@ -11,20 +14,75 @@ class FuncOp;
 
 namespace mlir::tg {
 
+enum class LrSchedule { Constant, Cosine };
+
+/// Everything the training step depends on besides the forward graph (what
+/// TRAIN.json sets; see frontend::trainStepOptions). The pass
+/// tg-build-train-step has one option per field.
+struct TrainStepOptions {
+  int64_t batchSize = 0; // global, in sequences
+  int64_t seqLen = 0;
+  int64_t microBatches = 1;
+
+  // AdamW, with torch.optim.AdamW semantics.
+  double lr = 0;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weightDecay = 0.01;
+
+  /// Global-norm clipping threshold; no clipping when absent.
+  std::optional<double> gradClipNorm;
+
+  LrSchedule schedule = LrSchedule::Constant;
+  int64_t warmupSteps = 0;
+  /// Cosine only: the final learning rate, reached `decaySteps` steps after
+  /// the end of warm-up.
+  double minLr = 0;
+  int64_t decaySteps = 0;
+
+  int64_t microBatchSize() const { return batchSize / microBatches; }
+};
+
+/// "constant" / "cosine".
+StringRef stringifyLrSchedule(LrSchedule schedule);
+std::optional<LrSchedule> parseLrSchedule(StringRef name);
+
+/// Checks the options on their own (positive sizes, micro-batches dividing
+/// the batch, finite rates, betas in [0, 1), ...). The message names the
+/// option by its pass-option name (e.g. "micro-batches").
+LogicalResult verifyTrainStepOptions(const TrainStepOptions &options,
+                                     function_ref<InFlightDiagnostic()> emitError);
+
 /// Replaces `forward` (tokens, targets, params... -> loss, ...) in its module
 /// by `@train_step`, the whole training step in tg:
 ///
 ///   train_step(params..., adam_m..., adam_v..., step, tokens, targets)
 ///       -> (params..., adam_m..., adam_v..., loss, grad_norm, lr)
 ///
-/// with the loss averaged over `config.microBatches` micro-batches of the
-/// global batch, global-norm clipping and AdamW as torch.optim.AdamW computes
-/// them, and the learning-rate schedule of `config`. Parameters, optimizer
-/// state and the loss are in the loss's precision (f32, or f64 for an f64
-/// graph); the forward and backward run in the forward's element type (bf16
-/// under `precision: bf16`).
+/// Moment arguments carry tg.state = #tg.state<adam_m|adam_v, "NAME">, the
+/// new parameters and moments tg.updates = #tg.state<param|adam_m|adam_v,
+/// "NAME">, the scalars tg.output. The forward and backward run in one
+/// `tg.micro_batches` op over `options.microBatches` slices of the global
+/// batch (gradients cast to the master type inside it); global-norm
+/// clipping, AdamW as torch.optim.AdamW computes it and the learning-rate
+/// schedule follow. Parameters, optimizer state and the loss are in the
+/// loss's precision (f32, or f64 for an f64 graph); the forward and backward
+/// run in the forward's element type (bf16 under `precision: bf16`).
 LogicalResult buildTrainStep(func::FuncOp forward,
-                             const frontend::TrainConfig &config);
+                             const TrainStepOptions &options);
+
+/// Replaces every tg.micro_batches op under `root` by one clone of its body
+/// per micro-batch (what tg-unroll-micro-batches does): tg.slice
+/// "<operand>_mb<k>" of each sliced operand (none when count is 1), the
+/// yielded values summed in micro-batch order with tg.add, then multiplied
+/// by a 1/count constant (count > 1).
+LogicalResult unrollMicroBatches(Operation *root);
+
+/// tg-build-train-step with its options set from `options`.
+std::unique_ptr<Pass>
+createTgBuildTrainStepPass(const TrainStepOptions &options,
+                           StringRef function = "forward");
 
 } // namespace mlir::tg
 

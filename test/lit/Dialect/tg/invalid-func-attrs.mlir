@@ -1,4 +1,5 @@
-// Errors of the tg argument and result attributes (TgDialect.cpp).
+// Errors of the tg argument and result attributes and of the #tg.init and
+// #tg.state attributes (TgDialect.cpp).
 // RUN: tg-opt %s -split-input-file -verify-diagnostics
 
 // expected-error @+1 {{'func.func' op argument #0: 'tg.param' must be a non-empty string (the parameter's Hugging Face name)}}
@@ -22,84 +23,14 @@ func.func @input_empty(%t: tensor<4xi64> {tg.input = ""}) {
 
 // -----
 
-// expected-error @+1 {{'func.func' op argument #2: 'tg.input' must be a non-empty string}}
+// expected-error @+1 {{'func.func' op argument #2: 'tg.input' must be a non-empty string, got unit}}
 func.func @input_not_string(%a: tensor<4xi64>, %b: tensor<4xi64>, %t: tensor<4xi64> {tg.input = unit}) {
   return
 }
 
 // -----
 
-// expected-error @+1 {{'func.func' op argument #0: 'tg.init' must be "zeros", "ones" or "normal:STD" with STD > 0}}
-func.func @init_unknown_rule(%w: tensor<4xf32> {tg.param = "w", tg.init = "uniform"}) {
-  return
-}
-
-// -----
-
-// expected-error @+1 {{'func.func' op argument #0: 'tg.init' must be "zeros", "ones" or "normal:STD" with STD > 0}}
-func.func @init_zero_std(%w: tensor<4xf32> {tg.param = "w", tg.init = "normal:0"}) {
-  return
-}
-
-// -----
-
-// expected-error @+1 {{'func.func' op argument #0: 'tg.init' must be "zeros", "ones" or "normal:STD" with STD > 0}}
-func.func @init_negative_std(%w: tensor<4xf32> {tg.param = "w", tg.init = "normal:-0.02"}) {
-  return
-}
-
-// -----
-
-// expected-error @+1 {{'func.func' op argument #0: 'tg.init' must be "zeros", "ones" or "normal:STD" with STD > 0}}
-func.func @init_bad_std(%w: tensor<4xf32> {tg.param = "w", tg.init = "normal:abc"}) {
-  return
-}
-
-// -----
-
-// expected-error @+1 {{'func.func' op argument #0: 'tg.init' must be "zeros", "ones" or "normal:STD" with STD > 0}}
-func.func @init_missing_std(%w: tensor<4xf32> {tg.param = "w", tg.init = "normal:"}) {
-  return
-}
-
-// -----
-
-// expected-error @+1 {{'func.func' op argument #0: 'tg.init' must be "zeros", "ones" or "normal:STD" with STD > 0}}
-func.func @init_infinite_std(%w: tensor<4xf32> {tg.param = "w", tg.init = "normal:inf"}) {
-  return
-}
-
-// -----
-
-// expected-error @+1 {{'func.func' op argument #0: 'tg.init' must be "zeros", "ones" or "normal:STD" with STD > 0}}
-func.func @init_nan_std(%w: tensor<4xf32> {tg.param = "w", tg.init = "normal:nan"}) {
-  return
-}
-
-// -----
-
-// expected-error @+1 {{'func.func' op argument #0: 'tg.init' must be "zeros", "ones" or "normal:STD" with STD > 0}}
-func.func @init_trailing_garbage(%w: tensor<4xf32> {tg.param = "w", tg.init = "normal:0.02x"}) {
-  return
-}
-
-// -----
-
-// expected-error @+1 {{'func.func' op argument #0: 'tg.init' must be "zeros", "ones" or "normal:STD" with STD > 0}}
-func.func @init_case(%w: tensor<4xf32> {tg.param = "w", tg.init = "Zeros"}) {
-  return
-}
-
-// -----
-
-// expected-error @+1 {{'func.func' op argument #0: 'tg.init' must be "zeros", "ones" or "normal:STD" with STD > 0}}
-func.func @init_not_string(%w: tensor<4xf32> {tg.param = "w", tg.init = 0.02 : f64}) {
-  return
-}
-
-// -----
-
-// expected-error @+1 {{'func.func' op unknown tg argument attribute 'tg.params'}}
+// expected-error @+1 {{'func.func' op argument #0: unknown tg argument attribute 'tg.params'}}
 func.func @unknown_arg_attr(%w: tensor<4xf32> {tg.params = "w"}) {
   return
 }
@@ -107,7 +38,7 @@ func.func @unknown_arg_attr(%w: tensor<4xf32> {tg.params = "w"}) {
 // -----
 
 // tg.output is a result attribute only.
-// expected-error @+1 {{'func.func' op unknown tg argument attribute 'tg.output'}}
+// expected-error @+1 {{'func.func' op argument #0: unknown tg argument attribute 'tg.output'}}
 func.func @output_on_argument(%w: tensor<4xf32> {tg.output = "loss"}) {
   return
 }
@@ -128,22 +59,179 @@ func.func @output_not_string(%x: tensor<f32>) -> (tensor<f32>, tensor<f32> {tg.o
 
 // -----
 
-// tg.param, tg.init and tg.input are argument attributes only.
-// expected-error @+1 {{'func.func' op unknown tg result attribute 'tg.param'}}
+// tg.param, tg.init, tg.input and tg.state are argument attributes only.
+// expected-error @+1 {{'func.func' op result #0: unknown tg result attribute 'tg.param'}}
 func.func @param_on_result(%x: tensor<f32>) -> (tensor<f32> {tg.param = "w"}) {
   return %x : tensor<f32>
 }
 
 // -----
 
-// expected-error @+1 {{'func.func' op unknown tg result attribute 'tg.input'}}
+// expected-error @+1 {{'func.func' op result #0: unknown tg result attribute 'tg.input'}}
 func.func @input_on_result(%x: tensor<f32>) -> (tensor<f32> {tg.input = "tokens"}) {
   return %x : tensor<f32>
 }
 
 // -----
 
-// expected-error @+1 {{'func.func' op unknown tg result attribute 'tg.outputs'}}
+// expected-error @+1 {{'func.func' op result #0: unknown tg result attribute 'tg.outputs'}}
 func.func @unknown_result_attr(%x: tensor<f32>) -> (tensor<f32> {tg.outputs = "loss"}) {
   return %x : tensor<f32>
+}
+
+// -----
+
+// #tg.init: the rule (zeros, ones, normal with a finite std > 0).
+
+// expected-error @+1 {{'func.func' op argument #0: 'tg.init' must be #tg.init<zeros>, #tg.init<ones> or #tg.init<normal, std = S>, got "normal:0.02"}}
+func.func @init_string(%w: tensor<4xf32> {tg.param = "w", tg.init = "normal:0.02"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #0: 'tg.init' must be #tg.init<zeros>, #tg.init<ones> or #tg.init<normal, std = S>, got 2.000000e-02 : f64}}
+func.func @init_not_init_attr(%w: tensor<4xf32> {tg.param = "w", tg.init = 0.02 : f64}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected 'zeros', 'ones' or 'normal', got 'uniform'}}
+func.func @init_unknown_kind(%w: tensor<4xf32> {tg.param = "w", tg.init = #tg.init<uniform>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected 'zeros', 'ones' or 'normal', got 'Zeros'}}
+func.func @init_case(%w: tensor<4xf32> {tg.param = "w", tg.init = #tg.init<Zeros>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{#tg.init<normal> needs a std: #tg.init<normal, std = S>}}
+func.func @init_missing_std(%w: tensor<4xf32> {tg.param = "w", tg.init = #tg.init<normal>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{#tg.init<normal> needs a finite std > 0, got 0.0}}
+func.func @init_zero_std(%w: tensor<4xf32> {tg.param = "w", tg.init = #tg.init<normal, std = 0.0>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{#tg.init<normal> needs a finite std > 0, got -0.02}}
+func.func @init_negative_std(%w: tensor<4xf32> {tg.param = "w", tg.init = #tg.init<normal, std = -0.02>}) {
+  return
+}
+
+// -----
+
+// 0x7FF0000000000000 is +inf as an f64 bit pattern.
+// expected-error @+1 {{#tg.init<normal> needs a finite std > 0, got inf}}
+func.func @init_infinite_std(%w: tensor<4xf32> {tg.param = "w", tg.init = #tg.init<normal, std = 0x7FF0000000000000>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{#tg.init<ones> takes no std}}
+func.func @init_std_on_ones(%w: tensor<4xf32> {tg.param = "w", tg.init = #tg.init<ones, std = 0.02>}) {
+  return
+}
+
+// -----
+
+// #tg.state and the tg.state / tg.updates attributes.
+
+// expected-error @+1 {{#tg.state<adam_m, ...> needs a non-empty parameter name}}
+func.func @state_empty_name(%m: tensor<4xf32> {tg.state = #tg.state<adam_m, "">}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #0: 'tg.state' must be #tg.state<adam_m, "NAME"> or #tg.state<adam_v, "NAME"> (parameters carry tg.param), got #tg.state<param, "w">}}
+func.func @state_param(%w: tensor<4xf32> {tg.state = #tg.state<param, "w">}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #0: 'tg.state' must be #tg.state<adam_m, "NAME"> or #tg.state<adam_v, "NAME"> (parameters carry tg.param), got "adam_m:w"}}
+func.func @state_string(%m: tensor<4xf32> {tg.state = "adam_m:w"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op result #0: 'tg.updates' must be a #tg.state<KIND, "NAME">, got "param:w"}}
+func.func @updates_string(%w: tensor<4xf32> {tg.param = "w"}) -> (tensor<4xf32> {tg.updates = "param:w"}) {
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op result #0: 'tg.updates' #tg.state<param, "v"> names no argument of the function (expected one with tg.param = v)}}
+func.func @updates_unknown_param(%w: tensor<4xf32> {tg.param = "w"}) -> (tensor<4xf32> {tg.updates = #tg.state<param, "v">}) {
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+// A param named w exists, but no adam_v state for it.
+// expected-error @+1 {{'func.func' op result #1: 'tg.updates' #tg.state<adam_v, "w"> names no argument of the function (expected one with tg.state = the same state)}}
+func.func @updates_unknown_moment(%w: tensor<4xf32> {tg.param = "w"}, %m: tensor<4xf32> {tg.state = #tg.state<adam_m, "w">})
+    -> (tensor<4xf32> {tg.updates = #tg.state<adam_m, "w">}, tensor<4xf32> {tg.updates = #tg.state<adam_v, "w">}) {
+  return %m, %m : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op result #0: 'tg.updates' #tg.state<param, "w"> has type 'tensor<4xf64>' but argument #0 has type 'tensor<4xf32>'}}
+func.func @updates_type(%w: tensor<4xf32> {tg.param = "w"}) -> (tensor<4xf64> {tg.updates = #tg.state<param, "w">}) {
+  %0 = tg.cast %w : tensor<4xf32> -> tensor<4xf64>
+  return %0 : tensor<4xf64>
+}
+
+// -----
+
+// Names are unique per function.
+
+// expected-error @+1 {{'func.func' op argument #2: duplicate 'tg.param' "w" (also on argument #0)}}
+func.func @duplicate_param(%a: tensor<4xf32> {tg.param = "w"}, %b: tensor<4xf32> {tg.param = "v"}, %c: tensor<4xf32> {tg.param = "w"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #1: duplicate 'tg.input' "tokens" (also on argument #0)}}
+func.func @duplicate_input(%a: tensor<4xi32> {tg.input = "tokens"}, %b: tensor<4xi32> {tg.input = "tokens"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #2: duplicate 'tg.state' #tg.state<adam_m, "w"> (also on argument #1)}}
+func.func @duplicate_state(%w: tensor<4xf32> {tg.param = "w"}, %m: tensor<4xf32> {tg.state = #tg.state<adam_m, "w">}, %m2: tensor<4xf32> {tg.state = #tg.state<adam_m, "w">}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op result #1: duplicate 'tg.output' "loss" (also on result #0)}}
+func.func @duplicate_output(%x: tensor<f32>) -> (tensor<f32> {tg.output = "loss"}, tensor<f32> {tg.output = "loss"}) {
+  return %x, %x : tensor<f32>, tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op result #1: duplicate 'tg.updates' #tg.state<param, "w"> (also on result #0)}}
+func.func @duplicate_updates(%w: tensor<4xf32> {tg.param = "w"}) -> (tensor<4xf32> {tg.updates = #tg.state<param, "w">}, tensor<4xf32> {tg.updates = #tg.state<param, "w">}) {
+  return %w, %w : tensor<4xf32>, tensor<4xf32>
 }

@@ -1,24 +1,25 @@
 // Round trip of the function argument and result attributes of the tg
-// dialect: tg.param (Hugging Face name), tg.init (initialisation rule),
-// tg.input (data input) and tg.output (result name).
+// dialect: tg.param (Hugging Face name), tg.init (#tg.init rule), tg.input
+// (data input), tg.state (AdamW moment), tg.updates (result holding the new
+// value of a state argument) and tg.output (result name).
 // RUN: tg-opt %s | tg-opt | FileCheck %s
 // RUN: tg-opt %s -mlir-print-op-generic | tg-opt | FileCheck %s
 
 // CHECK-LABEL: func.func @params
-// CHECK-SAME: %{{[^:]+}}: tensor<100x16xf32> {tg.init = "normal:0.02", tg.param = "model.embed_tokens.weight"}
-// CHECK-SAME: %{{[^:]+}}: tensor<16xf32> {tg.init = "ones", tg.param = "model.norm.weight"}
-// CHECK-SAME: %{{[^:]+}}: tensor<16xf32> {tg.init = "zeros", tg.param = "model.norm.bias"}
-// CHECK-SAME: %{{[^:]+}}: tensor<16x16xf32> {tg.init = "normal:1e-3", tg.param = "lm_head.weight"}
+// CHECK-SAME: %{{[^:]+}}: tensor<100x16xf32> {tg.init = #tg.init<normal, std = 0.02>, tg.param = "model.embed_tokens.weight"}
+// CHECK-SAME: %{{[^:]+}}: tensor<16xf32> {tg.init = #tg.init<ones>, tg.param = "model.norm.weight"}
+// CHECK-SAME: %{{[^:]+}}: tensor<16xf32> {tg.init = #tg.init<zeros>, tg.param = "model.norm.bias"}
+// CHECK-SAME: %{{[^:]+}}: tensor<16x16xf32> {tg.init = #tg.init<normal, std = 0.001>, tg.param = "lm_head.weight"}
 // CHECK-SAME: %{{[^:]+}}: tensor<16xf32> {tg.param = "no.init.rule"}
 // CHECK-SAME: %{{[^:]+}}: tensor<2x8xi64> {tg.input = "tokens"}
 // CHECK-SAME: %{{[^:]+}}: tensor<2x8xi64> {tg.input = "targets"}
 // CHECK-SAME: %{{[^:]+}}: tensor<i64> {tg.input = "step"}
 // CHECK-SAME: %{{[^:]+}}: tensor<f32>)
 // CHECK-SAME: -> (tensor<f32> {tg.output = "loss"}, tensor<2x8x100xf32> {tg.output = "logits"}, tensor<f32>)
-func.func @params(%embed: tensor<100x16xf32> {tg.param = "model.embed_tokens.weight", tg.init = "normal:0.02"},
-                  %norm_w: tensor<16xf32> {tg.param = "model.norm.weight", tg.init = "ones"},
-                  %norm_b: tensor<16xf32> {tg.param = "model.norm.bias", tg.init = "zeros"},
-                  %head: tensor<16x16xf32> {tg.param = "lm_head.weight", tg.init = "normal:1e-3"},
+func.func @params(%embed: tensor<100x16xf32> {tg.param = "model.embed_tokens.weight", tg.init = #tg.init<normal, std = 0.02>},
+                  %norm_w: tensor<16xf32> {tg.param = "model.norm.weight", tg.init = #tg.init<ones>},
+                  %norm_b: tensor<16xf32> {tg.param = "model.norm.bias", tg.init = #tg.init<zeros>},
+                  %head: tensor<16x16xf32> {tg.param = "lm_head.weight", tg.init = #tg.init<normal, std = 1.0e-3>},
                   %extra: tensor<16xf32> {tg.param = "no.init.rule"},
                   %tokens: tensor<2x8xi64> {tg.input = "tokens"},
                   %targets: tensor<2x8xi64> {tg.input = "targets"},
@@ -39,4 +40,22 @@ func.func @params(%embed: tensor<100x16xf32> {tg.param = "model.embed_tokens.wei
 // CHECK-SAME: (%{{[^:]+}}: tensor<4xf32> {other.attr = 1 : i64, tg.param = "w"}) -> (tensor<4xf32> {other.name = "y", tg.output = "y"})
 func.func @other_attrs(%w: tensor<4xf32> {tg.param = "w", other.attr = 1}) -> (tensor<4xf32> {tg.output = "y", other.name = "y"}) {
   return %w : tensor<4xf32>
+}
+
+// The AdamW step's signature: moments carry tg.state, updated state results
+// tg.updates naming the argument they replace, scalars tg.output.
+// CHECK-LABEL: func.func @step
+// CHECK-SAME: %{{[^:]+}}: tensor<4xf32> {tg.init = #tg.init<normal, std = 0.0025>, tg.param = "w"}
+// CHECK-SAME: %{{[^:]+}}: tensor<4xf32> {tg.state = #tg.state<adam_m, "w">}
+// CHECK-SAME: %{{[^:]+}}: tensor<4xf32> {tg.state = #tg.state<adam_v, "w">}
+// CHECK-SAME: -> (tensor<4xf32> {tg.updates = #tg.state<param, "w">}, tensor<4xf32> {tg.updates = #tg.state<adam_m, "w">}, tensor<4xf32> {tg.updates = #tg.state<adam_v, "w">}, tensor<f32> {tg.output = "loss"})
+func.func @step(%w: tensor<4xf32> {tg.param = "w", tg.init = #tg.init<normal, std = 2.5e-3>},
+                %m: tensor<4xf32> {tg.state = #tg.state<adam_m, "w">},
+                %v: tensor<4xf32> {tg.state = #tg.state<adam_v, "w">},
+                %loss: tensor<f32>)
+    -> (tensor<4xf32> {tg.updates = #tg.state<param, "w">},
+        tensor<4xf32> {tg.updates = #tg.state<adam_m, "w">},
+        tensor<4xf32> {tg.updates = #tg.state<adam_v, "w">},
+        tensor<f32> {tg.output = "loss"}) {
+  return %w, %m, %v, %loss : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>
 }

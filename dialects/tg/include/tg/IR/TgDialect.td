@@ -11,9 +11,13 @@ def Tg_Dialect : Dialect {
     it: embeddings, linear layers, norms, attention, losses and the optimizer.
     Every op works on statically shaped ranked tensors. Model parameters are
     function arguments carrying a `tg.param` attribute with their Hugging Face
-    name and a `tg.init` attribute with their initialisation rule; data inputs
-    carry `tg.input` (e.g. "tokens") and results `tg.output` (e.g. "loss").
+    name and a `tg.init` attribute with their initialisation rule
+    (`#tg.init<...>`); data inputs carry `tg.input` (e.g. "tokens"), AdamW
+    moments `tg.state = #tg.state<adam_m, "NAME">`, results that update a
+    state argument `tg.updates = #tg.state<...>` and other results
+    `tg.output` (e.g. "loss").
   }];
+  let useDefaultAttributePrinterParser = 1;
   let cppNamespace = "::mlir::tg";
   let hasConstantMaterializer = 0;
   let hasRegionArgAttrVerify = 1;

@@ -24,4 +24,50 @@ def Tg_DifferentiableOpInterface : OpInterface<"DifferentiableOpInterface"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Op kinds. A tg op states what kind of op it is here, once, in its trait
+// list; passes ask `op->hasTrait<TgOpTrait::...>()` or the interface instead
+// of keeping their own lists of op classes.
+//===----------------------------------------------------------------------===//
+
+class Tg_NativeOpTrait<string name> : NativeOpTrait<name> {
+  let cppNamespace = "::mlir::tg::TgOpTrait";
+}
+
+// The CPU lowering emits loops for the op (passes/lowering/KernelBodies.cpp,
+// one emitter per op). Ops without it are views (reshape), data (constant) or
+// decomposed before lowering (attention, attention_grad).
+def Tg_HasKernelBodyTrait : Tg_NativeOpTrait<"HasKernelBody">;
+// Each result element is a function of the operand elements at the same
+// index, operands read with numpy broadcasting (one linalg.generic, the op's
+// scalar computation inside). Implies a kernel body.
+def Tg_ElementwiseTrait : Tg_NativeOpTrait<"Elementwise">;
+// An elementwise op whose result may overwrite an operand of the same type
+// (the buffer planner's in-place reuse). Cast and broadcast are elementwise
+// without it.
+def Tg_InPlaceTrait : Tg_NativeOpTrait<"InPlace">;
+
+// What op definitions list.
+def Tg_HasKernelBody : TraitList<[Tg_HasKernelBodyTrait]>;
+def Tg_Elementwise : TraitList<[Tg_ElementwiseTrait, Tg_HasKernelBodyTrait]>;
+def Tg_InPlaceElementwise : TraitList<[Tg_InPlaceTrait, Tg_ElementwiseTrait,
+                                       Tg_HasKernelBodyTrait]>;
+
+def Tg_FlopCountOpInterface : OpInterface<"FlopCountOpInterface"> {
+  let description = [{
+    An op that does GEMM work (matmul, attention): it states its
+    multiply-add FLOPs (2 per multiply-add) from its static shapes, so the
+    FLOP count of a function is the sum over its ops.
+  }];
+  let cppNamespace = "::mlir::tg";
+  let methods = [
+    InterfaceMethod<[{
+        The GEMM FLOPs of this op: 2 * (multiply-adds), from static shapes.
+      }],
+      "int64_t", "getFlops", (ins)>,
+  ];
+}
+
+def Tg_FlopCount : DeclareOpInterfaceMethods<Tg_FlopCountOpInterface>;
+
 #endif // TG_INTERFACES_TD

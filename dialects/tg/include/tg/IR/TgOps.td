@@ -38,7 +38,8 @@ def Tg_ConstantOp : Tg_Op<"constant", [Pure, ConstantLike, Differentiable,
   let hasFolder = 1;
 }
 
-def Tg_CastOp : Tg_Op<"cast", [Pure, SameOperandsAndResultShape, Differentiable]> {
+def Tg_CastOp : Tg_Op<"cast", [Pure, SameOperandsAndResultShape, Differentiable,
+    Tg_Elementwise]> {
   let summary = "Converts the element type (float <-> float, int -> float)";
   let arguments = (ins Tg_AnyTensor:$input);
   let results = (outs Tg_AnyTensor:$result);
@@ -53,14 +54,14 @@ def Tg_ReshapeOp : Tg_Op<"reshape", [Pure, Differentiable]> {
   let hasVerifier = 1;
 }
 
-def Tg_TransposeOp : Tg_InferredOp<"transpose", [Differentiable]> {
+def Tg_TransposeOp : Tg_InferredOp<"transpose", [Differentiable, Tg_HasKernelBody]> {
   let summary = "Permutes dimensions: result dim i is input dim permutation[i]";
   let arguments = (ins Tg_AnyTensor:$input, DenseI64ArrayAttr:$permutation);
   let results = (outs Tg_AnyTensor:$result);
   let assemblyFormat = "$input $permutation attr-dict `:` type($input) `->` type($result)";
 }
 
-def Tg_BroadcastOp : Tg_Op<"broadcast", [Pure, Differentiable]> {
+def Tg_BroadcastOp : Tg_Op<"broadcast", [Pure, Differentiable, Tg_Elementwise]> {
   let summary = "Broadcasts to the result shape (numpy rules, trailing alignment)";
   let arguments = (ins Tg_AnyTensor:$input);
   let results = (outs Tg_AnyTensor:$result);
@@ -68,7 +69,7 @@ def Tg_BroadcastOp : Tg_Op<"broadcast", [Pure, Differentiable]> {
   let hasVerifier = 1;
 }
 
-def Tg_SliceOp : Tg_InferredOp<"slice", [Differentiable]> {
+def Tg_SliceOp : Tg_InferredOp<"slice", [Differentiable, Tg_HasKernelBody]> {
   let summary = "A static slice: `sizes` elements from `offsets` in each dim";
   let arguments = (ins Tg_AnyTensor:$input, DenseI64ArrayAttr:$offsets,
                        DenseI64ArrayAttr:$sizes);
@@ -76,7 +77,7 @@ def Tg_SliceOp : Tg_InferredOp<"slice", [Differentiable]> {
   let assemblyFormat = "$input `[` $offsets `]` `[` $sizes `]` attr-dict `:` type($input) `->` type($result)";
 }
 
-def Tg_PadOp : Tg_InferredOp<"pad", [Differentiable]> {
+def Tg_PadOp : Tg_InferredOp<"pad", [Differentiable, Tg_HasKernelBody]> {
   let summary = "Zero padding: `low` and `high` elements around each dim";
   let arguments = (ins Tg_FloatTensor:$input, DenseI64ArrayAttr:$low,
                        DenseI64ArrayAttr:$high);
@@ -84,7 +85,7 @@ def Tg_PadOp : Tg_InferredOp<"pad", [Differentiable]> {
   let assemblyFormat = "$input `low` $low `high` $high attr-dict `:` type($input) `->` type($result)";
 }
 
-def Tg_ConcatOp : Tg_InferredOp<"concat", [Differentiable]> {
+def Tg_ConcatOp : Tg_InferredOp<"concat", [Differentiable, Tg_HasKernelBody]> {
   let summary = "Concatenates along `axis`";
   let arguments = (ins Variadic<Tg_AnyTensor>:$inputs, I64Attr:$axis);
   let results = (outs Tg_AnyTensor:$result);
@@ -95,7 +96,8 @@ def Tg_ConcatOp : Tg_InferredOp<"concat", [Differentiable]> {
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-class Tg_BinaryOp<string mnemonic, list<Trait> traits = []> : Tg_InferredOp<mnemonic, traits> {
+class Tg_BinaryOp<string mnemonic, list<Trait> traits = []>
+    : Tg_InferredOp<mnemonic, !listconcat(traits, [Tg_InPlaceElementwise])> {
   let summary = "Elementwise " # mnemonic # " with numpy broadcasting";
   let arguments = (ins Tg_FloatTensor:$lhs, Tg_FloatTensor:$rhs);
   let results = (outs Tg_FloatTensor:$result);
@@ -113,7 +115,7 @@ def Tg_MinOp : Tg_BinaryOp<"min">;
 def Tg_PowOp : Tg_BinaryOp<"pow", [Differentiable]>;
 
 class Tg_UnaryOp<string mnemonic, string what> : Tg_Op<mnemonic,
-    [Pure, SameOperandsAndResultType, Differentiable]> {
+    [Pure, SameOperandsAndResultType, Differentiable, Tg_InPlaceElementwise]> {
   let summary = "Elementwise " # what;
   let arguments = (ins Tg_FloatTensor:$input);
   let results = (outs Tg_FloatTensor:$result);
@@ -138,14 +140,16 @@ def Tg_GeluApproximation : I32EnumAttr<"GeluApproximation",
   let cppNamespace = "::mlir::tg";
 }
 
-def Tg_GeluOp : Tg_Op<"gelu", [Pure, SameOperandsAndResultType, Differentiable]> {
+def Tg_GeluOp : Tg_Op<"gelu", [Pure, SameOperandsAndResultType, Differentiable,
+    Tg_InPlaceElementwise]> {
   let summary = "GELU, exact (erf) or with the tanh approximation";
   let arguments = (ins Tg_FloatTensor:$input, Tg_GeluApproximation:$approximate);
   let results = (outs Tg_FloatTensor:$result);
   let assemblyFormat = "$input $approximate attr-dict `:` type($input)";
 }
 
-def Tg_GeluGradOp : Tg_Op<"gelu_grad", [Pure, SameOperandsAndResultType]> {
+def Tg_GeluGradOp : Tg_Op<"gelu_grad", [Pure, SameOperandsAndResultType,
+    Tg_InPlaceElementwise]> {
   let summary = "d/dx GELU(x) * result_grad";
   let arguments = (ins Tg_FloatTensor:$input, Tg_FloatTensor:$result_grad,
                        Tg_GeluApproximation:$approximate);
@@ -153,7 +157,8 @@ def Tg_GeluGradOp : Tg_Op<"gelu_grad", [Pure, SameOperandsAndResultType]> {
   let assemblyFormat = "$input `,` $result_grad $approximate attr-dict `:` type($input)";
 }
 
-def Tg_SiluGradOp : Tg_Op<"silu_grad", [Pure, SameOperandsAndResultType]> {
+def Tg_SiluGradOp : Tg_Op<"silu_grad", [Pure, SameOperandsAndResultType,
+    Tg_InPlaceElementwise]> {
   let summary = "d/dx SiLU(x) * result_grad";
   let arguments = (ins Tg_FloatTensor:$input, Tg_FloatTensor:$result_grad);
   let results = (outs Tg_FloatTensor:$input_grad);
@@ -165,7 +170,7 @@ def Tg_SiluGradOp : Tg_Op<"silu_grad", [Pure, SameOperandsAndResultType]> {
 //===----------------------------------------------------------------------===//
 
 class Tg_ReduceOp<string mnemonic, string what, list<Trait> traits = []>
-    : Tg_InferredOp<mnemonic, traits> {
+    : Tg_InferredOp<mnemonic, !listconcat(traits, [Tg_HasKernelBody])> {
   let summary = what # " over `axes`; `keep_dims` keeps them with size 1";
   let arguments = (ins Tg_FloatTensor:$input, DenseI64ArrayAttr:$axes,
                        DefaultValuedAttr<BoolAttr, "false">:$keep_dims);
@@ -181,14 +186,14 @@ def Tg_ReduceMaxOp : Tg_ReduceOp<"reduce_max", "Maximum">;
 // Transformer ops
 //===----------------------------------------------------------------------===//
 
-def Tg_EmbeddingOp : Tg_InferredOp<"embedding", [Differentiable]> {
+def Tg_EmbeddingOp : Tg_InferredOp<"embedding", [Differentiable, Tg_HasKernelBody]> {
   let summary = "Gathers rows of `table` [V, D] at `indices` [...] -> [..., D]";
   let arguments = (ins Tg_FloatTensor:$table, Tg_IndexTensor:$indices);
   let results = (outs Tg_FloatTensor:$result);
   let assemblyFormat = "$table `[` $indices `]` attr-dict `:` type($table) `,` type($indices) `->` type($result)";
 }
 
-def Tg_EmbeddingGradOp : Tg_Op<"embedding_grad", [Pure]> {
+def Tg_EmbeddingGradOp : Tg_Op<"embedding_grad", [Pure, Tg_HasKernelBody]> {
   let summary = "Scatter-adds `result_grad` [..., D] rows into a zero [V, D] table";
   let arguments = (ins Tg_IndexTensor:$indices, Tg_FloatTensor:$result_grad);
   let results = (outs Tg_FloatTensor:$table_grad);
@@ -196,7 +201,8 @@ def Tg_EmbeddingGradOp : Tg_Op<"embedding_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Tg_MatmulOp : Tg_InferredOp<"matmul", [Differentiable]> {
+def Tg_MatmulOp : Tg_InferredOp<"matmul", [Differentiable, Tg_HasKernelBody,
+    Tg_FlopCount]> {
   let summary = "Batched matrix product with optional transposes";
   let description = [{
     `lhs` is [batch..., M, K] ([batch..., K, M] with `transpose_lhs`); `rhs` is
@@ -210,7 +216,7 @@ def Tg_MatmulOp : Tg_InferredOp<"matmul", [Differentiable]> {
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
 }
 
-def Tg_LayerNormOp : Tg_InferredOp<"layer_norm", [Differentiable]> {
+def Tg_LayerNormOp : Tg_InferredOp<"layer_norm", [Differentiable, Tg_HasKernelBody]> {
   let summary = "Layer norm over the last dim, with weight and bias";
   let arguments = (ins Tg_FloatTensor:$input, Tg_FloatTensor:$weight,
                        Tg_FloatTensor:$bias, F64Attr:$epsilon);
@@ -218,7 +224,7 @@ def Tg_LayerNormOp : Tg_InferredOp<"layer_norm", [Differentiable]> {
   let assemblyFormat = "$input `,` $weight `,` $bias attr-dict `:` type($input) `,` type($weight) `,` type($bias) `->` type($result)";
 }
 
-def Tg_LayerNormGradOp : Tg_InferredOp<"layer_norm_grad"> {
+def Tg_LayerNormGradOp : Tg_InferredOp<"layer_norm_grad", [Tg_HasKernelBody]> {
   let summary = "Gradients of layer_norm for input, weight and bias";
   let arguments = (ins Tg_FloatTensor:$input, Tg_FloatTensor:$weight,
                        Tg_FloatTensor:$result_grad, F64Attr:$epsilon);
@@ -227,14 +233,14 @@ def Tg_LayerNormGradOp : Tg_InferredOp<"layer_norm_grad"> {
   let assemblyFormat = "$input `,` $weight `,` $result_grad attr-dict `:` type($input) `,` type($weight) `,` type($result_grad) `->` type(results)";
 }
 
-def Tg_RmsNormOp : Tg_InferredOp<"rms_norm", [Differentiable]> {
+def Tg_RmsNormOp : Tg_InferredOp<"rms_norm", [Differentiable, Tg_HasKernelBody]> {
   let summary = "RMS norm over the last dim, with weight";
   let arguments = (ins Tg_FloatTensor:$input, Tg_FloatTensor:$weight, F64Attr:$epsilon);
   let results = (outs Tg_FloatTensor:$result);
   let assemblyFormat = "$input `,` $weight attr-dict `:` type($input) `,` type($weight) `->` type($result)";
 }
 
-def Tg_RmsNormGradOp : Tg_InferredOp<"rms_norm_grad"> {
+def Tg_RmsNormGradOp : Tg_InferredOp<"rms_norm_grad", [Tg_HasKernelBody]> {
   let summary = "Gradients of rms_norm for input and weight";
   let arguments = (ins Tg_FloatTensor:$input, Tg_FloatTensor:$weight,
                        Tg_FloatTensor:$result_grad, F64Attr:$epsilon);
@@ -242,21 +248,23 @@ def Tg_RmsNormGradOp : Tg_InferredOp<"rms_norm_grad"> {
   let assemblyFormat = "$input `,` $weight `,` $result_grad attr-dict `:` type($input) `,` type($weight) `,` type($result_grad) `->` type(results)";
 }
 
-def Tg_SoftmaxOp : Tg_Op<"softmax", [Pure, SameOperandsAndResultType, Differentiable]> {
+def Tg_SoftmaxOp : Tg_Op<"softmax", [Pure, SameOperandsAndResultType, Differentiable,
+    Tg_HasKernelBody]> {
   let summary = "Softmax over the last dim";
   let arguments = (ins Tg_FloatTensor:$input);
   let results = (outs Tg_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def Tg_SoftmaxGradOp : Tg_Op<"softmax_grad", [Pure, SameOperandsAndResultType]> {
+def Tg_SoftmaxGradOp : Tg_Op<"softmax_grad", [Pure, SameOperandsAndResultType,
+    Tg_HasKernelBody]> {
   let summary = "Input gradient of softmax given its result and result gradient";
   let arguments = (ins Tg_FloatTensor:$result, Tg_FloatTensor:$result_grad);
   let results = (outs Tg_FloatTensor:$input_grad);
   let assemblyFormat = "$result `,` $result_grad attr-dict `:` type($result)";
 }
 
-def Tg_AttentionOp : Tg_InferredOp<"attention", [Differentiable]> {
+def Tg_AttentionOp : Tg_InferredOp<"attention", [Differentiable, Tg_FlopCount]> {
   let summary = "Scaled dot-product self-attention with grouped-query heads";
   let description = [{
     `query` is [B, Hq, T, D]; `key` and `value` are [B, Hkv, S, D] with Hq a
@@ -271,7 +279,7 @@ def Tg_AttentionOp : Tg_InferredOp<"attention", [Differentiable]> {
   let assemblyFormat = "$query `,` $key `,` $value attr-dict `:` type($query) `,` type($key) `,` type($value) `->` type($result)";
 }
 
-def Tg_AttentionGradOp : Tg_InferredOp<"attention_grad"> {
+def Tg_AttentionGradOp : Tg_InferredOp<"attention_grad", [Tg_FlopCount]> {
   let summary = "Gradients of attention for query, key and value";
   let arguments = (ins Tg_FloatTensor:$query, Tg_FloatTensor:$key,
                        Tg_FloatTensor:$value, Tg_FloatTensor:$result_grad,
@@ -281,7 +289,8 @@ def Tg_AttentionGradOp : Tg_InferredOp<"attention_grad"> {
   let assemblyFormat = "$query `,` $key `,` $value `,` $result_grad attr-dict `:` type($query) `,` type($key) `,` type($value) `,` type($result_grad) `->` type(results)";
 }
 
-def Tg_RopeOp : Tg_Op<"rope", [Pure, SameOperandsAndResultType, Differentiable]> {
+def Tg_RopeOp : Tg_Op<"rope", [Pure, SameOperandsAndResultType, Differentiable,
+    Tg_HasKernelBody]> {
   let summary = "Rotary position embedding, Hugging Face rotate_half convention";
   let description = [{
     `input` is [B, H, T, D] with D even; position t rotates pair (i, i + D/2)
@@ -295,14 +304,14 @@ def Tg_RopeOp : Tg_Op<"rope", [Pure, SameOperandsAndResultType, Differentiable]>
   let hasVerifier = 1;
 }
 
-def Tg_CrossEntropyOp : Tg_InferredOp<"cross_entropy", [Differentiable]> {
+def Tg_CrossEntropyOp : Tg_InferredOp<"cross_entropy", [Differentiable, Tg_HasKernelBody]> {
   let summary = "Mean token cross-entropy of `logits` [..., V] against `targets` [...]";
   let arguments = (ins Tg_FloatTensor:$logits, Tg_IndexTensor:$targets);
   let results = (outs Tg_Scalar:$loss);
   let assemblyFormat = "$logits `,` $targets attr-dict `:` type($logits) `,` type($targets) `->` type($loss)";
 }
 
-def Tg_CrossEntropyGradOp : Tg_Op<"cross_entropy_grad", [Pure,
+def Tg_CrossEntropyGradOp : Tg_Op<"cross_entropy_grad", [Pure, Tg_HasKernelBody,
     AllTypesMatch<["logits", "logits_grad"]>]> {
   let summary = "Gradient of cross_entropy for logits, scaled by `loss_grad`";
   let arguments = (ins Tg_FloatTensor:$logits, Tg_IndexTensor:$targets,
@@ -311,5 +320,8 @@ def Tg_CrossEntropyGradOp : Tg_Op<"cross_entropy_grad", [Pure,
   let assemblyFormat = "$logits `,` $targets `,` $loss_grad attr-dict `:` type($logits) `,` type($targets) `,` type($loss_grad)";
   let hasVerifier = 1;
 }
+
+// The micro-batch loop (tg.micro_batches) and its terminator.
+include "tg/IR/TgMicroBatches.td"
 
 #endif // TG_OPS_TD

@@ -1,0 +1,38 @@
+#ifndef TG_PIPELINE_PIPELINE_H
+#define TG_PIPELINE_PIPELINE_H
+
+#include "tg/Passes/TrainStep.h"
+
+#include <cstdint>
+
+namespace mlir {
+class OpPassManager;
+namespace tg {
+
+/// tgc's pipeline, stage by stage. The frontend (config.json or .mlir to a
+/// module with @forward or @train_step) runs before it; each stage is a list
+/// of registered passes, so `tg-opt` can run any of them alone.
+
+/// @forward -> @train_step (tg-build-train-step).
+void buildTrainingStage(OpPassManager &pm, const TrainStepOptions &options);
+
+struct LoweringOptions {
+  /// Matrix products as library calls (exec.gemm), not generated kernels.
+  bool libraryGemm = true;
+  /// Initialisation seed recorded in the program.
+  uint64_t seed = 0;
+};
+
+/// @train_step (tg) -> exec.program with planned resources, timepoints and
+/// a kernel module on memrefs: tg-unroll-micro-batches,
+/// tg-decompose-attention, tg-form-dispatch-regions, tg-lower-to-exec,
+/// exec-insert-timepoints, exec-plan-buffers, tg-bufferize-kernels.
+void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options);
+
+/// Kernel modules -> LLVM -> a host shared object in an exec.binary.
+void buildCpuTargetStage(OpPassManager &pm);
+
+} // namespace tg
+} // namespace mlir
+
+#endif

@@ -1,0 +1,32 @@
+// tgc's pass pipeline as a few staged functions.
+#include "tg/Pipeline/Pipeline.h"
+
+#include "tg/Passes/Passes.h"
+#include "tg/Targets/CpuTarget.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassManager.h"
+
+namespace mlir::tg {
+
+void buildTrainingStage(OpPassManager &pm, const TrainStepOptions &options) {
+  pm.addPass(createTgBuildTrainStepPass(options, "forward"));
+}
+
+void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options) {
+  pm.addPass(createTgUnrollMicroBatches());
+  pm.addPass(createTgDecomposeAttention());
+  pm.addNestedPass<func::FuncOp>(
+      createTgFormDispatchRegions({options.libraryGemm}));
+  pm.addPass(createTgLowerToExec({"train_step", options.seed}));
+  pm.addPass(createExecInsertTimepoints());
+  pm.addPass(createExecPlanBuffers());
+  pm.addPass(createTgBufferizeKernels());
+}
+
+void buildCpuTargetStage(OpPassManager &pm) {
+  addCpuKernelLoweringPasses(pm.nest<ModuleOp>());
+  pm.addPass(createTgCpuSerializeKernels());
+}
+
+} // namespace mlir::tg

@@ -1,0 +1,38 @@
+#ifndef TG_EXEC_IR_EXECOPS_H
+#define TG_EXEC_IR_EXECOPS_H
+
+#include "tg/Exec/IR/ExecDialect.h"
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "tg/Exec/IR/ExecEnums.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "tg/Exec/IR/ExecOpsTypes.h.inc"
+
+#define GET_OP_CLASSES
+#include "tg/Exec/IR/ExecOps.h.inc"
+
+namespace mlir::tg::exec {
+/// Ops that run on a stream and return a timepoint.
+bool isCommand(Operation *op);
+/// The timepoints a command awaits (its `awaits` operands).
+OperandRange getAwaits(Operation *command);
+/// Appends `timepoints` to a command's awaits (skipping ones it has).
+void addAwaits(Operation *command, ValueRange timepoints);
+/// The buffers a command reads and writes (an in-place collective both).
+SmallVector<Value> getReadBuffers(Operation *command);
+SmallVector<Value> getWrittenBuffers(Operation *command);
+/// The resource a buffer lives in (views resolved).
+ResourceOp getStorage(Value buffer);
+/// Bytes of a static memref type.
+int64_t getByteSize(MemRefType type);
+} // namespace mlir::tg::exec
+
+#endif

@@ -1,0 +1,307 @@
+//===- ExecOps.td - the execution dialect -------------------------------*-===//
+//
+// What a compiled training step does at run time: typed resources in one
+// arena, kernel dispatches, library GEMMs, copies and collectives, each on a
+// stream, returning a timepoint that later commands await. The order of the
+// commands in the block is one valid schedule; the timepoints are the
+// dependency graph that passes may reschedule by.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TG_EXEC_OPS_TD
+#define TG_EXEC_OPS_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+
+def Exec_Dialect : Dialect {
+  let name = "exec";
+  let summary = "Resources, streams and commands of a compiled training step";
+  let description = [{
+    An `exec.program` is what the runtime executes: resources (slices of one
+    arena, typed by role), and commands over them (`dispatch` of a generated
+    kernel, `gemm` through the target's library, `copy`, collectives over a
+    named mesh axis). Every command runs on a stream and returns an
+    `!exec.timepoint`; it starts only after the timepoints it awaits. Before
+    planning, dispatch regions on tensors (`exec.dispatch_region`) group the
+    ops that one kernel will compute.
+  }];
+  let cppNamespace = "::mlir::tg::exec";
+  let useDefaultTypePrinterParser = 1;
+}
+
+class Exec_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Exec_Dialect, mnemonic, traits>;
+
+//===----------------------------------------------------------------------===//
+// Types and enums
+//===----------------------------------------------------------------------===//
+
+def Exec_Timepoint : TypeDef<Exec_Dialect, "Timepoint"> {
+  let mnemonic = "timepoint";
+  let summary = "The completion of a command";
+}
+
+def Exec_ResourceKind : I32EnumAttr<"ResourceKind", "the role of a resource", [
+    I32EnumAttrCase<"parameter", 0>, // trainable weights (fp32 masters)
+    I32EnumAttrCase<"adam_m", 1>,    // AdamW first moment of a parameter
+    I32EnumAttrCase<"adam_v", 2>,    // AdamW second moment of a parameter
+    I32EnumAttrCase<"input", 3>,     // written by the host before a step
+    I32EnumAttrCase<"output", 4>,    // read by the host after a step
+    I32EnumAttrCase<"constant", 5>,  // loaded once with the program
+    I32EnumAttrCase<"scratch", 6>,   // lives within one step
+  ]> {
+  let cppNamespace = "::mlir::tg::exec";
+}
+
+def Exec_Reduction : I32EnumAttr<"Reduction", "how a collective combines", [
+    I32EnumAttrCase<"sum", 0>, I32EnumAttrCase<"avg", 1>,
+    I32EnumAttrCase<"max", 2>, I32EnumAttrCase<"min", 3>,
+  ]> {
+  let cppNamespace = "::mlir::tg::exec";
+}
+
+def Exec_BinaryFormat : I32EnumAttr<"BinaryFormat", "kernel image format", [
+    I32EnumAttrCase<"elf", 0>, // host shared object, NAME_packed(void**)
+    I32EnumAttrCase<"ptx", 1>,
+  ]> {
+  let cppNamespace = "::mlir::tg::exec";
+}
+
+def Exec_Buffer : MemRefRankOf<[AnyType], [0, 1, 2, 3, 4, 5, 6]>;
+
+//===----------------------------------------------------------------------===//
+// Programs and resources
+//===----------------------------------------------------------------------===//
+
+def Exec_ProgramOp : Exec_Op<"program", [Symbol, IsolatedFromAbove,
+    SingleBlock, NoTerminator, NoRegionArguments]> {
+  let summary = "A compiled training step: resources and commands";
+  let description = [{
+    `mesh_axes` / `mesh_shape` name the device mesh collectives run over (a
+    single device is `["data"]`, `[1]`). `batch_size`, `seq_len`,
+    `vocab_size`, `seed` and `flops_per_step` describe the step for the
+    runtime. `arena_size` and `state_size` are set by exec-plan-buffers: the
+    arena holds the state region (bytes [0, state_size)) then scratch.
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+      StrArrayAttr:$mesh_axes, DenseI64ArrayAttr:$mesh_shape,
+      I64Attr:$batch_size, I64Attr:$seq_len, I64Attr:$vocab_size,
+      I64Attr:$seed, F64Attr:$flops_per_step,
+      OptionalAttr<I64Attr>:$arena_size, OptionalAttr<I64Attr>:$state_size);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::Block &getBlock() { return getBody().front(); }
+    /// The size of mesh axis `axis`, or std::nullopt if there is none.
+    std::optional<int64_t> getAxisSize(::llvm::StringRef axis);
+  }];
+}
+
+def Exec_ResourceOp : Exec_Op<"resource", [Pure]> {
+  let summary = "A buffer of the arena with a role";
+  let description = [{
+    `name` is the interface name of state (the Hugging Face name of a
+    parameter and of the moments that belong to it, "tokens", "loss", ...).
+    A parameter carries its initialisation rule (`init`), a constant its
+    `value`. `updates(%state)` marks the new value of a state resource: after
+    the step it must be in `%state`'s place (exec-plan-buffers writes it there
+    directly when it can, or copies it back). `at OFFSET` is the byte offset
+    in the arena, set by exec-plan-buffers.
+  }];
+  let arguments = (ins Exec_ResourceKind:$kind, OptionalAttr<StrAttr>:$name,
+      Optional<Exec_Buffer>:$updates, OptionalAttr<AnyAttr>:$init,
+      OptionalAttr<ElementsAttr>:$value, OptionalAttr<I64Attr>:$offset);
+  let results = (outs Exec_Buffer:$result);
+  let assemblyFormat = [{
+    $kind ($name^)? (`updates` `(` $updates^ `:` type($updates) `)`)?
+    (`at` $offset^)? attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Bytes the resource occupies (elements x element size).
+    int64_t getByteSize();
+    bool isState() { return getKind() != ResourceKind::scratch; }
+  }];
+}
+
+def Exec_ViewOp : Exec_Op<"view", [Pure]> {
+  let summary = "The same bytes with another static shape";
+  let arguments = (ins Exec_Buffer:$source);
+  let results = (outs Exec_Buffer:$result);
+  let assemblyFormat = "$source attr-dict `:` type($source) `to` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Commands
+//===----------------------------------------------------------------------===//
+
+/// Every command runs on `stream` after the timepoints it awaits.
+class Exec_CommandOp<string mnemonic, list<Trait> traits = []>
+    : Exec_Op<mnemonic, traits> {
+  let results = (outs Exec_Timepoint:$done);
+}
+
+def Exec_DispatchOp : Exec_CommandOp<"dispatch",
+    [AttrSizedOperandSegments,
+     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Run a generated kernel";
+  let description = [{
+    `kernel` is a function of the program's kernel module (on tensors before
+    tg-bufferize-kernels: inputs -> results; on memrefs after it: inputs then
+    outputs), or a kernel of an `exec.binary` once serialized.
+  }];
+  let arguments = (ins SymbolRefAttr:$kernel, Variadic<Exec_Buffer>:$inputs,
+      Variadic<Exec_Buffer>:$outputs, Variadic<Exec_Timepoint>:$awaits,
+      DefaultValuedAttr<I64Attr, "0">:$stream);
+  let assemblyFormat = [{
+    $kernel `(` $inputs `)` `->` `(` $outputs `)`
+    (`await` `(` $awaits^ `)`)? (`on` $stream^)? attr-dict
+    `:` functional-type($inputs, $outputs)
+  }];
+}
+
+def Exec_GemmOp : Exec_CommandOp<"gemm"> {
+  let summary = "c[i] = op(a[i]) x op(b[i]) for i < batch, through a library";
+  let description = [{
+    Row-major m x k times k x n matrices (op = transpose when `transpose_a` /
+    `transpose_b`); strides in elements between the batch's matrices, 0 when
+    all share one. Element types must match.
+  }];
+  let arguments = (ins Exec_Buffer:$a, Exec_Buffer:$b, Exec_Buffer:$c,
+      Variadic<Exec_Timepoint>:$awaits, UnitAttr:$transpose_a,
+      UnitAttr:$transpose_b, I64Attr:$m, I64Attr:$n, I64Attr:$k,
+      I64Attr:$batch, I64Attr:$stride_a, I64Attr:$stride_b,
+      I64Attr:$stride_c, DefaultValuedAttr<I64Attr, "0">:$stream);
+  let assemblyFormat = [{
+    `(` $a `,` $b `)` `->` $c (`await` `(` $awaits^ `)`)? (`on` $stream^)?
+    attr-dict `:` type($a) `,` type($b) `->` type($c)
+  }];
+  let hasVerifier = 1;
+}
+
+def Exec_CopyOp : Exec_CommandOp<"copy"> {
+  let summary = "Copy the bytes of one buffer to another of the same size";
+  let arguments = (ins Exec_Buffer:$source, Exec_Buffer:$target,
+      Variadic<Exec_Timepoint>:$awaits,
+      DefaultValuedAttr<I64Attr, "0">:$stream);
+  let assemblyFormat = [{
+    $source `->` $target (`await` `(` $awaits^ `)`)? (`on` $stream^)?
+    attr-dict `:` type($source) `->` type($target)
+  }];
+  let hasVerifier = 1;
+}
+
+/// A collective over one named axis of the program's mesh.
+class Exec_CollectiveOp<string mnemonic, string what>
+    : Exec_CommandOp<mnemonic> {
+  let summary = what # " over a mesh axis";
+  let hasVerifier = 1;
+}
+
+def Exec_AllReduceOp : Exec_CollectiveOp<"all_reduce",
+    "Every rank gets the reduction of all ranks' buffers"> {
+  let arguments = (ins Exec_Buffer:$source, Exec_Buffer:$target,
+      StrAttr:$axis, Exec_Reduction:$reduction,
+      Variadic<Exec_Timepoint>:$awaits,
+      DefaultValuedAttr<I64Attr, "0">:$stream);
+  let assemblyFormat = [{
+    $reduction $source `->` $target `over` $axis (`await` `(` $awaits^ `)`)?
+    (`on` $stream^)? attr-dict `:` type($source) `->` type($target)
+  }];
+}
+
+def Exec_ReduceScatterOp : Exec_CollectiveOp<"reduce_scatter",
+    "Rank i gets block i of the reduction (dim 0 split by the axis size)"> {
+  let arguments = (ins Exec_Buffer:$source, Exec_Buffer:$target,
+      StrAttr:$axis, Exec_Reduction:$reduction,
+      Variadic<Exec_Timepoint>:$awaits,
+      DefaultValuedAttr<I64Attr, "0">:$stream);
+  let assemblyFormat = [{
+    $reduction $source `->` $target `over` $axis (`await` `(` $awaits^ `)`)?
+    (`on` $stream^)? attr-dict `:` type($source) `->` type($target)
+  }];
+}
+
+def Exec_AllGatherOp : Exec_CollectiveOp<"all_gather",
+    "Every rank gets all ranks' buffers, concatenated along dim 0"> {
+  let arguments = (ins Exec_Buffer:$source, Exec_Buffer:$target,
+      StrAttr:$axis, Variadic<Exec_Timepoint>:$awaits,
+      DefaultValuedAttr<I64Attr, "0">:$stream);
+  let assemblyFormat = [{
+    $source `->` $target `over` $axis (`await` `(` $awaits^ `)`)?
+    (`on` $stream^)? attr-dict `:` type($source) `->` type($target)
+  }];
+}
+
+def Exec_SendOp : Exec_CollectiveOp<"send",
+    "Send a buffer to the rank at index `peer` along the axis"> {
+  let arguments = (ins Exec_Buffer:$source, StrAttr:$axis, I64Attr:$peer,
+      Variadic<Exec_Timepoint>:$awaits,
+      DefaultValuedAttr<I64Attr, "0">:$stream);
+  let assemblyFormat = [{
+    $source `to` $peer `over` $axis (`await` `(` $awaits^ `)`)?
+    (`on` $stream^)? attr-dict `:` type($source)
+  }];
+}
+
+def Exec_RecvOp : Exec_CollectiveOp<"recv",
+    "Receive a buffer from the rank at index `peer` along the axis"> {
+  let arguments = (ins Exec_Buffer:$target, StrAttr:$axis, I64Attr:$peer,
+      Variadic<Exec_Timepoint>:$awaits,
+      DefaultValuedAttr<I64Attr, "0">:$stream);
+  let assemblyFormat = [{
+    $target `from` $peer `over` $axis (`await` `(` $awaits^ `)`)?
+    (`on` $stream^)? attr-dict `:` type($target)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+def Exec_DispatchRegionOp : Exec_Op<"dispatch_region",
+    [SingleBlockImplicitTerminator<"YieldOp">]> {
+  let summary = "Ops on tensors that one generated kernel will compute";
+  let description = [{
+    Formed on tensors before bufferization; values from above are the
+    kernel's inputs, the yielded values its outputs. tg-lower-to-exec
+    outlines each region into a kernel function.
+  }];
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "(`->` `(` type($results)^ `)`)? attr-dict-with-keyword $body";
+  let hasVerifier = 1;
+}
+
+def Exec_YieldOp : Exec_Op<"yield", [Pure, Terminator,
+    HasParent<"DispatchRegionOp">, ReturnLike]> {
+  let summary = "The values a dispatch region produces";
+  let arguments = (ins Variadic<AnyRankedTensor>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+  let builders = [OpBuilder<(ins), [{ /* empty */ }]>];
+}
+
+def Exec_BinaryOp : Exec_Op<"binary", [Symbol]> {
+  let summary = "Compiled kernels of a program, serialized for the target";
+  let description = [{
+    `kernels[i]` (the name dispatches use) takes `operand_counts[i]` buffers
+    and is entered at `symbols[i]` in the image. For `elf`, `image` is a host
+    shared object whose symbols have the C type void(void **buffers);
+    `target_cpu` is the CPU it was tuned for.
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, Exec_BinaryFormat:$format,
+      StrArrayAttr:$kernels, StrArrayAttr:$symbols,
+      DenseI64ArrayAttr:$operand_counts,
+      StrAttr:$target_cpu, StrAttr:$image);
+  let assemblyFormat = "$sym_name $format attr-dict";
+  let hasVerifier = 1;
+}
+
+#endif // TG_EXEC_OPS_TD

@@ -1,0 +1,322 @@
+// Verifiers and helpers of the execution dialect.
+#include "tg/Exec/IR/ExecOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::tg::exec;
+
+#include "tg/Exec/IR/ExecEnums.cpp.inc"
+
+#define GET_OP_CLASSES
+#include "tg/Exec/IR/ExecOps.cpp.inc"
+
+namespace mlir::tg::exec {
+
+int64_t getByteSize(MemRefType type) {
+  return type.getNumElements() *
+         ((type.getElementTypeBitWidth() + 7) / 8);
+}
+
+bool isCommand(Operation *op) {
+  return isa<DispatchOp, GemmOp, CopyOp, AllReduceOp, ReduceScatterOp,
+             AllGatherOp, SendOp, RecvOp>(op);
+}
+
+OperandRange getAwaits(Operation *command) {
+  return llvm::TypeSwitch<Operation *, OperandRange>(command)
+      .Case<DispatchOp, GemmOp, CopyOp, AllReduceOp, ReduceScatterOp,
+            AllGatherOp, SendOp, RecvOp>(
+          [](auto op) { return op.getAwaits(); });
+}
+
+void addAwaits(Operation *command, ValueRange timepoints) {
+  SmallVector<Value> missing;
+  for (Value t : timepoints)
+    if (!llvm::is_contained(getAwaits(command), t) &&
+        !llvm::is_contained(missing, t))
+      missing.push_back(t);
+  if (missing.empty())
+    return;
+  llvm::TypeSwitch<Operation *>(command)
+      .Case<DispatchOp, GemmOp, CopyOp, AllReduceOp, ReduceScatterOp,
+            AllGatherOp, SendOp, RecvOp>(
+          [&](auto op) { op.getAwaitsMutable().append(missing); });
+}
+
+SmallVector<Value> getReadBuffers(Operation *command) {
+  return llvm::TypeSwitch<Operation *, SmallVector<Value>>(command)
+      .Case([](DispatchOp op) { return SmallVector<Value>(op.getInputs()); })
+      .Case([](GemmOp op) { return SmallVector<Value>{op.getA(), op.getB()}; })
+      .Case<CopyOp, AllReduceOp, ReduceScatterOp, AllGatherOp, SendOp>(
+          [](auto op) { return SmallVector<Value>{op.getSource()}; })
+      .Default([](Operation *) { return SmallVector<Value>{}; });
+}
+
+SmallVector<Value> getWrittenBuffers(Operation *command) {
+  return llvm::TypeSwitch<Operation *, SmallVector<Value>>(command)
+      .Case([](DispatchOp op) { return SmallVector<Value>(op.getOutputs()); })
+      .Case([](GemmOp op) { return SmallVector<Value>{op.getC()}; })
+      .Case<CopyOp, AllReduceOp, ReduceScatterOp, AllGatherOp, RecvOp>(
+          [](auto op) { return SmallVector<Value>{op.getTarget()}; })
+      .Default([](Operation *) { return SmallVector<Value>{}; });
+}
+
+ResourceOp getStorage(Value buffer) {
+  while (auto view = buffer.getDefiningOp<ViewOp>())
+    buffer = view.getSource();
+  return buffer.getDefiningOp<ResourceOp>();
+}
+
+} // namespace mlir::tg::exec
+
+//===----------------------------------------------------------------------===//
+// ProgramOp
+//===----------------------------------------------------------------------===//
+
+std::optional<int64_t> ProgramOp::getAxisSize(StringRef axis) {
+  for (auto [name, size] : llvm::zip(getMeshAxes(), getMeshShape()))
+    if (cast<StringAttr>(name).getValue() == axis)
+      return size;
+  return std::nullopt;
+}
+
+LogicalResult ProgramOp::verify() {
+  if (getMeshAxes().size() != getMeshShape().size())
+    return emitOpError("has ") << getMeshAxes().size() << " mesh axes but "
+                               << getMeshShape().size() << " mesh sizes";
+  for (auto [name, size] : llvm::zip(getMeshAxes(), getMeshShape()))
+    if (size < 1)
+      return emitOpError("mesh axis '")
+             << cast<StringAttr>(name).getValue() << "' has size " << size
+             << "; sizes must be >= 1";
+  for (Operation &op : getBlock())
+    if (!isa<ResourceOp, ViewOp>(op) && !isCommand(&op))
+      return op.emitOpError("cannot be in an exec.program: only resources, "
+                            "views and commands can");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ResourceOp, ViewOp
+//===----------------------------------------------------------------------===//
+
+int64_t ResourceOp::getByteSize() {
+  return exec::getByteSize(getResult().getType());
+}
+
+LogicalResult ResourceOp::verify() {
+  MemRefType type = getResult().getType();
+  if (!type.hasStaticShape() || !type.getLayout().isIdentity())
+    return emitOpError("needs a static, identity-layout memref, not ") << type;
+  ResourceKind kind = getKind();
+  bool named = kind != ResourceKind::scratch && kind != ResourceKind::constant;
+  if (named && !getName())
+    return emitOpError("of kind '")
+           << stringifyResourceKind(kind) << "' needs a name";
+  if (getInit() && kind != ResourceKind::parameter)
+    return emitOpError("has an init rule but is not a parameter");
+  if (kind == ResourceKind::constant) {
+    if (!getValue())
+      return emitOpError("of kind 'constant' needs a value");
+    auto valueType = cast<ShapedType>(getValue()->getType());
+    if (valueType.getShape() != type.getShape() ||
+        valueType.getElementType() != type.getElementType())
+      return emitOpError("value of type ")
+             << valueType << " does not match the buffer " << type;
+  } else if (getValue()) {
+    return emitOpError("has a value but is not a constant");
+  }
+  if (Value state = getUpdates()) {
+    ResourceOp target = getStorage(state);
+    if (!target || !target.isState() ||
+        target.getKind() == ResourceKind::constant)
+      return emitOpError("updates a buffer that is not a state resource");
+    if (state.getType() != type)
+      return emitOpError("updates ")
+             << state.getType() << " with a buffer of type " << type;
+  }
+  if (getOffset() && *getOffset() < 0)
+    return emitOpError("has a negative offset");
+  return success();
+}
+
+LogicalResult ViewOp::verify() {
+  auto from = getSource().getType(), to = getResult().getType();
+  if (from.getElementType() != to.getElementType() ||
+      from.getNumElements() != to.getNumElements())
+    return emitOpError("cannot view ") << from << " as " << to
+                                       << ": element types and counts differ";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Commands
+//===----------------------------------------------------------------------===//
+
+/// Kernels are functions of a module, or entries of an exec.binary.
+LogicalResult DispatchOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  Operation *target = symbols.lookupNearestSymbolFrom(*this, getKernel());
+  if (!target)
+    return emitOpError("kernel ") << getKernel() << " does not exist";
+  unsigned numInputs = getInputs().size(), numOutputs = getOutputs().size();
+  if (auto func = dyn_cast<func::FuncOp>(target)) {
+    FunctionType type = func.getFunctionType();
+    bool onTensors = type.getNumResults() > 0 ||
+                     llvm::any_of(type.getInputs(), llvm::IsaPred<TensorType>);
+    unsigned expected = onTensors ? numInputs : numInputs + numOutputs;
+    if (type.getNumInputs() != expected ||
+        (onTensors && type.getNumResults() != numOutputs))
+      return emitOpError("passes ")
+             << numInputs << " inputs and " << numOutputs
+             << " outputs to a kernel of type " << type;
+    SmallVector<Value> buffers(getInputs());
+    buffers.append(getOutputs().begin(), getOutputs().end());
+    SmallVector<Type> expectTypes(type.getInputs());
+    if (onTensors)
+      expectTypes.append(type.getResults().begin(), type.getResults().end());
+    for (auto [i, pair] : llvm::enumerate(llvm::zip(buffers, expectTypes))) {
+      auto [buffer, expected] = pair;
+      auto shaped = cast<ShapedType>(expected);
+      auto actual = cast<MemRefType>(buffer.getType());
+      if (shaped.getShape() != actual.getShape() ||
+          shaped.getElementType() != actual.getElementType())
+        return emitOpError("operand #")
+               << i << " is " << actual << " but the kernel takes " << expected;
+    }
+    return success();
+  }
+  if (auto binary = dyn_cast<BinaryOp>(target)) {
+    StringRef name = getKernel().getLeafReference().getValue();
+    for (auto [kernel, count] :
+         llvm::zip(binary.getKernels(), binary.getOperandCounts()))
+      if (cast<StringAttr>(kernel).getValue() == name) {
+        if (count != numInputs + numOutputs)
+          return emitOpError("passes ")
+                 << numInputs + numOutputs << " buffers to kernel '" << name
+                 << "', which takes " << count;
+        return success();
+      }
+    return emitOpError("kernel '") << name << "' is not in " << getKernel();
+  }
+  return emitOpError("kernel ") << getKernel()
+                                << " is neither a function nor a binary";
+}
+
+LogicalResult GemmOp::verify() {
+  Type element = getA().getType().getElementType();
+  if (getB().getType().getElementType() != element ||
+      getC().getType().getElementType() != element)
+    return emitOpError("needs a, b and c of one element type");
+  if (!isa<Float16Type, BFloat16Type, Float32Type, Float64Type>(element))
+    return emitOpError("supports f16, bf16, f32 and f64, not ") << element;
+  int64_t m = getM(), n = getN(), k = getK(), batch = getBatch();
+  if (m < 1 || n < 1 || k < 1 || batch < 1)
+    return emitOpError("needs m, n, k and batch >= 1");
+  auto covers = [&](Value buffer, int64_t stride, int64_t matrix,
+                    StringRef name) -> LogicalResult {
+    int64_t need = (batch - 1) * stride + matrix;
+    if (stride < 0 || cast<MemRefType>(buffer.getType()).getNumElements() < need)
+      return emitOpError("operand '")
+             << name << "' has "
+             << cast<MemRefType>(buffer.getType()).getNumElements()
+             << " elements; batch " << batch << " with stride " << stride
+             << " needs " << need;
+    return success();
+  };
+  return failure(failed(covers(getA(), getStrideA(), m * k, "a")) ||
+                 failed(covers(getB(), getStrideB(), k * n, "b")) ||
+                 failed(covers(getC(), getStrideC(), m * n, "c")));
+}
+
+LogicalResult CopyOp::verify() {
+  if (getByteSize(getSource().getType()) != getByteSize(getTarget().getType()))
+    return emitOpError("copies ")
+           << getByteSize(getSource().getType()) << " bytes into "
+           << getByteSize(getTarget().getType());
+  return success();
+}
+
+/// The size of `axis` in the enclosing program's mesh, or an error.
+static FailureOr<int64_t> axisSize(Operation *op, StringRef axis) {
+  auto program = op->getParentOfType<ProgramOp>();
+  if (!program)
+    return op->emitOpError("must be inside an exec.program");
+  std::optional<int64_t> size = program.getAxisSize(axis);
+  if (!size)
+    return op->emitOpError("runs over mesh axis '")
+           << axis << "', which the program's mesh " << program.getMeshAxes()
+           << " does not have";
+  return *size;
+}
+
+/// Checks `target` holds `factor` times (or 1/`factor` of) `source`.
+static LogicalResult verifyCollective(Operation *op, Value source, Value target,
+                                      StringRef axis, int64_t scaleSource,
+                                      int64_t scaleTarget) {
+  auto size = axisSize(op, axis);
+  if (failed(size))
+    return failure();
+  auto from = cast<MemRefType>(source.getType());
+  auto to = cast<MemRefType>(target.getType());
+  if (from.getElementType() != to.getElementType())
+    return op->emitOpError("needs one element type, not ")
+           << from.getElementType() << " and " << to.getElementType();
+  int64_t in = from.getNumElements() * (scaleSource ? 1 : *size);
+  int64_t out = to.getNumElements() * (scaleTarget ? 1 : *size);
+  if (in != out)
+    return op->emitOpError("over '")
+           << axis << "' (size " << *size << ") cannot take " << from
+           << " to " << to;
+  return success();
+}
+
+LogicalResult AllReduceOp::verify() {
+  return verifyCollective(*this, getSource(), getTarget(), getAxis(), 1, 1);
+}
+LogicalResult ReduceScatterOp::verify() {
+  return verifyCollective(*this, getSource(), getTarget(), getAxis(), 1, 0);
+}
+LogicalResult AllGatherOp::verify() {
+  return verifyCollective(*this, getSource(), getTarget(), getAxis(), 0, 1);
+}
+
+static LogicalResult verifyPeer(Operation *op, StringRef axis, int64_t peer) {
+  auto size = axisSize(op, axis);
+  if (failed(size))
+    return failure();
+  if (peer < 0 || peer >= *size)
+    return op->emitOpError("peer ") << peer << " is outside mesh axis '"
+                                    << axis << "' of size " << *size;
+  return success();
+}
+LogicalResult SendOp::verify() { return verifyPeer(*this, getAxis(), getPeer()); }
+LogicalResult RecvOp::verify() { return verifyPeer(*this, getAxis(), getPeer()); }
+
+//===----------------------------------------------------------------------===//
+// DispatchRegionOp, BinaryOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult DispatchRegionOp::verify() {
+  auto yield = cast<YieldOp>(getBody().front().getTerminator());
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError("yields ")
+           << yield.getValues().getTypes() << " but returns "
+           << getResultTypes();
+  return success();
+}
+
+LogicalResult BinaryOp::verify() {
+  if (getKernels().size() != getOperandCounts().size() ||
+      getKernels().size() != getSymbols().size())
+    return emitOpError("has ") << getKernels().size() << " kernels, "
+                               << getSymbols().size() << " symbols and "
+                               << getOperandCounts().size()
+                               << " operand counts";
+  if (getImage().empty())
+    return emitOpError("has an empty image");
+  return success();
+}

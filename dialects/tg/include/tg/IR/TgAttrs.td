@@ -1,0 +1,94 @@
+//===- TgAttrs.td - typed function-boundary attributes of tg -----------*-===//
+//
+// The values of the `tg.init`, `tg.state` and `tg.updates` argument/result
+// attributes (see TgDialect.h for the attribute names and TgDialect.cpp for
+// the function-level checks).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TG_ATTRS_TD
+#define TG_ATTRS_TD
+
+include "tg/IR/TgDialect.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def Tg_InitKind : I32EnumAttr<"InitKind", "initialisation rule of a parameter", [
+    I32EnumAttrCase<"Zeros", 0, "zeros">,
+    I32EnumAttrCase<"Ones", 1, "ones">,
+    I32EnumAttrCase<"Normal", 2, "normal">]> {
+  let cppNamespace = "::mlir::tg";
+  let genSpecializedAttr = 0;
+}
+
+def Tg_StateKind : I32EnumAttr<"StateKind", "kind of training state", [
+    I32EnumAttrCase<"Param", 0, "param">,
+    I32EnumAttrCase<"AdamM", 1, "adam_m">,
+    I32EnumAttrCase<"AdamV", 2, "adam_v">]> {
+  let cppNamespace = "::mlir::tg";
+  let genSpecializedAttr = 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+class Tg_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<Tg_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+def Tg_InitAttr : Tg_Attr<"Init", "init"> {
+  let summary = "Initialisation rule of a parameter (the value of tg.init)";
+  let description = [{
+    `#tg.init<zeros>`, `#tg.init<ones>` or `#tg.init<normal, std = 0.02>`
+    (a normal distribution with mean 0). `getStd()` is the standard
+    deviation as an f64 FloatAttr, null unless the kind is `normal`;
+    `getStdValue()` gives it as a double (0 when absent). The verifier
+    requires a finite std > 0 for `normal` and no std otherwise.
+  }];
+  let parameters = (ins EnumParameter<Tg_InitKind>:$kind,
+                        OptionalParameter<"::mlir::FloatAttr">:$std);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let builders = [
+    AttrBuilder<(ins "::mlir::tg::InitKind":$kind), [{
+      return $_get($_ctxt, kind, ::mlir::FloatAttr());
+    }]>,
+    AttrBuilder<(ins "double":$std), [{
+      return $_get($_ctxt, ::mlir::tg::InitKind::Normal,
+                   ::mlir::FloatAttr::get(::mlir::Float64Type::get($_ctxt), std));
+    }]>
+  ];
+  let extraClassDeclaration = [{
+    /// The standard deviation of a `normal` rule; 0 for the others.
+    double getStdValue() const {
+      return getStd() ? getStd().getValueAsDouble() : 0.0;
+    }
+  }];
+}
+
+def Tg_StateAttr : Tg_Attr<"State", "state"> {
+  let summary = "A piece of training state: a parameter or an AdamW moment";
+  let description = [{
+    `#tg.state<param, "NAME">`, `#tg.state<adam_m, "NAME">` or
+    `#tg.state<adam_v, "NAME">`, where NAME is the Hugging Face name of the
+    parameter. Moment arguments carry it as `tg.state`; results that hold
+    the new value of a state argument carry it as `tg.updates`.
+  }];
+  let parameters = (ins EnumParameter<Tg_StateKind>:$kind,
+                        "::mlir::StringAttr":$name);
+  let assemblyFormat = "`<` $kind `,` $name `>`";
+  let genVerifyDecl = 1;
+  let builders = [
+    AttrBuilder<(ins "::mlir::tg::StateKind":$kind, "::llvm::StringRef":$name), [{
+      return $_get($_ctxt, kind, ::mlir::StringAttr::get($_ctxt, name));
+    }]>
+  ];
+}
+
+#endif // TG_ATTRS_TD

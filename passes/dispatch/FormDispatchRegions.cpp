@@ -1,0 +1,44 @@
+// tg-form-dispatch-regions: wraps each op that becomes generated code in an
+// exec.dispatch_region on tensors, the unit a kernel is outlined from.
+#include "tg/Exec/IR/ExecOps.h"
+#include "tg/IR/TgDialect.h"
+#include "tg/IR/TgOps.h"
+#include "tg/Passes/KernelBodies.h"
+#include "tg/Passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace mlir::tg {
+#define GEN_PASS_DEF_TGFORMDISPATCHREGIONS
+#include "tg/Passes/Passes.h.inc"
+
+namespace {
+struct FormDispatchRegionsPass
+    : impl::TgFormDispatchRegionsBase<FormDispatchRegionsPass> {
+  using Base::Base;
+
+  /// Views, constants and (by default) library GEMMs are not kernels.
+  bool becomesKernel(Operation &op) const {
+    if (!isa<TgDialect>(op.getDialect()) || !hasKernelBody(&op))
+      return false;
+    return !(libraryGemm && isa<MatmulOp>(op));
+  }
+
+  void runOnOperation() override {
+    Block &body = getOperation().getBody().front();
+    for (Operation &op : llvm::make_early_inc_range(body)) {
+      if (!becomesKernel(op))
+        continue;
+      OpBuilder b(&op);
+      auto region =
+          exec::DispatchRegionOp::create(b, op.getLoc(), op.getResultTypes());
+      op.replaceAllUsesWith(region.getResults());
+      Block *inside = b.createBlock(&region.getBody());
+      op.moveBefore(inside, inside->end());
+      b.setInsertionPointToEnd(inside);
+      exec::YieldOp::create(b, op.getLoc(), op.getResults());
+    }
+  }
+};
+} // namespace
+} // namespace mlir::tg

@@ -1,0 +1,37 @@
+#ifndef TG_PASSES_INTERFACE_H
+#define TG_PASSES_INTERFACE_H
+
+#include "tg/Exec/IR/ExecOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <string>
+
+namespace mlir::tg {
+
+/// Module attribute: the model's vocabulary size (token ids are below it),
+/// set by the frontend and recorded in the compiled program.
+inline constexpr llvm::StringLiteral kVocabSizeAttr = "tg.vocab_size";
+
+/// What an argument or result of a training step is to the runtime.
+struct InterfaceRole {
+  exec::ResourceKind kind = exec::ResourceKind::input;
+  /// Hugging Face name (parameters and their moments) or interface name.
+  std::string name;
+  /// A result holding the new value of the state argument (kind, name).
+  bool updates = false;
+  /// A parameter's initialisation rule.
+  Attribute init;
+};
+
+struct StepInterface {
+  SmallVector<InterfaceRole> args, results;
+};
+
+/// Reads the roles from the tg argument and result attributes of `step`;
+/// emits an error naming the argument or result that has none.
+FailureOr<StepInterface> readStepInterface(func::FuncOp step);
+
+} // namespace mlir::tg
+
+#endif

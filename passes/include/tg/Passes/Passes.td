@@ -1,0 +1,182 @@
+//===- Passes.td - TGC's passes, stage by stage ------------------------*-===//
+//
+// Every stage of tgc's pipeline is one of these passes (see Pipeline.h for
+// how tgc strings them together, and docs/architecture.md for the IR between
+// stages). Options replace side channels: no pass reads a file.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TG_PASSES_TD
+#define TG_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+//===----------------------------------------------------------------------===//
+// Training step (tg dialect)
+//===----------------------------------------------------------------------===//
+
+def TgAutodiff : Pass<"tg-autodiff", "ModuleOp"> {
+  let summary = "Add @F_grad: the loss of @F and the gradients of its parameters";
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"forward\"",
+           "The function to differentiate">,
+  ];
+}
+
+def TgBuildTrainStep : Pass<"tg-build-train-step", "ModuleOp"> {
+  let summary = "Replace the forward function by the whole training step";
+  let description = [{
+    Turns `@forward` into `@train_step`: a `tg.micro_batches` loop of forward
+    and backward over slices of the global batch, global-norm clipping, AdamW
+    (torch.optim.AdamW semantics) and the learning-rate schedule, all set by
+    the options below (tgc fills them from TRAIN.json).
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"forward\"",
+           "The forward function">,
+    Option<"batchSize", "batch-size", "int64_t", /*default=*/"0",
+           "Global batch, in sequences">,
+    Option<"seqLen", "seq-len", "int64_t", /*default=*/"0",
+           "Sequence length">,
+    Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
+           "Micro-batches the global batch is split into">,
+    Option<"lr", "lr", "double", /*default=*/"0.0", "Peak learning rate">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9", "AdamW beta1">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999", "AdamW beta2">,
+    Option<"eps", "eps", "double", /*default=*/"1e-8", "AdamW epsilon">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.01",
+           "Decoupled weight decay (rank >= 2 parameters)">,
+    Option<"gradClipNorm", "grad-clip-norm", "double", /*default=*/"0.0",
+           "Global gradient-norm clipping threshold; 0 disables clipping">,
+    Option<"schedule", "lr-schedule", "std::string", /*default=*/"\"constant\"",
+           "Learning-rate schedule: constant | cosine">,
+    Option<"warmupSteps", "warmup-steps", "int64_t", /*default=*/"0",
+           "Linear warm-up steps (cosine)">,
+    Option<"minLr", "min-lr", "double", /*default=*/"0.0",
+           "Final learning rate (cosine)">,
+    Option<"decaySteps", "decay-steps", "int64_t", /*default=*/"0",
+           "Steps from the end of warm-up to min-lr (cosine)">,
+  ];
+}
+
+def TgUnrollMicroBatches : Pass<"tg-unroll-micro-batches", "ModuleOp"> {
+  let summary = "Lower tg.micro_batches loops to one clone of the body per "
+                "micro-batch";
+}
+
+//===----------------------------------------------------------------------===//
+// Target-independent lowering (tg -> exec)
+//===----------------------------------------------------------------------===//
+
+def TgDecomposeAttention : Pass<"tg-decompose-attention", "ModuleOp"> {
+  let summary = "Rewrite tg.attention and tg.attention_grad into matmul, "
+                "softmax and elementwise tg ops";
+}
+
+def TgFormDispatchRegions
+    : Pass<"tg-form-dispatch-regions", "func::FuncOp"> {
+  let summary = "Group the ops of a function into exec.dispatch_region ops on "
+                "tensors";
+  let description = [{
+    Every op that becomes generated code is wrapped in an
+    `exec.dispatch_region`; matrix products stay outside when they go to the
+    target's GEMM library, and so do views (reshape) and constants. Today a
+    region holds one op; the fusion passes grow them.
+  }];
+  let options = [
+    Option<"libraryGemm", "library-gemm", "bool", /*default=*/"true",
+           "Matrix products are library calls (exec.gemm), not kernels">,
+  ];
+  let dependentDialects = ["::mlir::tg::exec::ExecDialect"];
+}
+
+def TgLowerToExec : Pass<"tg-lower-to-exec", "ModuleOp"> {
+  let summary = "Turn @train_step into an exec.program: resources, dispatches "
+                "of outlined kernels, library GEMMs and copies";
+  let description = [{
+    Each argument and result of the step becomes a typed resource (parameter,
+    AdamW moment, input, output), constants become constant resources and
+    every other value a scratch resource; reshapes become views. Each
+    `exec.dispatch_region` is outlined into a kernel function on tensors in
+    the program's kernel module (structurally equal regions share one
+    kernel) and replaced by an `exec.dispatch`; matmuls become `exec.gemm`.
+    Results that update a state argument are written over it when the
+    planner later proves it safe (`exec.resource ... updates`).
+  }];
+  let options = [
+    Option<"function", "function", "std::string",
+           /*default=*/"\"train_step\"", "The step function to lower">,
+    Option<"seed", "seed", "uint64_t", /*default=*/"0",
+           "Initialisation seed recorded in the program">,
+  ];
+  let dependentDialects = ["::mlir::tg::exec::ExecDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// Execution dialect
+//===----------------------------------------------------------------------===//
+
+def ExecInsertTimepoints : Pass<"exec-insert-timepoints", "ModuleOp"> {
+  let summary = "Make every command await the commands it depends on";
+  let description = [{
+    Computes the dependency graph of each exec.program from the resources
+    its commands read and write (read after write, write after write and
+    write after read, views resolved to their storage) and records it as
+    timepoints: each command awaits exactly the timepoints of the earlier
+    commands it conflicts with. After this pass the command order is one
+    valid schedule, not the only one.
+  }];
+}
+
+def ExecPlanBuffers : Pass<"exec-plan-buffers", "ModuleOp"> {
+  let summary = "Place every resource of each exec.program in one arena";
+  let description = [{
+    State resources (parameters, moments, inputs, outputs, constants) get a
+    state region; scratch resources are placed first-fit and reused once
+    every command that touched the previous occupant has completed. On one
+    stream the command order guarantees that; where the reusing command runs
+    on another stream, the planner makes it await those commands. A result
+    that updates a state resource is written over it when nothing reads the
+    old value afterwards (or only the in-place elementwise op producing the
+    update does); otherwise an exec.copy back is appended.
+  }];
+}
+
+def TgBufferizeKernels : Pass<"tg-bufferize-kernels", "ModuleOp"> {
+  let summary = "Lower the outlined kernels from tg ops on tensors to "
+                "linalg/scf on memrefs";
+  let description = [{
+    Each kernel function of a program's kernel module takes tensors and
+    returns tensors; after this pass it takes memrefs (operands, then
+    results: destination-passing style) and its body is linalg and scf on
+    those buffers, intermediate values of multi-op kernels in local buffers.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// CPU target
+//===----------------------------------------------------------------------===//
+
+def TgCpuApproximateMath : Pass<"tg-cpu-approximate-math", "ModuleOp"> {
+  let summary = "Replace f32 exp, log, tanh and erf by polynomials so LLVM "
+                "can vectorize the loops around them";
+}
+
+def TgCpuSerializeKernels : Pass<"tg-cpu-serialize-kernels", "ModuleOp"> {
+  let summary = "Compile each program's kernel module (LLVM dialect) into a "
+                "host shared object held by an exec.binary";
+  let description = [{
+    Translates the kernel module to LLVM IR, adds a `NAME_packed(void**)`
+    entry per kernel, optimizes at O3 for the host CPU, emits an object and
+    links it with the system C compiler driver (`cc`, or $TG_CC).
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+#endif // TG_PASSES_TD

@@ -1,0 +1,106 @@
+// tg-bufferize-kernels: kernel functions on tensors (tg ops, outlined from
+// dispatch regions) become functions on memrefs in destination-passing
+// style, each tg op's loops emitted by emitKernelBody.
+#include "tg/IR/TgDialect.h"
+#include "tg/Passes/KernelBodies.h"
+#include "tg/Passes/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+namespace mlir::tg {
+#define GEN_PASS_DEF_TGBUFFERIZEKERNELS
+#include "tg/Passes/Passes.h.inc"
+
+namespace {
+
+MemRefType bufferTypeOf(Type tensor) {
+  auto type = cast<RankedTensorType>(tensor);
+  return MemRefType::get(type.getShape(), type.getElementType());
+}
+
+bool isOnTensors(func::FuncOp kernel) {
+  FunctionType type = kernel.getFunctionType();
+  return type.getNumResults() > 0 ||
+         llvm::any_of(type.getInputs(), llvm::IsaPred<TensorType>);
+}
+
+/// Rewrites `kernel` (tensors in, tensors out) on memrefs (inputs, then one
+/// output per result). Values that are not results live in local buffers.
+LogicalResult bufferize(func::FuncOp kernel) {
+  FunctionType type = kernel.getFunctionType();
+  SmallVector<Type> argTypes;
+  for (Type t : type.getInputs())
+    argTypes.push_back(bufferTypeOf(t));
+  for (Type t : type.getResults())
+    argTypes.push_back(bufferTypeOf(t));
+  OpBuilder b(kernel);
+  auto lowered = func::FuncOp::create(b, kernel.getLoc(), kernel.getSymName(),
+                                      b.getFunctionType(argTypes, {}));
+  Block *entry = lowered.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+
+  Block &body = kernel.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  unsigned numInputs = type.getNumInputs();
+  DenseMap<Value, Value> buffers;
+  for (auto [arg, buffer] :
+       llvm::zip(body.getArguments(), entry->getArguments()))
+    buffers[arg] = buffer;
+  // Each returned value is computed straight into its output (the first
+  // output it is returned in; later ones are copies).
+  SmallVector<std::pair<Value, Value>> copiesAtEnd;
+  for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+    Value output = entry->getArgument(numInputs + i);
+    if (buffers.count(value))
+      copiesAtEnd.push_back({value, output});
+    else
+      buffers[value] = output;
+  }
+  SmallVector<Value> locals;
+  for (Operation &op : body.without_terminator()) {
+    if (!isa<TgDialect>(op.getDialect()))
+      return op.emitOpError("cannot be in a kernel: only tg ops can");
+    SmallVector<Value> operands, results;
+    for (Value v : op.getOperands())
+      operands.push_back(buffers.lookup(v));
+    for (Value v : op.getResults()) {
+      if (!buffers.count(v)) {
+        Value local = memref::AllocOp::create(b, op.getLoc(),
+                                              bufferTypeOf(v.getType()));
+        locals.push_back(local);
+        buffers[v] = local;
+      }
+      results.push_back(buffers[v]);
+    }
+    if (failed(emitKernelBody(b, &op, operands, results)))
+      return failure();
+  }
+  for (auto [value, output] : copiesAtEnd)
+    linalg::CopyOp::create(b, kernel.getLoc(), buffers[value], output);
+  for (Value local : locals)
+    memref::DeallocOp::create(b, kernel.getLoc(), local);
+  func::ReturnOp::create(b, kernel.getLoc());
+  kernel.erase();
+  return success();
+}
+
+struct BufferizeKernelsPass
+    : impl::TgBufferizeKernelsBase<BufferizeKernelsPass> {
+  void runOnOperation() override {
+    SmallVector<func::FuncOp> kernels;
+    for (auto module : getOperation().getOps<ModuleOp>())
+      for (auto kernel : module.getOps<func::FuncOp>())
+        if (isOnTensors(kernel))
+          kernels.push_back(kernel);
+    for (func::FuncOp kernel : kernels)
+      if (failed(bufferize(kernel)))
+        return signalPassFailure();
+  }
+};
+} // namespace
+} // namespace mlir::tg

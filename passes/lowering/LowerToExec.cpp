@@ -1,0 +1,313 @@
+// tg-lower-to-exec: @train_step (tg ops and dispatch regions on tensors)
+// becomes an exec.program of typed resources and commands, with one kernel
+// function on tensors per distinct dispatch region.
+#include "tg/Exec/IR/ExecOps.h"
+#include "tg/IR/TgDialect.h"
+#include "tg/IR/TgOps.h"
+#include "tg/Passes/FlopCount.h"
+#include "tg/Passes/Interface.h"
+#include "tg/Passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <map>
+
+namespace mlir::tg {
+#define GEN_PASS_DEF_TGLOWERTOEXEC
+#include "tg/Passes/Passes.h.inc"
+
+namespace {
+using exec::ResourceKind;
+
+constexpr llvm::StringLiteral kKernelModuleName = "kernels";
+
+MemRefType bufferTypeOf(Type tensor) {
+  auto type = cast<RankedTensorType>(tensor);
+  return MemRefType::get(type.getShape(), type.getElementType());
+}
+
+/// The library call computing a tg.matmul on row-major buffers.
+exec::GemmOp createGemm(OpBuilder &b, MatmulOp op, Value lhs, Value rhs,
+                        Value out) {
+  auto lhsType = op.getLhs().getType();
+  auto rhsType = op.getRhs().getType();
+  auto outType = op.getResult().getType();
+  int64_t rank = outType.getRank();
+  int64_t m = outType.getDimSize(rank - 2), n = outType.getDimSize(rank - 1);
+  int64_t k = lhsType.getDimSize(rank - (op.getTransposeLhs() ? 2 : 1));
+  int64_t batch = outType.getNumElements() / std::max<int64_t>(1, m * n);
+  int64_t strideB = rhsType.getRank() == 2 ? 0 : k * n;
+  // A matrix shared by all batches of an untransposed lhs: one tall GEMM.
+  if (strideB == 0 && !op.getTransposeLhs() && batch > 1) {
+    m *= batch;
+    batch = 1;
+  }
+  return exec::GemmOp::create(
+      b, op.getLoc(), exec::TimepointType::get(b.getContext()), lhs, rhs, out,
+      /*awaits=*/ValueRange{}, op.getTransposeLhs(), op.getTransposeRhs(), m,
+      n, k, batch, /*stride_a=*/m * k, strideB, /*stride_c=*/m * n,
+      /*stream=*/0);
+}
+
+class ExecBuilder {
+public:
+  ExecBuilder(func::FuncOp func, uint64_t seed)
+      : func(func), seed(seed), b(func.getContext()) {}
+
+  LogicalResult build() {
+    if (!func.getBody().hasOneBlock())
+      return func.emitOpError("must have a single block to be lowered");
+    auto interface = readStepInterface(func);
+    if (failed(interface))
+      return failure();
+    createProgram();
+    createKernelModule();
+    for (auto [i, arg] : llvm::enumerate(func.getArguments()))
+      addArgument(arg, (*interface).args[i]);
+    auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+    roles = (*interface).results;
+    for (auto [i, role] : llvm::enumerate(roles))
+      if (role.updates && !stateOf(role))
+        return func.emitOpError("result #")
+               << i << " updates " << exec::stringifyResourceKind(role.kind)
+               << " '" << role.name << "', which is not an argument";
+    claimResults(ret);
+    for (Operation &op : func.getBody().front())
+      if (!isa<func::ReturnOp>(op) && failed(lower(op)))
+        return failure();
+    placeUnclaimedResults(ret);
+    func.erase();
+    return success();
+  }
+
+private:
+  void createProgram() {
+    int64_t batch = 0, seq = 0;
+    for (auto [i, arg] : llvm::enumerate(func.getArguments()))
+      if (auto input = func.getArgAttrOfType<StringAttr>(i, kInputAttr);
+          input && input.getValue() == "tokens") {
+        auto type = cast<RankedTensorType>(arg.getType());
+        if (type.getRank() == 2) {
+          batch = type.getDimSize(0);
+          seq = type.getDimSize(1);
+        }
+      }
+    auto module = func->getParentOfType<ModuleOp>();
+    int64_t vocab = 0;
+    if (auto attr = module->getAttrOfType<IntegerAttr>(kVocabSizeAttr))
+      vocab = attr.getInt();
+    b.setInsertionPoint(func);
+    program = exec::ProgramOp::create(
+        b, func.getLoc(), b.getStringAttr(func.getSymName()), b.getStrArrayAttr({"data"}),
+        b.getDenseI64ArrayAttr({1}), b.getI64IntegerAttr(batch),
+        b.getI64IntegerAttr(seq), b.getI64IntegerAttr(vocab),
+        b.getI64IntegerAttr(int64_t(seed)),
+        b.getF64FloatAttr(double(countMatmulFlops(func))), IntegerAttr(),
+        IntegerAttr());
+    b.createBlock(&program.getBody());
+  }
+
+  void createKernelModule() {
+    b.setInsertionPointAfter(program);
+    kernels = ModuleOp::create(b, func.getLoc(), kKernelModuleName);
+    b.setInsertionPointToEnd(&program.getBlock());
+  }
+
+  Value createResource(Location loc, Type tensorType, ResourceKind kind,
+                       StringRef name = {}, Value updates = {},
+                       Attribute init = {}, ElementsAttr value = {}) {
+    return exec::ResourceOp::create(
+        b, loc, bufferTypeOf(tensorType), kind,
+        name.empty() ? StringAttr() : b.getStringAttr(name), updates, init,
+        value, IntegerAttr());
+  }
+
+  void addArgument(BlockArgument arg, const InterfaceRole &role) {
+    Value resource = createResource(arg.getLoc(), arg.getType(), role.kind,
+                                    role.name, {}, role.init);
+    buffers[arg] = resource;
+    stateByRole[{role.kind, role.name}] = resource;
+  }
+
+  /// The state resource a result updates.
+  Value stateOf(const InterfaceRole &role) const {
+    auto it = stateByRole.find({role.kind, role.name});
+    return it == stateByRole.end() ? Value() : it->second;
+  }
+
+  /// Returned values computed by a command get their output (or new state)
+  /// resource when that command runs; the rest are copied at the end.
+  void claimResults(func::ReturnOp ret) {
+    for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+      Operation *def = value.getDefiningOp();
+      bool computed = def && !isa<ConstantOp, ReshapeOp>(def);
+      if (computed && !claims.count(value))
+        claims[value] = i;
+    }
+  }
+
+  void placeUnclaimedResults(func::ReturnOp ret) {
+    b.setInsertionPointToEnd(&program.getBlock());
+    for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+      auto it = claims.find(value);
+      if (it != claims.end() && it->second == i)
+        continue;
+      const InterfaceRole &role = roles[i];
+      Value target;
+      if (role.updates) {
+        target = stateOf(role);
+        if (target == buffers[value])
+          continue; // returned unchanged
+      } else {
+        target = createResource(ret.getLoc(), value.getType(), role.kind,
+                                role.name);
+      }
+      exec::CopyOp::create(b, ret.getLoc(),
+                           exec::TimepointType::get(b.getContext()),
+                           buffers[value], target, ValueRange{}, 0);
+    }
+  }
+
+  /// The resource a command's result `value` is written to.
+  Value resultBuffer(Value value) {
+    auto it = claims.find(value);
+    if (it == claims.end())
+      return createResource(value.getLoc(), value.getType(),
+                            ResourceKind::scratch);
+    const InterfaceRole &role = roles[it->second];
+    if (role.updates)
+      return createResource(value.getLoc(), value.getType(),
+                            ResourceKind::scratch, {},
+                            stateOf(role));
+    return createResource(value.getLoc(), value.getType(), role.kind,
+                          role.name);
+  }
+
+  LogicalResult lower(Operation &op) {
+    b.setInsertionPointToEnd(&program.getBlock());
+    if (auto constant = dyn_cast<ConstantOp>(op)) {
+      auto value = dyn_cast<DenseElementsAttr>(constant.getValue());
+      if (!value)
+        return op.emitOpError("needs a dense value to be lowered");
+      buffers[constant] =
+          createResource(op.getLoc(), constant.getType(),
+                         ResourceKind::constant, {}, {}, {}, value);
+      return success();
+    }
+    if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+      buffers[reshape] = exec::ViewOp::create(
+          b, op.getLoc(), bufferTypeOf(reshape.getType()),
+          buffers[reshape.getInput()]);
+      return success();
+    }
+    if (auto matmul = dyn_cast<MatmulOp>(op)) {
+      Value out = resultBuffer(matmul);
+      buffers[matmul] = out;
+      createGemm(b, matmul, buffers[matmul.getLhs()], buffers[matmul.getRhs()],
+                 out);
+      return success();
+    }
+    if (auto region = dyn_cast<exec::DispatchRegionOp>(op))
+      return lowerRegion(region);
+    return op.emitOpError("cannot be lowered to exec")
+           << (isa<AttentionOp, AttentionGradOp>(op)
+                   ? ": run tg-decompose-attention first"
+                   : ": run tg-form-dispatch-regions first, or it has no "
+                     "kernel lowering");
+  }
+
+  LogicalResult lowerRegion(exec::DispatchRegionOp region) {
+    llvm::SetVector<Value> captured;
+    getUsedValuesDefinedAbove(region.getBody(), captured);
+    func::FuncOp kernel = outline(region, captured.getArrayRef());
+    SmallVector<Value> inputs, outputs;
+    for (Value v : captured)
+      inputs.push_back(buffers[v]);
+    for (Value result : region.getResults()) {
+      Value out = resultBuffer(result);
+      buffers[result] = out;
+      outputs.push_back(out);
+    }
+    exec::DispatchOp::create(
+        b, region.getLoc(), exec::TimepointType::get(b.getContext()),
+        SymbolRefAttr::get(kernels.getSymNameAttr(),
+                           {FlatSymbolRefAttr::get(kernel.getSymNameAttr())}),
+        inputs, outputs, ValueRange{}, 0);
+    return success();
+  }
+
+  /// The kernel computing `region` from `inputs`: a new function, or an
+  /// existing one with the same body (equal ops, attributes and types).
+  func::FuncOp outline(exec::DispatchRegionOp region, ArrayRef<Value> inputs) {
+    OpBuilder kb = OpBuilder::atBlockEnd(kernels.getBody());
+    SmallVector<Type> inputTypes;
+    for (Value v : inputs)
+      inputTypes.push_back(v.getType());
+    auto kernel = func::FuncOp::create(
+        kb, region.getLoc(), "kernel",
+        kb.getFunctionType(inputTypes, region.getResultTypes()));
+    Block *entry = kernel.addEntryBlock();
+    IRMapping map;
+    map.map(inputs, entry->getArguments());
+    kb.setInsertionPointToEnd(entry);
+    Operation *first = nullptr;
+    for (Operation &op : region.getBody().front()) {
+      if (auto yield = dyn_cast<exec::YieldOp>(op)) {
+        SmallVector<Value> results;
+        for (Value v : yield.getValues())
+          results.push_back(map.lookup(v));
+        func::ReturnOp::create(kb, yield.getLoc(), results);
+        continue;
+      }
+      Operation *clone = kb.clone(op, map);
+      if (!first)
+        first = clone;
+    }
+    std::string key;
+    llvm::raw_string_ostream os(key);
+    kernel->print(os, OpPrintingFlags().printGenericOpForm().useLocalScope());
+    auto [it, inserted] = kernelByKey.try_emplace(key, kernel);
+    if (!inserted) {
+      kernel.erase();
+      return it->second;
+    }
+    std::string name = "k" + std::to_string(kernelByKey.size() - 1);
+    if (first)
+      name += "_" + first->getName().stripDialect().str();
+    kernel.setSymName(name);
+    return kernel;
+  }
+
+  func::FuncOp func;
+  uint64_t seed;
+  OpBuilder b;
+  exec::ProgramOp program;
+  ModuleOp kernels;
+  DenseMap<Value, Value> buffers; // tensor value -> buffer
+  std::map<std::pair<ResourceKind, std::string>, Value> stateByRole;
+  DenseMap<Value, unsigned> claims; // returned value -> result index
+  SmallVector<InterfaceRole> roles; // of the results
+  llvm::StringMap<func::FuncOp> kernelByKey;
+};
+
+struct LowerToExecPass : impl::TgLowerToExecBase<LowerToExecPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    auto step = getOperation().lookupSymbol<func::FuncOp>(function);
+    if (!step) {
+      getOperation().emitError() << "no function @" << function
+                                 << " to lower; set the pass option "
+                                    "function=NAME";
+      return signalPassFailure();
+    }
+    if (failed(ExecBuilder(step, seed).build()))
+      signalPassFailure();
+  }
+};
+} // namespace
+} // namespace mlir::tg

@@ -1,0 +1,293 @@
+// exec-plan-buffers: every resource of a program gets a byte offset in one
+// arena. State first, in program order; scratch first-fit in command order,
+// reused after the last command touching its previous occupant; results
+// that update state written over it when nothing reads the old value later.
+#include "tg/Exec/IR/ExecOps.h"
+#include "tg/IR/TgOps.h"
+#include "tg/Passes/KernelBodies.h"
+#include "tg/Passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/SymbolTable.h"
+
+#include <map>
+
+namespace mlir::tg {
+#define GEN_PASS_DEF_EXECPLANBUFFERS
+#include "tg/Passes/Passes.h.inc"
+
+namespace {
+using exec::ResourceOp;
+
+constexpr uint64_t kAlignment = 64;
+
+uint64_t alignUp(uint64_t bytes) {
+  return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+}
+
+/// First-fit allocation with coalescing of freed neighbours.
+class FreeListAllocator {
+public:
+  uint64_t allocate(uint64_t size) {
+    size = alignUp(size);
+    for (auto it = free.begin(); it != free.end(); ++it) {
+      if (it->second < size)
+        continue;
+      uint64_t offset = it->first, remaining = it->second - size;
+      free.erase(it);
+      if (remaining)
+        free[offset + size] = remaining;
+      return offset;
+    }
+    // Grow the arena, reusing a free block that ends at the top.
+    uint64_t offset = top;
+    if (!free.empty()) {
+      auto last = std::prev(free.end());
+      if (last->first + last->second == top) {
+        offset = last->first;
+        free.erase(last);
+      }
+    }
+    top = offset + size;
+    return offset;
+  }
+
+  void release(uint64_t offset, uint64_t size) {
+    size = alignUp(size);
+    if (!size)
+      return;
+    auto next = free.lower_bound(offset);
+    if (next != free.end() && offset + size == next->first) {
+      size += next->second;
+      next = free.erase(next);
+    }
+    if (next != free.begin()) {
+      auto prev = std::prev(next);
+      if (prev->first + prev->second == offset) {
+        prev->second += size;
+        return;
+      }
+    }
+    free[offset] = size;
+  }
+
+  uint64_t peak() const { return top; }
+
+private:
+  std::map<uint64_t, uint64_t> free; // offset -> size
+  uint64_t top = 0;
+};
+
+/// The commands touching one resource, in program order.
+struct Uses {
+  int64_t first = -1, last = -1;
+  int64_t firstWrite = -1;
+  SmallVector<Operation *> commands;
+};
+
+class Planner {
+public:
+  Planner(exec::ProgramOp program) : program(program) {}
+
+  LogicalResult run() {
+    if (program.getArenaSize())
+      return program.emitOpError("is already planned");
+    collectUses();
+    placeState();
+    placeUpdates();
+    placeScratch();
+    program.setStateSizeAttr(i64(stateTop));
+    program.setArenaSizeAttr(i64(stateTop + scratch.peak()));
+    appendCopiesBack();
+    return success();
+  }
+
+private:
+  IntegerAttr i64(uint64_t v) {
+    return IntegerAttr::get(IntegerType::get(program.getContext(), 64), v);
+  }
+
+  void collectUses() {
+    int64_t position = 0;
+    bool multiStream = false;
+    for (Operation &op : program.getBlock()) {
+      if (!exec::isCommand(&op))
+        continue;
+      commands.push_back(&op);
+      multiStream |= streamOf(&op) != 0;
+      auto note = [&](Value buffer, bool write) {
+        Uses &u = uses[exec::getStorage(buffer)];
+        if (u.first < 0)
+          u.first = position;
+        if (write && u.firstWrite < 0)
+          u.firstWrite = position;
+        u.last = position;
+        if (u.commands.empty() || u.commands.back() != &op)
+          u.commands.push_back(&op);
+      };
+      for (Value buffer : exec::getReadBuffers(&op))
+        note(buffer, false);
+      for (Value buffer : exec::getWrittenBuffers(&op))
+        note(buffer, true);
+      ++position;
+    }
+    hasSeveralStreams = multiStream;
+  }
+
+  static int64_t streamOf(Operation *command) {
+    return cast<IntegerAttr>(command->getAttr("stream")).getInt();
+  }
+
+  void setOffset(ResourceOp resource, uint64_t offset) {
+    resource.setOffsetAttr(i64(offset));
+  }
+
+  /// Parameters, moments, inputs, outputs and constants, in program order.
+  void placeState() {
+    for (auto resource : program.getBlock().getOps<ResourceOp>())
+      if (resource.isState()) {
+        setOffset(resource, stateTop);
+        stateTop += alignUp(resource.getByteSize());
+      }
+  }
+
+  /// The new value of state `state`, first written by `writer`, may be
+  /// written over it: nothing reads the old value afterwards, or only the
+  /// writer does, elementwise.
+  bool canOverwrite(ResourceOp state, ResourceOp update, Operation *writer) {
+    const Uses &old = uses[state];
+    int64_t at = uses[update].firstWrite;
+    if (old.last < at)
+      return true;
+    if (old.last != at)
+      return false;
+    auto dispatch = dyn_cast<exec::DispatchOp>(writer);
+    if (!dispatch)
+      return false;
+    auto kernel = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+        dispatch, dispatch.getKernel());
+    Operation *op = kernel ? singleOpOf(kernel) : nullptr;
+    if (!op)
+      return false;
+    for (auto [input, arg] :
+         llvm::zip(dispatch.getInputs(), kernel.getArguments()))
+      if (exec::getStorage(input) == state &&
+          !(llvm::is_contained(op->getOperands(), arg) &&
+            canRunInPlace(op, arg)))
+        return false;
+    return true;
+  }
+
+  /// The one tg op of a kernel on tensors, or null.
+  static Operation *singleOpOf(func::FuncOp kernel) {
+    Block &body = kernel.getBody().front();
+    if (body.getOperations().size() != 2)
+      return nullptr;
+    Operation *op = &body.front();
+    return isa<TgDialect>(op->getDialect()) ? op : nullptr;
+  }
+
+  void placeUpdates() {
+    for (auto update : program.getBlock().getOps<ResourceOp>()) {
+      Value stateBuffer = update.getUpdates();
+      if (!stateBuffer)
+        continue;
+      ResourceOp state = exec::getStorage(stateBuffer);
+      const Uses &u = uses[update];
+      Operation *writer = u.firstWrite >= 0 ? commands[u.firstWrite] : nullptr;
+      if (writer && canOverwrite(state, update, writer)) {
+        setOffset(update, *state.getOffset());
+        awaitOthers(writer, uses[state].commands);
+        continue;
+      }
+      copiesBack.push_back({update, stateBuffer});
+      setOffset(update, stateTop);
+      stateTop += alignUp(update.getByteSize());
+    }
+  }
+
+  /// Scratch: first fit at the first command touching it, released after
+  /// the last.
+  void placeScratch() {
+    DenseMap<int64_t, SmallVector<ResourceOp>> startingAt, endingAt;
+    for (auto resource : program.getBlock().getOps<ResourceOp>()) {
+      if (resource.getOffset())
+        continue;
+      const Uses &u = uses[resource];
+      if (u.first < 0) { // never touched: still gets a place
+        setOffset(resource, stateTop + scratch.allocate(resource.getByteSize()));
+        continue;
+      }
+      startingAt[u.first].push_back(resource);
+      endingAt[u.last].push_back(resource);
+    }
+    std::vector<std::pair<ResourceOp, uint64_t>> released;
+    for (int64_t position = 0; position < (int64_t)commands.size();
+         ++position) {
+      for (ResourceOp resource : startingAt.lookup(position)) {
+        uint64_t size = resource.getByteSize();
+        uint64_t offset = scratch.allocate(size);
+        setOffset(resource, stateTop + offset);
+        if (hasSeveralStreams)
+          for (auto &[previous, at] : released)
+            if (at < offset + alignUp(size) &&
+                offset < at + alignUp(previous.getByteSize()))
+              awaitOthers(commands[position], uses[previous].commands);
+      }
+      for (ResourceOp resource : endingAt.lookup(position)) {
+        uint64_t offset = *resource.getOffset() - stateTop;
+        scratch.release(offset, resource.getByteSize());
+        if (hasSeveralStreams)
+          released.push_back({resource, offset});
+      }
+    }
+  }
+
+  /// `command` awaits those of `others` that run on another stream (the
+  /// stream's own order covers the rest).
+  void awaitOthers(Operation *command, ArrayRef<Operation *> others) {
+    SmallVector<Value> timepoints;
+    for (Operation *other : others)
+      if (other != command && streamOf(other) != streamOf(command))
+        timepoints.push_back(other->getResult(0));
+    exec::addAwaits(command, timepoints);
+  }
+
+  /// New state that could not be written in place is copied over the old
+  /// value once every command touching either has completed.
+  void appendCopiesBack() {
+    OpBuilder b = OpBuilder::atBlockEnd(&program.getBlock());
+    for (auto [update, state] : copiesBack) {
+      SmallVector<Value> awaits;
+      for (Operation *command : uses[update].commands)
+        awaits.push_back(command->getResult(0));
+      for (Operation *command : uses[exec::getStorage(state)].commands)
+        if (!llvm::is_contained(awaits, command->getResult(0)))
+          awaits.push_back(command->getResult(0));
+      exec::CopyOp::create(b, update.getLoc(),
+                           exec::TimepointType::get(b.getContext()), update,
+                           state, awaits, 0);
+    }
+  }
+
+  exec::ProgramOp program;
+  SmallVector<Operation *> commands;
+  DenseMap<Operation *, Uses> uses; // by resource
+  bool hasSeveralStreams = false;
+  uint64_t stateTop = 0;
+  FreeListAllocator scratch;
+  SmallVector<std::pair<ResourceOp, Value>> copiesBack;
+};
+
+struct PlanBuffersPass : impl::ExecPlanBuffersBase<PlanBuffersPass> {
+  void runOnOperation() override {
+    auto result = getOperation().walk([](exec::ProgramOp program) {
+      return failed(Planner(program).run()) ? WalkResult::interrupt()
+                                            : WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      signalPassFailure();
+  }
+};
+} // namespace
+} // namespace mlir::tg

@@ -1,0 +1,439 @@
+// Kernel numerics per op kind: every tg op with a CPU kernel body is lowered
+// alone with emitKernelBody, compiled by the CPU target (LLVM at O3, the f32
+// polynomial exp/log/tanh/erf included) and run on random inputs; its results
+// are compared with the reference evaluator run in float64 on the same
+// inputs, in f32 and in f64 element types. Every case of the table goes into
+// ONE kernels module and ONE shared object (one LLVM compile for the test).
+//
+// Error measure: relative L2, ||kernel - reference|| / ||reference||, per
+// result (absolute when the reference is all zeros), the worst result taken.
+// Inputs are rounded to each argument's element type first, so the reference
+// sees exactly what the kernel sees and only the kernel's arithmetic counts.
+//
+// Tolerances are stated per case in units u of the case's element type
+// (u = 2^-24 for f32, 2^-53 for f64: half an ulp at 1), tol = ulps * u:
+//  - 0: layout ops, gathers, max/min, neg, exact casts: bit-exact.
+//  - 2-4: one correctly rounded operation per element (add, mul, sqrt, ...),
+//    libm calls in f64 (< 1 ulp) and short chains of them.
+//  - 16-32: f32 exp/log/tanh/erf are MLIR's polynomial approximations (a few
+//    ulp each), in chains (gelu, silu and their gradients); pow and sin/cos
+//    go through libm.
+//  - 64-256: reductions and row-wise ops: a sum of n terms carries up to
+//    ~sqrt(n) ulp (random rounding; the row sums may be reassociated into
+//    vector lanes), then normalisations and differences (layer_norm_grad's
+//    g - mean(g) - xhat * mean(g xhat), softmax_grad's dy - <y, dy>) amplify
+//    it by the cancellation of the operands, a factor of a few here.
+// So f64 kernels agree to <= 256 u = 2.8e-14 and f32 kernels to
+// <= 256 u = 1.5e-5 (elementwise ones to <= 32 u = 1.9e-6). The observed
+// errors are printed; they are well inside these bounds.
+//
+// Exempt: tg.attention and tg.attention_grad have no kernel body (the
+// tg-decompose-attention pass rewrites them into matmul/softmax/... before
+// lowering, and those are covered here); tg.constant (data) and tg.reshape
+// (a view) are no kernels either. The coverage test fails for any op of the
+// dialect for which hasKernelBody is true and no case below exists.
+#include "tg/Evaluator/Evaluator.h"
+#include "tg/IR/TgDialect.h"
+#include "tg/IR/TgOps.h"
+#include "tg/Passes/KernelBodies.h"
+#include "tg/Targets/CpuTarget.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <gtest/gtest.h>
+
+#include <dlfcn.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace mlir;
+using mlir::tg::eval::Tensor;
+
+namespace {
+
+/// How float arguments are drawn (integer arguments: uniform in [0, bound)).
+enum Domain { Uniform /* [-2, 2] */, Wide /* [-6, 6] */, Positive /* [0.5, 2.5] */ };
+
+/// One op on one set of shapes. `T` in the types stands for the element type
+/// under test (f32, then f64).
+struct Case {
+  const char *name;
+  const char *args;    // the function's arguments
+  const char *op;      // the op, right of `%r =`
+  const char *results; // its result types
+  double ulps;         // tolerance, in units u of the element type
+  Domain domain = Uniform;
+  int64_t bound = 0; // integer arguments lie in [0, bound)
+};
+
+// clang-format off
+const Case kCases[] = {
+  // Elementwise binary, numpy broadcasting.
+  {"add", "%a: tensor<3x5xT>, %b: tensor<3x5xT>", "tg.add %a, %b : tensor<3x5xT>, tensor<3x5xT> -> tensor<3x5xT>", "tensor<3x5xT>", 1},
+  {"add_bcast_both", "%a: tensor<4x1x5xT>, %b: tensor<3x1xT>", "tg.add %a, %b : tensor<4x1x5xT>, tensor<3x1xT> -> tensor<4x3x5xT>", "tensor<4x3x5xT>", 1},
+  {"sub_bcast_scalar", "%a: tensor<3x5xT>, %b: tensor<T>", "tg.sub %a, %b : tensor<3x5xT>, tensor<T> -> tensor<3x5xT>", "tensor<3x5xT>", 1},
+  {"sub_bcast_lhs", "%a: tensor<5xT>, %b: tensor<2x3x5xT>", "tg.sub %a, %b : tensor<5xT>, tensor<2x3x5xT> -> tensor<2x3x5xT>", "tensor<2x3x5xT>", 1},
+  {"mul_bcast_row", "%a: tensor<2x3x4xT>, %b: tensor<4xT>", "tg.mul %a, %b : tensor<2x3x4xT>, tensor<4xT> -> tensor<2x3x4xT>", "tensor<2x3x4xT>", 1},
+  {"div_bcast_col", "%a: tensor<3x5xT>, %b: tensor<3x1xT>", "tg.div %a, %b : tensor<3x5xT>, tensor<3x1xT> -> tensor<3x5xT>", "tensor<3x5xT>", 1, Positive},
+  {"max_bcast", "%a: tensor<3x5xT>, %b: tensor<3x1xT>", "tg.max %a, %b : tensor<3x5xT>, tensor<3x1xT> -> tensor<3x5xT>", "tensor<3x5xT>", 0},
+  {"min_bcast", "%a: tensor<1x5xT>, %b: tensor<3x5xT>", "tg.min %a, %b : tensor<1x5xT>, tensor<3x5xT> -> tensor<3x5xT>", "tensor<3x5xT>", 0},
+  {"pow", "%a: tensor<3x5xT>, %b: tensor<3x5xT>", "tg.pow %a, %b : tensor<3x5xT>, tensor<3x5xT> -> tensor<3x5xT>", "tensor<3x5xT>", 4, Positive},
+  {"pow_bcast_scalar", "%a: tensor<3x5xT>, %b: tensor<T>", "tg.pow %a, %b : tensor<3x5xT>, tensor<T> -> tensor<3x5xT>", "tensor<3x5xT>", 4, Positive},
+  // Elementwise unary.
+  {"neg", "%x: tensor<4x16xT>", "tg.neg %x : tensor<4x16xT>", "tensor<4x16xT>", 0},
+  {"exp", "%x: tensor<4x16xT>", "tg.exp %x : tensor<4x16xT>", "tensor<4x16xT>", 16, Wide},
+  {"log", "%x: tensor<4x16xT>", "tg.log %x : tensor<4x16xT>", "tensor<4x16xT>", 16, Positive},
+  {"tanh", "%x: tensor<4x16xT>", "tg.tanh %x : tensor<4x16xT>", "tensor<4x16xT>", 16, Wide},
+  {"sqrt", "%x: tensor<4x16xT>", "tg.sqrt %x : tensor<4x16xT>", "tensor<4x16xT>", 1, Positive},
+  {"rsqrt", "%x: tensor<4x16xT>", "tg.rsqrt %x : tensor<4x16xT>", "tensor<4x16xT>", 2, Positive},
+  {"cos", "%x: tensor<4x16xT>", "tg.cos %x : tensor<4x16xT>", "tensor<4x16xT>", 4, Wide},
+  {"sin", "%x: tensor<4x16xT>", "tg.sin %x : tensor<4x16xT>", "tensor<4x16xT>", 4, Wide},
+  {"silu", "%x: tensor<4x16xT>", "tg.silu %x : tensor<4x16xT>", "tensor<4x16xT>", 16, Wide},
+  {"silu_grad", "%x: tensor<4x16xT>, %g: tensor<4x16xT>", "tg.silu_grad %x, %g : tensor<4x16xT>", "tensor<4x16xT>", 32, Wide},
+  {"gelu_erf", "%x: tensor<4x16xT>", "tg.gelu %x none : tensor<4x16xT>", "tensor<4x16xT>", 16, Wide},
+  {"gelu_tanh", "%x: tensor<4x16xT>", "tg.gelu %x tanh : tensor<4x16xT>", "tensor<4x16xT>", 16, Wide},
+  {"gelu_grad_erf", "%x: tensor<4x16xT>, %g: tensor<4x16xT>", "tg.gelu_grad %x, %g none : tensor<4x16xT>", "tensor<4x16xT>", 32, Wide},
+  {"gelu_grad_tanh", "%x: tensor<4x16xT>, %g: tensor<4x16xT>", "tg.gelu_grad %x, %g tanh : tensor<4x16xT>", "tensor<4x16xT>", 32, Wide},
+  // Casts: widening and integer ones are exact; f64 -> f32 rounds once.
+  {"cast_to_f64", "%x: tensor<3x4xT>", "tg.cast %x : tensor<3x4xT> -> tensor<3x4xf64>", "tensor<3x4xf64>", 0},
+  {"cast_from_f64", "%x: tensor<3x4xf64>", "tg.cast %x : tensor<3x4xf64> -> tensor<3x4xT>", "tensor<3x4xT>", 1},
+  {"cast_from_i32", "%x: tensor<7xi32>", "tg.cast %x : tensor<7xi32> -> tensor<7xT>", "tensor<7xT>", 0, Uniform, 1000},
+  {"cast_from_i64", "%x: tensor<2x3xi64>", "tg.cast %x : tensor<2x3xi64> -> tensor<2x3xT>", "tensor<2x3xT>", 0, Uniform, 100000},
+  // Layout.
+  {"broadcast_col", "%x: tensor<3x1xT>", "tg.broadcast %x : tensor<3x1xT> -> tensor<2x3x4xT>", "tensor<2x3x4xT>", 0},
+  {"broadcast_scalar", "%x: tensor<T>", "tg.broadcast %x : tensor<T> -> tensor<2x3xT>", "tensor<2x3xT>", 0},
+  {"broadcast_row", "%x: tensor<4xT>", "tg.broadcast %x : tensor<4xT> -> tensor<3x4xT>", "tensor<3x4xT>", 0},
+  {"transpose_2d", "%x: tensor<3x5xT>", "tg.transpose %x [1, 0] : tensor<3x5xT> -> tensor<5x3xT>", "tensor<5x3xT>", 0},
+  {"transpose_3d", "%x: tensor<2x3x4xT>", "tg.transpose %x [2, 0, 1] : tensor<2x3x4xT> -> tensor<4x2x3xT>", "tensor<4x2x3xT>", 0},
+  {"slice_2d", "%x: tensor<4x6xT>", "tg.slice %x [[1, 2]] [[2, 3]] : tensor<4x6xT> -> tensor<2x3xT>", "tensor<2x3xT>", 0},
+  {"slice_3d", "%x: tensor<3x4x5xT>", "tg.slice %x [[1, 0, 3]] [[2, 4, 2]] : tensor<3x4x5xT> -> tensor<2x4x2xT>", "tensor<2x4x2xT>", 0},
+  {"pad", "%x: tensor<3x4xT>", "tg.pad %x low [1, 0] high [2, 3] : tensor<3x4xT> -> tensor<6x7xT>", "tensor<6x7xT>", 0},
+  {"concat_axis1", "%a: tensor<2x3xT>, %b: tensor<2x5xT>", "tg.concat %a, %b {axis = 1 : i64} : (tensor<2x3xT>, tensor<2x5xT>) -> tensor<2x8xT>", "tensor<2x8xT>", 0},
+  {"concat_neg_axis", "%a: tensor<2x3x2xT>, %b: tensor<2x3x1xT>", "tg.concat %a, %b {axis = -1 : i64} : (tensor<2x3x2xT>, tensor<2x3x1xT>) -> tensor<2x3x3xT>", "tensor<2x3x3xT>", 0},
+  {"concat_axis0_three", "%a: tensor<1x4xT>, %b: tensor<2x4xT>, %c: tensor<3x4xT>", "tg.concat %a, %b, %c {axis = 0 : i64} : (tensor<1x4xT>, tensor<2x4xT>, tensor<3x4xT>) -> tensor<6x4xT>", "tensor<6x4xT>", 0},
+  // Reductions.
+  {"reduce_sum_mid", "%x: tensor<3x4x5xT>", "tg.reduce_sum %x [1] : tensor<3x4x5xT> -> tensor<3x5xT>", "tensor<3x5xT>", 4},
+  {"reduce_sum_outer_keep", "%x: tensor<3x4x5xT>", "tg.reduce_sum %x [0, 2] {keep_dims = true} : tensor<3x4x5xT> -> tensor<1x4x1xT>", "tensor<1x4x1xT>", 16},
+  {"reduce_sum_all", "%x: tensor<8x16x20xT>", "tg.reduce_sum %x [0, 1, 2] : tensor<8x16x20xT> -> tensor<T>", "tensor<T>", 64},
+  {"reduce_sum_neg_axis", "%x: tensor<3x4x5xT>", "tg.reduce_sum %x [-1] : tensor<3x4x5xT> -> tensor<3x4xT>", "tensor<3x4xT>", 4},
+  {"reduce_sum_long_row", "%x: tensor<4x300xT>", "tg.reduce_sum %x [1] {keep_dims = true} : tensor<4x300xT> -> tensor<4x1xT>", "tensor<4x1xT>", 64},
+  {"reduce_mean_last_keep", "%x: tensor<3x4x5xT>", "tg.reduce_mean %x [2] {keep_dims = true} : tensor<3x4x5xT> -> tensor<3x4x1xT>", "tensor<3x4x1xT>", 8},
+  {"reduce_mean_two", "%x: tensor<12x16x5xT>", "tg.reduce_mean %x [0, 1] : tensor<12x16x5xT> -> tensor<5xT>", "tensor<5xT>", 32},
+  {"reduce_max_mid", "%x: tensor<3x4x5xT>", "tg.reduce_max %x [1] : tensor<3x4x5xT> -> tensor<3x5xT>", "tensor<3x5xT>", 0},
+  {"reduce_max_keep", "%x: tensor<3x4x5xT>", "tg.reduce_max %x [0, 2] {keep_dims = true} : tensor<3x4x5xT> -> tensor<1x4x1xT>", "tensor<1x4x1xT>", 0},
+  {"reduce_max_neg_axes", "%x: tensor<3x4x5xT>", "tg.reduce_max %x [-3, -1] : tensor<3x4x5xT> -> tensor<4xT>", "tensor<4xT>", 0},
+  // Gathers.
+  {"embedding_i32", "%t: tensor<10x6xT>, %i: tensor<2x3xi32>", "tg.embedding %t[%i] : tensor<10x6xT>, tensor<2x3xi32> -> tensor<2x3x6xT>", "tensor<2x3x6xT>", 0, Uniform, 10},
+  {"embedding_i64", "%t: tensor<7x4xT>, %i: tensor<5xi64>", "tg.embedding %t[%i] : tensor<7x4xT>, tensor<5xi64> -> tensor<5x4xT>", "tensor<5x4xT>", 0, Uniform, 7},
+  // Repeated indices: rows are sums of up to 10 gradient rows.
+  {"embedding_grad", "%i: tensor<2x5xi64>, %g: tensor<2x5x4xT>", "tg.embedding_grad %i, %g : tensor<2x5xi64>, tensor<2x5x4xT> -> tensor<6x4xT>", "tensor<6x4xT>", 8, Uniform, 6},
+  {"embedding_grad_i32", "%i: tensor<40xi32>, %g: tensor<40x3xT>", "tg.embedding_grad %i, %g : tensor<40xi32>, tensor<40x3xT> -> tensor<5x3xT>", "tensor<5x3xT>", 16, Uniform, 5},
+  // The generated GEMM (loop nest), transposes and batches.
+  {"matmul", "%a: tensor<5x7xT>, %b: tensor<7x3xT>", "tg.matmul %a, %b : tensor<5x7xT>, tensor<7x3xT> -> tensor<5x3xT>", "tensor<5x3xT>", 16},
+  {"matmul_tl", "%a: tensor<7x5xT>, %b: tensor<7x3xT>", "tg.matmul %a, %b {transpose_lhs = true} : tensor<7x5xT>, tensor<7x3xT> -> tensor<5x3xT>", "tensor<5x3xT>", 16},
+  {"matmul_tr", "%a: tensor<5x33xT>, %b: tensor<3x33xT>", "tg.matmul %a, %b {transpose_rhs = true} : tensor<5x33xT>, tensor<3x33xT> -> tensor<5x3xT>", "tensor<5x3xT>", 32},
+  {"matmul_long_k", "%a: tensor<6x256xT>, %b: tensor<256x9xT>", "tg.matmul %a, %b : tensor<6x256xT>, tensor<256x9xT> -> tensor<6x9xT>", "tensor<6x9xT>", 64},
+  {"matmul_tl_tr", "%a: tensor<7x5xT>, %b: tensor<3x7xT>", "tg.matmul %a, %b {transpose_lhs = true, transpose_rhs = true} : tensor<7x5xT>, tensor<3x7xT> -> tensor<5x3xT>", "tensor<5x3xT>", 16},
+  {"matmul_batch_shared_rhs", "%a: tensor<2x5x7xT>, %b: tensor<7x3xT>", "tg.matmul %a, %b : tensor<2x5x7xT>, tensor<7x3xT> -> tensor<2x5x3xT>", "tensor<2x5x3xT>", 16},
+  {"matmul_batch2_tr", "%a: tensor<2x2x4x6xT>, %b: tensor<2x2x3x6xT>", "tg.matmul %a, %b {transpose_rhs = true} : tensor<2x2x4x6xT>, tensor<2x2x3x6xT> -> tensor<2x2x4x3xT>", "tensor<2x2x4x3xT>", 16},
+  {"matmul_batch_tl", "%a: tensor<3x6x4xT>, %b: tensor<3x6x5xT>", "tg.matmul %a, %b {transpose_lhs = true} : tensor<3x6x4xT>, tensor<3x6x5xT> -> tensor<3x4x5xT>", "tensor<3x4x5xT>", 16},
+  // Norms, softmax, RoPE, losses (row-wise scf loops).
+  {"layer_norm", "%x: tensor<3x256xT>, %w: tensor<256xT>, %b: tensor<256xT>", "tg.layer_norm %x, %w, %b {epsilon = 1.0e-05 : f64} : tensor<3x256xT>, tensor<256xT>, tensor<256xT> -> tensor<3x256xT>", "tensor<3x256xT>", 64},
+  {"layer_norm_3d", "%x: tensor<2x3x8xT>, %w: tensor<8xT>, %b: tensor<8xT>", "tg.layer_norm %x, %w, %b {epsilon = 1.0e-01 : f64} : tensor<2x3x8xT>, tensor<8xT>, tensor<8xT> -> tensor<2x3x8xT>", "tensor<2x3x8xT>", 64},
+  {"layer_norm_grad", "%x: tensor<3x16xT>, %w: tensor<16xT>, %g: tensor<3x16xT>", "tg.layer_norm_grad %x, %w, %g {epsilon = 1.0e-05 : f64} : tensor<3x16xT>, tensor<16xT>, tensor<3x16xT> -> tensor<3x16xT>, tensor<16xT>, tensor<16xT>", "tensor<3x16xT>, tensor<16xT>, tensor<16xT>", 256},
+  {"layer_norm_grad_long", "%x: tensor<5x200xT>, %w: tensor<200xT>, %g: tensor<5x200xT>", "tg.layer_norm_grad %x, %w, %g {epsilon = 1.0e-05 : f64} : tensor<5x200xT>, tensor<200xT>, tensor<5x200xT> -> tensor<5x200xT>, tensor<200xT>, tensor<200xT>", "tensor<5x200xT>, tensor<200xT>, tensor<200xT>", 256},
+  {"rms_norm", "%x: tensor<3x256xT>, %w: tensor<256xT>", "tg.rms_norm %x, %w {epsilon = 1.0e-05 : f64} : tensor<3x256xT>, tensor<256xT> -> tensor<3x256xT>", "tensor<3x256xT>", 64},
+  {"rms_norm_grad", "%x: tensor<2x3x160xT>, %w: tensor<160xT>, %g: tensor<2x3x160xT>", "tg.rms_norm_grad %x, %w, %g {epsilon = 1.0e-05 : f64} : tensor<2x3x160xT>, tensor<160xT>, tensor<2x3x160xT> -> tensor<2x3x160xT>, tensor<160xT>", "tensor<2x3x160xT>, tensor<160xT>", 256},
+  {"softmax", "%x: tensor<3x17xT>", "tg.softmax %x : tensor<3x17xT>", "tensor<3x17xT>", 64, Wide},
+  {"softmax_long_row", "%x: tensor<4x500xT>", "tg.softmax %x : tensor<4x500xT>", "tensor<4x500xT>", 64, Wide},
+  {"softmax_3d", "%x: tensor<2x3x8xT>", "tg.softmax %x : tensor<2x3x8xT>", "tensor<2x3x8xT>", 64, Wide},
+  {"softmax_grad", "%y: tensor<3x300xT>, %g: tensor<3x300xT>", "tg.softmax_grad %y, %g : tensor<3x300xT>", "tensor<3x300xT>", 64},
+  {"rope", "%x: tensor<1x2x40x16xT>", "tg.rope %x {theta = 1.0e+04 : f64} : tensor<1x2x40x16xT>", "tensor<1x2x40x16xT>", 8},
+  {"rope_inverse", "%x: tensor<2x1x6x4xT>", "tg.rope %x {inverse, theta = 5.0e+02 : f64} : tensor<2x1x6x4xT>", "tensor<2x1x6x4xT>", 8},
+  {"cross_entropy", "%l: tensor<4x10xT>, %t: tensor<4xi64>", "tg.cross_entropy %l, %t : tensor<4x10xT>, tensor<4xi64> -> tensor<T>", "tensor<T>", 64, Wide, 10},
+  {"cross_entropy_vocab", "%l: tensor<6x500xT>, %t: tensor<6xi64>", "tg.cross_entropy %l, %t : tensor<6x500xT>, tensor<6xi64> -> tensor<T>", "tensor<T>", 64, Wide, 500},
+  {"cross_entropy_3d", "%l: tensor<2x3x12xT>, %t: tensor<2x3xi32>", "tg.cross_entropy %l, %t : tensor<2x3x12xT>, tensor<2x3xi32> -> tensor<T>", "tensor<T>", 64, Wide, 12},
+  {"cross_entropy_grad", "%l: tensor<4x300xT>, %t: tensor<4xi64>, %g: tensor<T>", "tg.cross_entropy_grad %l, %t, %g : tensor<4x300xT>, tensor<4xi64>, tensor<T>", "tensor<4x300xT>", 64, Wide, 300},
+};
+// clang-format on
+
+std::string replaceAll(std::string s, const std::string &from,
+                       const std::string &to) {
+  for (size_t at = s.find(from); at != std::string::npos;
+       at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
+  return s;
+}
+
+/// `T>` -> `f32>`: every element type placeholder ends a tensor type.
+std::string instantiate(const char *text, const std::string &element) {
+  return replaceAll(text, "T>", element + ">");
+}
+
+int countResults(const std::string &types) {
+  return 1 + std::count(types.begin(), types.end(), ',');
+}
+
+/// @NAME(args) -> (results) { %r = op; return %r }.
+std::string functionSource(const Case &c, const std::string &name,
+                           const std::string &element) {
+  std::string results = instantiate(c.results, element);
+  int n = countResults(results);
+  std::string src = "func.func @" + name + "(" + instantiate(c.args, element) +
+                    ") -> (" + results + ") {\n  %r" +
+                    (n > 1 ? ":" + std::to_string(n) : "") + " = " +
+                    instantiate(c.op, element) + "\n  return ";
+  for (int i = 0; i < n; ++i)
+    src += std::string(i ? ", " : "") + "%r" +
+           (n > 1 ? "#" + std::to_string(i) : "");
+  return src + " : " + results + "\n}\n";
+}
+
+/// Values of `type` from the case's domain, rounded to the element type.
+Tensor randomTensor(const Case &c, RankedTensorType type, std::mt19937_64 &rng) {
+  Tensor t{std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
+           {}};
+  Type element = type.getElementType();
+  for (int64_t i = 0; i < type.getNumElements(); ++i) {
+    if (isa<IntegerType>(element)) {
+      t.data.push_back(double(std::uniform_int_distribution<int64_t>(
+          0, c.bound - 1)(rng)));
+      continue;
+    }
+    double lo = c.domain == Positive ? 0.5 : c.domain == Wide ? -6.0 : -2.0;
+    double hi = c.domain == Positive ? 2.5 : c.domain == Wide ? 6.0 : 2.0;
+    double v = std::uniform_real_distribution<double>(lo, hi)(rng);
+    t.data.push_back(element.isF32() ? double(float(v)) : v);
+  }
+  return t;
+}
+
+/// A host buffer laid out as the kernel's memref of `type`.
+struct Buffer {
+  Type element;
+  std::vector<char> bytes;
+
+  explicit Buffer(RankedTensorType type)
+      : element(type.getElementType()),
+        bytes(type.getNumElements() *
+              (type.getElementType().getIntOrFloatBitWidth() / 8)) {}
+
+  void write(const std::vector<double> &values) {
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (element.isF32())
+        reinterpret_cast<float *>(bytes.data())[i] = float(values[i]);
+      else if (element.isF64())
+        reinterpret_cast<double *>(bytes.data())[i] = values[i];
+      else if (element.isInteger(32))
+        reinterpret_cast<int32_t *>(bytes.data())[i] = int32_t(values[i]);
+      else
+        reinterpret_cast<int64_t *>(bytes.data())[i] = int64_t(values[i]);
+    }
+  }
+  double at(size_t i) const {
+    if (element.isF32())
+      return reinterpret_cast<const float *>(bytes.data())[i];
+    return reinterpret_cast<const double *>(bytes.data())[i];
+  }
+};
+
+/// max over results of ||kernel - reference|| / ||reference||.
+double relativeError(const std::vector<Buffer> &kernel,
+                     const std::vector<Tensor> &reference) {
+  double worst = 0;
+  for (size_t r = 0; r < reference.size(); ++r) {
+    double diff = 0, norm = 0;
+    for (size_t i = 0; i < reference[r].data.size(); ++i) {
+      double d = kernel[r].at(i) - reference[r].data[i];
+      diff += d * d;
+      norm += reference[r].data[i] * reference[r].data[i];
+    }
+    double e = norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+    if (!(e <= worst)) // NaN sticks
+      worst = e;
+  }
+  return worst;
+}
+
+class KernelNumerics : public ::testing::Test {
+protected:
+  void SetUp() override {
+    context.loadDialect<tg::TgDialect, func::FuncDialect, arith::ArithDialect,
+                        linalg::LinalgDialect, math::MathDialect,
+                        memref::MemRefDialect, scf::SCFDialect>();
+    context.getDiagEngine().registerHandler([this](Diagnostic &diag) {
+      diagnostics += diag.str() + "\n";
+    });
+  }
+
+  MLIRContext context;
+  std::string diagnostics;
+};
+
+/// The single tg op of `func`.
+Operation *theOp(func::FuncOp func) { return &func.getBody().front().front(); }
+
+TEST_F(KernelNumerics, EveryKernelMatchesTheFloat64Reference) {
+  auto start = std::chrono::steady_clock::now();
+  // Every case in f32 and f64: one source module, one kernels module.
+  const std::vector<std::string> elements = {"f32", "f64"};
+  std::string source;
+  for (size_t i = 0; i < std::size(kCases); ++i)
+    for (const std::string &element : elements)
+      source += functionSource(kCases[i], "c" + std::to_string(i) + "_" + element,
+                               element);
+  OwningOpRef<ModuleOp> cases = parseSourceString<ModuleOp>(source, &context);
+  ASSERT_TRUE(cases) << diagnostics << source;
+
+  OpBuilder builder(&context);
+  OwningOpRef<ModuleOp> kernels = ModuleOp::create(builder.getUnknownLoc());
+  std::vector<func::FuncOp> funcs;
+  std::vector<std::string> names;
+  for (auto func : cases->getOps<func::FuncOp>()) {
+    Operation *op = theOp(func);
+    ASSERT_TRUE(tg::hasKernelBody(op)) << func.getSymName().str();
+    SmallVector<Type> argTypes;
+    for (Type t : llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes())) {
+      auto tensor = cast<RankedTensorType>(t);
+      argTypes.push_back(MemRefType::get(tensor.getShape(), tensor.getElementType()));
+    }
+    std::string name = "k_" + func.getSymName().str();
+    builder.setInsertionPointToEnd(kernels->getBody());
+    auto kernel = func::FuncOp::create(builder, op->getLoc(), name,
+                                       builder.getFunctionType(argTypes, {}));
+    Block *entry = kernel.addEntryBlock();
+    builder.setInsertionPointToStart(entry);
+    auto args = entry->getArguments();
+    ASSERT_TRUE(succeeded(tg::emitKernelBody(
+        builder, op, args.take_front(op->getNumOperands()),
+        args.drop_front(op->getNumOperands()))))
+        << name << ": " << diagnostics;
+    func::ReturnOp::create(builder, op->getLoc());
+    funcs.push_back(func);
+    names.push_back(name);
+  }
+
+  ASSERT_TRUE(succeeded(verify(*kernels))) << diagnostics;
+  auto compiled = tg::compileHostKernels(*kernels, names);
+  ASSERT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError()) << "\n"
+                              << diagnostics;
+  SmallString<128> path;
+  ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("tg-kernel-numerics", "so", path));
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    ASSERT_FALSE(ec) << ec.message();
+    os.write(reinterpret_cast<const char *>(compiled->sharedObject.data()),
+             compiled->sharedObject.size());
+  }
+  void *library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  llvm::sys::fs::remove(path);
+  ASSERT_NE(library, nullptr) << dlerror();
+  auto compiledAt = std::chrono::steady_clock::now();
+
+  std::mt19937_64 rng(20240909);
+  std::string report;
+  for (size_t k = 0; k < funcs.size(); ++k) {
+    const Case &c = kCases[k / elements.size()];
+    const std::string &element = elements[k % elements.size()];
+    Operation *op = theOp(funcs[k]);
+    SCOPED_TRACE(std::string(c.name) + " in " + element);
+
+    std::vector<Tensor> inputs;
+    std::vector<Buffer> buffers;
+    for (Value v : op->getOperands()) {
+      auto type = cast<RankedTensorType>(v.getType());
+      inputs.push_back(randomTensor(c, type, rng));
+      buffers.emplace_back(type);
+      buffers.back().write(inputs.back().data);
+    }
+    std::vector<Buffer> outputs;
+    for (Type t : op->getResultTypes()) {
+      auto type = cast<RankedTensorType>(t);
+      outputs.emplace_back(type);
+      // NaN everywhere: an element the kernel does not write shows up.
+      outputs.back().write(std::vector<double>(type.getNumElements(), NAN));
+    }
+    std::vector<void *> pointers;
+    for (Buffer &b : buffers)
+      pointers.push_back(b.bytes.data());
+    for (Buffer &b : outputs)
+      pointers.push_back(b.bytes.data());
+    auto entry = reinterpret_cast<void (*)(void **)>(
+        dlsym(library, compiled->symbols[k].c_str()));
+    ASSERT_NE(entry, nullptr) << compiled->symbols[k];
+    entry(pointers.data());
+
+    auto reference =
+        tg::eval::evaluate(funcs[k], inputs, tg::eval::Arithmetic::Float64);
+    ASSERT_TRUE(succeeded(reference)) << diagnostics;
+    double error = relativeError(outputs, *reference);
+    double unit = element == "f32" ? std::ldexp(1.0, -24) : std::ldexp(1.0, -53);
+    double tolerance = c.ulps * unit;
+    EXPECT_TRUE(error <= tolerance)
+        << "relative error " << error << " > " << tolerance << " (" << c.ulps
+        << " u)";
+    char line[160];
+    std::snprintf(line, sizeof line, "  %-24s %s  error %.3e = %7.2f u  (tolerance %5g u)\n",
+                  c.name, element.c_str(), error, error / unit, c.ulps);
+    report += line;
+  }
+  dlclose(library);
+  auto end = std::chrono::steady_clock::now();
+  auto ms = [](auto d) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+  };
+  std::printf("%zu kernels: compiled in %lld ms, run and checked in %lld ms\n%s",
+              funcs.size(), (long long)ms(compiledAt - start),
+              (long long)ms(end - compiledAt), report.c_str());
+}
+
+/// Every op of the dialect with a kernel body has a case above, so a new op
+/// with a kernel body and no numeric check fails here.
+TEST_F(KernelNumerics, EveryOpWithAKernelBodyHasACase) {
+  llvm::StringSet<> covered;
+  for (const Case &c : kCases) {
+    std::string op = c.op;
+    covered.insert(op.substr(0, op.find(' ')));
+  }
+  int withBody = 0;
+  for (RegisteredOperationName name : context.getRegisteredOperations()) {
+    if (name.getDialectNamespace() != tg::TgDialect::getDialectNamespace())
+      continue;
+    OperationState state(UnknownLoc::get(&context), name);
+    Operation *op = Operation::create(state);
+    bool body = tg::hasKernelBody(op);
+    op->destroy();
+    if (!body)
+      continue; // constant, reshape, attention, attention_grad
+    ++withBody;
+    EXPECT_TRUE(covered.contains(name.getStringRef()))
+        << name.getStringRef().str()
+        << " has a kernel body but no case in KernelNumericsTest's table";
+  }
+  EXPECT_GT(withBody, 30);
+}
+
+} // namespace
