@@ -6,7 +6,7 @@
 // RUN: tgc compile %s --emit=kernels --gemm=generated | FileCheck %s --check-prefix=GEN
 // RUN: tgc compile %s --stats | FileCheck %s --check-prefix=STATS
 
-func.func @train_step(%w: tensor<4x8xf32> {tg.param = "w", tg.init = "zeros"},
+func.func @train_step(%w: tensor<4x8xf32> {tg.param = "w", tg.init = #tg.init<zeros>},
                       %x: tensor<2x4xf32> {tg.input = "x"},
                       %b: tensor<8xf32> {tg.input = "b"})
     -> (tensor<f32> {tg.output = "loss"}) {

@@ -4,6 +4,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -159,7 +160,11 @@ LogicalResult ViewOp::verify() {
 
 /// Kernels are functions of a module, or entries of an exec.binary.
 LogicalResult DispatchOp::verifySymbolUses(SymbolTableCollection &symbols) {
-  Operation *target = symbols.lookupNearestSymbolFrom(*this, getKernel());
+  // A serialized kernel module is an exec.binary, which lists its kernels.
+  Operation *target = symbols.lookupNearestSymbolFrom(
+      *this, getKernel().getRootReference());
+  if (!isa_and_nonnull<BinaryOp>(target))
+    target = symbols.lookupNearestSymbolFrom(*this, getKernel());
   if (!target)
     return emitOpError("kernel ") << getKernel() << " does not exist";
   unsigned numInputs = getInputs().size(), numOutputs = getOutputs().size();
@@ -201,6 +206,15 @@ LogicalResult DispatchOp::verifySymbolUses(SymbolTableCollection &symbols) {
         return success();
       }
     return emitOpError("kernel '") << name << "' is not in " << getKernel();
+  }
+  // A kernel already lowered below tensors and memrefs (llvm.func with
+  // bare pointers) takes one argument per buffer.
+  if (auto function = dyn_cast<FunctionOpInterface>(target)) {
+    if (function.getNumArguments() != numInputs + numOutputs)
+      return emitOpError("passes ")
+             << numInputs + numOutputs << " buffers to a kernel taking "
+             << function.getNumArguments();
+    return success();
   }
   return emitOpError("kernel ") << getKernel()
                                 << " is neither a function nor a binary";
