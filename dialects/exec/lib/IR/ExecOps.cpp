@@ -140,7 +140,7 @@ LogicalResult ResourceOp::verify() {
       return emitOpError("updates ")
              << state.getType() << " with a buffer of type " << type;
   }
-  if (getOffset() && *getOffset() < 0)
+  if (getOffsetAttr() && getOffsetAttr().getInt() < 0)
     return emitOpError("has a negative offset");
   return success();
 }

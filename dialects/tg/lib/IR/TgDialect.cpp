@@ -182,6 +182,22 @@ static bool hasTgAttr(DictionaryAttr attrs) {
   return false;
 }
 
+/// A tensor argument or result with a tg attribute has a static shape with
+/// every dimension >= 1, as the tensors of tg ops do (TgOps.td).
+static LogicalResult verifyTgTensorType(Operation *op, StringRef what,
+                                        unsigned index, Type type) {
+  auto tensor = dyn_cast<TensorType>(type);
+  if (!tensor || (tensor.hasRank() && llvm::all_of(tensor.getShape(),
+                                                   [](int64_t d) {
+                                                     return d >= 1;
+                                                   })))
+    return success();
+  return op->emitOpError()
+         << what << " #" << index << " has type " << type
+         << ": a tensor with a tg attribute needs a static shape with every "
+            "dimension >= 1 (no '?' or 0 dimensions)";
+}
+
 /// Checks what needs the whole signature: names unique per function
 /// (tg.param, tg.input, tg.state among arguments; tg.output, tg.updates
 /// among results) and every tg.updates naming an argument of its type.
@@ -201,6 +217,9 @@ static LogicalResult verifyFunctionAttrs(FunctionOpInterface func) {
     DictionaryAttr attrs = func.getArgAttrDict(i);
     if (!attrs)
       continue;
+    if (hasTgAttr(attrs) &&
+        failed(verifyTgTensorType(op, "argument", i, argTypes[i])))
+      return failure();
     for (auto [key, map] : {std::pair<StringRef, llvm::StringMap<unsigned> *>{
                                 kParamAttr, &params},
                             {kInputAttr, &inputs}})
@@ -219,6 +238,9 @@ static LogicalResult verifyFunctionAttrs(FunctionOpInterface func) {
     DictionaryAttr attrs = func.getResultAttrDict(i);
     if (!attrs)
       continue;
+    if (hasTgAttr(attrs) &&
+        failed(verifyTgTensorType(op, "result", i, resultTypes[i])))
+      return failure();
     if (auto name = attrs.getAs<StringAttr>(kOutputAttr)) {
       auto [it, inserted] = outputs.try_emplace(name.getValue(), i);
       if (!inserted)

@@ -14,9 +14,18 @@ include "mlir/IR/EnumAttr.td"
 
 def Tg_Float : AnyTypeOf<[F16, BF16, F32, F64]>;
 def Tg_Index : AnyTypeOf<[I32, I64]>;
-def Tg_FloatTensor : RankedTensorOf<[F16, BF16, F32, F64]>;
-def Tg_IndexTensor : RankedTensorOf<[I32, I64]>;
-def Tg_AnyTensor : RankedTensorOf<[F16, BF16, F32, F64, I32, I64]>;
+// Every tg tensor has a static shape with every dimension >= 1: a `?` or a
+// 0 dimension has no meaning in a training graph (and breaks autodiff).
+def Tg_StaticNonEmptyShapePred : CPred<
+    "::llvm::all_of(::llvm::cast<::mlir::ShapedType>($_self).getShape(), " #
+    "[](int64_t d) { return d >= 1; })">;
+class Tg_TensorOf<list<Type> allowedTypes>
+    : RankedTensorOf<allowedTypes, [Tg_StaticNonEmptyShapePred],
+                     "statically shaped tensor with every dimension >= 1 " #
+                     "(no '?' or 0 dimensions)">;
+def Tg_FloatTensor : Tg_TensorOf<[F16, BF16, F32, F64]>;
+def Tg_IndexTensor : Tg_TensorOf<[I32, I64]>;
+def Tg_AnyTensor : Tg_TensorOf<[F16, BF16, F32, F64, I32, I64]>;
 def Tg_Scalar : 0DTensorOf<[F16, BF16, F32, F64]>;
 
 def Differentiable : DeclareOpInterfaceMethods<Tg_DifferentiableOpInterface>;

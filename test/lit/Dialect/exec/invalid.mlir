@@ -1,0 +1,272 @@
+// RUN: tg-opt %s --split-input-file --verify-diagnostics
+
+// Each verifier of the exec dialect, one case each.
+
+// A program's mesh names one size per axis.
+// expected-error @+1 {{'exec.program' op has 2 mesh axes but 1 mesh sizes}}
+exec.program @p attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data", "tensor"], mesh_shape = array<i64: 2>} {
+}
+
+// -----
+
+// Mesh axes have at least one device.
+// expected-error @+1 {{'exec.program' op mesh axis 'data' has size 0; sizes must be >= 1}}
+exec.program @p attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 0>} {
+}
+
+// -----
+
+// Only resources, views and commands run in a program.
+exec.program @p attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>} {
+  // expected-error @+1 {{'arith.constant' op cannot be in an exec.program}}
+  %c = arith.constant 1 : index
+}
+
+// -----
+
+// Resources have static shapes.
+// expected-error @+1 {{'exec.resource' op needs a static, identity-layout memref}}
+%r = exec.resource scratch : memref<?xf32>
+
+// -----
+
+// State resources are named.
+// expected-error @+1 {{'exec.resource' op of kind 'parameter' needs a name}}
+%r = exec.resource parameter : memref<4xf32>
+
+// -----
+
+// Only parameters are initialised.
+// expected-error @+1 {{'exec.resource' op has an init rule but is not a parameter}}
+%r = exec.resource input "x" {init = #tg.init<zeros>} : memref<4xf32>
+
+// -----
+
+// A constant carries its value...
+// expected-error @+1 {{'exec.resource' op of kind 'constant' needs a value}}
+%r = exec.resource constant : memref<4xf32>
+
+// -----
+
+// ... of the buffer's type.
+// expected-error @+1 {{'exec.resource' op value of type 'tensor<3xf32>' does not match the buffer 'memref<4xf32>'}}
+%r = exec.resource constant {value = dense<1.0> : tensor<3xf32>} : memref<4xf32>
+
+// -----
+
+// Only constants have values.
+// expected-error @+1 {{'exec.resource' op has a value but is not a constant}}
+%r = exec.resource scratch {value = dense<1.0> : tensor<4xf32>} : memref<4xf32>
+
+// -----
+
+// New state replaces state, not scratch...
+%s = exec.resource scratch : memref<4xf32>
+// expected-error @+1 {{'exec.resource' op updates a buffer that is not a state resource}}
+%r = exec.resource scratch updates(%s : memref<4xf32>) : memref<4xf32>
+
+// -----
+
+// ... of the same type.
+%p = exec.resource parameter "w" : memref<4xf32>
+// expected-error @+1 {{'exec.resource' op updates 'memref<4xf32>' with a buffer of type 'memref<4xf64>'}}
+%r = exec.resource scratch updates(%p : memref<4xf32>) : memref<4xf64>
+
+// -----
+
+// Offsets are bytes into the arena.
+// expected-error @+1 {{'exec.resource' op has a negative offset}}
+%r = exec.resource scratch at -64 : memref<4xf32>
+
+// -----
+
+// A view keeps the element type and count.
+%r = exec.resource scratch : memref<4x2xf32>
+// expected-error @+1 {{'exec.view' op cannot view 'memref<4x2xf32>' as 'memref<6xf32>': element types and counts differ}}
+%v = exec.view %r : memref<4x2xf32> to memref<6xf32>
+
+// -----
+
+// A dispatched kernel exists...
+%a = exec.resource scratch : memref<4xf32>
+// expected-error @+1 {{'exec.dispatch' op kernel @kernels::@missing does not exist}}
+%t = exec.dispatch @kernels::@missing(%a) -> (%a) : (memref<4xf32>) -> (memref<4xf32>)
+module @kernels {
+}
+
+// -----
+
+// ... takes the buffers it is given (memref kernels: inputs then outputs)...
+%a = exec.resource scratch : memref<4xf32>
+// expected-error @+1 {{'exec.dispatch' op passes 1 inputs and 1 outputs to a kernel of type '(memref<4xf32>) -> ()'}}
+%t = exec.dispatch @kernels::@k(%a) -> (%a) : (memref<4xf32>) -> (memref<4xf32>)
+module @kernels {
+  func.func @k(%x: memref<4xf32>) {
+    return
+  }
+}
+
+// -----
+
+// ... of the types it takes (tensor kernels: inputs -> results).
+%a = exec.resource scratch : memref<4xf32>
+%b = exec.resource scratch : memref<8xf32>
+// expected-error @+1 {{'exec.dispatch' op operand #1 is 'memref<8xf32>' but the kernel takes 'tensor<4xf32>'}}
+%t = exec.dispatch @kernels::@k(%a) -> (%b) : (memref<4xf32>) -> (memref<8xf32>)
+module @kernels {
+  func.func @k(%x: tensor<4xf32>) -> tensor<4xf32> {
+    return %x : tensor<4xf32>
+  }
+}
+
+// -----
+
+// A serialized kernel is listed in its binary...
+%a = exec.resource scratch : memref<4xf32>
+// expected-error @+1 {{'exec.dispatch' op kernel 'k1' is not in @kernels::@k1}}
+%t = exec.dispatch @kernels::@k1(%a) -> (%a) : (memref<4xf32>) -> (memref<4xf32>)
+exec.binary @kernels elf {image = "\7FELF", kernels = ["k0"], operand_counts = array<i64: 2>, symbols = ["k0_packed"], target_cpu = "x86-64"}
+
+// -----
+
+// ... with the number of buffers it takes.
+%a = exec.resource scratch : memref<4xf32>
+// expected-error @+1 {{'exec.dispatch' op passes 2 buffers to kernel 'k0', which takes 3}}
+%t = exec.dispatch @kernels::@k0(%a) -> (%a) : (memref<4xf32>) -> (memref<4xf32>)
+exec.binary @kernels elf {image = "\7FELF", kernels = ["k0"], operand_counts = array<i64: 3>, symbols = ["k0_packed"], target_cpu = "x86-64"}
+
+// -----
+
+// A binary lists a symbol and an operand count per kernel.
+// expected-error @+1 {{'exec.binary' op has 1 kernels, 1 symbols and 2 operand counts}}
+exec.binary @kernels elf {image = "\7FELF", kernels = ["k0"], operand_counts = array<i64: 3, 2>, symbols = ["k0_packed"], target_cpu = "x86-64"}
+
+// -----
+
+// expected-error @+1 {{'exec.binary' op has an empty image}}
+exec.binary @kernels elf {image = "", kernels = [], operand_counts = array<i64>, symbols = [], target_cpu = "x86-64"}
+
+// -----
+
+// A GEMM multiplies one element type...
+%a = exec.resource scratch : memref<2x4xf32>
+%b = exec.resource scratch : memref<4x8xf64>
+%c = exec.resource scratch : memref<2x8xf32>
+// expected-error @+1 {{'exec.gemm' op needs a, b and c of one element type}}
+%t = exec.gemm(%a, %b) -> %c {m = 2, n = 8, k = 4, batch = 1, stride_a = 8, stride_b = 0, stride_c = 16} : memref<2x4xf32>, memref<4x8xf64> -> memref<2x8xf32>
+
+// -----
+
+// ... of floats...
+%a = exec.resource scratch : memref<2x4xi32>
+// expected-error @+1 {{'exec.gemm' op supports f16, bf16, f32 and f64, not 'i32'}}
+%t = exec.gemm(%a, %a) -> %a {m = 2, n = 2, k = 2, batch = 1, stride_a = 0, stride_b = 0, stride_c = 0} : memref<2x4xi32>, memref<2x4xi32> -> memref<2x4xi32>
+
+// -----
+
+// ... with positive sizes...
+%a = exec.resource scratch : memref<2x4xf32>
+// expected-error @+1 {{'exec.gemm' op needs m, n, k and batch >= 1}}
+%t = exec.gemm(%a, %a) -> %a {m = 0, n = 2, k = 2, batch = 1, stride_a = 0, stride_b = 0, stride_c = 0} : memref<2x4xf32>, memref<2x4xf32> -> memref<2x4xf32>
+
+// -----
+
+// ... within its buffers.
+%a = exec.resource scratch : memref<3x2x4xf32>
+%b = exec.resource scratch : memref<4x8xf32>
+%c = exec.resource scratch : memref<3x2x8xf32>
+// expected-error @+1 {{'exec.gemm' op operand 'a' has 24 elements; batch 4 with stride 8 needs 32}}
+%t = exec.gemm(%a, %b) -> %c {m = 2, n = 8, k = 4, batch = 4, stride_a = 8, stride_b = 0, stride_c = 16} : memref<3x2x4xf32>, memref<4x8xf32> -> memref<3x2x8xf32>
+
+// -----
+
+// A copy moves equal byte counts.
+%a = exec.resource scratch : memref<4xf32>
+%b = exec.resource scratch : memref<4xf64>
+// expected-error @+1 {{'exec.copy' op copies 16 bytes into 32}}
+%t = exec.copy %a -> %b : memref<4xf32> -> memref<4xf64>
+
+// -----
+
+exec.program @p attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 4>} {
+  %a = exec.resource scratch : memref<16xf32>
+  %b = exec.resource scratch : memref<8xf32>
+  // Collectives run over an axis of the program's mesh...
+  // expected-error @+1 {{'exec.all_reduce' op runs over mesh axis 'tensor', which the program's mesh ["data"] does not have}}
+  %t0 = exec.all_reduce sum %a -> %a over "tensor" : memref<16xf32> -> memref<16xf32>
+}
+
+// -----
+
+exec.program @p attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 4>} {
+  %a = exec.resource scratch : memref<16xf32>
+  %b = exec.resource scratch : memref<8xf32>
+  // ... an all-reduce keeps the size...
+  // expected-error @+1 {{'exec.all_reduce' op over 'data' (size 4) cannot take 'memref<16xf32>' to 'memref<8xf32>'}}
+  %t0 = exec.all_reduce sum %a -> %b over "data" : memref<16xf32> -> memref<8xf32>
+}
+
+// -----
+
+exec.program @p attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 4>} {
+  %a = exec.resource scratch : memref<16xf32>
+  %b = exec.resource scratch : memref<8xf32>
+  // ... a reduce-scatter keeps 1/size of it...
+  // expected-error @+1 {{'exec.reduce_scatter' op over 'data' (size 4) cannot take 'memref<16xf32>' to 'memref<8xf32>'}}
+  %t0 = exec.reduce_scatter sum %a -> %b over "data" : memref<16xf32> -> memref<8xf32>
+}
+
+// -----
+
+exec.program @p attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 4>} {
+  %a = exec.resource scratch : memref<16xf32>
+  %b = exec.resource scratch : memref<8xf32>
+  // ... an all-gather gets size times as much, of the same element type...
+  // expected-error @+1 {{'exec.all_gather' op over 'data' (size 4) cannot take 'memref<8xf32>' to 'memref<16xf32>'}}
+  %t0 = exec.all_gather %b -> %a over "data" : memref<8xf32> -> memref<16xf32>
+}
+
+// -----
+
+exec.program @p attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 2>} {
+  %a = exec.resource scratch : memref<4xf32>
+  %b = exec.resource scratch : memref<8xi32>
+  // expected-error @+1 {{'exec.all_gather' op needs one element type, not 'f32' and 'i32'}}
+  %t0 = exec.all_gather %a -> %b over "data" : memref<4xf32> -> memref<8xi32>
+}
+
+// -----
+
+exec.program @p attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["pipe"], mesh_shape = array<i64: 2>} {
+  %a = exec.resource scratch : memref<4xf32>
+  // ... and a peer is a rank of the axis.
+  // expected-error @+1 {{'exec.send' op peer 2 is outside mesh axis 'pipe' of size 2}}
+  %t0 = exec.send %a to 2 over "pipe" : memref<4xf32>
+}
+
+// -----
+
+exec.program @p attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["pipe"], mesh_shape = array<i64: 2>} {
+  %a = exec.resource scratch : memref<4xf32>
+  // expected-error @+1 {{'exec.recv' op peer -1 is outside mesh axis 'pipe' of size 2}}
+  %t0 = exec.recv %a from -1 over "pipe" : memref<4xf32>
+}
+
+// -----
+
+// Collectives need a program (and its mesh).
+%a = exec.resource scratch : memref<4xf32>
+// expected-error @+1 {{'exec.all_reduce' op must be inside an exec.program}}
+%t0 = exec.all_reduce sum %a -> %a over "data" : memref<4xf32> -> memref<4xf32>
+
+// -----
+
+// A dispatch region returns what it yields.
+func.func @f(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'exec.dispatch_region' op yields 'tensor<4xf32>' but returns 'tensor<8xf32>'}}
+  %r = exec.dispatch_region -> (tensor<8xf32>) {
+    %a = tg.exp %x : tensor<4xf32>
+    exec.yield %a : tensor<4xf32>
+  }
+  return
+}
