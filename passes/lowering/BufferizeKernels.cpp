@@ -92,8 +92,14 @@ LogicalResult bufferize(func::FuncOp kernel) {
 struct BufferizeKernelsPass
     : impl::TgBufferizeKernelsBase<BufferizeKernelsPass> {
   void runOnOperation() override {
+    // Kernel modules are named: the ones nested in the program's module, or
+    // the module this pass runs on.
+    SmallVector<ModuleOp> modules;
+    if (getOperation().getSymName())
+      modules.push_back(getOperation());
+    llvm::append_range(modules, getOperation().getOps<ModuleOp>());
     SmallVector<func::FuncOp> kernels;
-    for (auto module : getOperation().getOps<ModuleOp>())
+    for (ModuleOp module : modules)
       for (auto kernel : module.getOps<func::FuncOp>())
         if (isOnTensors(kernel))
           kernels.push_back(kernel);

@@ -1,0 +1,126 @@
+// RUN: tg-opt %s --split-input-file --exec-plan-buffers --verify-diagnostics | FileCheck %s
+
+// Reuse. State first, in program order, 64-byte aligned: w [0, 128),
+// x [128, 192), loss [192, 196) -> the state region is 256 bytes. Scratch
+// first fit in command order: %a at 256, %b at 384 while %a is still read;
+// %a's last reader is t1, so %c (first written at t2) takes its place.
+// CHECK-LABEL: exec.program @reuse
+// CHECK-SAME:    arena_size = 512 : i64
+// CHECK-SAME:    state_size = 256 : i64
+// CHECK:         exec.resource parameter "w" at 0 : memref<4x8xf32>
+// CHECK:         exec.resource input "x" at 128 : memref<4x4xf32>
+// CHECK:         exec.resource output "loss" at 192 : memref<f32>
+// CHECK:         exec.resource scratch at 256 : memref<4x8xf32>
+// CHECK:         exec.resource scratch at 384 : memref<4x8xf32>
+// CHECK:         exec.resource scratch at 256 : memref<4x8xf32>
+// CHECK-NOT:     exec.copy
+exec.program @reuse attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>} {
+  %w = exec.resource parameter "w" : memref<4x8xf32>
+  %x = exec.resource input "x" : memref<4x4xf32>
+  %loss = exec.resource output "loss" : memref<f32>
+  %a = exec.resource scratch : memref<4x8xf32>
+  %b = exec.resource scratch : memref<4x8xf32>
+  %c = exec.resource scratch : memref<4x8xf32>
+  %t0 = exec.gemm(%x, %w) -> %a {m = 4, n = 8, k = 4, batch = 1, stride_a = 16, stride_b = 0, stride_c = 32} : memref<4x4xf32>, memref<4x8xf32> -> memref<4x8xf32>
+  %t1 = exec.dispatch @kernels::@k_neg(%a) -> (%b) : (memref<4x8xf32>) -> (memref<4x8xf32>)
+  %t2 = exec.dispatch @kernels::@k_neg(%b) -> (%c) : (memref<4x8xf32>) -> (memref<4x8xf32>)
+  %t3 = exec.dispatch @kernels::@k_sum(%c) -> (%loss) : (memref<4x8xf32>) -> (memref<f32>)
+}
+module @kernels {
+  func.func @k_neg(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+    %y = tg.neg %x : tensor<4x8xf32>
+    return %y : tensor<4x8xf32>
+  }
+  func.func @k_sum(%x: tensor<4x8xf32>) -> tensor<f32> {
+    %y = tg.reduce_sum %x [0, 1] : tensor<4x8xf32> -> tensor<f32>
+    return %y : tensor<f32>
+  }
+}
+
+// -----
+
+// In-place update: the new weight is computed by an elementwise kernel that
+// is the last reader of the old one, so it is written over it (offset 0)
+// and nothing is copied back. The constant is state: [128, 132).
+// CHECK-LABEL: exec.program @in_place
+// CHECK-SAME:    arena_size = 192 : i64
+// CHECK-SAME:    state_size = 192 : i64
+// CHECK:         %[[W:.+]] = exec.resource parameter "w" at 0 : memref<4x8xf32>
+// CHECK:         exec.resource constant at 128
+// CHECK:         exec.resource scratch updates(%[[W]] : memref<4x8xf32>) at 0 : memref<4x8xf32>
+// CHECK-NOT:     exec.copy
+exec.program @in_place attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>} {
+  %w = exec.resource parameter "w" : memref<4x8xf32>
+  %c = exec.resource constant {value = dense<0.5> : tensor<f32>} : memref<f32>
+  %w_new = exec.resource scratch updates(%w : memref<4x8xf32>) : memref<4x8xf32>
+  %t0 = exec.dispatch @kernels::@k_scale(%w, %c) -> (%w_new) : (memref<4x8xf32>, memref<f32>) -> (memref<4x8xf32>)
+}
+module @kernels {
+  func.func @k_scale(%x: tensor<4x8xf32>, %s: tensor<f32>) -> tensor<4x8xf32> {
+    %y = tg.mul %x, %s : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+    return %y : tensor<4x8xf32>
+  }
+}
+
+// -----
+
+// Copy-back: the old weight is still read after the new one is written
+// (t1), so the new value gets its own state slot [128, 256) and is copied
+// over the old one at the end, once every command touching either is done.
+// CHECK-LABEL: exec.program @copy_back
+// CHECK-SAME:    arena_size = 384 : i64
+// CHECK-SAME:    state_size = 256 : i64
+// CHECK:         %[[W:.+]] = exec.resource parameter "w" at 0 : memref<4x8xf32>
+// CHECK:         %[[WN:.+]] = exec.resource scratch updates(%[[W]] : memref<4x8xf32>) at 128 : memref<4x8xf32>
+// CHECK:         exec.resource scratch at 256 : memref<4x8xf32>
+// CHECK:         %[[T0:.+]] = exec.dispatch @kernels::@k_neg
+// CHECK:         %[[T1:.+]] = exec.dispatch @kernels::@k_neg
+// CHECK:         exec.copy %[[WN]] -> %[[W]] await(%[[T0]], %[[T1]]) : memref<4x8xf32> -> memref<4x8xf32>
+exec.program @copy_back attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>} {
+  %w = exec.resource parameter "w" : memref<4x8xf32>
+  %w_new = exec.resource scratch updates(%w : memref<4x8xf32>) : memref<4x8xf32>
+  %y = exec.resource scratch : memref<4x8xf32>
+  %t0 = exec.dispatch @kernels::@k_neg(%w) -> (%w_new) : (memref<4x8xf32>) -> (memref<4x8xf32>)
+  %t1 = exec.dispatch @kernels::@k_neg(%w) -> (%y) : (memref<4x8xf32>) -> (memref<4x8xf32>)
+}
+module @kernels {
+  func.func @k_neg(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+    %y = tg.neg %x : tensor<4x8xf32>
+    return %y : tensor<4x8xf32>
+  }
+}
+
+// -----
+
+// Two streams: %b reuses %a's bytes [256, 384), but its writer t2 runs on
+// stream 1 while %a's writer and reader (t0, t1) ran on stream 0, so t2
+// must await both; the stream order alone would not keep them apart.
+// CHECK-LABEL: exec.program @streams
+// CHECK:         exec.resource scratch at 256 : memref<4x8xf32>
+// CHECK:         exec.resource scratch at 256 : memref<4x8xf32>
+// CHECK:         %[[T0:.+]] = exec.dispatch @kernels::@k_neg
+// CHECK:         %[[T1:.+]] = exec.dispatch @kernels::@k_neg
+// CHECK:         exec.dispatch @kernels::@k_neg(%{{.+}}) -> (%{{.+}}) await(%[[T0]], %[[T1]]) on 1
+exec.program @streams attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>} {
+  %x = exec.resource input "x" : memref<4x8xf32>
+  %o = exec.resource output "o" : memref<4x8xf32>
+  %a = exec.resource scratch : memref<4x8xf32>
+  %b = exec.resource scratch : memref<4x8xf32>
+  %t0 = exec.dispatch @kernels::@k_neg(%x) -> (%a) : (memref<4x8xf32>) -> (memref<4x8xf32>)
+  %t1 = exec.dispatch @kernels::@k_neg(%a) -> (%o) : (memref<4x8xf32>) -> (memref<4x8xf32>)
+  %t2 = exec.dispatch @kernels::@k_neg(%x) -> (%b) on 1 : (memref<4x8xf32>) -> (memref<4x8xf32>)
+  %t3 = exec.dispatch @kernels::@k_neg(%b) -> (%o) await(%t2) on 1 : (memref<4x8xf32>) -> (memref<4x8xf32>)
+}
+module @kernels {
+  func.func @k_neg(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+    %y = tg.neg %x : tensor<4x8xf32>
+    return %y : tensor<4x8xf32>
+  }
+}
+
+// -----
+
+// Planning twice is a mistake.
+// expected-error @+1 {{'exec.program' op is already planned}}
+exec.program @twice attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>, arena_size = 0 : i64} {
+}

@@ -1,0 +1,110 @@
+// RUN: tg-opt %s --split-input-file --tg-lower-to-exec=seed=7 --verify-diagnostics | FileCheck %s
+
+// A step with a library GEMM, dispatch regions (two equal ones sharing a
+// kernel), a view, a constant, an output written by the command computing
+// it, and new state: typed resources in argument order, then scratch
+// resources created where they are first written. The program records the
+// interface: batch and sequence from the "tokens" input, the vocabulary
+// from the module's tg.vocab_size, the seed option and the matmul FLOPs.
+// The moment is returned unchanged: nothing to copy.
+// CHECK-LABEL: exec.program @train_step
+// CHECK-SAME:    batch_size = 2 : i64, flops_per_step = 1.280000e+02 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>, seed = 7 : i64, seq_len = 4 : i64, vocab_size = 16 : i64
+// CHECK-NEXT:    %[[W:.+]] = exec.resource parameter "w" {init = #tg.init<normal, std = 0.02>} : memref<4x8xf32>
+// CHECK-NEXT:    exec.resource adam_m "w" : memref<4x8xf32>
+// CHECK-NEXT:    exec.resource input "tokens" : memref<2x4xi32>
+// CHECK-NEXT:    %[[X:.+]] = exec.resource input "x" : memref<2x4xf32>
+// CHECK-NEXT:    %[[B:.+]] = exec.resource input "b" : memref<8xf32>
+// CHECK-NEXT:    %[[C:.+]] = exec.resource constant {value = dense<5.000000e-01> : tensor<f32>} : memref<f32>
+// CHECK-NEXT:    %[[Y:.+]] = exec.resource scratch : memref<2x8xf32>
+// CHECK-NEXT:    exec.gemm(%[[X]], %[[W]]) -> %[[Y]] {batch = 1 : i64, k = 4 : i64, m = 2 : i64, n = 8 : i64, stride_a = 8 : i64, stride_b = 0 : i64, stride_c = 16 : i64}
+// CHECK-NEXT:    %[[Z:.+]] = exec.resource scratch : memref<2x8xf32>
+// CHECK-NEXT:    exec.dispatch @kernels::@k0_add(%[[Y]], %[[B]]) -> (%[[Z]])
+// CHECK-NEXT:    %[[Z2:.+]] = exec.resource scratch : memref<2x8xf32>
+// CHECK-NEXT:    exec.dispatch @kernels::@k0_add(%[[Z]], %[[B]]) -> (%[[Z2]])
+// CHECK-NEXT:    %[[FLAT:.+]] = exec.view %[[Z2]] : memref<2x8xf32> to memref<16xf32>
+// CHECK-NEXT:    %[[LOSS:.+]] = exec.resource output "loss" : memref<f32>
+// CHECK-NEXT:    exec.dispatch @kernels::@k1_reduce_sum(%[[FLAT]]) -> (%[[LOSS]])
+// CHECK-NEXT:    %[[WNEW:.+]] = exec.resource scratch updates(%[[W]] : memref<4x8xf32>) : memref<4x8xf32>
+// CHECK-NEXT:    exec.dispatch @kernels::@k2_mul(%[[W]], %[[C]]) -> (%[[WNEW]])
+// CHECK-NEXT:  }
+// Kernels on tensors, outlined from the regions: captured values become
+// arguments, yielded values results.
+// CHECK-LABEL: module @kernels
+// CHECK:         func.func @k0_add(%{{.+}}: tensor<2x8xf32>, %{{.+}}: tensor<8xf32>) -> tensor<2x8xf32>
+// CHECK-NEXT:      tg.add
+// CHECK:         func.func @k1_reduce_sum(%{{.+}}: tensor<16xf32>) -> tensor<f32>
+// CHECK:         func.func @k2_mul
+// CHECK-NOT:     func.func
+module attributes {tg.vocab_size = 16 : i64} {
+func.func @train_step(%w: tensor<4x8xf32> {tg.param = "w", tg.init = #tg.init<normal, std = 0.02>},
+                      %m: tensor<4x8xf32> {tg.state = #tg.state<adam_m, "w">},
+                      %tokens: tensor<2x4xi32> {tg.input = "tokens"},
+                      %x: tensor<2x4xf32> {tg.input = "x"},
+                      %b: tensor<8xf32> {tg.input = "b"})
+    -> (tensor<4x8xf32> {tg.updates = #tg.state<param, "w">},
+        tensor<4x8xf32> {tg.updates = #tg.state<adam_m, "w">},
+        tensor<f32> {tg.output = "loss"}) {
+  %c = tg.constant dense<0.5> : tensor<f32>
+  %y = tg.matmul %x, %w : tensor<2x4xf32>, tensor<4x8xf32> -> tensor<2x8xf32>
+  %z = exec.dispatch_region -> (tensor<2x8xf32>) {
+    %a = tg.add %y, %b : tensor<2x8xf32>, tensor<8xf32> -> tensor<2x8xf32>
+    exec.yield %a : tensor<2x8xf32>
+  }
+  %z2 = exec.dispatch_region -> (tensor<2x8xf32>) {
+    %a = tg.add %z, %b : tensor<2x8xf32>, tensor<8xf32> -> tensor<2x8xf32>
+    exec.yield %a : tensor<2x8xf32>
+  }
+  %flat = tg.reshape %z2 : tensor<2x8xf32> -> tensor<16xf32>
+  %loss = exec.dispatch_region -> (tensor<f32>) {
+    %s = tg.reduce_sum %flat [0] : tensor<16xf32> -> tensor<f32>
+    exec.yield %s : tensor<f32>
+  }
+  %w2 = exec.dispatch_region -> (tensor<4x8xf32>) {
+    %d = tg.mul %w, %c : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+    exec.yield %d : tensor<4x8xf32>
+  }
+  return %w2, %m, %loss : tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>
+}
+}
+
+// -----
+
+// Results that no command computes (a view of an input, an input, a
+// constant) are copied into their output or state resource at the end.
+// CHECK-LABEL: exec.program @train_step
+// CHECK:         %[[W:.+]] = exec.resource parameter "w"
+// CHECK-NEXT:    %[[X:.+]] = exec.resource input "x" : memref<6xf32>
+// CHECK-NEXT:    %[[C:.+]] = exec.resource constant
+// CHECK-NEXT:    %[[V:.+]] = exec.view %[[X]] : memref<6xf32> to memref<2x3xf32>
+// CHECK-NEXT:    exec.copy %[[V]] -> %[[W]]
+// CHECK-NEXT:    %[[ECHO:.+]] = exec.resource output "echo" : memref<6xf32>
+// CHECK-NEXT:    exec.copy %[[X]] -> %[[ECHO]]
+// CHECK-NEXT:    %[[HALF:.+]] = exec.resource output "half" : memref<f32>
+// CHECK-NEXT:    exec.copy %[[C]] -> %[[HALF]]
+func.func @train_step(%w: tensor<2x3xf32> {tg.param = "w", tg.init = #tg.init<zeros>},
+                      %x: tensor<6xf32> {tg.input = "x"})
+    -> (tensor<2x3xf32> {tg.updates = #tg.state<param, "w">},
+        tensor<6xf32> {tg.output = "echo"}, tensor<f32> {tg.output = "half"}) {
+  %c = tg.constant dense<0.5> : tensor<f32>
+  %v = tg.reshape %x : tensor<6xf32> -> tensor<2x3xf32>
+  return %v, %x, %c : tensor<2x3xf32>, tensor<6xf32>, tensor<f32>
+}
+
+// -----
+
+// Attention must be decomposed first.
+func.func @train_step(%q: tensor<1x2x4x8xf32> {tg.input = "q"}) -> (tensor<1x2x4x8xf32> {tg.output = "o"}) {
+  // expected-error @+1 {{'tg.attention' op cannot be lowered to exec: run tg-decompose-attention first}}
+  %o = tg.attention %q, %q, %q {scale = 0.35355339 : f64} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// The step function must exist.
+// expected-error @+1 {{no function @train_step to lower; set the pass option function=NAME}}
+module {
+  func.func @forward() {
+    return
+  }
+}
