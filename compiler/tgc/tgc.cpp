@@ -397,6 +397,7 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   // --mlir-print-ir-after-all, --mlir-timing, crash reproducers, ... on the
   // compile subcommand too.
+  tg::registerTgPasses(); // first: --mlir-print-ir-after=PASS names them
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
@@ -413,7 +414,6 @@ int main(int argc, char **argv) {
       "  tgc compile MODEL.json --train TRAIN.json --emit=exe -o NAME\n"
       "  tgc compile MODEL.json --train TRAIN.json --stats\n"
       "  tgc compile MODEL.json [--train TRAIN.json] --emit=tg|summary\n");
-  tg::registerTgPasses();
   DialectRegistry registry;
   registry.insert<tg::TgDialect, tg::exec::ExecDialect, func::FuncDialect,
                   memref::MemRefDialect, linalg::LinalgDialect,
