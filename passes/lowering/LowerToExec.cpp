@@ -241,45 +241,66 @@ private:
     return success();
   }
 
-  /// The kernel computing `region` from `inputs`: a new function, or an
-  /// existing one with the same body (equal ops, attributes and types).
+  /// What `region` computes from `inputs`, independent of names and
+  /// locations: each op's name, attributes and types, and where each of its
+  /// operands comes from (an input, or a result of an earlier op). Names,
+  /// attributes and types are uniqued by the context, so their addresses
+  /// stand for them.
+  static std::string regionKey(exec::DispatchRegionOp region,
+                               ArrayRef<Value> inputs) {
+    DenseMap<Value, int64_t> ref; // inputs >= 0, op results < 0
+    for (auto [i, v] : llvm::enumerate(inputs))
+      ref[v] = i;
+    std::string key;
+    auto append = [&](const void *p) {
+      key.append(reinterpret_cast<const char *>(&p), sizeof p);
+    };
+    int64_t produced = 0;
+    for (Operation &op : region.getBody().front()) {
+      append(op.getName().getAsOpaquePointer());
+      append(op.getRawDictionaryAttrs().getAsOpaquePointer());
+      append(op.getPropertiesAsAttribute().getAsOpaquePointer());
+      for (Value v : op.getOperands()) {
+        append(reinterpret_cast<const void *>(ref.lookup(v)));
+        append(v.getType().getAsOpaquePointer());
+      }
+      for (Value result : op.getResults()) {
+        ref[result] = --produced;
+        append(result.getType().getAsOpaquePointer());
+      }
+    }
+    return key;
+  }
+
+  /// The kernel computing `region` from `inputs`: an existing one with the
+  /// same key, or a new function on tensors cloned from the region.
   func::FuncOp outline(exec::DispatchRegionOp region, ArrayRef<Value> inputs) {
+    auto [it, inserted] =
+        kernelByKey.try_emplace(regionKey(region, inputs), func::FuncOp());
+    if (!inserted)
+      return it->second;
     OpBuilder kb = OpBuilder::atBlockEnd(kernels.getBody());
     SmallVector<Type> inputTypes;
     for (Value v : inputs)
       inputTypes.push_back(v.getType());
+    Block &body = region.getBody().front();
+    std::string name = "k" + std::to_string(kernelByKey.size() - 1);
+    if (&body.front() != body.getTerminator())
+      name += "_" + body.front().getName().stripDialect().str();
     auto kernel = func::FuncOp::create(
-        kb, region.getLoc(), "kernel",
+        kb, region.getLoc(), name,
         kb.getFunctionType(inputTypes, region.getResultTypes()));
     Block *entry = kernel.addEntryBlock();
     IRMapping map;
     map.map(inputs, entry->getArguments());
     kb.setInsertionPointToEnd(entry);
-    Operation *first = nullptr;
-    for (Operation &op : region.getBody().front()) {
-      if (auto yield = dyn_cast<exec::YieldOp>(op)) {
-        SmallVector<Value> results;
-        for (Value v : yield.getValues())
-          results.push_back(map.lookup(v));
-        func::ReturnOp::create(kb, yield.getLoc(), results);
-        continue;
-      }
-      Operation *clone = kb.clone(op, map);
-      if (!first)
-        first = clone;
-    }
-    std::string key;
-    llvm::raw_string_ostream os(key);
-    kernel->print(os, OpPrintingFlags().printGenericOpForm().useLocalScope());
-    auto [it, inserted] = kernelByKey.try_emplace(key, kernel);
-    if (!inserted) {
-      kernel.erase();
-      return it->second;
-    }
-    std::string name = "k" + std::to_string(kernelByKey.size() - 1);
-    if (first)
-      name += "_" + first->getName().stripDialect().str();
-    kernel.setSymName(name);
+    for (Operation &op : body.without_terminator())
+      kb.clone(op, map);
+    SmallVector<Value> results;
+    for (Value v : cast<exec::YieldOp>(body.getTerminator()).getValues())
+      results.push_back(map.lookup(v));
+    func::ReturnOp::create(kb, region.getLoc(), results);
+    it->second = kernel;
     return kernel;
   }
 
