@@ -114,8 +114,11 @@ public:
         *program.getArenaSize(), &slots, &parameters, &constants, &modules,
         &commands);
     tgx::FinishProgramBuffer(fbb, root);
-    return std::vector<uint8_t>(fbb.GetBufferPointer(),
-                                fbb.GetBufferPointer() + fbb.GetSize());
+    std::vector<uint8_t> image(fbb.GetBufferPointer(),
+                               fbb.GetBufferPointer() + fbb.GetSize());
+    // The checksum trailer over the whole file (docs/artifact.md).
+    ::tg::runtime::sealArtifact(image);
+    return image;
   }
 
 private:
@@ -185,6 +188,41 @@ private:
         symbols.push_back(fbb.CreateString(cast<StringAttr>(symbol).str()));
       std::vector<uint32_t> counts(binary.getOperandCounts().begin(),
                                    binary.getOperandCounts().end());
+      // The byte size of each kernel operand, from the dispatches (every
+      // dispatch of a kernel must pass the same sizes; the runtime checks
+      // each Kernel command against them). Undispatched kernels: zeros.
+      llvm::StringMap<std::vector<uint64_t>> bytesOf;
+      for (auto dispatch : program.getBlock().getOps<exec::DispatchOp>()) {
+        if (dispatch.getKernel().getRootReference().getValue() !=
+            binary.getSymName())
+          continue;
+        std::vector<uint64_t> sizes;
+        for (Value v :
+             llvm::concat<Value>(dispatch.getInputs(), dispatch.getOutputs()))
+          sizes.push_back(
+              uint64_t(exec::getByteSize(cast<MemRefType>(v.getType()))));
+        auto [it, inserted] = bytesOf.try_emplace(
+            dispatch.getKernel().getLeafReference().getValue(), sizes);
+        if (!inserted && it->second != sizes)
+          return dispatch.emitOpError("passes buffers of other sizes to its "
+                                      "kernel than an earlier dispatch of it");
+      }
+      std::vector<std::vector<uint64_t>> kernelBytes(counts.size());
+      for (auto [i, kernel] : llvm::enumerate(binary.getKernels())) {
+        if (i >= counts.size())
+          break;
+        auto it = bytesOf.find(cast<StringAttr>(kernel).getValue());
+        kernelBytes[i] = it == bytesOf.end()
+                             ? std::vector<uint64_t>(counts[i], 0)
+                             : it->second;
+        if (kernelBytes[i].size() != counts[i])
+          return binary.emitOpError("kernel ")
+                 << kernel << " is dispatched with " << kernelBytes[i].size()
+                 << " buffers but takes " << counts[i];
+      }
+      std::vector<uint64_t> operandBytes;
+      for (const std::vector<uint64_t> &sizes : kernelBytes)
+        operandBytes.insert(operandBytes.end(), sizes.begin(), sizes.end());
       // The checksum lets the runtime refuse a corrupted image before it
       // loads native code from it.
       ::tg::runtime::Fnv1a64 hash;
@@ -192,7 +230,7 @@ private:
       unsigned moduleIndex = modules.size();
       modules.push_back(tgx::CreateKernelModuleDirect(
           fbb, tgx::ModuleFormat_ElfSharedObject, &bytes, &symbols, &counts,
-          hash.value()));
+          hash.value(), &operandBytes));
       for (auto [i, kernel] : llvm::enumerate(binary.getKernels()))
         kernelIndex[{binary.getSymName(), cast<StringAttr>(kernel).getValue()}] =
             {moduleIndex, unsigned(i)};

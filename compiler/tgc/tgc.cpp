@@ -151,6 +151,9 @@ static llvm::Error buildFromConfig(MLIRContext &ctx, Compilation &c) {
         "--batch must be >= 1 and --seq within 1..%lld (the model's maximum)",
         (long long)model->maxPositions);
   }
+  if (llvm::Error error =
+          checkGraphSizes(*c.model, c.batch, c.seqLen, trainPath))
+    return error;
   Location loc = FileLineColLoc::get(&ctx, inputPath, 0, 0);
   c.module = ModuleOp::create(loc);
   DType dtype = dtypeOpt;
@@ -323,7 +326,26 @@ static int writeArtifact(Compilation &c, Emit what, const char *argv0) {
   return 0;
 }
 
+/// Only regular files are read: open() on a FIFO or a device can block
+/// forever.
+static llvm::Error checkRegularFile(StringRef path) {
+  llvm::sys::fs::file_status status;
+  if (std::error_code ec = llvm::sys::fs::status(path, status))
+    return llvm::createStringError("%s: cannot read (%s); check the path",
+                                   path.str().c_str(), ec.message().c_str());
+  if (status.type() != llvm::sys::fs::file_type::regular_file)
+    return llvm::createStringError(
+        "%s: cannot read: not a regular file (a FIFO, device or directory); "
+        "give the path of a file",
+        path.str().c_str());
+  return llvm::Error::success();
+}
+
 static int compile(MLIRContext &ctx, const char *argv0) {
+  for (StringRef path : {StringRef(inputPath), StringRef(trainPath)})
+    if (!path.empty())
+      if (llvm::Error error = checkRegularFile(path))
+        return fail(llvm::toString(std::move(error)));
   Compilation c;
   llvm::SourceMgr sources;
   SourceMgrDiagnosticHandler handler(sources, &ctx);

@@ -3,6 +3,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <cmath>
 #include <cstdio>
 
 using namespace llvm;
@@ -25,12 +26,42 @@ JsonFieldReader::JsonFieldReader(std::string file, const json::Object *object,
     : file(std::move(file)), fields(object), path(std::move(path)),
       firstError(std::move(error)) {}
 
+/// The offset of the first `[` or `{` (outside strings) that opens a level
+/// deeper than `maxDepth`, if any.
+static std::optional<size_t> tooDeep(StringRef text, int maxDepth) {
+  int depth = 0;
+  bool inString = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (inString) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        inString = false;
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > maxDepth)
+        return i;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::nullopt;
+}
+
 Expected<json::Value> JsonFieldReader::parseFile(StringRef path) {
   auto buffer = MemoryBuffer::getFile(path);
   if (!buffer)
     return createStringError(buffer.getError(), "%s: cannot read: %s",
                              path.str().c_str(),
                              buffer.getError().message().c_str());
+  if (std::optional<size_t> at = tooDeep((*buffer)->getBuffer(), kMaxJsonDepth))
+    return createStringError(
+        inconvertibleErrorCode(),
+        "%s: malformed JSON: arrays and objects nest deeper than %d levels "
+        "(at byte %zu); a config file needs only a few",
+        path.str().c_str(), kMaxJsonDepth, *at);
   Expected<json::Value> value = json::parse((*buffer)->getBuffer());
   if (!value)
     return createStringError(inconvertibleErrorCode(),
@@ -69,24 +100,37 @@ const json::Value *JsonFieldReader::lookup(StringRef key, bool required) {
   return nullptr;
 }
 
-int64_t JsonFieldReader::requiredInt(StringRef key, int64_t min) {
+int64_t JsonFieldReader::requiredInt(StringRef key, int64_t min, int64_t max,
+                                     StringRef why) {
   if (!lookup(key, /*required=*/true))
     return min;
-  return optionalInt(key, min, min);
+  return optionalInt(key, min, min, max, why);
 }
 
 int64_t JsonFieldReader::optionalInt(StringRef key, int64_t fallback,
-                                     int64_t min) {
+                                     int64_t min, int64_t max, StringRef why) {
   const json::Value *v = lookup(key, /*required=*/false);
   if (!v)
     return fallback;
+  std::string range = max == INT64_MAX
+                          ? ">= " + std::to_string(min)
+                          : "from " + std::to_string(min) + " to " +
+                                std::to_string(max);
+  std::string reason = why.empty() ? "" : " (" + why.str() + ")";
   std::optional<int64_t> i = v->getAsInteger();
   if (!i) {
-    fail(key, "expected an integer >= " + formatNumber(min));
+    // A whole number out of int64's range (9223372036854775808, 1e30).
+    std::optional<double> d = v->getAsNumber();
+    if (d && std::isfinite(*d) && std::trunc(*d) == *d)
+      fail(key, "is " + formatNumber(*d) + ", expected an integer " + range +
+                    reason);
+    else
+      fail(key, "expected an integer " + range);
     return fallback;
   }
-  if (*i < min) {
-    fail(key, "is " + Twine(*i) + ", expected an integer >= " + formatNumber(min));
+  if (*i < min || *i > max) {
+    fail(key, "is " + Twine(*i) + ", expected an integer " + range +
+                  (*i > max ? reason : ""));
     return fallback;
   }
   return *i;
@@ -108,6 +152,11 @@ double JsonFieldReader::optionalNumber(StringRef key, double fallback,
   const char *bound = minExclusive ? "> " : ">= ";
   if (!d) {
     fail(key, "expected a number " + Twine(bound) + formatNumber(min));
+    return fallback;
+  }
+  if (!std::isfinite(*d)) {
+    fail(key, "is " + formatNumber(*d) + ", expected a finite number " +
+                  Twine(bound) + formatNumber(min));
     return fallback;
   }
   if (*d < min || (minExclusive && *d == min)) {

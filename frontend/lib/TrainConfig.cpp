@@ -72,10 +72,12 @@ Expected<TrainConfig> mlir::tg::frontend::parseTrainConfig(StringRef path) {
                             "optimizer", "grad_clip_norm", "lr_schedule",
                             "micro_batches"});
   TrainConfig config;
-  config.batchSize = fields.requiredInt("batch_size", 1);
-  config.seqLen = fields.requiredInt("seq_len", 1);
+  config.batchSize = fields.requiredInt("batch_size", 1, kMaxBatchSize);
+  config.seqLen = fields.requiredInt("seq_len", 1, kMaxDimension);
   config.seed = fields.optionalInt("seed", 0, 0);
-  config.microBatches = fields.optionalInt("micro_batches", 1, 1);
+  config.microBatches = fields.optionalInt(
+      "micro_batches", 1, 1, kMaxMicroBatches,
+      "each micro-batch is its own copy of the forward and backward graph");
   std::string precision = fields.optionalString("precision", "fp32");
   if (precision == "bf16")
     config.precision = Precision::Bf16;

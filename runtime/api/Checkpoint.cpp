@@ -1,7 +1,8 @@
 // Checkpoints: a safetensors file with every state slot (parameters and
 // AdamW moments, under their slot names) and metadata
-//   tg.step           steps taken
-//   tg.data_position  the caller's position in its data (tgrun: next batch)
+//   tg.step           steps taken, in [0, 2^31 - 1] (the int32 step slot)
+//   tg.data_position  the caller's position in its data (tgrun: next batch),
+//                     in [0, 2^62]
 //   tg.program        fingerprint of the state layout (names, dtypes, shapes)
 //   tg.checksum       FNV-1a 64 over the tensors and the other metadata
 // written atomically by safetensors::writeFile (temporary file, fsync,
@@ -9,12 +10,14 @@
 #include "tg/runtime/Hash.h"
 #include "Session.h"
 #include "Status.h"
+#include "tg/runtime/RegularFile.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 
 namespace tg::runtime {
 namespace {
@@ -23,6 +26,8 @@ constexpr const char *kStep = "tg.step";
 constexpr const char *kDataPosition = "tg.data_position";
 constexpr const char *kProgram = "tg.program";
 constexpr const char *kChecksum = "tg.checksum";
+/// The largest tg.data_position (2^62): checked on save and load.
+constexpr int64_t kMaxDataPosition = int64_t(1) << 62;
 
 /// Slots of the training state, in program order.
 std::vector<const tgx::Slot *> stateSlots(const tg_session &session) {
@@ -77,27 +82,62 @@ std::string checksum(const safetensors::File &file) {
   return hex(hash.value());
 }
 
-bool parseCount(const safetensors::File &file, const char *key, int64_t &out) {
+/// Metadata `key` as an integer in [0, max]; otherwise sets `error` to a
+/// message naming the field and `path`.
+bool parseCount(const safetensors::File &file, const std::string &path, const char *key,
+                int64_t max, int64_t &out, std::string &error) {
   auto it = file.metadata.find(key);
-  if (it == file.metadata.end() || it->second.empty())
-    return false;
+  std::string text = it == file.metadata.end() ? "" : it->second;
   char *end = nullptr;
   errno = 0;
-  long long value = std::strtoll(it->second.c_str(), &end, 10);
+  long long value = text.empty() ? -1 : std::strtoll(text.c_str(), &end, 10);
   out = value;
-  return errno == 0 && *end == '\0' && value >= 0;
+  if (!text.empty() && errno == 0 && *end == '\0' && value >= 0 && value <= max)
+    return true;
+  if (it == file.metadata.end())
+    error = path + ": metadata " + key + " is missing; the checkpoint is corrupt";
+  else
+    error = path + ": metadata " + key + " is '" + text.substr(0, 40) +
+            "', not an integer in [0, " + std::to_string(max) +
+            "]; the checkpoint is corrupt, use an older one";
+  return false;
+}
+
+bool checkFinite(const std::string &path, const tgx::Slot &slot, const uint8_t *data,
+                 std::size_t size, const std::string &advice, std::string &error) {
+  int64_t index = findNonFinite(slot.dtype(), data, size);
+  if (index < 0)
+    return true;
+  error = path + ": tensor '" + slot.name()->str() + "' holds a non-finite value (" +
+          valueText(elementAt(slot.dtype(), data, index)) + " at element " +
+          std::to_string(index) + ")" + advice;
+  return false;
 }
 
 bool save(const tg_session &session, const std::string &path, int64_t dataPosition,
           std::string &error) {
-  if (dataPosition < 0) {
-    error = path + ": data position " + std::to_string(dataPosition) + " is negative";
+  if (dataPosition < 0 || dataPosition > kMaxDataPosition) {
+    error = path + ": data position " + std::to_string(dataPosition) + " is outside [0, " +
+            std::to_string(kMaxDataPosition) + "]";
+    return false;
+  }
+  // Never replace a good checkpoint with a diverged state.
+  if (session.divergedAt) {
+    error = path + ": not written: the training state of " + session.source +
+            " went non-finite at step " + std::to_string(session.divergedAt) +
+            "; the previous checkpoint is kept";
     return false;
   }
   safetensors::File file;
   for (const tgx::Slot *slot : stateSlots(session)) {
     file.tensors.emplace_back();
-    if (!slotTensor(session, *slot, slot->name()->str(), file.tensors.back(), error))
+    const safetensors::Tensor &t = file.tensors.back();
+    if (!slotTensor(session, *slot, slot->name()->str(), file.tensors.back(), error) ||
+        !checkFinite(path, *slot, t.data.data(), t.data.size(),
+                     "; not written: training diverged after step " +
+                         std::to_string(session.stepsDone) +
+                         ", the previous checkpoint is kept",
+                     error))
       return false;
   }
   file.metadata[kStep] = std::to_string(session.stepsDone);
@@ -109,6 +149,17 @@ bool save(const tg_session &session, const std::string &path, int64_t dataPositi
 
 bool load(tg_session &session, const std::string &path, int64_t *dataPosition,
           std::string &error) {
+  // A path that cannot be opened (missing, a FIFO or device) is not a
+  // corrupt checkpoint: say so.
+  struct stat st;
+  std::string problem;
+  int fd = openRegularFile(path, st, problem);
+  if (fd < 0) {
+    error = path + ": cannot read the checkpoint (" + problem +
+            "); pass a checkpoint written by tg_session_save_checkpoint or tgrun";
+    return false;
+  }
+  ::close(fd);
   safetensors::File file;
   if (!safetensors::readFile(path, file, error)) {
     error += "; the checkpoint is truncated or corrupt";
@@ -129,10 +180,12 @@ bool load(tg_session &session, const std::string &path, int64_t *dataPosition,
     return fail("the checkpoint belongs to a different program (other parameter names, "
                 "dtypes or shapes than " + session.source + "); resume with the artifact "
                 "that wrote it");
+  // The step slot is an int32; the data position stays far from overflow
+  // however many steps follow.
   int64_t steps, position;
-  if (!parseCount(file, kStep, steps) || !parseCount(file, kDataPosition, position))
-    return fail("metadata tg.step or tg.data_position is missing or not a non-negative "
-                "integer; the checkpoint is corrupt");
+  if (!parseCount(file, path, kStep, std::numeric_limits<int32_t>::max(), steps, error) ||
+      !parseCount(file, path, kDataPosition, kMaxDataPosition, position, error))
+    return false;
   // The fingerprint matched, so every state slot is present with its dtype
   // and shape; look each one up and check its size all the same before
   // touching the session.
@@ -143,6 +196,10 @@ bool load(tg_session &session, const std::string &path, int64_t *dataPosition,
         t->data.size() != slot->range()->size())
       return fail("tensor '" + slot->name()->str() + "' is missing or has the wrong dtype or "
                   "shape; the checkpoint is corrupt");
+    if (!checkFinite(path, *slot, t->data.data(), t->data.size(),
+                     "; the checkpoint was written after training diverged, use an older one",
+                     error))
+      return false;
     writes.emplace_back(slot, t);
   }
   for (auto &[slot, tensor] : writes)
@@ -150,6 +207,7 @@ bool load(tg_session &session, const std::string &path, int64_t *dataPosition,
       return false;
   session.stepsDone = steps;
   session.initialized = true;
+  session.divergedAt = 0;
   if (dataPosition)
     *dataPosition = position;
   return true;

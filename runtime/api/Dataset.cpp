@@ -2,6 +2,7 @@
 // (they can be far larger than memory needs to hold at once).
 #include "Session.h"
 #include "Status.h"
+#include "tg/runtime/RegularFile.h"
 
 #include <cerrno>
 #include <cstring>
@@ -32,22 +33,19 @@ bool open(const std::string &path, tg_dataset **out, std::string &error) {
     error = path + ": " + problem;
     return false;
   };
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return fail(std::string("cannot open the token file (") + std::strerror(errno) +
-                "); check the path");
   struct stat st;
-  bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  std::string problem;
+  int fd = openRegularFile(path, st, problem);
+  if (fd < 0)
+    return fail("cannot open the token file (" + problem + "); check the path");
   auto dataset = std::make_unique<tg_dataset>();
   dataset->path = path;
-  dataset->bytes = regular ? static_cast<std::size_t>(st.st_size) : 0;
+  dataset->bytes = static_cast<std::size_t>(st.st_size);
   void *map = MAP_FAILED;
-  if (regular && dataset->bytes > 0)
+  if (dataset->bytes > 0)
     map = ::mmap(nullptr, dataset->bytes, PROT_READ, MAP_PRIVATE, fd, 0);
   int mapErrno = errno;
   ::close(fd);
-  if (!regular)
-    return fail("is not a regular file; pass a token file (flat little-endian uint16)");
   if (dataset->bytes == 0)
     return fail("is empty; pass a token file (flat little-endian uint16)");
   if (dataset->bytes % 2 != 0)

@@ -2,8 +2,11 @@
 #include "Session.h"
 
 #include "Status.h"
+#include "tg/runtime/RegularFile.h"
 
 #include <cerrno>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 
@@ -48,6 +51,81 @@ bool writeSlot(tg_session &session, const tgx::Slot &slot, const void *data,
   return session.backend->write(slot.range()->offset() + byteOffset, data, size, error);
 }
 
+int64_t findNonFinite(tgx::DType dtype, const uint8_t *data, std::size_t size) {
+  switch (dtype) {
+  case tgx::DType_F32:
+    for (std::size_t i = 0; i < size / 4; ++i) {
+      float v;
+      std::memcpy(&v, data + 4 * i, 4);
+      if (!std::isfinite(v))
+        return int64_t(i);
+    }
+    return -1;
+  case tgx::DType_F64:
+    for (std::size_t i = 0; i < size / 8; ++i) {
+      double v;
+      std::memcpy(&v, data + 8 * i, 8);
+      if (!std::isfinite(v))
+        return int64_t(i);
+    }
+    return -1;
+  case tgx::DType_F16:
+  case tgx::DType_BF16: {
+    // All-ones exponent: 5 bits for F16, 8 for BF16.
+    uint16_t mask = dtype == tgx::DType_F16 ? 0x7c00 : 0x7f80;
+    for (std::size_t i = 0; i < size / 2; ++i) {
+      uint16_t bits = uint16_t(data[2 * i] | data[2 * i + 1] << 8);
+      if ((bits & mask) == mask)
+        return int64_t(i);
+    }
+    return -1;
+  }
+  default:
+    return -1;
+  }
+}
+
+double elementAt(tgx::DType dtype, const uint8_t *data, int64_t index) {
+  safetensors::Tensor t{"", toSafetensors(dtype), {1}, {}};
+  std::size_t size = dtypeSize(dtype);
+  t.data.assign(data + index * size, data + (index + 1) * size);
+  return safetensors::toDoubles(t)[0];
+}
+
+std::string valueText(double value) {
+  if (std::isnan(value))
+    return "nan";
+  if (std::isinf(value))
+    return value > 0 ? "inf" : "-inf";
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.9g", value);
+  return text;
+}
+
+bool findNonFiniteState(const tg_session &session, std::string &name, int64_t &index,
+                        double &value, std::string &error) {
+  std::vector<uint32_t> order;
+  for (const tgx::Parameter *p : *session.program->parameters())
+    order.push_back(p->slot());
+  for (const tgx::Parameter *p : *session.program->parameters()) {
+    order.push_back(p->adam_m_slot());
+    order.push_back(p->adam_v_slot());
+  }
+  std::vector<uint8_t> bytes;
+  for (uint32_t i : order) {
+    const tgx::Slot &slot = slotAt(session, i);
+    if (!readSlot(session, slot, bytes, error))
+      return false;
+    index = findNonFinite(slot.dtype(), bytes.data(), bytes.size());
+    if (index >= 0) {
+      name = slot.name()->str();
+      value = elementAt(slot.dtype(), bytes.data(), index);
+      return true;
+    }
+  }
+  return false;
+}
+
 bool resetTraining(tg_session &session, std::string &error) {
   for (const tgx::Parameter *p : *session.program->parameters())
     for (uint32_t index : {p->adam_m_slot(), p->adam_v_slot()}) {
@@ -58,6 +136,7 @@ bool resetTraining(tg_session &session, std::string &error) {
     }
   session.stepsDone = 0;
   session.initialized = true;
+  session.divergedAt = 0;
   return true;
 }
 
@@ -97,14 +176,11 @@ bool readArtifactFile(const char *path, std::vector<uint8_t> &bytes, std::string
     error = std::string(path) + ": cannot read the artifact (" + reason + "); check the path";
     return false;
   };
-  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return fail(std::strerror(errno));
   struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return fail("not a regular file");
-  }
+  std::string problem;
+  int fd = openRegularFile(path, st, problem);
+  if (fd < 0)
+    return fail(problem);
   bytes.resize(static_cast<std::size_t>(st.st_size));
   std::size_t done = 0;
   errno = 0;
@@ -162,6 +238,12 @@ bool step(tg_session &session, const int32_t *tokens, const int32_t *targets,
             "tg_session_init_from_safetensors or tg_session_load_checkpoint first";
     return false;
   }
+  if (session.divergedAt) {
+    error = "tg_session_step: the training state of " + session.source +
+            " went non-finite at step " + std::to_string(session.divergedAt) +
+            "; load a checkpoint or initialise the parameters again";
+    return false;
+  }
   if (session.stepsDone >= std::numeric_limits<int32_t>::max()) {
     error = "tg_session_step: the step counter of " + session.source +
             " would overflow its int32 'step' slot";
@@ -181,6 +263,27 @@ bool step(tg_session &session, const int32_t *tokens, const int32_t *targets,
       !readScalar(session, *session.gradNorm, result.grad_norm, error) ||
       !readScalar(session, *session.lr, result.lr, error))
     return false;
+  if (!std::isfinite(result.loss) || !std::isfinite(result.grad_norm)) {
+    // Training diverged: the step has already updated the state in place,
+    // so the session refuses to go on or to checkpoint it.
+    session.divergedAt = result.step;
+    std::string name, where;
+    int64_t index;
+    double value;
+    if (findNonFiniteState(session, name, index, value, error))
+      where = "; the first non-finite tensor is '" + name + "' (element " +
+              std::to_string(index) + " is " + valueText(value) + ")";
+    else if (error.empty())
+      where = "; the parameters are still finite";
+    else
+      where = "";
+    error = "tg_session_step: " + session.source + ": training diverged at step " +
+            std::to_string(result.step) + ": the loss is " + valueText(result.loss) +
+            " and grad_norm " + valueText(result.grad_norm) + where +
+            ". Lower the learning rate or set grad_clip_norm, and resume from the last "
+            "checkpoint (written before this step)";
+    return false;
+  }
   ++session.stepsDone;
   if (out)
     *out = result;

@@ -23,6 +23,10 @@ struct tg_session_s {
   // Set by init_random, init_from_safetensors and load_checkpoint; a step
   // on uninitialised parameters is refused.
   bool initialized = false;
+  // The step (1-based) after which the state went non-finite, 0 if it has
+  // not: further steps and checkpoints are refused until the state is
+  // re-initialised or a checkpoint is loaded.
+  int64_t divergedAt = 0;
 };
 
 namespace tg::runtime {
@@ -40,6 +44,21 @@ bool slotTensor(const tg_session &session, const tgx::Slot &slot,
 /// starting `byteOffset` bytes into it.
 bool writeSlot(tg_session &session, const tgx::Slot &slot, const void *data,
                uint64_t size, uint64_t byteOffset, std::string &error);
+
+/// The index of the first NaN or infinite element of `size` bytes of
+/// `dtype` values, or -1 if all are finite (and for integer dtypes).
+int64_t findNonFinite(tgx::DType dtype, const uint8_t *data, std::size_t size);
+/// The element at `index` as a double, for messages.
+double elementAt(tgx::DType dtype, const uint8_t *data, int64_t index);
+/// "nan", "inf", "-inf" or the value.
+std::string valueText(double value);
+
+/// The first state slot (parameters in program order, then each one's AdamW
+/// moments) holding a non-finite value: its name, element index and value.
+/// Returns false when every state slot is finite (or on a read error, which
+/// sets `error`).
+bool findNonFiniteState(const tg_session &session, std::string &name, int64_t &index,
+                        double &value, std::string &error);
 
 /// After new parameters: zero AdamW moments, no steps taken.
 bool resetTraining(tg_session &session, std::string &error);

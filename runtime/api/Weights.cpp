@@ -3,6 +3,8 @@
 #include "Session.h"
 #include "Status.h"
 
+#include <cmath>
+
 namespace tg::runtime {
 namespace {
 
@@ -48,6 +50,18 @@ bool initFromFile(tg_session &session, const std::string &path, std::string &err
                             ? *t
                             : safetensors::fromDoubles(name, dtype, shape,
                                                        safetensors::toDoubles(*t)));
+    // NaN or infinite weights would train to NaN without a word.
+    const std::vector<uint8_t> &data = converted.back().data;
+    int64_t index = findNonFinite(slot.dtype(), data.data(), data.size());
+    if (index >= 0) {
+      double original = safetensors::toDoubles(*t)[std::size_t(index)];
+      error = path + ": tensor '" + t->name + "' holds a non-finite value (" +
+              valueText(original) + " at element " + std::to_string(index) + ")";
+      if (std::isfinite(original))
+        error += std::string(", which overflows ") + safetensors::dtypeName(dtype);
+      error += "; pass weights with finite values";
+      return false;
+    }
   }
   for (std::size_t i = 0; i < converted.size(); ++i) {
     const tgx::Slot &slot = slotAt(session, session.program->parameters()->Get(i)->slot());
@@ -60,11 +74,25 @@ bool initFromFile(tg_session &session, const std::string &path, std::string &err
 bool saveWeights(const tg_session &session, const std::string &path, std::string &error) {
   safetensors::File file;
   file.metadata["format"] = "pt";
+  if (session.divergedAt) {
+    error = path + ": not written: the training state of " + session.source +
+            " went non-finite at step " + std::to_string(session.divergedAt);
+    return false;
+  }
   for (const tgx::Parameter *p : *session.program->parameters()) {
     file.tensors.emplace_back();
-    if (!slotTensor(session, slotAt(session, p->slot()), p->name()->str(),
-                    file.tensors.back(), error))
+    const tgx::Slot &slot = slotAt(session, p->slot());
+    if (!slotTensor(session, slot, p->name()->str(), file.tensors.back(), error))
       return false;
+    const std::vector<uint8_t> &data = file.tensors.back().data;
+    int64_t index = findNonFinite(slot.dtype(), data.data(), data.size());
+    if (index >= 0) {
+      error = path + ": not written: parameter '" + p->name()->str() +
+              "' holds a non-finite value (" +
+              valueText(elementAt(slot.dtype(), data.data(), index)) + " at element " +
+              std::to_string(index) + "); training diverged";
+      return false;
+    }
   }
   return safetensors::writeFile(path, file, error);
 }

@@ -6,8 +6,10 @@
 #include "tg/runtime/Hash.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <set>
+#include <vector>
 
 namespace tg::runtime {
 namespace {
@@ -29,6 +31,20 @@ bool isFloat(tgx::DType d) {
 
 bool isScalar(const tgx::Slot &slot) { return slot.shape()->size() == 0; }
 
+std::string versionError(const std::string &source, uint32_t version) {
+  return source + ": format_version " + std::to_string(version) +
+         " is not supported by this runtime, which reads version " +
+         std::to_string(kFormatVersion) +
+         " only; re-compile the model with the tgc that matches this runtime";
+}
+
+uint64_t readU64(const uint8_t *p) {
+  uint64_t value = 0;
+  for (int i = 7; i >= 0; --i)
+    value = value << 8 | p[i];
+  return value;
+}
+
 /// Semantic checks over a structurally valid program. Each check returns
 /// false after recording one message via `fail`.
 class Checker {
@@ -49,6 +65,8 @@ private:
   const std::string &source;
   std::string &error;
   uint64_t arenaBytes;
+  // Per module, per kernel: its first entry in kernel_operand_bytes.
+  std::vector<std::vector<uint64_t>> operandBytesStart;
 
   bool fail(const std::string &field, const std::string &problem) {
     error = source + ": " + field + " " + problem +
@@ -66,11 +84,7 @@ private:
 
   bool checkHeader() {
     if (program.format_version() != kFormatVersion) {
-      error = source + ": format_version " +
-              std::to_string(program.format_version()) +
-              " is not supported by this runtime, which reads version " +
-              std::to_string(kFormatVersion) +
-              "; re-compile the model with the tgc that matches this runtime";
+      error = versionError(source, program.format_version());
       return false;
     }
     if (program.target() < tgx::Target_MIN || program.target() > tgx::Target_MAX)
@@ -187,6 +201,20 @@ private:
         return fail(field + ".kernel_operand_counts", "has " +
                         std::to_string(m.kernel_operand_counts()->size()) +
                         " entries for " + std::to_string(m.kernels()->size()) + " kernels");
+      if (!m.kernel_operand_bytes())
+        return fail(field, "has no kernel_operand_bytes");
+      // Where each kernel's operand sizes start in kernel_operand_bytes.
+      std::vector<uint64_t> &starts = operandBytesStart.emplace_back();
+      uint64_t total = 0;
+      for (uint32_t count : *m.kernel_operand_counts()) {
+        starts.push_back(total);
+        total += count; // at most 2^32 kernels of < 2^32: no overflow
+      }
+      if (m.kernel_operand_bytes()->size() != total)
+        return fail(field + ".kernel_operand_bytes",
+                    "has " + std::to_string(m.kernel_operand_bytes()->size()) +
+                        " entries, but kernel_operand_counts add up to " +
+                        std::to_string(total));
     }
     return true;
   }
@@ -206,6 +234,19 @@ private:
                                            " entries but kernel '" +
                                            m.kernels()->Get(c.kernel())->str() + "' takes " +
                                            std::to_string(count));
+    // A kernel indexes its buffers at the sizes it was compiled for: a range
+    // of another size (a command pointing at another kernel) would let it
+    // read or write outside that range.
+    uint64_t start = operandBytesStart[c.module_()][c.kernel()];
+    for (uint32_t j = 0; j < count; ++j) {
+      uint64_t expected = m.kernel_operand_bytes()->Get(start + j);
+      const tgx::BufferRange &r = *c.operands()->Get(j);
+      if (r.size() != expected)
+        return fail(field + ".operands[" + std::to_string(j) + "]",
+                    rangeText(r) + " has " + std::to_string(r.size()) + " bytes but kernel '" +
+                        m.kernels()->Get(c.kernel())->str() + "' takes " +
+                        std::to_string(expected) + " bytes there");
+    }
     return true;
   }
 
@@ -264,6 +305,14 @@ private:
       for (uint32_t j = 0; j < c.operands()->size(); ++j)
         if (!checkRange(*c.operands()->Get(j), field + ".operands[" + std::to_string(j) + "]"))
           return false;
+      // The dependency graph: a command waits only for earlier ones, so the
+      // list order is a valid schedule.
+      if (c.awaits())
+        for (uint32_t j = 0; j < c.awaits()->size(); ++j)
+          if (c.awaits()->Get(j) >= i)
+            return fail(field + ".awaits[" + std::to_string(j) + "]",
+                        "is command " + std::to_string(c.awaits()->Get(j)) +
+                            ", not an earlier one");
       switch (c.kind()) {
       case tgx::CommandKind_Kernel:
         if (!checkKernel(c, field))
@@ -331,6 +380,20 @@ std::size_t dtypeSize(tgx::DType dtype) {
   return 0;
 }
 
+uint64_t artifactChecksum(const uint8_t *bytes, std::size_t size) {
+  Fnv1a64 hash;
+  hash.update(bytes, size < 8 ? 0 : size - 8);
+  return hash.value();
+}
+
+void sealArtifact(std::vector<uint8_t> &image) {
+  image.insert(image.end(), kTrailerMagic, kTrailerMagic + sizeof(kTrailerMagic));
+  image.resize(image.size() + 8);
+  uint64_t sum = artifactChecksum(image.data(), image.size());
+  for (int i = 0; i < 8; ++i)
+    image[image.size() - 8 + i] = static_cast<uint8_t>(sum >> (8 * i));
+}
+
 bool verifyArtifact(const uint8_t *bytes, std::size_t size,
                     const std::string &sourceName, std::string &error) {
   if (size < 8 || !tgx::ProgramBufferHasIdentifier(bytes)) {
@@ -338,19 +401,45 @@ bool verifyArtifact(const uint8_t *bytes, std::size_t size,
                          "pass the file that tgc --emit=tgx wrote";
     return false;
   }
+  // Large models have many commands; the default table limit (1M) is for
+  // untrusted network input, not for programs.
+  auto verifies = [&](std::size_t imageSize) {
+    flatbuffers::Verifier verifier(bytes, imageSize, /*max_depth=*/64,
+                                   /*max_tables=*/1u << 28);
+    return tgx::VerifyProgramBuffer(verifier);
+  };
+  bool sealed = size >= kTrailerSize + 8 &&
+                std::memcmp(bytes + size - kTrailerSize, kTrailerMagic,
+                            sizeof(kTrailerMagic)) == 0;
+  if (!sealed) {
+    // An artifact of an older format (version 1 had no trailer) gets the
+    // version message, which says what to do; anything else is damaged.
+    if (size % 8 == 0 && verifies(size) &&
+        tgx::GetProgram(bytes)->format_version() != kFormatVersion) {
+      error = versionError(sourceName, tgx::GetProgram(bytes)->format_version());
+      return false;
+    }
+    error = sourceName + ": the artifact is truncated (its checksum trailer is missing); "
+                         "re-compile the model with this tgc";
+    return false;
+  }
+  uint64_t stored = readU64(bytes + size - 8);
+  if (stored != artifactChecksum(bytes, size)) {
+    error = sourceName + ": the artifact is corrupt (its contents do not match the "
+                         "checksum in its trailer); re-compile the model with this tgc";
+    return false;
+  }
+  std::size_t imageSize = size - kTrailerSize;
   // FlatBuffers pads a finished buffer to its largest scalar (8 bytes here),
   // so this catches the truncations the Verifier cannot see: those that cut
   // only padding after the last object.
-  if (size % 8 != 0) {
-    error = sourceName + ": the artifact is truncated (" + std::to_string(size) +
-            " bytes, not a multiple of 8 as tgc writes them); re-compile the model with this tgc";
+  if (imageSize % 8 != 0) {
+    error = sourceName + ": the artifact is truncated (" + std::to_string(imageSize) +
+            " bytes before the trailer, not a multiple of 8 as tgc writes them); "
+            "re-compile the model with this tgc";
     return false;
   }
-  // Large models have many commands; the default table limit (1M) is for
-  // untrusted network input, not for programs.
-  flatbuffers::Verifier verifier(bytes, size, /*max_depth=*/64,
-                                 /*max_tables=*/1u << 28);
-  if (!tgx::VerifyProgramBuffer(verifier)) {
+  if (!verifies(imageSize)) {
     error = sourceName + ": the artifact is truncated or corrupt (its FlatBuffers "
                          "structure does not verify); re-compile the model with this tgc";
     return false;

@@ -1,6 +1,7 @@
 // The executable trailer. Reads and writes go through stdio on whole files:
 // tgrun binaries are a few megabytes.
 #include "tg/runtime/EmbeddedArtifact.h"
+#include "tg/runtime/RegularFile.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -21,15 +22,29 @@ struct FileCloser {
 };
 using FilePtr = std::unique_ptr<std::FILE, FileCloser>;
 
-bool readWholeFile(const std::string &path, std::vector<uint8_t> &out) {
-  FilePtr f(std::fopen(path.c_str(), "rb"));
-  if (!f || std::fseek(f.get(), 0, SEEK_END) != 0)
+/// Reads a regular file (a FIFO or device would block or never end); on
+/// failure sets `problem`.
+bool readWholeFile(const std::string &path, std::vector<uint8_t> &out, std::string &problem) {
+  struct stat st;
+  int fd = openRegularFile(path, st, problem);
+  if (fd < 0)
     return false;
-  long size = std::ftell(f.get());
-  if (size < 0 || std::fseek(f.get(), 0, SEEK_SET) != 0)
+  FilePtr f(::fdopen(fd, "rb"));
+  if (!f)
+    ::close(fd);
+  long size = -1;
+  if (f && std::fseek(f.get(), 0, SEEK_END) == 0)
+    size = std::ftell(f.get());
+  if (size < 0 || std::fseek(f.get(), 0, SEEK_SET) != 0) {
+    problem = std::strerror(errno);
     return false;
+  }
   out.resize(static_cast<std::size_t>(size));
-  return std::fread(out.data(), 1, out.size(), f.get()) == out.size();
+  if (std::fread(out.data(), 1, out.size(), f.get()) != out.size()) {
+    problem = std::ferror(f.get()) ? std::strerror(errno) : "the file shrank while being read";
+    return false;
+  }
+  return true;
 }
 
 /// The artifact's [begin, end) in an executable image, if it has a trailer.
@@ -55,7 +70,8 @@ bool findEmbeddedArtifact(const std::string &exePath, std::vector<uint8_t> &out)
   // this to one code path with appendEmbeddedArtifact.
   std::vector<uint8_t> image;
   std::size_t begin, end;
-  if (!readWholeFile(exePath, image) || !locate(image, begin, end))
+  std::string problem;
+  if (!readWholeFile(exePath, image, problem) || !locate(image, begin, end))
     return false;
   out.assign(image.begin() + begin, image.begin() + end);
   return true;
@@ -65,8 +81,9 @@ bool appendEmbeddedArtifact(const std::string &exeIn,
                             const std::vector<uint8_t> &artifact,
                             const std::string &exeOut, std::string &error) {
   std::vector<uint8_t> image;
-  if (!readWholeFile(exeIn, image)) {
-    error = exeIn + ": cannot read the runtime executable: " + std::strerror(errno);
+  std::string problem;
+  if (!readWholeFile(exeIn, image, problem)) {
+    error = exeIn + ": cannot read the runtime executable: " + problem;
     return false;
   }
   std::size_t begin, end;

@@ -3,6 +3,7 @@
 // never undefined behaviour. The JSON header uses nlohmann/json's
 // non-throwing entry points only.
 #include "tg/runtime/Safetensors.h"
+#include "tg/runtime/RegularFile.h"
 
 #include <nlohmann/json.hpp>
 
@@ -198,6 +199,34 @@ std::optional<std::string> parseEntry(const std::string &name,
   return std::nullopt;
 }
 
+/// Rejects a header nesting deeper than a safetensors header does (three
+/// levels) before it is parsed: brackets outside strings, counted without
+/// recursion.
+std::optional<std::string> checkNesting(const uint8_t *text, uint64_t size) {
+  constexpr int kMaxDepth = 3;
+  int depth = 0;
+  bool inString = false;
+  for (uint64_t i = 0; i < size; ++i) {
+    uint8_t c = text[i];
+    if (inString) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        inString = false;
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > kMaxDepth)
+        return "header nests deeper than " + std::to_string(kMaxDepth) +
+               " levels (at byte " + std::to_string(8 + i) +
+               "), which a safetensors header never does";
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return std::nullopt;
+}
+
 std::string systemError(const std::string &what, const std::string &path) {
   return path + ": cannot " + what + ": " + std::strerror(errno);
 }
@@ -342,12 +371,34 @@ bool parse(const uint8_t *bytes, std::size_t size, const std::string &sourceName
                 " extends beyond the end of the file (" + std::to_string(size) +
                 " bytes)");
   const uint8_t *headerBegin = bytes + 8;
-  json header = json::parse(headerBegin, headerBegin + headerSize, nullptr,
+  // The expected header nests three deep ({"name": {"shape": [..]}}); a
+  // deeper one is not a safetensors header, whatever else it is.
+  if (std::optional<std::string> problem = checkNesting(headerBegin, headerSize))
+    return fail(*problem);
+  // JSON allows duplicate keys and nlohmann/json keeps the last one; a
+  // safetensors header must not have any (which tensor would be meant?).
+  std::vector<std::set<std::string>> keys;
+  std::string duplicate;
+  json::parser_callback_t findDuplicates = [&](int, json::parse_event_t event,
+                                               json &parsed) {
+    if (event == json::parse_event_t::object_start)
+      keys.emplace_back();
+    else if (event == json::parse_event_t::object_end && !keys.empty())
+      keys.pop_back();
+    else if (event == json::parse_event_t::key && !keys.empty() && parsed.is_string() &&
+             !keys.back().insert(parsed.get<std::string>()).second && duplicate.empty())
+      duplicate = parsed.get<std::string>();
+    return true;
+  };
+  json header = json::parse(headerBegin, headerBegin + headerSize, findDuplicates,
                             /*allow_exceptions=*/false);
   if (header.is_discarded())
-    return fail("header is not valid JSON");
+    return fail("header is not valid JSON (is the header size " + std::to_string(headerSize) +
+                " right?)");
   if (!header.is_object())
     return fail("header is not a JSON object");
+  if (!duplicate.empty())
+    return fail("header has the key '" + duplicate + "' more than once");
 
   const uint8_t *data = headerBegin + headerSize;
   uint64_t dataSize = size - 8 - headerSize;
@@ -366,6 +417,8 @@ bool parse(const uint8_t *bytes, std::size_t size, const std::string &sourceName
       continue;
     }
     Entry entry;
+    if (item.key().empty())
+      return fail("header has a tensor with an empty name");
     if (auto message = parseEntry(item.key(), item.value(), dataSize, entry))
       return fail(*message);
     entries.push_back(std::move(entry));
@@ -374,15 +427,27 @@ bool parse(const uint8_t *bytes, std::size_t size, const std::string &sourceName
   std::sort(entries.begin(), entries.end(), [](const Entry &a, const Entry &b) {
     return std::tie(a.begin, a.end) < std::tie(b.begin, b.end);
   });
+  // The tensors cover the data region exactly, in order: no overlap, no
+  // gap, nothing after the last one. A header size one byte off shifts every
+  // tensor by a byte, which only this check notices.
   const Entry *previous = nullptr;
+  uint64_t covered = 0;
   for (const Entry &entry : entries) {
-    if (entry.begin == entry.end)
-      continue; // an empty tensor occupies no bytes
-    if (previous && entry.begin < previous->end)
-      return fail("tensors '" + previous->tensor.name + "' and '" +
-                  entry.tensor.name + "' overlap in the data region");
+    if (entry.begin < covered)
+      return fail("tensors '" + previous->tensor.name + "' and '" + entry.tensor.name +
+                  "' overlap in the data region");
+    if (entry.begin > covered)
+      return fail("tensor '" + entry.tensor.name + "' starts at byte " +
+                  std::to_string(entry.begin) + " of the data region, but the tensors "
+                  "before it end at byte " + std::to_string(covered) +
+                  " (a gap: the tensors must cover the data region exactly)");
+    covered = entry.end;
     previous = &entry;
   }
+  if (covered != dataSize)
+    return fail("the data region has " + std::to_string(dataSize) + " bytes but the tensors "
+                "cover " + std::to_string(covered) + " (trailing bytes, or a wrong header "
+                "size " + std::to_string(headerSize) + "); the file is corrupt");
 
   for (Entry &entry : entries) {
     entry.tensor.data.assign(data + entry.begin, data + entry.end);
@@ -393,15 +458,11 @@ bool parse(const uint8_t *bytes, std::size_t size, const std::string &sourceName
 }
 
 bool readFile(const std::string &path, File &out, std::string &error) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    error = systemError("open", path);
-    return false;
-  }
   struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    error = path + ": not a regular file";
-    ::close(fd);
+  std::string problem;
+  int fd = runtime::openRegularFile(path, st, problem);
+  if (fd < 0) {
+    error = path + ": cannot open: " + problem + "; pass a safetensors file";
     return false;
   }
   std::vector<uint8_t> bytes(static_cast<std::size_t>(st.st_size));

@@ -6,12 +6,14 @@ import glob
 import json
 import os
 import random
+import re
+import subprocess
 import tempfile
 import unittest
 
 import numpy as np
 
-from tgtest.tools import run, run_status
+from tgtest.tools import BIN, run, run_status
 
 MODEL = {"model_type": "gpt2", "vocab_size": 41, "n_positions": 16, "n_embd": 16, "n_layer": 2,
          "n_head": 2, "n_inner": None, "layer_norm_epsilon": 1e-5, "activation_function": "gelu_new",
@@ -87,14 +89,32 @@ class TgrunCli(unittest.TestCase):
         for cut in [0, 4, 8, 100, len(blob) // 2, len(blob) - 1]:
             open(bad, "wb").write(blob[:cut])
             self.expect_rejected([bad, "--data", self.path("tokens.bin"), "--steps", 1], "bad.tgx")
+        # The checksum trailer covers every byte (format version 2): any flip, in kernel
+        # code, a constant or padding, is rejected before anything runs.
         for _ in range(20):
             data = bytearray(blob)
-            for _ in range(4):
+            for _ in range(rng.randrange(1, 5)):
                 data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
             open(bad, "wb").write(bytes(data))
             code, _, err = run_status("tgrun", bad, "--data", self.path("tokens.bin"), "--steps", 1)
-            # A flip may land in kernel code or padding and still verify; it must never kill tgrun by a signal.
-            self.assertGreaterEqual(code, 0, err)
+            self.assertEqual(code, 1, err)
+            self.assertIn("bad.tgx: the artifact is", err)
+
+    def test_artifact_has_a_checksum_trailer(self):
+        blob = open(self.path("m.tgx"), "rb").read()
+        self.assertEqual(blob[-16:-8], b"TGXSUM64")
+        checksum = 0xcbf29ce484222325
+        for byte in blob[:-8]:
+            checksum = ((checksum ^ byte) * 0x100000001b3) % (1 << 64)
+        self.assertEqual(int.from_bytes(blob[-8:], "little"), checksum)
+        # The reproducer of issue 8: one changed byte in a constant or the seed trains to
+        # other losses if nothing checks it.
+        data = bytearray(blob)
+        data[len(data) // 3] ^= 0x01
+        open(self.path("mutant.tgx"), "wb").write(bytes(data))
+        self.expect_rejected([self.path("mutant.tgx"), "--data", self.path("tokens.bin")],
+                             "mutant.tgx: the artifact is corrupt (its contents do not match the "
+                             "checksum in its trailer); re-compile the model with this tgc")
 
     def test_corrupted_checkpoint_is_rejected(self):
         ckpt = self.path("ckpt-corrupt")
@@ -118,6 +138,55 @@ class TgrunCli(unittest.TestCase):
         self.expect_rejected([self.path("m.tgx"), "--data", self.path("big.bin")], "big.bin")
         self.expect_rejected([self.path("m.tgx"), "--data", self.path("tokens.bin"),
                               "--init", self.path("missing.safetensors")], "missing.safetensors")
+
+    def test_fifos_and_devices_are_not_opened(self):
+        # open() on a FIFO waits for a writer: tgrun must refuse it at once, not hang.
+        fifo = self.path("fifo")
+        if not os.path.exists(fifo):
+            os.mkfifo(fifo)
+        tokens, model = self.path("tokens.bin"), self.path("m.tgx")
+        cases = [([fifo, "--data", tokens], f"{fifo}: cannot read the artifact (a FIFO, not a regular file)"),
+                 (["/dev/zero", "--data", tokens],
+                  "/dev/zero: cannot read the artifact (a character device, not a regular file)"),
+                 ([model, "--data", fifo], f"{fifo}: cannot open the token file (a FIFO, not a regular file)"),
+                 ([model, "--data", "/dev/zero"],
+                  "/dev/zero: cannot open the token file (a character device, not a regular file)"),
+                 ([model, "--data", tokens, "--init", fifo],
+                  f"{fifo}: cannot open: a FIFO, not a regular file; pass a safetensors file")]
+        for args, needle in cases:
+            result = subprocess.run([os.path.join(BIN, "tgrun"), *args], capture_output=True, text=True,
+                                    timeout=60)
+            self.assertEqual(result.returncode, 1, result.stderr)
+            self.assertIn(needle, result.stderr)
+
+    def test_divergence_stops_the_run_and_keeps_the_last_checkpoint(self):
+        # lr 1e30 without clipping: the first update blows the weights up and a later
+        # step's loss is not finite. tgrun stops at that step, exits 1, writes neither
+        # the final weights nor a checkpoint of the bad state.
+        train = dict(TRAIN, optimizer=dict(TRAIN["optimizer"], lr=1e30, weight_decay=0.0))
+        del train["grad_clip_norm"], train["lr_schedule"]
+        json.dump(train, open(self.path("diverge.json"), "w"))
+        run("tgc", "compile", self.path("model.json"), "--train", self.path("diverge.json"),
+            "-o", self.path("diverge.tgx"))
+        ckpt, weights = self.path("ckpt-diverge"), self.path("diverged.safetensors")
+        args = [self.path("diverge.tgx"), "--data", self.path("tokens.bin"), "--steps", 20,
+                "--checkpoint-dir", ckpt, "--checkpoint-every", 1, "--save-weights", weights]
+        code, _, err = run_status("tgrun", *args)
+        self.assertEqual(code, 1, err)
+        match = re.search(r"diverge\.tgx: training diverged at step (\d+): the loss is \S+ and grad_norm \S+", err)
+        self.assertTrue(match, err)
+        self.assertIn("Lower the learning rate or set grad_clip_norm, and resume from the last checkpoint", err)
+        step = int(match.group(1))
+        self.assertGreater(step, 1, err)
+        self.assertFalse(os.path.exists(weights))
+        kept = sorted(os.path.basename(p) for p in glob.glob(os.path.join(ckpt, "*.safetensors")))
+        self.assertEqual(kept[-1], "step-%08d.safetensors" % (step - 1), err)
+        # The kept checkpoint is the good state before the bad step: resuming from it
+        # reaches the same step and stops there again.
+        code, out, err = run_status("tgrun", *args, "--resume")
+        self.assertEqual(code, 1, err)
+        self.assertIn("(step %d)" % (step - 1), out)
+        self.assertIn("training diverged at step %d:" % step, err)
 
 
 if __name__ == "__main__":

@@ -41,9 +41,59 @@ TEST(Artifact, RejectsWrongIdentifier) {
   EXPECT_NE(error.find("model.tgx: not a .tgx artifact"), std::string::npos) << error;
 }
 
+/// `bytes` with its trailer recomputed (after a test changed the image).
+std::vector<uint8_t> resealed(std::vector<uint8_t> bytes) {
+  bytes.resize(bytes.size() - runtime::kTrailerSize);
+  runtime::sealArtifact(bytes);
+  return bytes;
+}
+
+std::string verifyBytes(const std::vector<uint8_t> &bytes) {
+  std::string error;
+  bool ok = runtime::verifyArtifact(bytes.data(), bytes.size(), "model.tgx", error);
+  EXPECT_EQ(ok, error.empty()) << error;
+  return error;
+}
+
 TEST(Artifact, RejectsUnsupportedVersion) {
-  expectRejected([](ProgramSpec &s) { s.formatVersion = 2; },
-                 "format_version 2 is not supported by this runtime, which reads version 1");
+  EXPECT_EQ(runtime::kFormatVersion, 2u);
+  expectRejected([](ProgramSpec &s) { s.formatVersion = 3; },
+                 "format_version 3 is not supported by this runtime, which reads version 2 "
+                 "only; re-compile the model with the tgc that matches this runtime");
+  // A version 1 file (no checksum trailer, as tgc wrote them before) gets the
+  // version message too, not a checksum complaint.
+  expectRejected([](ProgramSpec &s) { s.formatVersion = 1; s.seal = false; },
+                 "model.tgx: format_version 1 is not supported by this runtime, which reads "
+                 "version 2 only");
+  expectRejected([](ProgramSpec &s) { s.formatVersion = 1; },
+                 "format_version 1 is not supported by this runtime, which reads version 2 only");
+}
+
+// Issue 8: 76 of 1,511 mutated artifacts passed verification and trained to
+// other losses (a changed constant, seed, stride...). The checksum trailer
+// covers every byte, so each single-byte change is rejected.
+TEST(Artifact, ChecksumTrailerCoversTheWholeFile) {
+  std::vector<uint8_t> bytes = test::build(test::fixtureSpec());
+  ASSERT_EQ(verifyBytes(bytes), "");
+  EXPECT_EQ(std::string(bytes.end() - 16, bytes.end() - 8), "TGXSUM64");
+  const std::string corrupt = "model.tgx: the artifact is corrupt (its contents do not match "
+                              "the checksum in its trailer); re-compile the model with this tgc";
+  // A constant's data (trains to other losses when changed), the seed, the
+  // magic and the checksum itself.
+  const auto *constant = tgx::GetProgram(bytes.data())->constants()->Get(0)->data();
+  std::size_t constantAt = std::size_t(constant->data() - bytes.data()) + 5;
+  for (std::size_t at : {constantAt, std::size_t(20), bytes.size() - 17, bytes.size() - 1}) {
+    std::vector<uint8_t> mutant = bytes;
+    mutant[at] ^= 0x01;
+    EXPECT_EQ(verifyBytes(mutant), corrupt) << "byte " << at;
+  }
+  const std::string missing = "model.tgx: the artifact is truncated (its checksum trailer is "
+                              "missing); re-compile the model with this tgc";
+  std::vector<uint8_t> unsealed(bytes.begin(), bytes.end() - 16);
+  EXPECT_EQ(verifyBytes(unsealed), missing);
+  std::vector<uint8_t> badMagic = bytes;
+  badMagic[bytes.size() - 12] ^= 0x01;
+  EXPECT_EQ(verifyBytes(badMagic), missing);
 }
 
 TEST(Artifact, RejectsRangesOutsideTheArena) {
@@ -85,6 +135,40 @@ TEST(Artifact, RejectsBadCommands) {
                  "commands[2].operands is not [source, destination] of equal size");
   expectRejected([](ProgramSpec &s) { s.commands[2].kind = tgx::CommandKind(7); },
                  "commands[2].kind has the unknown value 7");
+  // Awaited commands come earlier: the list order is a valid schedule.
+  EXPECT_EQ(verifyError([](ProgramSpec &s) { s.commands[2].awaits = {0, 1}; }), "");
+  expectRejected([](ProgramSpec &s) { s.commands[2].awaits = {0, 2}; },
+                 "commands[2].awaits[1] is command 2, not an earlier one");
+}
+
+// Issue 8: one changed byte (a kernel command pointing at another kernel
+// that takes as many buffers) crashed inside the kernel. Each operand's size
+// is checked against kernel_operand_bytes.
+TEST(Artifact, RejectsKernelOperandsOfTheWrongSize) {
+  expectRejected(
+      [](ProgramSpec &s) {
+        s.commands[1].label = "add_packed z";
+        s.commands[1].operands[2] = s.slot("x").range;
+      },
+      "model.tgx: commands[1] ('add_packed z').operands[2] (offset " +
+          std::to_string(test::fixtureSpec().slot("x").range.offset) +
+          ", size 40) has 40 bytes but kernel 'add_packed' takes 16 bytes there; the artifact "
+          "is corrupt or was written by a different tgc, re-compile the model with this tgc");
+  // The reproducer: a second kernel with as many operands, of other sizes.
+  expectRejected(
+      [](ProgramSpec &s) {
+        s.modules[0].kernels.push_back("add_packed");
+        s.modules[0].operandCounts.push_back(3);
+        for (int i = 0; i < 3; ++i)
+          s.modules[0].operandBytes.push_back(8);
+        s.commands[1].kernel = 2;
+      },
+      "commands[1].operands[0] (offset ");
+  expectRejected([](ProgramSpec &s) { s.modules[0].writeOperandBytes = false; },
+                 "model.tgx: modules[0] has no kernel_operand_bytes");
+  expectRejected([](ProgramSpec &s) { s.modules[0].operandBytes.pop_back(); },
+                 "model.tgx: modules[0].kernel_operand_bytes has 13 entries, but "
+                 "kernel_operand_counts add up to 14");
 }
 
 TEST(Artifact, RejectsMissingOrMistypedInterfaceSlots) {
@@ -100,6 +184,7 @@ TEST(Artifact, RejectsCorruptKernelImages) {
   std::vector<uint8_t> bytes = test::build(test::fixtureSpec());
   const auto *image = tgx::GetProgram(bytes.data())->modules()->Get(0)->image();
   bytes[image->data() - bytes.data() + image->size() / 2] ^= 0x10;
+  bytes = resealed(bytes); // past the whole-file checksum
   std::string error;
   EXPECT_FALSE(runtime::verifyArtifact(bytes.data(), bytes.size(), "model.tgx", error));
   EXPECT_NE(error.find("model.tgx: modules[0].image does not match its checksum"),
@@ -125,10 +210,24 @@ TEST(Artifact, RejectsEveryTruncation) {
   }
 }
 
-// Flips one byte at a time, anywhere: the kernel image too, since its
+// Any changed byte is caught by the checksum trailer.
+TEST(Artifact, RandomByteFlipsAreRejected) {
+  std::vector<uint8_t> original = test::build(test::fixtureSpec());
+  uint64_t state = 99;
+  for (int iteration = 0; iteration < 2000; ++iteration) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    std::vector<uint8_t> bytes = original;
+    bytes[(state >> 33) % bytes.size()] ^= uint8_t(1 + (state >> 20) % 255);
+    std::string error = verifyBytes(bytes);
+    EXPECT_EQ(error.rfind("model.tgx: ", 0), 0u) << error;
+  }
+}
+
+// Flips one byte at a time, anywhere, then recomputes the checksum trailer
+// (as a buggy or hostile writer would): the kernel image too, since its
 // checksum catches that. Each mutant must either be rejected with a message
 // or load and train without crashing.
-TEST(Artifact, RandomByteFlipsNeverCrash) {
+TEST(Artifact, ResealedByteFlipsNeverCrash) {
   std::vector<uint8_t> original = test::build(test::fixtureSpec());
   uint64_t state = 12345;
   auto next = [&] { // LCG: reproducible across runs
@@ -138,7 +237,8 @@ TEST(Artifact, RandomByteFlipsNeverCrash) {
   int rejected = 0, ran = 0;
   for (int iteration = 0; iteration < 3000; ++iteration) {
     std::vector<uint8_t> bytes = original;
-    bytes[next() % bytes.size()] ^= uint8_t(1 + next() % 255);
+    bytes[next() % (bytes.size() - runtime::kTrailerSize)] ^= uint8_t(1 + next() % 255);
+    bytes = resealed(bytes);
     tg_session *session = nullptr;
     if (tg_status status =
             tg_session_create_from_memory(bytes.data(), bytes.size(), "mutant.tgx", &session)) {

@@ -181,8 +181,8 @@ TEST(Session, CreateFromFileNamesTheFile) {
   std::fclose(f);
   tg_session *session = nullptr;
   EXPECT_EQ(test::errorOf(tg_session_create_from_file(path.c_str(), &session)),
-            path + ": the artifact is truncated or corrupt (its FlatBuffers structure does not "
-                   "verify); re-compile the model with this tgc");
+            path + ": the artifact is truncated (its checksum trailer is missing); "
+                   "re-compile the model with this tgc");
   EXPECT_NE(test::errorOf(tg_session_create_from_file("/nonexistent.tgx", &session))
                 .find("/nonexistent.tgx: cannot read the artifact (No such file"),
             std::string::npos);

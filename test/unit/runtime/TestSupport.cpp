@@ -71,6 +71,24 @@ void ProgramSpec::addInterfaceSlots() {
   addSlot("lr", tgx::DType_F64, {});
 }
 
+void ProgramSpec::deriveOperandBytes() {
+  for (uint32_t i = 0; i < modules.size(); ++i) {
+    ModuleSpec &m = modules[i];
+    std::vector<std::vector<uint64_t>> sizes(m.operandCounts.size());
+    for (const CommandSpec &c : commands)
+      if (c.kind == tgx::CommandKind_Kernel && c.module == i && c.kernel < sizes.size() &&
+          sizes[c.kernel].empty())
+        for (const Range &r : c.operands)
+          sizes[c.kernel].push_back(r.size);
+    m.operandBytes.clear();
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+      if (sizes[k].empty())
+        sizes[k].assign(m.operandCounts[k], 0);
+      m.operandBytes.insert(m.operandBytes.end(), sizes[k].begin(), sizes[k].end());
+    }
+  }
+}
+
 std::vector<uint8_t> build(const ProgramSpec &spec) {
   flatbuffers::FlatBufferBuilder b;
   auto range = [](const Range &r) { return tgx::BufferRange(r.offset, r.size); };
@@ -95,8 +113,8 @@ std::vector<uint8_t> build(const ProgramSpec &spec) {
     hash.update(m.image.data(), m.image.size());
     modules.push_back(tgx::CreateKernelModule(
         b, m.format, b.CreateVector(m.image), b.CreateVectorOfStrings(m.kernels),
-        b.CreateVector(m.operandCounts),
-        m.checksum ? hash.value() : 0));
+        b.CreateVector(m.operandCounts), m.checksum ? hash.value() : 0,
+        m.writeOperandBytes ? b.CreateVector(m.operandBytes) : 0));
   }
   std::vector<flatbuffers::Offset<tgx::Command>> commands;
   for (const CommandSpec &c : spec.commands) {
@@ -111,7 +129,8 @@ std::vector<uint8_t> build(const ProgramSpec &spec) {
       operands.push_back(range(r));
     commands.push_back(tgx::CreateCommand(b, c.kind, c.module, c.kernel, gemm,
                                           b.CreateVectorOfStructs(operands),
-                                          c.label.empty() ? 0 : b.CreateString(c.label)));
+                                          c.label.empty() ? 0 : b.CreateString(c.label),
+                                          /*stream=*/0, b.CreateVector(c.awaits)));
   }
   std::vector<int64_t> meshShape{1};
   auto mesh = tgx::CreateMesh(b, b.CreateVector(meshShape), b.CreateVectorOfStrings({"d"}));
@@ -123,7 +142,10 @@ std::vector<uint8_t> build(const ProgramSpec &spec) {
       b.CreateVector(parameters), b.CreateVector(constants), b.CreateVector(modules),
       b.CreateVector(commands));
   tgx::FinishProgramBuffer(b, program);
-  return {b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize()};
+  std::vector<uint8_t> bytes(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+  if (spec.seal)
+    runtime::sealArtifact(bytes);
+  return bytes;
 }
 
 tg_session *loadSession(const ProgramSpec &spec) {
@@ -189,6 +211,7 @@ ProgramSpec fixtureSpec() {
                      r("adam_v:transformer.wte.weight"), r("transformer.ln_f.weight"),
                      r("loss"), r("grad_norm"), r("lr")};
   spec.commands = {gemm, add, copy, update};
+  spec.deriveOperandBytes();
   return spec;
 }
 

@@ -4,6 +4,7 @@
 #ifndef TG_TEST_RUNTIME_TESTSUPPORT_H
 #define TG_TEST_RUNTIME_TESTSUPPORT_H
 
+#include "tg/runtime/Artifact.h"
 #include "tg/runtime/tg_runtime.h"
 #include "tgx_generated.h"
 
@@ -42,6 +43,10 @@ struct ModuleSpec {
   std::vector<uint8_t> image;
   std::vector<std::string> kernels;
   std::vector<uint32_t> operandCounts;
+  // kernel_operand_bytes, flattened; ProgramSpec::deriveOperandBytes fills
+  // it from the commands.
+  std::vector<uint64_t> operandBytes;
+  bool writeOperandBytes = true;
   bool checksum = true; // write image_fnv1a64
 };
 
@@ -58,10 +63,12 @@ struct CommandSpec {
   GemmSpec gemm;
   std::vector<Range> operands;
   std::string label;
+  std::vector<uint32_t> awaits; // indices of earlier commands
 };
 
 struct ProgramSpec {
-  uint32_t formatVersion = 1;
+  uint32_t formatVersion = runtime::kFormatVersion;
+  bool seal = true; // append the checksum trailer
   tgx::Target target = tgx::Target_Cpu;
   int64_t batchSize = 2, seqLen = 3, vocabSize = 5;
   uint64_t seed = 42;
@@ -81,9 +88,13 @@ struct ProgramSpec {
   const SlotSpec &slot(const std::string &name) const;
   /// step, tokens, targets, loss, grad_norm (F32) and lr (F64).
   void addInterfaceSlots();
+  /// Sets each module's operandBytes to the operand sizes of the first
+  /// Kernel command running each kernel (zeros for kernels never run).
+  void deriveOperandBytes();
 };
 
-/// The serialized artifact.
+/// The serialized artifact, with its checksum trailer (runtime::sealArtifact,
+/// as tgc writes it) unless `spec.seal` is false.
 std::vector<uint8_t> build(const ProgramSpec &spec);
 
 /// A fresh path in the test's scratch directory.

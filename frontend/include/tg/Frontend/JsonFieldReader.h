@@ -4,6 +4,7 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -19,10 +20,18 @@ public:
                   std::string path = "");
 
   /// Parses `path` as a JSON object; the error names the file and position.
+  /// Arrays and objects nest at most kMaxJsonDepth deep (checked before
+  /// parsing: the parser recurses once per level).
   static llvm::Expected<llvm::json::Value> parseFile(llvm::StringRef path);
 
-  int64_t requiredInt(llvm::StringRef key, int64_t min);
-  int64_t optionalInt(llvm::StringRef key, int64_t fallback, int64_t min);
+  /// An integer in [min, max]; one above `max` is reported with the bound
+  /// and, when given, `why` ("is 20000, expected an integer from 1 to 10000
+  /// (why)").
+  int64_t requiredInt(llvm::StringRef key, int64_t min,
+                      int64_t max = INT64_MAX, llvm::StringRef why = "");
+  int64_t optionalInt(llvm::StringRef key, int64_t fallback, int64_t min,
+                      int64_t max = INT64_MAX, llvm::StringRef why = "");
+  /// Numbers are finite: `1e400` (which JSON readers take as inf) is an error.
   double requiredNumber(llvm::StringRef key, double min, bool minExclusive);
   double optionalNumber(llvm::StringRef key, double fallback, double min,
                         bool minExclusive);
@@ -39,6 +48,8 @@ public:
   void fail(llvm::StringRef key, const llvm::Twine &message);
   /// Records an error for every key not in `known` (catches typos).
   void rejectUnknownKeys(llvm::ArrayRef<llvm::StringRef> known);
+  /// Whether an error is recorded.
+  bool failed() const { return !firstError->empty(); }
   /// The first recorded error, shared with the readers of nested objects.
   llvm::Error takeError();
 
@@ -53,6 +64,9 @@ private:
   std::string path;
   std::shared_ptr<std::string> firstError;
 };
+
+/// How deep arrays and objects may nest in a config file.
+inline constexpr int kMaxJsonDepth = 64;
 
 /// A number as a config file would spell it (1e-05, 0.02, 3).
 std::string formatNumber(double value);

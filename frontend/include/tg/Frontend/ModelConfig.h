@@ -3,6 +3,7 @@
 
 #include "llvm/Support/Error.h"
 
+#include <cstdint>
 #include <string>
 
 namespace mlir::tg::frontend {
@@ -30,9 +31,30 @@ struct ModelConfig {
   int64_t headDim() const { return hiddenSize / numHeads; }
 };
 
+/// Size limits that keep every element and byte count of the graph within
+/// int64, checked before the graph is built (with room to spare: the memory
+/// planner adds many tensors' byte counts). They admit every real model
+/// (GPT-3 175B, Llama 2 70B, vocabularies of 256k, sequences of 128k).
+/// At most this many layers: each is built into the graph.
+inline constexpr int64_t kMaxLayers = 10000;
+/// Each size field (vocab, hidden, intermediate, heads, positions) at most.
+inline constexpr int64_t kMaxDimension = int64_t(1) << 24;
+/// Elements of any one tensor at most: 2^45, 256 TiB as f64.
+inline constexpr int64_t kMaxTensorElements = int64_t(1) << 45;
+/// Parameters of the whole model at most: 2^44, about 17.6 trillion.
+inline constexpr int64_t kMaxParameters = int64_t(1) << 44;
+
 /// Reads and validates a Hugging Face config.json (model_type "gpt2" or
 /// "llama"). Errors name the file and the field.
 llvm::Expected<ModelConfig> parseModelConfig(llvm::StringRef path);
+
+/// Checks that the activations of `config` for a [batch, seqLen] token block
+/// (the logits, the attention scores, the MLP activations) stay within
+/// kMaxTensorElements. The error names `trainPath`'s batch_size and seq_len
+/// fields, or --batch and --seq when `trainPath` is empty. Call it before
+/// buildForward.
+llvm::Error checkGraphSizes(const ModelConfig &config, int64_t batch,
+                            int64_t seqLen, llvm::StringRef trainPath = "");
 
 } // namespace mlir::tg::frontend
 

@@ -1,6 +1,7 @@
 #ifndef TG_FRONTEND_TRAINCONFIG_H
 #define TG_FRONTEND_TRAINCONFIG_H
 
+#include "tg/Frontend/ModelConfig.h"
 #include "tg/Passes/TrainStep.h"
 
 #include "llvm/Support/Error.h"
@@ -38,6 +39,12 @@ struct TrainConfig {
 
   int64_t microBatchSize() const { return batchSize / microBatches; }
 };
+
+/// Size limits of a TRAIN.json (see kMaxTensorElements in ModelConfig.h);
+/// seq_len is at most kMaxDimension. checkGraphSizes checks the tensors the
+/// micro-batch makes with the model's sizes.
+inline constexpr int64_t kMaxBatchSize = int64_t(1) << 24;
+inline constexpr int64_t kMaxMicroBatches = 1024;
 
 /// Reads and validates a TRAIN.json. Errors name the file and the field.
 llvm::Expected<TrainConfig> parseTrainConfig(llvm::StringRef path);

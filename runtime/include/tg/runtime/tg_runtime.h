@@ -24,7 +24,9 @@ void tg_status_free(tg_status status);
  * activations) and its training position. */
 typedef struct tg_session_s tg_session;
 
-/* Loads and verifies an artifact. `source_name` is used in messages. */
+/* Loads and verifies an artifact. `source_name` is used in messages. Files
+ * (here and below) are read only if they are regular files: a FIFO or
+ * device is an error, never a blocked open(). */
 tg_status tg_session_create_from_file(const char *path, tg_session **out);
 tg_status tg_session_create_from_memory(const void *data, size_t size,
                                         const char *source_name,
@@ -59,7 +61,10 @@ typedef struct {
 } tg_step_result;
 
 /* One optimizer step on `tokens` and `targets`, each batch_size * seq_len
- * int32 values, row-major. */
+ * int32 values, row-major. A non-finite loss or grad_norm fails the step
+ * with a message naming it and the first non-finite state tensor; the
+ * session is then "diverged": steps, checkpoints and weights are refused
+ * until an init_* call or tg_session_load_checkpoint. */
 tg_status tg_session_step(tg_session *session, const int32_t *tokens,
                           const int32_t *targets, tg_step_result *out);
 /* Number of steps taken so far (restored by tg_session_load_checkpoint). */
@@ -69,7 +74,7 @@ int64_t tg_session_steps_done(const tg_session *session);
 tg_status tg_session_save_weights(const tg_session *session, const char *path);
 
 /* Full training state: parameters, AdamW moments, step count and the data
- * position. Written to a temporary file, fsynced and renamed, with a
+ * position (in [0, 2^62]; non-finite state is never written). Written to a temporary file, fsynced and renamed, with a
  * checksum over the contents; loading verifies the checksum and that the
  * checkpoint belongs to this program. */
 tg_status tg_session_save_checkpoint(const tg_session *session,

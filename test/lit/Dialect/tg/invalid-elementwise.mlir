@@ -66,7 +66,7 @@ func.func @pow_result_shape(%a: tensor<2x1xf32>, %b: tensor<3xf32>) -> tensor<2x
 // -----
 
 func.func @add_integer(%a: tensor<4xi32>) -> tensor<4xi32> {
-  // expected-error @+1 {{'tg.add' op operand #0 must be ranked tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values, but got 'tensor<4xi32>'}}
+  // expected-error @+1 {{'tg.add' op operand #0 must be statically shaped tensor with every dimension >= 1 (no '?' or 0 dimensions) of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values, but got 'tensor<4xi32>'}}
   %0 = "tg.add"(%a, %a) : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
   return %0 : tensor<4xi32>
 }

@@ -81,7 +81,7 @@ func.func @yield_types(%x: tensor<4x2xf32>) -> tensor<2x2xf64> {
 // -----
 
 func.func @int_result(%x: tensor<4xi32>) -> tensor<2xi32> {
-  // expected-error @+1 {{'tg.micro_batches' op result #0 must be variadic of ranked tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values, but got 'tensor<2xi32>'}}
+  // expected-error @+1 {{'tg.micro_batches' op result #0 must be variadic of statically shaped tensor with every dimension >= 1 (no '?' or 0 dimensions) of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values, but got 'tensor<2xi32>'}}
   %r = tg.micro_batches 2 sliced(%x : tensor<4xi32>) {
   ^bb0(%xs: tensor<2xi32>):
     tg.yield %xs : tensor<2xi32>

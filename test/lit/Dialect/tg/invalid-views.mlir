@@ -197,7 +197,7 @@ func.func @pad_result_shape(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 // -----
 
 func.func @pad_integer(%x: tensor<2x3xi64>) -> tensor<3x3xi64> {
-  // expected-error @+1 {{'tg.pad' op operand #0 must be ranked tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values}}
+  // expected-error @+1 {{'tg.pad' op operand #0 must be statically shaped tensor with every dimension >= 1 (no '?' or 0 dimensions) of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values}}
   %0 = tg.pad %x low [1, 0] high [0, 0] : tensor<2x3xi64> -> tensor<3x3xi64>
   return %0 : tensor<3x3xi64>
 }
@@ -285,7 +285,7 @@ func.func @constant_type_mismatch() -> tensor<2xf32> {
 // -----
 
 func.func @constant_bool() -> tensor<2xi1> {
-  // expected-error @+1 {{'tg.constant' op result #0 must be ranked tensor of}}
+  // expected-error @+1 {{'tg.constant' op result #0 must be statically shaped tensor with every dimension >= 1 (no '?' or 0 dimensions) of}}
   %0 = tg.constant dense<true> : tensor<2xi1>
   return %0 : tensor<2xi1>
 }
@@ -302,7 +302,7 @@ func.func @cast_shape(%x: tensor<2x3xf32>) -> tensor<6xf16> {
 
 // The generic form reaches the ODS type constraints: only ranked tensors.
 func.func @unranked(%x: tensor<*xf32>) -> tensor<6xf32> {
-  // expected-error @+1 {{'tg.reshape' op operand #0 must be ranked tensor of}}
+  // expected-error @+1 {{'tg.reshape' op operand #0 must be statically shaped tensor with every dimension >= 1 (no '?' or 0 dimensions) of}}
   %0 = "tg.reshape"(%x) : (tensor<*xf32>) -> tensor<6xf32>
   return %0 : tensor<6xf32>
 }

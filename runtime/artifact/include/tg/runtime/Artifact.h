@@ -10,19 +10,38 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tg::runtime {
 
 /// The format version this runtime reads and tgc writes. Bump it on any
-/// incompatible change of tgx.fbs or of the meaning of its fields.
-constexpr uint32_t kFormatVersion = 1;
+/// incompatible change of tgx.fbs or of the meaning of its fields. This
+/// runtime reads exactly this version. History: 1 the first; 2 added the
+/// checksum trailer and KernelModule.kernel_operand_bytes (both required).
+constexpr uint32_t kFormatVersion = 2;
+
+/// A .tgx file is the FlatBuffers image of tg.tgx.Program (a multiple of 8
+/// bytes) followed by a 16-byte trailer:
+///   [image][kTrailerMagic, 8 bytes][u64 LE FNV-1a 64 of image + magic]
+/// The checksum covers every byte of the file but itself, so any change to
+/// the file (not only to a kernel image) is caught before anything is read.
+constexpr char kTrailerMagic[8] = {'T', 'G', 'X', 'S', 'U', 'M', '6', '4'};
+constexpr std::size_t kTrailerSize = 16;
+
+/// The checksum the trailer of an artifact of `size` bytes (trailer
+/// included) must hold: FNV-1a 64 of its first size - 8 bytes.
+uint64_t artifactChecksum(const uint8_t *bytes, std::size_t size);
+
+/// Appends the checksum trailer to a finished FlatBuffers image (what tgc
+/// writes, and what the runtime tests build by hand).
+void sealArtifact(std::vector<uint8_t> &image);
 
 /// Bytes per element of `dtype`; 0 for a value outside the enum.
 std::size_t dtypeSize(tgx::DType dtype);
 
 /// Checks that `bytes` is a well-formed artifact this runtime can execute
-/// without reading or writing outside its arena: the FlatBuffers structure
-/// (with the "TGX1" identifier), the format version, every range, slot,
+/// without reading or writing outside its arena: the checksum trailer, the
+/// FlatBuffers structure (with the "TGX1" identifier), the format version, every range, slot,
 /// parameter, constant and command, and the slots every program must have
 /// (step, tokens, targets, loss, grad_norm, lr). On failure returns false and
 /// sets `error` to one sentence naming `sourceName`, the field at fault and
