@@ -138,8 +138,8 @@ static llvm::Error buildFromConfig(MLIRContext &ctx, Compilation &c) {
     if (!train)
       return train.takeError();
     c.train = *train;
-    c.batch = train->microBatchSize();
-    c.seqLen = train->seqLen;
+    c.batch = train->step.microBatchSize();
+    c.seqLen = train->step.seqLen;
     if (c.seqLen > model->maxPositions)
       return llvm::createStringError(
           "%s: field 'seq_len': %lld exceeds the model's maximum of %lld "
@@ -382,7 +382,7 @@ static int compile(MLIRContext &ctx, const char *argv0) {
   TimingScope timingScope = timing.getRootScope();
   pm.enableTiming(timingScope);
   if (c.train)
-    tg::buildTrainingStage(pm, tg::frontend::trainStepOptions(*c.train));
+    tg::buildTrainingStage(pm, c.train->step);
   double planSeconds = 0;
   if (lowers) {
     tg::buildLoweringStage(pm, {gemmOpt == GemmLowering::Library,

@@ -9,10 +9,10 @@ static void readOptimizer(JsonFieldReader fields, TrainConfig &config) {
   std::string type = fields.optionalString("type", "adamw");
   if (type != "adamw")
     fields.fail("type", "'" + type + "' is not supported; use \"adamw\"");
-  config.lr = fields.requiredNumber("lr", 0, /*minExclusive=*/true);
-  config.eps = fields.optionalNumber("eps", config.eps, 0, /*minExclusive=*/true);
-  config.weightDecay =
-      fields.optionalNumber("weight_decay", config.weightDecay, 0, false);
+  config.step.lr = fields.requiredNumber("lr", 0, /*minExclusive=*/true);
+  config.step.eps = fields.optionalNumber("eps", config.step.eps, 0, /*minExclusive=*/true);
+  config.step.weightDecay =
+      fields.optionalNumber("weight_decay", config.step.weightDecay, 0, false);
   if (const json::Value *betas = fields.raw("betas")) {
     const json::Array *pair = betas->getAsArray();
     std::optional<double> b1, b2;
@@ -23,8 +23,8 @@ static void readOptimizer(JsonFieldReader fields, TrainConfig &config) {
     if (!b1 || !b2 || *b1 < 0 || *b1 >= 1 || *b2 < 0 || *b2 >= 1)
       fields.fail("betas", "expected [beta1, beta2] with 0 <= beta < 1");
     else {
-      config.beta1 = *b1;
-      config.beta2 = *b2;
+      config.step.beta1 = *b1;
+      config.step.beta2 = *b2;
     }
   }
 }
@@ -53,14 +53,14 @@ static void readSchedule(JsonFieldReader &top, TrainConfig &config) {
     return;
   }
   fields.rejectUnknownKeys({"type", "warmup_steps", "min_lr", "decay_steps"});
-  config.schedule = LrScheduleKind::Cosine;
-  config.warmupSteps = fields.optionalInt("warmup_steps", 0, 0);
-  config.minLr = fields.optionalNumber("min_lr", 0, 0, false);
-  config.decaySteps = fields.requiredInt("decay_steps", 1);
-  if (config.minLr > config.lr)
-    fields.fail("min_lr", "is " + formatNumber(config.minLr) +
+  config.step.schedule = mlir::tg::LrSchedule::Cosine;
+  config.step.warmupSteps = fields.optionalInt("warmup_steps", 0, 0);
+  config.step.minLr = fields.optionalNumber("min_lr", 0, 0, false);
+  config.step.decaySteps = fields.requiredInt("decay_steps", 1);
+  if (config.step.minLr > config.step.lr)
+    fields.fail("min_lr", "is " + formatNumber(config.step.minLr) +
                               ", must not exceed optimizer.lr (" +
-                              formatNumber(config.lr) + ")");
+                              formatNumber(config.step.lr) + ")");
 }
 
 Expected<TrainConfig> mlir::tg::frontend::parseTrainConfig(StringRef path) {
@@ -72,10 +72,10 @@ Expected<TrainConfig> mlir::tg::frontend::parseTrainConfig(StringRef path) {
                             "optimizer", "grad_clip_norm", "lr_schedule",
                             "micro_batches"});
   TrainConfig config;
-  config.batchSize = fields.requiredInt("batch_size", 1, kMaxBatchSize);
-  config.seqLen = fields.requiredInt("seq_len", 1, kMaxDimension);
+  config.step.batchSize = fields.requiredInt("batch_size", 1, kMaxBatchSize);
+  config.step.seqLen = fields.requiredInt("seq_len", 1, kMaxDimension);
   config.seed = fields.optionalInt("seed", 0, 0);
-  config.microBatches = fields.optionalInt(
+  config.step.microBatches = fields.optionalInt(
       "micro_batches", 1, 1, kMaxMicroBatches,
       "each micro-batch is its own copy of the forward and backward graph");
   std::string precision = fields.optionalString("precision", "fp32");
@@ -86,34 +86,14 @@ Expected<TrainConfig> mlir::tg::frontend::parseTrainConfig(StringRef path) {
                 "'" + precision + "' is not supported; use \"fp32\" or \"bf16\"");
   readOptimizer(fields.object("optimizer", /*required=*/true), config);
   if (fields.has("grad_clip_norm"))
-    config.gradClipNorm =
+    config.step.gradClipNorm =
         fields.optionalNumber("grad_clip_norm", 0, 0, /*minExclusive=*/true);
   readSchedule(fields, config);
-  if (config.batchSize % config.microBatches != 0)
-    fields.fail("micro_batches", "batch_size (" + Twine(config.batchSize) +
+  if (config.step.batchSize % config.step.microBatches != 0)
+    fields.fail("micro_batches", "batch_size (" + Twine(config.step.batchSize) +
                                      ") must be divisible by micro_batches (" +
-                                     Twine(config.microBatches) + ")");
+                                     Twine(config.step.microBatches) + ")");
   if (Error error = fields.takeError())
     return std::move(error);
   return config;
-}
-
-mlir::tg::TrainStepOptions
-mlir::tg::frontend::trainStepOptions(const TrainConfig &c) {
-  TrainStepOptions o;
-  o.batchSize = c.batchSize;
-  o.seqLen = c.seqLen;
-  o.microBatches = c.microBatches;
-  o.lr = c.lr;
-  o.beta1 = c.beta1;
-  o.beta2 = c.beta2;
-  o.eps = c.eps;
-  o.weightDecay = c.weightDecay;
-  o.gradClipNorm = c.gradClipNorm;
-  o.schedule = c.schedule == LrScheduleKind::Cosine ? LrSchedule::Cosine
-                                                    : LrSchedule::Constant;
-  o.warmupSteps = c.warmupSteps;
-  o.minLr = c.minLr;
-  o.decaySteps = c.decaySteps;
-  return o;
 }

@@ -17,7 +17,7 @@ namespace mlir::tg {
 enum class LrSchedule { Constant, Cosine };
 
 /// Everything the training step depends on besides the forward graph (what
-/// TRAIN.json sets; see frontend::trainStepOptions). The pass
+/// TRAIN.json sets; frontend::TrainConfig holds one). The pass
 /// tg-build-train-step has one option per field.
 struct TrainStepOptions {
   int64_t batchSize = 0; // global, in sequences
