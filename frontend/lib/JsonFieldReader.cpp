@@ -1,4 +1,5 @@
 #include "tg/Frontend/JsonFieldReader.h"
+#include "tg/runtime/JsonNesting.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -26,37 +27,15 @@ JsonFieldReader::JsonFieldReader(std::string file, const json::Object *object,
     : file(std::move(file)), fields(object), path(std::move(path)),
       firstError(std::move(error)) {}
 
-/// The offset of the first `[` or `{` (outside strings) that opens a level
-/// deeper than `maxDepth`, if any.
-static std::optional<size_t> tooDeep(StringRef text, int maxDepth) {
-  int depth = 0;
-  bool inString = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (inString) {
-      if (c == '\\')
-        ++i;
-      else if (c == '"')
-        inString = false;
-    } else if (c == '"') {
-      inString = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > maxDepth)
-        return i;
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return std::nullopt;
-}
-
 Expected<json::Value> JsonFieldReader::parseFile(StringRef path) {
   auto buffer = MemoryBuffer::getFile(path);
   if (!buffer)
     return createStringError(buffer.getError(), "%s: cannot read: %s",
                              path.str().c_str(),
                              buffer.getError().message().c_str());
-  if (std::optional<size_t> at = tooDeep((*buffer)->getBuffer(), kMaxJsonDepth))
+  if (std::optional<size_t> at = ::tg::runtime::findTooDeepNesting(
+          (*buffer)->getBufferStart(), (*buffer)->getBufferSize(),
+          kMaxJsonDepth))
     return createStringError(
         inconvertibleErrorCode(),
         "%s: malformed JSON: arrays and objects nest deeper than %d levels "

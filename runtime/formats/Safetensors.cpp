@@ -3,6 +3,7 @@
 // never undefined behaviour. The JSON header uses nlohmann/json's
 // non-throwing entry points only.
 #include "tg/runtime/Safetensors.h"
+#include "tg/runtime/JsonNesting.h"
 #include "tg/runtime/RegularFile.h"
 
 #include <nlohmann/json.hpp>
@@ -200,30 +201,14 @@ std::optional<std::string> parseEntry(const std::string &name,
 }
 
 /// Rejects a header nesting deeper than a safetensors header does (three
-/// levels) before it is parsed: brackets outside strings, counted without
-/// recursion.
+/// levels) before it is parsed.
 std::optional<std::string> checkNesting(const uint8_t *text, uint64_t size) {
   constexpr int kMaxDepth = 3;
-  int depth = 0;
-  bool inString = false;
-  for (uint64_t i = 0; i < size; ++i) {
-    uint8_t c = text[i];
-    if (inString) {
-      if (c == '\\')
-        ++i;
-      else if (c == '"')
-        inString = false;
-    } else if (c == '"') {
-      inString = true;
-    } else if (c == '{' || c == '[') {
-      if (++depth > kMaxDepth)
-        return "header nests deeper than " + std::to_string(kMaxDepth) +
-               " levels (at byte " + std::to_string(8 + i) +
-               "), which a safetensors header never does";
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
-  }
+  if (auto at = tg::runtime::findTooDeepNesting(reinterpret_cast<const char *>(text), size,
+                                   kMaxDepth))
+    return "header nests deeper than " + std::to_string(kMaxDepth) +
+           " levels (at byte " + std::to_string(8 + *at) +
+           "), which a safetensors header never does";
   return std::nullopt;
 }
 
