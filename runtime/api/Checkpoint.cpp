@@ -7,6 +7,7 @@
 //   tg.checksum       FNV-1a 64 over the tensors and the other metadata
 // written atomically by safetensors::writeFile (temporary file, fsync,
 // rename, directory fsync).
+#include "tg/runtime/CheckpointFormat.h"
 #include "tg/runtime/Hash.h"
 #include "Session.h"
 #include "Status.h"
@@ -25,7 +26,7 @@ namespace {
 constexpr const char *kStep = "tg.step";
 constexpr const char *kDataPosition = "tg.data_position";
 constexpr const char *kProgram = "tg.program";
-constexpr const char *kChecksum = "tg.checksum";
+constexpr const char *kChecksum = kCheckpointChecksumKey;
 /// The largest tg.data_position (2^62): checked on save and load.
 constexpr int64_t kMaxDataPosition = int64_t(1) << 62;
 
@@ -58,29 +59,6 @@ std::string fingerprint(const tg_session &session) {
   return hex(hash.value());
 }
 
-/// Independent of the order of tensors in the file.
-std::string checksum(const safetensors::File &file) {
-  std::vector<const safetensors::Tensor *> tensors;
-  for (const safetensors::Tensor &t : file.tensors)
-    tensors.push_back(&t);
-  std::sort(tensors.begin(), tensors.end(),
-            [](auto *a, auto *b) { return a->name < b->name; });
-  Fnv1a64 hash;
-  for (const safetensors::Tensor *t : tensors) {
-    hash.update(t->name);
-    hash.update(safetensors::dtypeName(t->dtype));
-    hash.update(uint64_t(t->shape.size()));
-    for (int64_t d : t->shape)
-      hash.update(uint64_t(d));
-    hash.update(t->data.data(), t->data.size());
-  }
-  for (const auto &[key, value] : file.metadata)
-    if (key != kChecksum) {
-      hash.update(key);
-      hash.update(value);
-    }
-  return hex(hash.value());
-}
 
 /// Metadata `key` as an integer in [0, max]; otherwise sets `error` to a
 /// message naming the field and `path`.
@@ -143,7 +121,7 @@ bool save(const tg_session &session, const std::string &path, int64_t dataPositi
   file.metadata[kStep] = std::to_string(session.stepsDone);
   file.metadata[kDataPosition] = std::to_string(dataPosition);
   file.metadata[kProgram] = fingerprint(session);
-  file.metadata[kChecksum] = checksum(file);
+  file.metadata[kChecksum] = checkpointChecksum(file);
   return safetensors::writeFile(path, file, error);
 }
 
@@ -173,7 +151,7 @@ bool load(tg_session &session, const std::string &path, int64_t *dataPosition,
   if (stored == file.metadata.end())
     return fail("not a tgrun checkpoint (no tg.checksum metadata); pass a file written by "
                 "tg_session_save_checkpoint or tgrun --checkpoint-dir");
-  if (stored->second != checksum(file))
+  if (stored->second != checkpointChecksum(file))
     return fail("checksum mismatch: the checkpoint is corrupt; use an older checkpoint");
   auto program = file.metadata.find(kProgram);
   if (program == file.metadata.end() || program->second != fingerprint(session))
@@ -214,6 +192,29 @@ bool load(tg_session &session, const std::string &path, int64_t *dataPosition,
 }
 
 } // namespace
+
+std::string checkpointChecksum(const safetensors::File &file) {
+  std::vector<const safetensors::Tensor *> tensors;
+  for (const safetensors::Tensor &t : file.tensors)
+    tensors.push_back(&t);
+  std::sort(tensors.begin(), tensors.end(),
+            [](auto *a, auto *b) { return a->name < b->name; });
+  Fnv1a64 hash;
+  for (const safetensors::Tensor *t : tensors) {
+    hash.update(t->name);
+    hash.update(safetensors::dtypeName(t->dtype));
+    hash.update(uint64_t(t->shape.size()));
+    for (int64_t d : t->shape)
+      hash.update(uint64_t(d));
+    hash.update(t->data.data(), t->data.size());
+  }
+  for (const auto &[key, value] : file.metadata)
+    if (key != kChecksum) {
+      hash.update(key);
+      hash.update(value);
+    }
+  return hex(hash.value());
+}
 } // namespace tg::runtime
 
 using namespace tg::runtime;

@@ -14,22 +14,6 @@ namespace {
 const int32_t kTokens[6] = {0, 1, 2, 3, 4, 0};
 const int32_t kTargets[6] = {1, 2, 3, 4, 0, 1};
 
-std::vector<uint8_t> readBytes(const std::string &path) {
-  std::vector<uint8_t> bytes;
-  std::FILE *f = std::fopen(path.c_str(), "rb");
-  for (int c; f && (c = std::fgetc(f)) != EOF;)
-    bytes.push_back(uint8_t(c));
-  if (f)
-    std::fclose(f);
-  return bytes;
-}
-
-void writeBytes(const std::string &path, const std::vector<uint8_t> &bytes) {
-  std::FILE *f = std::fopen(path.c_str(), "wb");
-  std::fwrite(bytes.data(), 1, bytes.size(), f);
-  std::fclose(f);
-}
-
 /// A session of the fixture after two steps, and its checkpoint.
 struct Trained {
   tg_session *session = test::loadSession(test::fixtureSpec());
@@ -61,7 +45,7 @@ TEST(Checkpoint, RoundTripRestoresTheStateBitForBit) {
   std::string pathA = test::scratchPath("a.safetensors"), pathB = test::scratchPath("b.safetensors");
   EXPECT_OK(tg_session_save_checkpoint(trained.session, pathA.c_str(), 18));
   EXPECT_OK(tg_session_save_checkpoint(restored, pathB.c_str(), 18));
-  EXPECT_EQ(readBytes(pathA), readBytes(pathB));
+  EXPECT_EQ(test::readFile(pathA), test::readFile(pathB));
   tg_session_destroy(restored);
 }
 
@@ -80,10 +64,10 @@ TEST(Checkpoint, HoldsParametersMomentsAndMetadata) {
 
 TEST(Checkpoint, RejectsTruncatedAndCorruptedFiles) {
   Trained trained;
-  std::vector<uint8_t> bytes = readBytes(trained.checkpoint);
+  std::vector<uint8_t> bytes = test::readFile(trained.checkpoint);
   std::string path = test::scratchPath("damaged.safetensors");
   auto expectRejected = [&](const std::vector<uint8_t> &damaged) {
-    writeBytes(path, damaged);
+    test::writeFile(path, damaged);
     std::string error = test::errorOf(tg_session_load_checkpoint(trained.session, path.c_str(), nullptr));
     EXPECT_EQ(error.rfind(path + ": ", 0), 0u) << error;
   };
@@ -107,7 +91,7 @@ TEST(Checkpoint, RejectsTruncatedAndCorruptedFiles) {
   }
   std::vector<uint8_t> flipped = bytes;
   flipped[bytes.size() - 1] ^= 1; // the last tensor's data
-  writeBytes(path, flipped);
+  test::writeFile(path, flipped);
   EXPECT_EQ(test::errorOf(tg_session_load_checkpoint(trained.session, path.c_str(), nullptr)),
             path + ": checksum mismatch: the checkpoint is corrupt; use an older checkpoint");
   // The failed loads left the session as it was.

@@ -3,7 +3,7 @@
 // safetensors files follow the format strictly, --init weights are finite,
 // and a diverging run stops at its step without overwriting a checkpoint.
 #include "TestSupport.h"
-#include "tg/runtime/Hash.h"
+#include "tg/runtime/CheckpointFormat.h"
 #include "tg/runtime/Safetensors.h"
 
 #include <gtest/gtest.h>
@@ -21,16 +21,6 @@ namespace {
 
 const int32_t kTokens[6] = {0, 1, 2, 3, 4, 0};
 const int32_t kTargets[6] = {1, 2, 3, 4, 0, 1};
-
-std::vector<uint8_t> readBytes(const std::string &path) {
-  std::vector<uint8_t> bytes;
-  std::FILE *f = std::fopen(path.c_str(), "rb");
-  for (int c; f && (c = std::fgetc(f)) != EOF;)
-    bytes.push_back(uint8_t(c));
-  if (f)
-    std::fclose(f);
-  return bytes;
-}
 
 //===----------------------------------------------------------------------===//
 // FIFOs and devices
@@ -76,32 +66,6 @@ TEST(Robustness, FifosAndDevicesAreNotOpened) {
 // Checkpoint metadata bounds
 //===----------------------------------------------------------------------===//
 
-/// Checkpoint.cpp's checksum, so that a test can write a checkpoint whose
-/// only fault is its metadata.
-std::string checkpointChecksum(const safetensors::File &file) {
-  std::vector<const safetensors::Tensor *> tensors;
-  for (const safetensors::Tensor &t : file.tensors)
-    tensors.push_back(&t);
-  std::sort(tensors.begin(), tensors.end(), [](auto *a, auto *b) { return a->name < b->name; });
-  runtime::Fnv1a64 hash;
-  for (const safetensors::Tensor *t : tensors) {
-    hash.update(t->name);
-    hash.update(safetensors::dtypeName(t->dtype));
-    hash.update(uint64_t(t->shape.size()));
-    for (int64_t d : t->shape)
-      hash.update(uint64_t(d));
-    hash.update(t->data.data(), t->data.size());
-  }
-  for (const auto &[key, value] : file.metadata)
-    if (key != "tg.checksum") {
-      hash.update(key);
-      hash.update(value);
-    }
-  char text[17];
-  std::snprintf(text, sizeof(text), "%016" PRIx64, hash.value());
-  return text;
-}
-
 TEST(Robustness, CheckpointCountsAreBounded) {
   tg_session *session = test::loadSession(test::fixtureSpec());
   ASSERT_TRUE(session);
@@ -115,7 +79,7 @@ TEST(Robustness, CheckpointCountsAreBounded) {
     std::string error;
     EXPECT_TRUE(safetensors::readFile(good, file, error)) << error;
     file.metadata[key] = value;
-    file.metadata["tg.checksum"] = checkpointChecksum(file);
+    file.metadata[runtime::kCheckpointChecksumKey] = runtime::checkpointChecksum(file);
     std::string path = test::scratchPath("bounded.safetensors");
     EXPECT_TRUE(safetensors::writeFile(path, file, error)) << error;
     return std::make_pair(path, test::errorOf(tg_session_load_checkpoint(session, path.c_str(),
@@ -304,7 +268,7 @@ TEST(Robustness, DivergenceStopsAtTheStepAndKeepsTheCheckpoint) {
       session, weightsFile(std::vector<double>(10, 3e38), {1.0, 1.0}).c_str()));
   std::string checkpoint = test::scratchPath("step-0.safetensors");
   EXPECT_OK(tg_session_save_checkpoint(session, checkpoint.c_str(), 0));
-  std::vector<uint8_t> good = readBytes(checkpoint);
+  std::vector<uint8_t> good = test::readFile(checkpoint);
 
   EXPECT_EQ(test::errorOf(tg_session_step(session, kTokens, kTargets, nullptr)),
             "tg_session_step: model.tgx: training diverged at step 1: the loss is inf and "
@@ -316,7 +280,7 @@ TEST(Robustness, DivergenceStopsAtTheStepAndKeepsTheCheckpoint) {
   EXPECT_EQ(test::errorOf(tg_session_save_checkpoint(session, checkpoint.c_str(), 1)),
             checkpoint + ": not written: the training state of model.tgx went non-finite at "
                          "step 1; the previous checkpoint is kept");
-  EXPECT_EQ(readBytes(checkpoint), good);
+  EXPECT_EQ(test::readFile(checkpoint), good);
   std::string weights = test::scratchPath("final.safetensors");
   EXPECT_EQ(test::errorOf(tg_session_save_weights(session, weights.c_str())),
             weights + ": not written: the training state of model.tgx went non-finite at "

@@ -215,4 +215,22 @@ ProgramSpec fixtureSpec() {
   return spec;
 }
 
+std::vector<uint8_t> readFile(const std::string &path) {
+  std::vector<uint8_t> bytes;
+  std::FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f)
+    return bytes;
+  uint8_t buffer[4096];
+  while (std::size_t n = std::fread(buffer, 1, sizeof(buffer), f))
+    bytes.insert(bytes.end(), buffer, buffer + n);
+  std::fclose(f);
+  return bytes;
+}
+
+void writeFile(const std::string &path, const std::vector<uint8_t> &bytes) {
+  std::FILE *f = std::fopen(path.c_str(), "wb");
+  std::fwrite(bytes.data(), 1, bytes.size(), f);
+  std::fclose(f);
+}
+
 } // namespace tg::test

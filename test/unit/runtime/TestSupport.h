@@ -117,6 +117,10 @@ tg_session *loadSession(const ProgramSpec &spec);
 /// The message of `status` ("" for success), which is freed.
 std::string errorOf(tg_status status);
 
+/// The bytes of a file (empty if it cannot be read), and writing them back.
+std::vector<uint8_t> readFile(const std::string &path);
+void writeFile(const std::string &path, const std::vector<uint8_t> &bytes);
+
 } // namespace tg::test
 
 /// Fails the test with the message if `call` returns an error status.
