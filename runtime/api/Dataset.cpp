@@ -41,16 +41,18 @@ bool open(const std::string &path, tg_dataset **out, std::string &error) {
   auto dataset = std::make_unique<tg_dataset>();
   dataset->path = path;
   dataset->bytes = static_cast<std::size_t>(st.st_size);
-  void *map = MAP_FAILED;
-  if (dataset->bytes > 0)
-    map = ::mmap(nullptr, dataset->bytes, PROT_READ, MAP_PRIVATE, fd, 0);
-  int mapErrno = errno;
-  ::close(fd);
+  // The size is checked before mapping, so a rejected file leaves no
+  // mapping behind.
+  if (dataset->bytes == 0 || dataset->bytes % 2 != 0)
+    ::close(fd);
   if (dataset->bytes == 0)
     return fail("is empty; pass a token file (flat little-endian uint16)");
   if (dataset->bytes % 2 != 0)
     return fail("has an odd number of bytes (" + std::to_string(dataset->bytes) +
                 "); a token file is a flat array of little-endian uint16, re-write it");
+  void *map = ::mmap(nullptr, dataset->bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+  int mapErrno = errno;
+  ::close(fd);
   if (map == MAP_FAILED)
     return fail(std::string("cannot map the token file (") + std::strerror(mapErrno) + ")");
   dataset->data = static_cast<const uint8_t *>(map);

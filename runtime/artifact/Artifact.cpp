@@ -55,7 +55,7 @@ public:
         arenaBytes(program.arena_bytes()) {}
 
   bool run() {
-    return checkHeader() && checkSlots() && checkParameters() &&
+    return checkAlignment() && checkHeader() && checkSlots() && checkParameters() &&
            checkConstants() && checkModules() && checkCommands() &&
            checkRequiredSlots();
   }
@@ -105,6 +105,38 @@ private:
     for (int64_t d : *mesh.shape())
       if (d < 1)
         return fail("mesh.shape", "has the dimension " + std::to_string(d));
+    return true;
+  }
+
+  /// FlatBuffers' verifier checks the alignment of a vector's length, not of
+  /// its elements: a vector of 8-byte values 4 bytes off passes it, and
+  /// reading it is undefined behaviour. Each is checked before it is read.
+  template <typename Vector>
+  bool aligned8(const Vector *vector, const std::string &field) {
+    if (vector && vector->size() > 0 &&
+        reinterpret_cast<uintptr_t>(vector->Data()) % 8 != 0)
+      return fail(field, "holds 8-byte values that are not 8-byte aligned");
+    return true;
+  }
+
+  bool checkAlignment() {
+    if (program.mesh() && !aligned8(program.mesh()->shape(), "mesh.shape"))
+      return false;
+    if (program.slots())
+      for (uint32_t i = 0; i < program.slots()->size(); ++i)
+        if (!aligned8(program.slots()->Get(i)->shape(),
+                      "slots[" + std::to_string(i) + "].shape"))
+          return false;
+    if (program.modules())
+      for (uint32_t i = 0; i < program.modules()->size(); ++i)
+        if (!aligned8(program.modules()->Get(i)->kernel_operand_bytes(),
+                      "modules[" + std::to_string(i) + "].kernel_operand_bytes"))
+          return false;
+    if (program.commands())
+      for (uint32_t i = 0; i < program.commands()->size(); ++i)
+        if (!aligned8(program.commands()->Get(i)->operands(),
+                      "commands[" + std::to_string(i) + "].operands"))
+          return false;
     return true;
   }
 

@@ -1,0 +1,3 @@
+func.func @input_empty(%t: tensor<4xi64> {tg.input = ""}) {
+  return
+}

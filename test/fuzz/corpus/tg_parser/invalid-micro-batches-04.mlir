@@ -1,0 +1,8 @@
+func.func @shared_type(%x: tensor<4x2xf32>, %w: tensor<2xf32>) -> tensor<2xf32> {
+  %r = tg.micro_batches 2 sliced(%x : tensor<4x2xf32>) shared(%w : tensor<2xf32>) {
+  ^bb0(%xs: tensor<2x2xf32>, %ws: tensor<2xf64>):
+    %c = tg.cast %ws : tensor<2xf64> -> tensor<2xf32>
+    tg.yield %c : tensor<2xf32>
+  } -> tensor<2xf32>
+  return %r : tensor<2xf32>
+}

@@ -1,0 +1,5 @@
+// Grouped-query attention needs the kv heads to divide the query heads.
+func.func @attention_gqa_heads(%q: tensor<2x4x8x16xf32>, %k: tensor<2x3x8x16xf32>) -> tensor<2x4x8x16xf32> {
+  %0 = tg.attention %q, %k, %k {scale = 0.25 : f64} : tensor<2x4x8x16xf32>, tensor<2x3x8x16xf32>, tensor<2x3x8x16xf32> -> tensor<2x4x8x16xf32>
+  return %0 : tensor<2x4x8x16xf32>
+}

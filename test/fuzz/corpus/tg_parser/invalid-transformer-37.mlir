@@ -1,0 +1,5 @@
+// More kv heads than query heads.
+func.func @attention_more_kv_heads(%q: tensor<2x4x8x16xf32>, %k: tensor<2x8x8x16xf32>) -> tensor<2x4x8x16xf32> {
+  %0 = tg.attention %q, %k, %k {scale = 0.25 : f64} : tensor<2x4x8x16xf32>, tensor<2x8x8x16xf32>, tensor<2x8x8x16xf32> -> tensor<2x4x8x16xf32>
+  return %0 : tensor<2x4x8x16xf32>
+}

@@ -1,0 +1,5 @@
+// The key and value gradients have the (GQA) key and value shapes.
+func.func @attention_grad_result_types(%q: tensor<2x4x8x16xf32>, %k: tensor<2x2x8x16xf32>) -> tensor<2x4x8x16xf32> {
+  %0:3 = tg.attention_grad %q, %k, %k, %q {scale = 0.25 : f64} : tensor<2x4x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x4x8x16xf32> -> tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>
+  return %0#0 : tensor<2x4x8x16xf32>
+}

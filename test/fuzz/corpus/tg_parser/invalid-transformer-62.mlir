@@ -1,0 +1,4 @@
+func.func @cross_entropy_grad_result_type(%l: tensor<2x8x32xf32>, %t: tensor<2x8xi64>, %g: tensor<f32>) -> tensor<2x8x32xf16> {
+  %0 = "tg.cross_entropy_grad"(%l, %t, %g) : (tensor<2x8x32xf32>, tensor<2x8xi64>, tensor<f32>) -> tensor<2x8x32xf16>
+  return %0 : tensor<2x8x32xf16>
+}

@@ -1,0 +1,4 @@
+func.func @slice_entry_count(%x: tensor<4x6xf32>) -> tensor<2x3xf32> {
+  %0 = tg.slice %x [[1]] [[2, 3]] : tensor<4x6xf32> -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}

@@ -1,0 +1,1 @@
+futg.reshapentg.rms_norm_gradc.fufn
