@@ -1,6 +1,7 @@
 // tg-bufferize-kernels: kernel functions on tensors (tg ops, outlined from
 // dispatch regions) become functions on memrefs in destination-passing
 // style, each tg op's loops emitted by emitKernelBody.
+#include "tg/Exec/IR/ExecOps.h"
 #include "tg/IR/TgDialect.h"
 #include "tg/Passes/KernelBodies.h"
 #include "tg/Passes/Passes.h"
@@ -18,26 +19,15 @@ namespace mlir::tg {
 
 namespace {
 
-MemRefType bufferTypeOf(Type tensor) {
-  auto type = cast<RankedTensorType>(tensor);
-  return MemRefType::get(type.getShape(), type.getElementType());
-}
-
-bool isOnTensors(func::FuncOp kernel) {
-  FunctionType type = kernel.getFunctionType();
-  return type.getNumResults() > 0 ||
-         llvm::any_of(type.getInputs(), llvm::IsaPred<TensorType>);
-}
-
 /// Rewrites `kernel` (tensors in, tensors out) on memrefs (inputs, then one
 /// output per result). Values that are not results live in local buffers.
 LogicalResult bufferize(func::FuncOp kernel) {
   FunctionType type = kernel.getFunctionType();
   SmallVector<Type> argTypes;
   for (Type t : type.getInputs())
-    argTypes.push_back(bufferTypeOf(t));
+    argTypes.push_back(exec::getBufferType(t));
   for (Type t : type.getResults())
-    argTypes.push_back(bufferTypeOf(t));
+    argTypes.push_back(exec::getBufferType(t));
   OpBuilder b(kernel);
   auto lowered = func::FuncOp::create(b, kernel.getLoc(), kernel.getSymName(),
                                       b.getFunctionType(argTypes, {}));
@@ -71,7 +61,7 @@ LogicalResult bufferize(func::FuncOp kernel) {
     for (Value v : op.getResults()) {
       if (!buffers.count(v)) {
         Value local = memref::AllocOp::create(b, op.getLoc(),
-                                              bufferTypeOf(v.getType()));
+                                              exec::getBufferType(v.getType()));
         locals.push_back(local);
         buffers[v] = local;
       }
@@ -101,7 +91,7 @@ struct BufferizeKernelsPass
     SmallVector<func::FuncOp> kernels;
     for (ModuleOp module : modules)
       for (auto kernel : module.getOps<func::FuncOp>())
-        if (isOnTensors(kernel))
+        if (exec::isKernelOnTensors(kernel.getFunctionType()))
           kernels.push_back(kernel);
     for (func::FuncOp kernel : kernels)
       if (failed(bufferize(kernel)))

@@ -26,11 +26,6 @@ using exec::ResourceKind;
 
 constexpr llvm::StringLiteral kKernelModuleName = "kernels";
 
-MemRefType bufferTypeOf(Type tensor) {
-  auto type = cast<RankedTensorType>(tensor);
-  return MemRefType::get(type.getShape(), type.getElementType());
-}
-
 /// The library call computing a tg.matmul on row-major buffers.
 exec::GemmOp createGemm(OpBuilder &b, MatmulOp op, Value lhs, Value rhs,
                         Value out) {
@@ -122,7 +117,7 @@ private:
                        StringRef name = {}, Value updates = {},
                        Attribute init = {}, ElementsAttr value = {}) {
     return exec::ResourceOp::create(
-        b, loc, bufferTypeOf(tensorType), kind,
+        b, loc, exec::getBufferType(tensorType), kind,
         name.empty() ? StringAttr() : b.getStringAttr(name), updates, init,
         value, IntegerAttr());
   }
@@ -201,7 +196,7 @@ private:
     }
     if (auto reshape = dyn_cast<ReshapeOp>(op)) {
       buffers[reshape] = exec::ViewOp::create(
-          b, op.getLoc(), bufferTypeOf(reshape.getType()),
+          b, op.getLoc(), exec::getBufferType(reshape.getType()),
           buffers[reshape.getInput()]);
       return success();
     }

@@ -22,6 +22,16 @@ int64_t getByteSize(MemRefType type) {
          ((type.getElementTypeBitWidth() + 7) / 8);
 }
 
+MemRefType getBufferType(Type tensorType) {
+  auto type = cast<RankedTensorType>(tensorType);
+  return MemRefType::get(type.getShape(), type.getElementType());
+}
+
+bool isKernelOnTensors(FunctionType kernel) {
+  return kernel.getNumResults() > 0 ||
+         llvm::any_of(kernel.getInputs(), llvm::IsaPred<TensorType>);
+}
+
 bool isCommand(Operation *op) {
   return isa<DispatchOp, GemmOp, CopyOp, AllReduceOp, ReduceScatterOp,
              AllGatherOp, SendOp, RecvOp>(op);
@@ -170,8 +180,7 @@ LogicalResult DispatchOp::verifySymbolUses(SymbolTableCollection &symbols) {
   unsigned numInputs = getInputs().size(), numOutputs = getOutputs().size();
   if (auto func = dyn_cast<func::FuncOp>(target)) {
     FunctionType type = func.getFunctionType();
-    bool onTensors = type.getNumResults() > 0 ||
-                     llvm::any_of(type.getInputs(), llvm::IsaPred<TensorType>);
+    bool onTensors = isKernelOnTensors(type);
     unsigned expected = onTensors ? numInputs : numInputs + numOutputs;
     if (type.getNumInputs() != expected ||
         (onTensors && type.getNumResults() != numOutputs))

@@ -33,6 +33,11 @@ SmallVector<Value> getWrittenBuffers(Operation *command);
 ResourceOp getStorage(Value buffer);
 /// Bytes of a static memref type.
 int64_t getByteSize(MemRefType type);
+/// The buffer a ranked tensor of `tensorType` is stored in (identity layout).
+MemRefType getBufferType(Type tensorType);
+/// A kernel function still on tensors (inputs -> results), before
+/// tg-bufferize-kernels puts it on memrefs (inputs, then outputs).
+bool isKernelOnTensors(FunctionType kernel);
 } // namespace mlir::tg::exec
 
 #endif
