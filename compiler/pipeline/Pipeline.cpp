@@ -29,4 +29,9 @@ void buildCpuTargetStage(OpPassManager &pm) {
   pm.addPass(createTgCpuSerializeKernels());
 }
 
+void buildCudaTargetStage(OpPassManager &pm, const CudaTargetOptions &options) {
+  addCudaKernelLoweringPasses(pm.nest<ModuleOp>(), options);
+  pm.addPass(createTgCudaSerializeKernels());
+}
+
 } // namespace mlir::tg

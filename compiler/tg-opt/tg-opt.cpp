@@ -3,6 +3,7 @@
 #include "tg/Exec/IR/ExecDialect.h"
 #include "tg/IR/TgDialect.h"
 #include "tg/Passes/Passes.h"
+#include "tg/Targets/CudaTarget.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -24,6 +25,7 @@ int main(int argc, char **argv) {
                   mlir::linalg::LinalgDialect, mlir::scf::SCFDialect,
                   mlir::arith::ArithDialect, mlir::math::MathDialect,
                   mlir::LLVM::LLVMDialect>();
+  mlir::tg::registerCudaTarget(registry);
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "TGC optimizer driver\n", registry));
 }

@@ -84,6 +84,18 @@ public:
     b.setInsertionPoint(forOp.getBody()->getTerminator());
     body(forOp.getInductionVar());
   }
+  /// for each row r < n, in any order: body(r). The row loops of row-wise
+  /// ops; a row's inner loops (`loop`, `fold`, `sum`) touch element i of the
+  /// row (or of a per-column operand) at their own index i only, which is
+  /// what lets a GPU target spread a row over the lanes of a warp.
+  template <typename Fn> void rows(int64_t n, Fn &&body) {
+    auto parallel = scf::ParallelOp::create(b, loc, ValueRange{index(0)},
+                                            ValueRange{index(n)},
+                                            ValueRange{index(1)});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(parallel.getBody()->getTerminator());
+    body(parallel.getInductionVars()[0]);
+  }
   /// Folds body(i, accumulators) -> new accumulators over i < n.
   template <typename Fn>
   SmallVector<Value> fold(int64_t n, ValueRange init, Fn &&body) {
@@ -436,12 +448,12 @@ void softmaxRow(Emitter &e, Value in, Value out, Value base, int64_t n) {
 }
 
 void emitSoftmax(Emitter &e, Value x, Value y, int64_t rows, int64_t n) {
-  e.loop(rows, [&](Value r) { softmaxRow(e, x, y, e.mulIndex(r, n), n); });
+  e.rows(rows, [&](Value r) { softmaxRow(e, x, y, e.mulIndex(r, n), n); });
 }
 
 void emitSoftmaxGrad(Emitter &e, Value y, Value dy, Value dx, int64_t rows,
                      int64_t n) {
-  e.loop(rows, [&](Value r) {
+  e.rows(rows, [&](Value r) {
     Value base = e.mulIndex(r, n);
     Value dot = e.sum(n, [&](Value i) {
       Value at = e.addIndex(base, i);
@@ -480,7 +492,7 @@ Value rmsRstd(Emitter &e, Value x, Value base, int64_t n, double epsilon) {
 
 void emitLayerNorm(Emitter &e, LayerNormOp op, Value x, Value w, Value bias,
                    Value y, int64_t rows, int64_t n) {
-  e.loop(rows, [&](Value r) {
+  e.rows(rows, [&](Value r) {
     Value base = e.mulIndex(r, n);
     auto [mean, rstd] = layerNormStats(e, x, base, n, op.getEpsilon().convertToDouble());
     e.loop(n, [&](Value i) {
@@ -526,7 +538,7 @@ void emitLayerNormGrad(Emitter &e, LayerNormGradOp op, Value x, Value w,
 
 void emitRmsNorm(Emitter &e, RmsNormOp op, Value x, Value w, Value y,
                  int64_t rows, int64_t n) {
-  e.loop(rows, [&](Value r) {
+  e.rows(rows, [&](Value r) {
     Value base = e.mulIndex(r, n);
     Value rstd = rmsRstd(e, x, base, n, op.getEpsilon().convertToDouble());
     e.loop(n, [&](Value i) {
@@ -579,7 +591,7 @@ void emitCrossEntropyGrad(Emitter &e, Value logits, Value targets,
                           Value lossGrad, Value dx, int64_t rows,
                           int64_t vocab) {
   Value factor = e.div(e.load(lossGrad, e.index(0)), e.constant((double)rows));
-  e.loop(rows, [&](Value r) {
+  e.rows(rows, [&](Value r) {
     Value base = e.mulIndex(r, vocab);
     softmaxRow(e, logits, dx, base, vocab);
     Value at = e.addIndex(base, e.toIndex(e.load(targets, r)));
@@ -593,7 +605,7 @@ void emitCrossEntropyGrad(Emitter &e, Value logits, Value targets,
 
 void emitEmbedding(Emitter &e, Value table, Value indices, Value out,
                    int64_t count, int64_t dim) {
-  e.loop(count, [&](Value p) {
+  e.rows(count, [&](Value p) {
     Value row = e.mulIndex(e.toIndex(e.load(indices, p)), dim);
     Value outRow = e.mulIndex(p, dim);
     e.loop(dim, [&](Value d) {
@@ -632,7 +644,7 @@ void emitRope(Emitter &e, RopeOp op, Value x, Value y) {
     return e.element == f64 ? v : arith::TruncFOp::create(e.b, e.loc, e.element, v);
   };
   double sign = op.getInverse() ? -1.0 : 1.0;
-  e.loop(seq, [&](Value t) {
+  e.rows(seq, [&](Value t) {
     e.loop(half, [&](Value i) {
       Value exponent = e.mul(toF64(i), e.constant(f64, -2.0 / dim));
       Value frequency = math::PowFOp::create(

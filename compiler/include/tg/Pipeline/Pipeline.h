@@ -2,6 +2,7 @@
 #define TG_PIPELINE_PIPELINE_H
 
 #include "tg/Passes/TrainStep.h"
+#include "tg/Targets/CudaTarget.h"
 
 #include <cstdint>
 
@@ -31,6 +32,10 @@ void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options);
 
 /// Kernel modules -> LLVM -> a host shared object in an exec.binary.
 void buildCpuTargetStage(OpPassManager &pm);
+
+/// Kernel modules -> GPU kernels with launch shapes -> NVVM -> PTX for
+/// `options.chip` in an exec.binary.
+void buildCudaTargetStage(OpPassManager &pm, const CudaTargetOptions &options);
 
 } // namespace tg
 } // namespace mlir

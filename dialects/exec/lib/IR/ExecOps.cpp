@@ -341,5 +341,38 @@ LogicalResult BinaryOp::verify() {
                                << " operand counts";
   if (getImage().empty())
     return emitOpError("has an empty image");
+  size_t launches = getLaunchSymbols().size();
+  if (getFormat() == BinaryFormat::elf) {
+    if (launches || !getLaunchCounts().empty())
+      return emitOpError("is a host shared object and cannot have launches");
+    return success();
+  }
+  if (getLaunchCounts().size() != getKernels().size())
+    return emitOpError("has ") << getLaunchCounts().size()
+                               << " launch counts for " << getKernels().size()
+                               << " kernels";
+  int64_t total = 0;
+  for (int64_t count : getLaunchCounts()) {
+    if (count < 1)
+      return emitOpError("has a kernel with no launch");
+    total += count;
+  }
+  if ((size_t)total != launches || getLaunchGrid().size() != launches ||
+      getLaunchBlock().size() != launches ||
+      getLaunchSharedBytes().size() != launches)
+    return emitOpError("has ")
+           << total << " launches by its counts, " << launches
+           << " launch symbols, " << getLaunchGrid().size() << " grids, "
+           << getLaunchBlock().size() << " block sizes and "
+           << getLaunchSharedBytes().size() << " shared-memory sizes";
+  for (size_t j = 0; j < launches; ++j)
+    if (getLaunchGrid()[j] < 1 || getLaunchBlock()[j] < 1 ||
+        getLaunchBlock()[j] > 1024 || getLaunchSharedBytes()[j] < 0)
+      return emitOpError("launch ")
+             << j << " (" << getLaunchSymbols()[j] << ") has grid "
+             << getLaunchGrid()[j] << ", block " << getLaunchBlock()[j]
+             << " and " << getLaunchSharedBytes()[j]
+             << " shared bytes: a CUDA launch needs a grid of at least one "
+                "block of 1 to 1024 threads";
   return success();
 }

@@ -179,4 +179,36 @@ def TgCpuSerializeKernels : Pass<"tg-cpu-serialize-kernels", "ModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def TgCudaMapKernels : Pass<"tg-cuda-map-kernels", "ModuleOp"> {
+  let summary = "Turn each kernel on memrefs into GPU kernels with launch "
+                "shapes chosen for the device";
+  let description = [{
+    Runs on a kernel module. Each kernel becomes one GPU kernel per phase
+    (`NAME_0`, `NAME_1`, ..., launched in order): element-wise linalg ops as
+    grid-stride loops with 16-byte vector accesses where the operands allow,
+    reductions with a thread or a block per output, the kernel bodies' row
+    loops (`scf.parallel`) with one row per warp and warp-shuffle folds, and
+    the rest (loops carrying values across iterations) on one block. The
+    kernels land in a `gpu.module` of the module's name; the module attribute
+    `tg.cuda_kernels` lists each kernel's operand count and launches.
+  }];
+  let options = [
+    Option<"smCount", "sm-count", "int64_t", "132",
+           "streaming multiprocessors of the device (H100 SXM: 132); grids "
+           "are capped at 8 blocks of 256 threads per SM">,
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::NVVM::NVVMDialect",
+                           "::mlir::vector::VectorDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def TgCudaSerializeKernels : Pass<"tg-cuda-serialize-kernels", "ModuleOp"> {
+  let summary = "Turn each kernel module compiled to PTX into an exec.binary "
+                "with its launches";
+  let dependentDialects = ["::mlir::tg::exec::ExecDialect"];
+}
+
 #endif // TG_PASSES_TD

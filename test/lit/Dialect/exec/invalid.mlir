@@ -270,3 +270,33 @@ func.func @f(%x: tensor<4xf32>) {
   }
   return
 }
+
+// -----
+
+// A host shared object is called, not launched.
+// expected-error @+1 {{'exec.binary' op is a host shared object and cannot have launches}}
+exec.binary @kernels elf {image = "\7FELF", kernels = ["k0"], operand_counts = array<i64: 1>, symbols = ["k0_packed"], target_cpu = "x86-64", launch_counts = array<i64: 1>, launch_symbols = ["k0_0"], launch_grid = array<i64: 1>, launch_block = array<i64: 32>, launch_shared_bytes = array<i64: 0>}
+
+// -----
+
+// A PTX binary has a launch count per kernel.
+// expected-error @+1 {{'exec.binary' op has 0 launch counts for 1 kernels}}
+exec.binary @kernels ptx {image = ".version 8.0", kernels = ["k0"], operand_counts = array<i64: 1>, symbols = ["k0"], target_cpu = "sm_90a"}
+
+// -----
+
+// Every kernel launches at least once.
+// expected-error @+1 {{'exec.binary' op has a kernel with no launch}}
+exec.binary @kernels ptx {image = ".version 8.0", kernels = ["k0"], operand_counts = array<i64: 1>, symbols = ["k0"], target_cpu = "sm_90a", launch_counts = array<i64: 0>}
+
+// -----
+
+// The launch arrays are parallel.
+// expected-error @+1 {{'exec.binary' op has 2 launches by its counts, 2 launch symbols, 1 grids, 2 block sizes and 2 shared-memory sizes}}
+exec.binary @kernels ptx {image = ".version 8.0", kernels = ["k0"], operand_counts = array<i64: 1>, symbols = ["k0"], target_cpu = "sm_90a", launch_counts = array<i64: 2>, launch_symbols = ["k0_0", "k0_1"], launch_grid = array<i64: 4>, launch_block = array<i64: 256, 256>, launch_shared_bytes = array<i64: 0, 0>}
+
+// -----
+
+// CUDA blocks hold 1 to 1024 threads.
+// expected-error @+1 {{'exec.binary' op launch 0 (k0_0) has grid 4, block 2048 and 0 shared bytes: a CUDA launch needs a grid of at least one block of 1 to 1024 threads}}
+exec.binary @kernels ptx {image = ".version 8.0", kernels = ["k0"], operand_counts = array<i64: 1>, symbols = ["k0"], target_cpu = "sm_90a", launch_counts = array<i64: 1>, launch_symbols = ["k0_0"], launch_grid = array<i64: 4>, launch_block = array<i64: 2048>, launch_shared_bytes = array<i64: 0>}

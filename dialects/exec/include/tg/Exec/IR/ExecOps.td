@@ -295,11 +295,23 @@ def Exec_BinaryOp : Exec_Op<"binary", [Symbol]> {
     and is entered at `symbols[i]` in the image. For `elf`, `image` is a host
     shared object whose symbols have the C type void(void **buffers);
     `target_cpu` is the CPU it was tuned for.
+
+    For `ptx`, `image` is PTX text for the chip `target_cpu` (sm_90a) and a
+    kernel is a sequence of GPU launches, in order on one stream: kernel i
+    runs launches [sum(launch_counts[0..i)), +launch_counts[i]), each the
+    entry `launch_symbols[j]` on a 1-D grid of `launch_grid[j]` blocks of
+    `launch_block[j]` threads with `launch_shared_bytes[j]` bytes of dynamic
+    shared memory, every launch taking all the kernel's buffers as pointers.
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, Exec_BinaryFormat:$format,
       StrArrayAttr:$kernels, StrArrayAttr:$symbols,
       DenseI64ArrayAttr:$operand_counts,
-      StrAttr:$target_cpu, StrAttr:$image);
+      StrAttr:$target_cpu, StrAttr:$image,
+      DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$launch_counts,
+      DefaultValuedAttr<StrArrayAttr, "{}">:$launch_symbols,
+      DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$launch_grid,
+      DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$launch_block,
+      DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$launch_shared_bytes);
   let assemblyFormat = "$sym_name $format attr-dict";
   let hasVerifier = 1;
 }

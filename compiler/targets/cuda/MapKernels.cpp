@@ -1,0 +1,544 @@
+// tg-cuda-map-kernels: each kernel on memrefs becomes one or more GPU kernels
+// (its phases, launched in order) with launch shapes chosen for the device:
+//   - element-wise linalg ops: a grid-stride loop, 16-byte vector accesses
+//     where every operand is contiguous or constant along the inner dim;
+//   - reductions: a thread per output, or a block per output (warp shuffles,
+//     then shared memory) when there are too few outputs to fill the device;
+//   - row loops (scf.parallel from the kernel bodies): one row per warp, the
+//     row's loops strided over the lanes and its folds shuffled together;
+//   - what is left (loops whose iterations depend on each other): one block,
+//     the outer loop in order and the inner loops over its threads.
+#include "TeamMapping.h"
+#include "tg/Passes/Passes.h"
+#include "tg/Targets/CudaTarget.h"
+
+#include "mlir/Dialect/Affine/Utils.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+namespace mlir::tg {
+#define GEN_PASS_DEF_TGCUDAMAPKERNELS
+#include "tg/Passes/Passes.h.inc"
+
+namespace {
+using cuda::Team;
+using cuda::TeamEmitter;
+
+constexpr int64_t kWarpSize = 32;
+/// 8 blocks of 256 threads fill an SM of sm_90 (2048 resident threads).
+constexpr int64_t kBlocksPerSm = 8;
+constexpr int64_t kBlock = 256;
+// One block for work that cannot be spread over blocks: 512 threads leave
+// each 128 registers (1024 would cap them at 64 and spill).
+constexpr int64_t kSequentialBlock = 512;
+constexpr int64_t kVectorBytes = 16;
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int64_t product(ArrayRef<int64_t> values) {
+  int64_t p = 1;
+  for (int64_t v : values)
+    p *= v;
+  return p;
+}
+
+/// A phase of a kernel: one GPU launch.
+struct Phase {
+  enum class Kind { Linalg, Rows, Sequential } kind;
+  SmallVector<Operation *> ops;
+};
+
+class KernelMapper {
+public:
+  KernelMapper(gpu::GPUModuleOp gpuModule, int64_t smCount)
+      : gpuModule(gpuModule), smCount(smCount), b(gpuModule.getContext()) {}
+
+  /// Adds the GPU kernels of `kernel` and returns its launches.
+  FailureOr<SmallVector<cuda::Launch>> map(func::FuncOp kernel);
+
+private:
+  gpu::GPUFuncOp startPhase(func::FuncOp kernel, StringRef name, int64_t block,
+                            ArrayRef<Operation *> prologue, IRMapping &map);
+  LogicalResult emitLinalg(linalg::LinalgOp op, gpu::GPUFuncOp func,
+                           IRMapping &map, cuda::Launch &launch);
+  LogicalResult emitElementwise(linalg::LinalgOp op, IRMapping &map,
+                                cuda::Launch &launch);
+  LogicalResult emitReduction(linalg::LinalgOp op, gpu::GPUFuncOp func,
+                              IRMapping &map, cuda::Launch &launch);
+  LogicalResult emitRows(scf::ParallelOp op, gpu::GPUFuncOp func,
+                         IRMapping &map, cuda::Launch &launch);
+
+  /// The ivs of a static iteration space from a linear index (last fastest).
+  SmallVector<Value> delinearize(Value linear, ArrayRef<int64_t> sizes);
+  /// The linalg body at `ivs`, `width` consecutive inner elements at once.
+  /// With `acc`, the init operand's block argument reads `acc` and the
+  /// yielded value is returned instead of stored.
+  FailureOr<Value> emitBodyAt(linalg::LinalgOp op, ArrayRef<Value> ivs,
+                              int64_t width, IRMapping &map, Value acc = {});
+  int64_t vectorWidth(linalg::LinalgOp op);
+  int64_t gridFor(int64_t items, int64_t perBlock) {
+    return std::clamp<int64_t>(ceilDiv(items, perBlock), 1,
+                               smCount * kBlocksPerSm);
+  }
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+
+  gpu::GPUModuleOp gpuModule;
+  int64_t smCount;
+  OpBuilder b;
+  Location loc = b.getUnknownLoc();
+  Value threadId, blockId;
+};
+
+gpu::GPUFuncOp KernelMapper::startPhase(func::FuncOp kernel, StringRef name,
+                                        int64_t block,
+                                        ArrayRef<Operation *> prologue,
+                                        IRMapping &map) {
+  b.setInsertionPointToEnd(gpuModule.getBody());
+  loc = kernel.getLoc();
+  auto func = gpu::GPUFuncOp::create(b, loc, name, kernel.getFunctionType());
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  func.setKnownBlockSizeAttr(
+      b.getDenseI32ArrayAttr({(int32_t)block, 1, 1}));
+  Block &entry = func.getBody().front();
+  b.setInsertionPointToStart(&entry);
+  for (auto [from, to] :
+       llvm::zip(kernel.getArguments(), entry.getArguments()))
+    map.map(from, to);
+  for (Operation *op : prologue)
+    b.clone(*op, map);
+  threadId = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  blockId = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  return func;
+}
+
+SmallVector<Value> KernelMapper::delinearize(Value linear,
+                                             ArrayRef<int64_t> sizes) {
+  SmallVector<Value> ivs(sizes.size());
+  for (int64_t d = sizes.size() - 1; d >= 0; --d) {
+    Value size = index(sizes[d]);
+    ivs[d] = d == 0 ? linear : arith::RemUIOp::create(b, loc, linear, size);
+    if (d > 0)
+      linear = arith::DivUIOp::create(b, loc, linear, size);
+  }
+  return ivs;
+}
+
+/// Whether `map` reads along loop dim `dim`.
+bool usesDim(AffineMap map, unsigned dim) {
+  return map.isFunctionOfDim(dim);
+}
+
+int64_t KernelMapper::vectorWidth(linalg::LinalgOp op) {
+  if (op.getNumReductionLoops() != 0 || op.getNumLoops() == 0)
+    return 1;
+  for (Operation &inner : op.getBlock()->without_terminator())
+    if (!OpTrait::hasElementwiseMappableTraits(&inner) ||
+        inner.getNumRegions() != 0)
+      return 1;
+  int64_t maxBytes = 1;
+  for (OpOperand &operand : op->getOpOperands())
+    if (auto type = dyn_cast<MemRefType>(operand.get().getType()))
+      maxBytes = std::max<int64_t>(
+          maxBytes, ceilDiv(type.getElementTypeBitWidth(), 8));
+  int64_t width = kVectorBytes / maxBytes;
+  unsigned inner = op.getNumLoops() - 1;
+  if (width < 2 || op.getStaticLoopRanges()[inner] % width != 0)
+    return 1;
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto type = dyn_cast<MemRefType>(operand.get().getType());
+    if (!type)
+      continue;
+    AffineMap map = op.getMatchingIndexingMap(&operand);
+    if (!usesDim(map, inner))
+      continue; // uniform along the vector: one scalar, broadcast
+    // Contiguous along the vector and 16-byte aligned at its start (buffers
+    // are at least 64-byte aligned in the arena).
+    auto last = dyn_cast<AffineDimExpr>(map.getResults().back());
+    if (!last || last.getPosition() != inner)
+      return 1;
+    for (AffineExpr expr : map.getResults().drop_back())
+      if (expr.isFunctionOfDim(inner))
+        return 1;
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (failed(type.getStridesAndOffset(strides, offset)) ||
+        strides.back() != 1 || ShapedType::isDynamic(offset) ||
+        offset % width != 0)
+      return 1;
+    for (int64_t stride : ArrayRef(strides).drop_back())
+      if (ShapedType::isDynamic(stride) || stride % width != 0)
+        return 1;
+  }
+  return width;
+}
+
+FailureOr<Value> KernelMapper::emitBodyAt(linalg::LinalgOp op,
+                                          ArrayRef<Value> ivs, int64_t width,
+                                          IRMapping &outer, Value acc) {
+  IRMapping map = outer;
+  unsigned inner = op.getNumLoops() - 1;
+  auto indicesOf = [&](OpOperand &operand) {
+    SmallVector<Value> indices;
+    for (AffineExpr expr : op.getMatchingIndexingMap(&operand).getResults())
+      indices.push_back(affine::expandAffineExpr(b, loc, expr, ivs, {}));
+    return indices;
+  };
+  auto vectorOf = [&](Type element) {
+    return VectorType::get({width}, element);
+  };
+  auto isVector = [](Value v) { return isa<VectorType>(v.getType()); };
+  for (OpOperand &operand : op->getOpOperands()) {
+    BlockArgument arg = op.getMatchingBlockArgument(&operand);
+    if (acc && op.isDpsInit(&operand)) {
+      map.map(arg, acc);
+      continue;
+    }
+    if (arg.use_empty())
+      continue;
+    Value source = outer.lookupOrDefault(operand.get());
+    auto type = dyn_cast<MemRefType>(source.getType());
+    if (!type) {
+      map.map(arg, source);
+      continue;
+    }
+    SmallVector<Value> indices = indicesOf(operand);
+    if (width > 1 && usesDim(op.getMatchingIndexingMap(&operand), inner)) {
+      auto load = vector::LoadOp::create(
+          b, loc, vectorOf(type.getElementType()), source, indices);
+      load.setAlignment(width * type.getElementTypeBitWidth() / 8);
+      map.map(arg, load);
+    } else {
+      map.map(arg, memref::LoadOp::create(b, loc, source, indices));
+    }
+  }
+  for (Operation &bodyOp : op.getBlock()->without_terminator()) {
+    bool anyVector = llvm::any_of(bodyOp.getOperands(), [&](Value v) {
+      return isVector(map.lookupOrDefault(v));
+    });
+    if (!anyVector) {
+      b.clone(bodyOp, map);
+      continue;
+    }
+    SmallVector<Value> operands;
+    for (Value v : bodyOp.getOperands()) {
+      Value mapped = map.lookupOrDefault(v);
+      if (!isVector(mapped))
+        mapped = vector::BroadcastOp::create(b, loc, vectorOf(mapped.getType()),
+                                             mapped);
+      operands.push_back(mapped);
+    }
+    OperationState state(loc, bodyOp.getName());
+    state.addOperands(operands);
+    for (Type t : bodyOp.getResultTypes())
+      state.addTypes(vectorOf(t));
+    state.addAttributes(bodyOp.getAttrs());
+    Operation *vectorOp = b.create(state);
+    map.map(bodyOp.getResults(), vectorOp->getResults());
+  }
+  auto yield = op.getBlock()->getTerminator();
+  if (acc)
+    return map.lookupOrDefault(yield->getOperand(0));
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    Value value = map.lookupOrDefault(
+        yield->getOperand(init.getOperandNumber() - op.getNumDpsInputs()));
+    Value dest = outer.lookupOrDefault(init.get());
+    SmallVector<Value> indices = indicesOf(init);
+    if (width > 1) {
+      if (!isVector(value))
+        value = vector::BroadcastOp::create(b, loc, vectorOf(value.getType()),
+                                            value);
+      auto store = vector::StoreOp::create(b, loc, value, dest, indices);
+      store.setAlignment(width *
+                         cast<MemRefType>(dest.getType()).getElementTypeBitWidth() /
+                         8);
+    } else {
+      memref::StoreOp::create(b, loc, value, dest, indices);
+    }
+  }
+  return Value();
+}
+
+LogicalResult KernelMapper::emitElementwise(linalg::LinalgOp op,
+                                            IRMapping &map,
+                                            cuda::Launch &launch) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  int64_t width = vectorWidth(op);
+  int64_t items = product(ranges) / width;
+  launch.block = kBlock;
+  launch.grid = gridFor(items, kBlock);
+  Value first = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, blockId, index(kBlock)), threadId);
+  auto loop = scf::ForOp::create(b, loc, first, index(items),
+                                 index(launch.grid * kBlock));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  Value linear = arith::MulIOp::create(b, loc, loop.getInductionVar(),
+                                       index(width));
+  return emitBodyAt(op, delinearize(linear, ranges), width, map);
+}
+
+LogicalResult KernelMapper::emitReduction(linalg::LinalgOp op,
+                                          gpu::GPUFuncOp func, IRMapping &map,
+                                          cuda::Launch &launch) {
+  if (op.getNumDpsInits() != 1)
+    return op->emitOpError("reduces into ")
+           << op.getNumDpsInits()
+           << " outputs; the CUDA target maps reductions into one";
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  SmallVector<unsigned> parallel, reduction;
+  op.getParallelDims(parallel);
+  op.getReductionDims(reduction);
+  SmallVector<int64_t> outSizes, reducedSizes;
+  for (unsigned d : parallel)
+    outSizes.push_back(ranges[d]);
+  for (unsigned d : reduction)
+    reducedSizes.push_back(ranges[d]);
+  int64_t outputs = product(outSizes), reduced = product(reducedSizes);
+  OpOperand *init = op.getDpsInitOperand(0);
+  Value out = map.lookupOrDefault(init->get());
+  auto yield = op.getBlock()->getTerminator();
+  StringRef combiner =
+      cuda::foldCombiner(op.getMatchingBlockArgument(init), yield->getOperand(0));
+  bool blockPerOutput = !combiner.empty() && outputs < smCount * kWarpSize;
+
+  auto ivsAt = [&](ArrayRef<Value> outIvs, ArrayRef<Value> reducedIvs) {
+    SmallVector<Value> ivs(ranges.size());
+    for (auto [d, v] : llvm::zip(parallel, outIvs))
+      ivs[d] = v;
+    for (auto [d, v] : llvm::zip(reduction, reducedIvs))
+      ivs[d] = v;
+    return ivs;
+  };
+  auto outIndices = [&](ArrayRef<Value> ivs) {
+    SmallVector<Value> indices;
+    for (AffineExpr expr : op.getMatchingIndexingMap(init).getResults())
+      indices.push_back(affine::expandAffineExpr(b, loc, expr, ivs, {}));
+    return indices;
+  };
+  // fold(acc) over reduced elements first, first + step, ... < reduced.
+  auto foldReduced = [&](ArrayRef<Value> outIvs, Value acc, Value first,
+                         Value step) -> FailureOr<Value> {
+    auto loop = scf::ForOp::create(b, loc, first, index(reduced), step,
+                                   ValueRange{acc});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    SmallVector<Value> ivs =
+        ivsAt(outIvs, delinearize(loop.getInductionVar(), reducedSizes));
+    auto next = emitBodyAt(op, ivs, 1, map, loop.getRegionIterArgs()[0]);
+    if (failed(next))
+      return failure();
+    scf::YieldOp::create(b, loc, *next);
+    return loop.getResult(0);
+  };
+
+  Type element = cast<MemRefType>(out.getType()).getElementType();
+  if (blockPerOutput) {
+    launch.block = outputs == 1 ? kSequentialBlock : kBlock;
+    launch.grid = std::min(outputs, smCount * kBlocksPerSm);
+    auto loop = scf::ForOp::create(b, loc, blockId, index(outputs),
+                                   index(launch.grid));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    SmallVector<Value> outIvs = delinearize(loop.getInductionVar(), outSizes);
+    Value identity = cuda::combinerIdentity(b, loc, combiner, element);
+    auto partial = foldReduced(outIvs, identity, threadId, index(launch.block));
+    if (failed(partial))
+      return failure();
+    TeamEmitter team(b, func, {Team::Kind::Block, launch.block, threadId});
+    Value total = team.reduceAcrossTeam(*partial, combiner);
+    Value isFirst = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                          threadId, index(0));
+    auto ifFirst = scf::IfOp::create(b, loc, isFirst, /*withElse=*/false);
+    b.setInsertionPointToStart(ifFirst.thenBlock());
+    SmallVector<Value> indices =
+        outIndices(ivsAt(outIvs, SmallVector<Value>(reduction.size(), index(0))));
+    Value before = memref::LoadOp::create(b, loc, out, indices);
+    memref::StoreOp::create(
+        b, loc, cuda::combine(b, loc, combiner, before, total), out, indices);
+    return success();
+  }
+  launch.block = kBlock;
+  launch.grid = gridFor(outputs, kBlock);
+  Value first = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, blockId, index(kBlock)), threadId);
+  auto loop = scf::ForOp::create(b, loc, first, index(outputs),
+                                 index(launch.grid * kBlock));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  SmallVector<Value> outIvs = delinearize(loop.getInductionVar(), outSizes);
+  SmallVector<Value> indices =
+      outIndices(ivsAt(outIvs, SmallVector<Value>(reduction.size(), index(0))));
+  Value before = memref::LoadOp::create(b, loc, out, indices);
+  auto total = foldReduced(outIvs, before, index(0), index(1));
+  if (failed(total))
+    return failure();
+  memref::StoreOp::create(b, loc, *total, out, indices);
+  return success();
+}
+
+LogicalResult KernelMapper::emitLinalg(linalg::LinalgOp op,
+                                       gpu::GPUFuncOp func, IRMapping &map,
+                                       cuda::Launch &launch) {
+  if (!op.hasPureBufferSemantics() ||
+      llvm::any_of(op.getStaticLoopRanges(), ShapedType::isDynamic))
+    return op->emitOpError("needs static shapes on buffers for the CUDA target");
+  if (!op.getBlock()->getOps<linalg::IndexOp>().empty())
+    return op->emitOpError("reads its loop indices, which the CUDA target "
+                           "does not map yet");
+  if (op.getNumReductionLoops() == 0)
+    return emitElementwise(op, map, launch);
+  return emitReduction(op, func, map, launch);
+}
+
+LogicalResult KernelMapper::emitRows(scf::ParallelOp op, gpu::GPUFuncOp func,
+                                     IRMapping &map, cuda::Launch &launch) {
+  std::optional<int64_t> lower = getConstantIntValue(op.getLowerBound()[0]);
+  std::optional<int64_t> upper = getConstantIntValue(op.getUpperBound()[0]);
+  std::optional<int64_t> step = getConstantIntValue(op.getStep()[0]);
+  if (op.getNumLoops() != 1 || lower != 0 || step != 1 || !upper)
+    return op.emitOpError("is not a row loop 0..n of the kernel bodies");
+  constexpr int64_t warpsPerBlock = kBlock / kWarpSize;
+  launch.block = kBlock;
+  launch.grid = gridFor(*upper, warpsPerBlock);
+  Value warp = arith::DivUIOp::create(b, loc, threadId, index(kWarpSize));
+  Value lane = arith::RemUIOp::create(b, loc, threadId, index(kWarpSize));
+  Value first = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, blockId, index(warpsPerBlock)),
+      warp);
+  auto loop = scf::ForOp::create(b, loc, first, index(*upper),
+                                 index(launch.grid * warpsPerBlock));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  map.map(op.getInductionVars()[0], loop.getInductionVar());
+  SmallVector<Operation *> body;
+  for (Operation &inner : op.getBody()->without_terminator())
+    body.push_back(&inner);
+  TeamEmitter team(b, func, {Team::Kind::Warp, kWarpSize, lane});
+  return team.cloneTeamLevel(body, map);
+}
+
+FailureOr<SmallVector<cuda::Launch>> KernelMapper::map(func::FuncOp kernel) {
+  if (kernel.getBody().getBlocks().size() != 1)
+    return kernel.emitOpError("has control flow the CUDA target cannot map");
+  auto local = kernel.walk([](Operation *op) {
+    return isa<memref::AllocOp, memref::AllocaOp>(op) ? WalkResult::interrupt()
+                                                      : WalkResult::advance();
+  });
+  if (local.wasInterrupted())
+    return kernel.emitOpError(
+        "keeps a local buffer between its ops; the CUDA target maps kernels "
+        "whose values pass through their operands only");
+  // Views, constants and the loads of inputs are cloned into every phase;
+  // linalg ops and row
+  // loops are phases of their own; runs of anything else are run by one
+  // block in order.
+  SmallVector<Operation *> prologue;
+  SmallVector<Phase> phases;
+  DenseSet<Value> available(kernel.getArguments().begin(),
+                            kernel.getArguments().end());
+  // Loads before the first phase read what the kernel was given, so every
+  // phase may repeat them.
+  auto readsInput = [&](Operation &op) {
+    return isa<memref::LoadOp>(op) && phases.empty();
+  };
+  for (Operation &op : kernel.getBody().front().without_terminator()) {
+    if (isa<linalg::LinalgOp>(op) || isa<scf::ParallelOp>(op)) {
+      phases.push_back({isa<scf::ParallelOp>(op) ? Phase::Kind::Rows
+                                                 : Phase::Kind::Linalg,
+                        {&op}});
+    } else if ((isMemoryEffectFree(&op) || readsInput(op)) &&
+               llvm::all_of(op.getOperands(),
+                            [&](Value v) { return available.contains(v); })) {
+      prologue.push_back(&op);
+      available.insert(op.getResults().begin(), op.getResults().end());
+    } else {
+      if (phases.empty() || phases.back().kind != Phase::Kind::Sequential)
+        phases.push_back({Phase::Kind::Sequential, {}});
+      phases.back().ops.push_back(&op);
+    }
+  }
+  SmallVector<cuda::Launch> launches;
+  for (auto [i, phase] : llvm::enumerate(phases)) {
+    cuda::Launch launch;
+    launch.symbol = (kernel.getSymName() + "_" + Twine(i)).str();
+    int64_t block =
+        phase.kind == Phase::Kind::Sequential ? kSequentialBlock : kBlock;
+    IRMapping map;
+    if (phase.kind == Phase::Kind::Linalg) {
+      auto op = cast<linalg::LinalgOp>(phase.ops[0]);
+      if (op.getNumReductionLoops() != 0 && op.getNumParallelLoops() == 0)
+        block = kSequentialBlock;
+    }
+    gpu::GPUFuncOp func =
+        startPhase(kernel, launch.symbol, block, prologue, map);
+    LogicalResult emitted = success();
+    switch (phase.kind) {
+    case Phase::Kind::Linalg:
+      emitted = emitLinalg(cast<linalg::LinalgOp>(phase.ops[0]), func, map,
+                           launch);
+      break;
+    case Phase::Kind::Rows:
+      emitted = emitRows(cast<scf::ParallelOp>(phase.ops[0]), func, map, launch);
+      break;
+    case Phase::Kind::Sequential: {
+      launch.grid = 1;
+      launch.block = kSequentialBlock;
+      TeamEmitter team(b, func, {Team::Kind::Block, kSequentialBlock, threadId});
+      emitted = team.cloneSequential(phase.ops, map);
+      break;
+    }
+    }
+    if (failed(emitted))
+      return failure();
+    if (launch.block != block)
+      func.setKnownBlockSizeAttr(
+          b.getDenseI32ArrayAttr({(int32_t)launch.block, 1, 1}));
+    gpu::ReturnOp::create(b, loc);
+    // Drop the prologue's views and constants this phase does not use.
+    for (Operation &op : llvm::make_early_inc_range(
+             llvm::reverse(func.getBody().front().getOperations())))
+      if (isOpTriviallyDead(&op))
+        op.erase();
+    launches.push_back(launch);
+  }
+  return launches;
+}
+
+struct MapKernelsPass : impl::TgCudaMapKernelsBase<MapKernelsPass> {
+  using TgCudaMapKernelsBase::TgCudaMapKernelsBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    OpBuilder b(module.getContext());
+    b.setInsertionPointToEnd(module.getBody());
+    auto gpuModule = gpu::GPUModuleOp::create(
+        b, module.getLoc(), module.getSymName().value_or("kernels"));
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    b.getUnitAttr());
+    KernelMapper mapper(gpuModule, smCount);
+    SmallVector<Attribute> kernels;
+    for (auto kernel :
+         llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
+      if (kernel.isExternal())
+        continue;
+      auto launches = mapper.map(kernel);
+      if (failed(launches))
+        return signalPassFailure();
+      kernels.push_back(cuda::kernelAttr(
+          b, kernel.getSymName(), kernel.getNumArguments(), *launches));
+      kernel.erase();
+    }
+    module->setAttr(cuda::kKernelsAttr, b.getArrayAttr(kernels));
+  }
+};
+
+} // namespace
+} // namespace mlir::tg

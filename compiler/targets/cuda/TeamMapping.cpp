@@ -1,0 +1,248 @@
+#include "TeamMapping.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <limits>
+
+namespace mlir::tg::cuda {
+
+constexpr int64_t kWarpSize = 32;
+
+StringRef foldCombiner(Value acc, Value yielded) {
+  Operation *def = yielded.getDefiningOp();
+  if (!def || def->getNumOperands() != 2 || !acc.hasOneUse())
+    return "";
+  if (def->getOperand(0) != acc && def->getOperand(1) != acc)
+    return "";
+  StringRef name = def->getName().getStringRef();
+  for (StringRef known : {"arith.addf", "arith.mulf", "arith.maximumf",
+                          "arith.minimumf", "arith.maxnumf", "arith.minnumf"})
+    if (name == known)
+      return known;
+  return "";
+}
+
+Value combinerIdentity(OpBuilder &b, Location loc, StringRef combiner,
+                       Type type) {
+  double inf = std::numeric_limits<double>::infinity();
+  double identity = combiner == "arith.addf"   ? 0.0
+                    : combiner == "arith.mulf" ? 1.0
+                    : combiner.contains("max") ? -inf
+                                               : inf;
+  return arith::ConstantOp::create(b, loc, type,
+                                   b.getFloatAttr(type, identity));
+}
+
+Value combine(OpBuilder &b, Location loc, StringRef combiner, Value x,
+              Value y) {
+  OperationState state(loc, combiner);
+  state.addOperands({x, y});
+  state.addTypes(x.getType());
+  return b.create(state)->getResult(0);
+}
+
+void TeamEmitter::clearBody(scf::ForOp loop) {
+  // A loop without iter_args is created with its terminator; the clone
+  // writes its own.
+  if (!loop.getBody()->empty())
+    loop.getBody()->getTerminator()->erase();
+  b.setInsertionPointToEnd(loop.getBody());
+}
+
+void TeamEmitter::synchronize() {
+  Location loc = func.getLoc();
+  if (team.kind == Team::Kind::Warp)
+    NVVM::SyncWarpOp::create(
+        b, loc, arith::ConstantIntOp::create(b, loc, b.getI32Type(), -1));
+  else
+    gpu::BarrierOp::create(b, loc);
+}
+
+Value TeamEmitter::sharedScratch(Type element) {
+  auto found = scratch.find(element);
+  if (found != scratch.end())
+    return found->second;
+  auto space = gpu::AddressSpaceAttr::get(b.getContext(),
+                                          gpu::AddressSpace::Workgroup);
+  auto type = MemRefType::get({kWarpSize}, element, MemRefLayoutAttrInterface(),
+                              space);
+  Value slots = func.addWorkgroupAttribution(type, func.getLoc());
+  scratch[element] = slots;
+  return slots;
+}
+
+Value TeamEmitter::reduceAcrossTeam(Value value, StringRef combiner) {
+  Location loc = value.getLoc();
+  Type type = value.getType();
+  // Shuffles move 32- and 64-bit values; narrower floats travel as f32.
+  bool widen = !type.isF32() && !type.isF64();
+  if (widen)
+    value = arith::ExtFOp::create(b, loc, b.getF32Type(), value);
+  Value width = arith::ConstantIntOp::create(b, loc, b.getI32Type(), kWarpSize);
+  // A butterfly: every lane ends with the same value, since each step
+  // combines the same two operands on both lanes of a pair.
+  for (int64_t offset = kWarpSize / 2; offset >= 1; offset /= 2) {
+    Value distance = arith::ConstantIntOp::create(b, loc, b.getI32Type(), offset);
+    Value other = gpu::ShuffleOp::create(b, loc, value, distance, width,
+                                         gpu::ShuffleMode::XOR)
+                      .getShuffleResult();
+    value = combine(b, loc, combiner, value, other);
+  }
+  if (team.kind == Team::Kind::Block) {
+    // Warp totals through shared memory, combined by every thread in warp
+    // order (deterministic); the second barrier frees the slots for the next
+    // reduction.
+    Value slots = sharedScratch(value.getType());
+    Value warpSize = arith::ConstantIndexOp::create(b, loc, kWarpSize);
+    Value warp = arith::DivUIOp::create(b, loc, team.lane, warpSize);
+    Value laneInWarp = arith::RemUIOp::create(b, loc, team.lane, warpSize);
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                        laneInWarp, zero);
+    auto ifFirst = scf::IfOp::create(b, loc, first, /*withElse=*/false);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifFirst.thenBlock());
+      memref::StoreOp::create(b, loc, value, slots, ValueRange{warp});
+    }
+    gpu::BarrierOp::create(b, loc);
+    Value total;
+    for (int64_t w = 0; w < team.size / kWarpSize; ++w) {
+      Value slot = arith::ConstantIndexOp::create(b, loc, w);
+      Value part = memref::LoadOp::create(b, loc, slots, ValueRange{slot});
+      total = total ? combine(b, loc, combiner, total, part) : part;
+    }
+    gpu::BarrierOp::create(b, loc);
+    value = total;
+  }
+  if (widen)
+    value = arith::TruncFOp::create(b, loc, type, value);
+  return value;
+}
+
+LogicalResult TeamEmitter::cloneStridedLoop(Operation *op, IRMapping &map) {
+  auto loop = cast<scf::ForOp>(op);
+  Location loc = loop.getLoc();
+  SmallVector<StringRef> combiners;
+  SmallVector<Value> identities;
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  for (auto [acc, yielded] :
+       llvm::zip(loop.getRegionIterArgs(), yield.getOperands())) {
+    StringRef combiner = foldCombiner(acc, yielded);
+    if (combiner.empty())
+      return loop.emitOpError("folds a value the CUDA target cannot combine "
+                              "across the lanes of a warp (an add, mul, max "
+                              "or min is needed)");
+    combiners.push_back(combiner);
+    identities.push_back(
+        combinerIdentity(b, loc, combiner, acc.getType()));
+  }
+  // Iterations lb + k*step go to lane k mod size.
+  Value lb = map.lookupOrDefault(loop.getLowerBound());
+  Value step = map.lookupOrDefault(loop.getStep());
+  Value start = arith::AddIOp::create(
+      b, loc, lb, arith::MulIOp::create(b, loc, team.lane, step));
+  Value stride = arith::MulIOp::create(
+      b, loc, step, arith::ConstantIndexOp::create(b, loc, team.size));
+  auto strided = scf::ForOp::create(b, loc, start,
+                                    map.lookupOrDefault(loop.getUpperBound()),
+                                    stride, identities);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    clearBody(strided);
+    map.map(loop.getInductionVar(), strided.getInductionVar());
+    for (auto [from, to] :
+         llvm::zip(loop.getRegionIterArgs(), strided.getRegionIterArgs()))
+      map.map(from, to);
+    for (Operation &inner : loop.getBody()->without_terminator())
+      b.clone(inner, map);
+    SmallVector<Value> yielded;
+    for (Value v : yield.getOperands())
+      yielded.push_back(map.lookupOrDefault(v));
+    scf::YieldOp::create(b, loc, yielded);
+  }
+  for (auto [i, result] : llvm::enumerate(loop.getResults())) {
+    Value total = reduceAcrossTeam(strided.getResult(i), combiners[i]);
+    map.map(result, combine(b, loc, combiners[i],
+                            map.lookupOrDefault(loop.getInitArgs()[i]), total));
+  }
+  // Later team-level code may read what other lanes wrote, or overwrite what
+  // they read.
+  synchronize();
+  return success();
+}
+
+LogicalResult TeamEmitter::cloneTeamLevel(ArrayRef<Operation *> ops,
+                                          IRMapping &map) {
+  for (Operation *op : ops) {
+    Location loc = op->getLoc();
+    if (isa<scf::ForOp>(op)) {
+      if (failed(cloneStridedLoop(op, map)))
+        return failure();
+    } else if (isa<memref::StoreOp>(op)) {
+      // One lane writes the team's scalar; the others see it after the
+      // barrier.
+      Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+      Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                          team.lane, zero);
+      auto ifFirst = scf::IfOp::create(b, loc, first, /*withElse=*/false);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifFirst.thenBlock());
+        b.clone(*op, map);
+      }
+      synchronize();
+    } else if (op->getNumRegions() != 0 && !isMemoryEffectFree(op)) {
+      return op->emitOpError(
+          "has effects inside regions, which the CUDA target cannot spread "
+          "over the lanes of a warp yet");
+    } else {
+      b.clone(*op, map);
+    }
+  }
+  return success();
+}
+
+LogicalResult TeamEmitter::cloneSequential(ArrayRef<Operation *> ops,
+                                           IRMapping &map) {
+  for (Operation *op : ops) {
+    auto loop = dyn_cast<scf::ForOp>(op);
+    if (!loop) {
+      if (failed(cloneTeamLevel({op}, map)))
+        return failure();
+      continue;
+    }
+    SmallVector<Value> inits;
+    for (Value init : loop.getInitArgs())
+      inits.push_back(map.lookupOrDefault(init));
+    auto copy = scf::ForOp::create(
+        b, loop.getLoc(), map.lookupOrDefault(loop.getLowerBound()),
+        map.lookupOrDefault(loop.getUpperBound()),
+        map.lookupOrDefault(loop.getStep()), inits);
+    OpBuilder::InsertionGuard guard(b);
+    clearBody(copy);
+    map.map(loop.getInductionVar(), copy.getInductionVar());
+    for (auto [from, to] :
+         llvm::zip(loop.getRegionIterArgs(), copy.getRegionIterArgs()))
+      map.map(from, to);
+    SmallVector<Operation *> body;
+    for (Operation &inner : loop.getBody()->without_terminator())
+      body.push_back(&inner);
+    if (failed(cloneTeamLevel(body, map)))
+      return failure();
+    SmallVector<Value> yielded;
+    for (Value v : loop.getBody()->getTerminator()->getOperands())
+      yielded.push_back(map.lookupOrDefault(v));
+    scf::YieldOp::create(b, loop.getLoc(), yielded);
+    b.setInsertionPointAfter(copy);
+    for (auto [from, to] : llvm::zip(loop.getResults(), copy.getResults()))
+      map.map(from, to);
+  }
+  return success();
+}
+
+} // namespace mlir::tg::cuda

@@ -1,0 +1,67 @@
+// Mapping the work of a row (or of a sequential kernel) onto a team of GPU
+// threads: a warp (one row per warp) or a whole block. The kernel bodies
+// (passes/lowering/KernelBodies.cpp) promise that a row's inner loops touch
+// element i at their own index i only, so an inner loop can be strided over
+// the team's lanes, its folds combined across lanes, and the team synchronised
+// only around the scalar stores that one lane makes for the team.
+#ifndef TG_TARGETS_CUDA_TEAMMAPPING_H
+#define TG_TARGETS_CUDA_TEAMMAPPING_H
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace mlir::tg::cuda {
+
+/// The lanes that share a row: `size` threads, this one being `lane`.
+struct Team {
+  enum class Kind { Warp, Block };
+  Kind kind;
+  int64_t size;
+  Value lane; // index
+};
+
+/// Emits one team's copy of the ops of a kernel, strided over its lanes.
+class TeamEmitter {
+public:
+  TeamEmitter(OpBuilder &b, gpu::GPUFuncOp func, Team team)
+      : b(b), func(func), team(team) {}
+
+  /// Clones `ops` (in order) for the team: `scf.for` loops directly among
+  /// them are strided over the lanes and their folds reduced across the
+  /// team; stores among them are made by lane 0 between team barriers.
+  LogicalResult cloneTeamLevel(ArrayRef<Operation *> ops, IRMapping &map);
+  /// Clones `ops` run by every lane alike: `scf.for` loops among them stay
+  /// sequential, and the ops of their bodies are cloned at team level.
+  LogicalResult cloneSequential(ArrayRef<Operation *> ops, IRMapping &map);
+
+  /// The fold combining `value` over the lanes of the team, available to
+  /// every lane. `combiner` names the arith op (addf, maximumf, minimumf).
+  Value reduceAcrossTeam(Value value, StringRef combiner);
+
+private:
+  LogicalResult cloneStridedLoop(Operation *loop, IRMapping &map);
+  void synchronize();
+  void clearBody(scf::ForOp loop);
+  Value sharedScratch(Type element);
+
+  OpBuilder &b;
+  gpu::GPUFuncOp func;
+  Team team;
+  DenseMap<Type, Value> scratch; // per element type, one slot per warp
+};
+
+/// The arith op that folds iteration values into the loop-carried `acc`
+/// (yield = combiner(acc, x), acc used nowhere else), or "" if none.
+StringRef foldCombiner(Value acc, Value yielded);
+/// The identity of a combiner in `type`.
+Value combinerIdentity(OpBuilder &b, Location loc, StringRef combiner,
+                       Type type);
+/// combiner(x, y) as an op.
+Value combine(OpBuilder &b, Location loc, StringRef combiner, Value x,
+              Value y);
+
+} // namespace mlir::tg::cuda
+
+#endif
