@@ -109,7 +109,7 @@ public:
         program.getVocabSize(), uint64_t(program.getSeed()),
         program.getFlopsPerStep().convertToDouble());
     auto root = tgx::CreateProgramDirect(
-        fbb, ::tg::runtime::kFormatVersion, tgx::Target_Cpu, targetCpu.c_str(),
+        fbb, ::tg::runtime::kFormatVersion, target, targetCpu.c_str(),
         info.producer.c_str(), info.modelJson.c_str(), mesh, train,
         *program.getArenaSize(), &slots, &parameters, &constants, &modules,
         &commands);
@@ -178,9 +178,11 @@ private:
 
   LogicalResult writeBinaries() {
     for (auto binary : module.getOps<exec::BinaryOp>()) {
-      if (binary.getFormat() != exec::BinaryFormat::elf)
-        return binary.emitOpError("is not a host shared object; the CPU "
-                                  "runtime cannot load it");
+      bool ptx = binary.getFormat() == exec::BinaryFormat::ptx;
+      if (!modules.empty() && ptx != (target == tgx::Target_Cuda))
+        return binary.emitOpError("mixes targets with the program's other "
+                                  "kernel modules");
+      target = ptx ? tgx::Target_Cuda : tgx::Target_Cpu;
       StringRef image = binary.getImage();
       std::vector<uint8_t> bytes(image.begin(), image.end());
       std::vector<flatbuffers::Offset<flatbuffers::String>> symbols;
@@ -228,9 +230,19 @@ private:
       ::tg::runtime::Fnv1a64 hash;
       hash.update(bytes.data(), bytes.size());
       unsigned moduleIndex = modules.size();
+      std::vector<uint32_t> launchCounts(binary.getLaunchCounts().begin(),
+                                         binary.getLaunchCounts().end());
+      std::vector<flatbuffers::Offset<tgx::KernelLaunch>> launches;
+      for (auto [j, function] : llvm::enumerate(binary.getLaunchSymbols()))
+        launches.push_back(tgx::CreateKernelLaunchDirect(
+            fbb, cast<StringAttr>(function).str().c_str(),
+            uint32_t(binary.getLaunchGrid()[j]),
+            uint32_t(binary.getLaunchBlock()[j]),
+            uint32_t(binary.getLaunchSharedBytes()[j])));
       modules.push_back(tgx::CreateKernelModuleDirect(
-          fbb, tgx::ModuleFormat_ElfSharedObject, &bytes, &symbols, &counts,
-          hash.value(), &operandBytes));
+          fbb, ptx ? tgx::ModuleFormat_Ptx : tgx::ModuleFormat_ElfSharedObject,
+          &bytes, &symbols, &counts, hash.value(), &operandBytes,
+          ptx ? &launchCounts : nullptr, ptx ? &launches : nullptr));
       for (auto [i, kernel] : llvm::enumerate(binary.getKernels()))
         kernelIndex[{binary.getSymName(), cast<StringAttr>(kernel).getValue()}] =
             {moduleIndex, unsigned(i)};
@@ -311,6 +323,7 @@ private:
   flatbuffers::FlatBufferBuilder fbb;
   exec::ProgramOp program;
   std::string targetCpu;
+  tgx::Target target = tgx::Target_Cpu;
   std::map<std::pair<StringRef, StringRef>, std::pair<unsigned, unsigned>>
       kernelIndex;
   std::vector<flatbuffers::Offset<tgx::Slot>> slots;

@@ -54,7 +54,7 @@ static cl::opt<std::string> inputPath(cl::Positional, cl::Required,
 static cl::opt<std::string> trainPath("train", cl::desc("TRAIN.json: build the training step"),
                                       cl::value_desc("TRAIN.json"),
                                       cl::sub(compileCommand), cl::cat(tgcCategory));
-enum class Emit { Auto, Tg, Summary, Kernels, Tgx, Exe };
+enum class Emit { Auto, Tg, Summary, Kernels, Tgx, Exe, Ptx };
 static cl::opt<Emit> emit(
     "emit",
     cl::desc("What to write (default: a .tgx artifact when -o ends in .tgx, "
@@ -68,6 +68,9 @@ static cl::opt<Emit> emit(
                           "--train)"),
                clEnumValN(Emit::Tgx, "tgx",
                           "the compiled training step, for tgrun (needs --train)"),
+               clEnumValN(Emit::Ptx, "ptx",
+                          "--target cuda: each kernel module's PTX, as "
+                          "DIR/NAME.ptx (-o DIR)"),
                clEnumValN(Emit::Exe, "exe",
                           "a standalone executable: tgrun with the artifact "
                           "embedded, taking tgrun's flags (needs --train)")),
@@ -85,11 +88,19 @@ static cl::opt<DType> dtypeOpt(
                           "float64 throughout, to check against a float64 "
                           "reference")),
     cl::sub(compileCommand), cl::cat(tgcCategory));
-enum class Target { Cpu };
+enum class Target { Cpu, Cuda };
 static cl::opt<Target> targetOpt(
     "target", cl::desc("Where the compiled step runs"), cl::init(Target::Cpu),
-    cl::values(clEnumValN(Target::Cpu, "cpu", "this machine's CPU")),
+    cl::values(clEnumValN(Target::Cpu, "cpu", "this machine's CPU"),
+               clEnumValN(Target::Cuda, "cuda",
+                          "NVIDIA GPUs: PTX kernels and cuBLASLt GEMMs "
+                          "(see --cuda-arch)")),
     cl::sub(compileCommand), cl::cat(tgcCategory));
+static cl::opt<std::string> cudaArchOpt(
+    "cuda-arch",
+    cl::desc("GPU architecture of --target cuda: sm_90a (H100, H200; the "
+             "default), sm_90, sm_89 or sm_80"),
+    cl::init("sm_90a"), cl::sub(compileCommand), cl::cat(tgcCategory));
 static cl::opt<bool> statsOpt(
     "stats",
     cl::desc("Print one JSON object with the memory plan, kernel and library "
@@ -331,6 +342,26 @@ static int writeArtifact(Compilation &c, Emit what, const char *argv0) {
   return 0;
 }
 
+/// Writes each PTX kernel module of a compiled module to -o DIR as NAME.ptx.
+static int writePtx(ModuleOp module) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(outputPath))
+    return fail(outputPath + ": cannot create the directory (" + ec.message() +
+                ")");
+  for (auto binary : module.getOps<tg::exec::BinaryOp>()) {
+    SmallString<128> path(outputPath);
+    llvm::sys::path::append(path, binary.getSymName() + ".ptx");
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    if (ec)
+      return fail(path + ": cannot write (" + ec.message() + ")");
+    os << binary.getImage();
+    llvm::outs() << path << ": " << binary.getKernels().size() << " kernels, "
+                 << binary.getLaunchSymbols().size() << " GPU entries for "
+                 << binary.getTargetCpu() << "\n";
+  }
+  return 0;
+}
+
 /// Only regular files are read: open() on a FIFO or a device can block
 /// forever.
 static llvm::Error checkRegularFile(StringRef path) {
@@ -369,12 +400,34 @@ static int compile(MLIRContext &ctx, const char *argv0) {
   if (what == Emit::Auto)
     what = StringRef(outputPath).ends_with(".tgx") ? Emit::Tgx : Emit::Tg;
   bool writesArtifact = what == Emit::Tgx || what == Emit::Exe;
-  bool lowers = statsOpt || what == Emit::Kernels || writesArtifact;
+  bool compilesKernels = writesArtifact || what == Emit::Ptx;
+  bool lowers = statsOpt || what == Emit::Kernels || compilesKernels;
+  tg::CudaTargetOptions cuda;
+  if (targetOpt == Target::Cuda) {
+    // SMs per chip size the grids; PTX 8.0 covers all of these chips.
+    static const std::pair<StringRef, int64_t> kChips[] = {
+        {"sm_90a", 132}, {"sm_90", 132}, {"sm_89", 142}, {"sm_80", 108}};
+    auto chip = llvm::find_if(kChips, [](const auto &c) {
+      return c.first == cudaArchOpt;
+    });
+    if (chip == std::end(kChips))
+      return fail("--cuda-arch=" + cudaArchOpt +
+                  " is not supported: use sm_90a (H100, H200), sm_90, sm_89 "
+                  "or sm_80");
+    cuda.chip = cudaArchOpt;
+    cuda.smCount = chip->second;
+  }
+  if (what == Emit::Ptx && targetOpt != Target::Cuda)
+    return fail("--emit=ptx writes GPU kernels: add --target cuda");
+  if (what == Emit::Ptx && outputPath == "-")
+    return fail("--emit=ptx writes one file per kernel module: give a "
+                "directory with -o DIR");
   if (writesArtifact && outputPath == "-")
     return fail("--emit=tgx and --emit=exe write a binary file: give it a "
                 "name with -o OUT.tgx");
   if (lowers && !c.train && !c.module->lookupSymbol("train_step"))
-    return fail("--stats, --emit=kernels, --emit=tgx and --emit=exe compile "
+    return fail("--stats, --emit=kernels, --emit=ptx, --emit=tgx and "
+                "--emit=exe compile "
                 "the training step: pass --train TRAIN.json (or an .mlir "
                 "input with @train_step)");
 
@@ -397,8 +450,12 @@ static int compile(MLIRContext &ctx, const char *argv0) {
                                 c.train ? uint64_t(c.train->seed) : 0});
     pm.addInstrumentation(std::make_unique<PlanClock>(planSeconds));
   }
-  if (writesArtifact)
-    tg::buildCpuTargetStage(pm);
+  if (compilesKernels) {
+    if (targetOpt == Target::Cuda)
+      tg::buildCudaTargetStage(pm, cuda);
+    else
+      tg::buildCpuTargetStage(pm);
+  }
   if (failed(pm.run(*c.module)))
     return 1;
   if (failed(verify(*c.module)))
@@ -413,6 +470,8 @@ static int compile(MLIRContext &ctx, const char *argv0) {
       for (auto kernels : c.module->getOps<ModuleOp>())
         kernels.print(os);
     });
+  if (what == Emit::Ptx)
+    return writePtx(*c.module);
   if (writesArtifact)
     return writeArtifact(c, what, argv0);
   if (lowers)
@@ -453,6 +512,7 @@ int main(int argc, char **argv) {
                   memref::MemRefDialect, linalg::LinalgDialect,
                   scf::SCFDialect, arith::ArithDialect, math::MathDialect,
                   LLVM::LLVMDialect>();
+  tg::registerCudaTarget(registry);
   MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
   if (compileCommand)

@@ -247,6 +247,43 @@ private:
                     "has " + std::to_string(m.kernel_operand_bytes()->size()) +
                         " entries, but kernel_operand_counts add up to " +
                         std::to_string(total));
+      bool ptx = m.format() == tgx::ModuleFormat_Ptx;
+      if (ptx != (program.target() == tgx::Target_Cuda))
+        return fail(field + ".format", std::string("is ") + tgx::EnumNameModuleFormat(m.format()) +
+                                           " in a program for the target " +
+                                           tgx::EnumNameTarget(program.target()));
+      if (ptx && !checkLaunches(m, field))
+        return false;
+    }
+    return true;
+  }
+
+  /// A PTX module's launches: counts per kernel adding up to the launches,
+  /// each a grid of at least one block of 1 to 1024 threads.
+  bool checkLaunches(const tgx::KernelModule &m, const std::string &field) {
+    if (!m.kernel_launch_counts() || !m.launches())
+      return fail(field, "is PTX without kernel_launch_counts and launches");
+    if (m.kernel_launch_counts()->size() != m.kernels()->size())
+      return fail(field + ".kernel_launch_counts",
+                  "has " + std::to_string(m.kernel_launch_counts()->size()) +
+                      " entries for " + std::to_string(m.kernels()->size()) + " kernels");
+    uint64_t total = 0;
+    for (uint32_t count : *m.kernel_launch_counts()) {
+      if (count == 0)
+        return fail(field + ".kernel_launch_counts", "has a kernel with no launch");
+      total += count;
+    }
+    if (m.launches()->size() != total)
+      return fail(field + ".launches", "has " + std::to_string(m.launches()->size()) +
+                                           " entries, but kernel_launch_counts add up to " +
+                                           std::to_string(total));
+    for (uint32_t j = 0; j < m.launches()->size(); ++j) {
+      const tgx::KernelLaunch &l = *m.launches()->Get(j);
+      if (l.function()->size() == 0 || l.grid() == 0 || l.block() == 0 || l.block() > 1024)
+        return fail(field + ".launches[" + std::to_string(j) + "]",
+                    "has function '" + l.function()->str() + "', grid " +
+                        std::to_string(l.grid()) + " and block " + std::to_string(l.block()) +
+                        " (a named entry on at least one block of 1 to 1024 threads)");
     }
     return true;
   }
