@@ -298,5 +298,5 @@ exec.binary @kernels ptx {image = ".version 8.0", kernels = ["k0"], operand_coun
 // -----
 
 // CUDA blocks hold 1 to 1024 threads.
-// expected-error @+1 {{'exec.binary' op launch 0 (k0_0) has grid 4, block 2048 and 0 shared bytes: a CUDA launch needs a grid of at least one block of 1 to 1024 threads}}
+// expected-error @+1 {{'exec.binary' op launch 0 ("k0_0") has grid 4, block 2048 and 0 shared bytes: a CUDA launch needs a grid of at least one block of 1 to 1024 threads}}
 exec.binary @kernels ptx {image = ".version 8.0", kernels = ["k0"], operand_counts = array<i64: 1>, symbols = ["k0"], target_cpu = "sm_90a", launch_counts = array<i64: 1>, launch_symbols = ["k0_0"], launch_grid = array<i64: 4>, launch_block = array<i64: 2048>, launch_shared_bytes = array<i64: 0>}

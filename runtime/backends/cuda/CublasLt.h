@@ -1,0 +1,52 @@
+// GEMMs through cuBLASLt, loaded with dlopen like the driver. Each distinct
+// shape is planned once at load time: the heuristic's first algorithm for
+// it under the workspace limit, cached and reused by every command of that
+// shape and by the captured CUDA graph.
+#ifndef TG_RUNTIME_CUDA_CUBLASLT_H
+#define TG_RUNTIME_CUDA_CUBLASLT_H
+
+#include "tgx_generated.h"
+
+#include <cublasLt.h>
+#include <cuda.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace tg::runtime::cuda {
+
+struct LtApi;
+
+class Gemms {
+public:
+  /// cuBLASLt with a handle, or null with `error` set.
+  static std::unique_ptr<Gemms> create(size_t workspaceBytes,
+                                       std::string &error);
+  ~Gemms();
+
+  /// The plan for `gemm`'s shape (planned on first sight), or -1 with
+  /// `error` set when cuBLASLt has no algorithm for it.
+  int plan(const tgx::Gemm &gemm, std::string &error);
+  /// c = op(a) x op(b) with plan `index` on `stream`.
+  bool run(int index, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c,
+           CUdeviceptr workspace, CUstream stream, std::string &error) const;
+
+private:
+  struct Plan;
+  using Shape = std::tuple<int, bool, bool, int64_t, int64_t, int64_t, int64_t,
+                           int64_t, int64_t, int64_t>;
+  Gemms() = default;
+
+  const LtApi *api = nullptr;
+  cublasLtHandle_t handle = nullptr;
+  size_t workspaceBytes = 0;
+  std::vector<std::unique_ptr<Plan>> plans;
+  std::map<Shape, int> planOf;
+};
+
+} // namespace tg::runtime::cuda
+
+#endif

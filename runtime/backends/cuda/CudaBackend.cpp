@@ -1,0 +1,445 @@
+#include "CudaBackend.h"
+
+#include "CublasLt.h"
+#include "CudaDriver.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+namespace tg::runtime {
+namespace {
+
+using cuda::Driver;
+
+/// cuBLASLt's workspace: enough for its split-K and stream-K kernels.
+constexpr size_t kGemmWorkspaceBytes = 32 << 20;
+/// Uploads up to this size (tokens, targets, the step number) go through
+/// pinned memory, asynchronously on the compute stream.
+constexpr size_t kStagingBytes = 8 << 20;
+
+struct Launch {
+  CUfunction function = nullptr;
+  unsigned grid = 1, block = 1, sharedBytes = 0;
+};
+
+struct Step {
+  tgx::CommandKind kind;
+  unsigned stream = 0;
+  std::vector<CUdeviceptr> buffers;
+  std::vector<void *> params; // &buffers[i]: cuLaunchKernel's argument list
+  std::vector<Launch> launches;
+  int gemmPlan = -1;
+  uint64_t copyBytes = 0;
+  std::vector<unsigned> awaitEvents; // of commands on other streams
+  bool signals = false;              // a command on another stream awaits it
+};
+
+class CudaBackend final : public Backend {
+public:
+  ~CudaBackend() override {
+    if (!driver)
+      return;
+    for (CUstream s : streams)
+      driver->cuStreamSynchronize(s);
+    if (graphExec)
+      driver->cuGraphExecDestroy(graphExec);
+    if (graph)
+      driver->cuGraphDestroy(graph);
+    for (std::vector<CUevent> *events : {&done, &profileStart, &profileEnd, &joins})
+      for (CUevent e : *events)
+        if (e)
+          driver->cuEventDestroy(e);
+    if (fork)
+      driver->cuEventDestroy(fork);
+    if (stagingFree)
+      driver->cuEventDestroy(stagingFree);
+    gemms.reset();
+    for (CUstream s : streams)
+      driver->cuStreamDestroy(s);
+    for (CUmodule m : modules)
+      driver->cuModuleUnload(m);
+    if (staging)
+      driver->cuMemFreeHost(staging);
+    if (workspace)
+      driver->cuMemFree(workspace);
+    if (arena)
+      driver->cuMemFree(arena);
+    if (context)
+      driver->cuDevicePrimaryCtxRelease(device);
+  }
+
+  bool load(const tgx::Program &program, const std::string &sourceName, std::string &error) {
+    source = sourceName;
+    std::string chip = program.target_cpu() ? program.target_cpu()->str() : "sm_90a";
+    driver = Driver::get(error);
+    if (!driver) {
+      error = source + ": the program was compiled for CUDA (" + chip +
+              ") and needs an NVIDIA GPU with its driver, but " + error +
+              ". Run it on a GPU machine, or compile the model for the CPU "
+              "(tgc compile ... --target cpu)";
+      return false;
+    }
+    if (!check("cuInit", driver->cuInit(0), error))
+      return false;
+    int count = 0;
+    if (!check("cuDeviceGetCount", driver->cuDeviceGetCount(&count), error))
+      return false;
+    int ordinal = 0;
+    if (const char *env = std::getenv("TG_CUDA_DEVICE"))
+      ordinal = std::atoi(env);
+    if (count == 0 || ordinal < 0 || ordinal >= count) {
+      error = source + ": the program was compiled for CUDA (" + chip + ") but " +
+              (count == 0 ? "this machine has no CUDA device"
+                          : "TG_CUDA_DEVICE=" + std::to_string(ordinal) + " is not one of its " +
+                                std::to_string(count) + " devices");
+      return false;
+    }
+    if (!check("cuDeviceGet", driver->cuDeviceGet(&device, ordinal), error) ||
+        !checkChip(chip, error) ||
+        !check("cuDevicePrimaryCtxRetain", driver->cuDevicePrimaryCtxRetain(&context, device),
+               error) ||
+        !check("cuCtxSetCurrent", driver->cuCtxSetCurrent(context), error))
+      return false;
+    if (!allocate(program, error) || !loadModules(program, error) ||
+        !planCommands(program, error))
+      return false;
+    const char *graphs = std::getenv("TG_CUDA_GRAPHS");
+    useGraph = !(graphs && std::strcmp(graphs, "0") == 0);
+    return true;
+  }
+
+  bool write(uint64_t offset, const void *src, uint64_t size, std::string &error) override {
+    if (size <= kStagingBytes) {
+      // The previous upload from the staging buffer must have left it.
+      if (!check("cuEventSynchronize", driver->cuEventSynchronize(stagingFree), error))
+        return false;
+      std::memcpy(staging, src, size);
+      return check("cuMemcpyHtoDAsync",
+                   driver->cuMemcpyHtoDAsync(arena + offset, staging, size, streams[0]),
+                   error) &&
+             check("cuEventRecord", driver->cuEventRecord(stagingFree, streams[0]), error);
+    }
+    return synchronize(error) &&
+           check("cuMemcpyHtoD", driver->cuMemcpyHtoD(arena + offset, src, size), error);
+  }
+
+  bool read(uint64_t offset, void *dst, uint64_t size, std::string &error) const override {
+    return synchronize(error) &&
+           check("cuMemcpyDtoH", driver->cuMemcpyDtoH(dst, arena + offset, size), error);
+  }
+
+  bool run(std::string &error) override {
+    if (!useGraph)
+      return enqueue(false, error) && synchronize(error);
+    if (!graphExec && !capture(error))
+      return false;
+    return check("cuGraphLaunch", driver->cuGraphLaunch(graphExec, streams[0]), error) &&
+           synchronize(error);
+  }
+
+  bool runProfiled(std::vector<double> &start, std::vector<double> &seconds,
+                   std::string &error) override {
+    if (profileStart.empty()) {
+      profileStart.resize(steps.size());
+      profileEnd.resize(steps.size());
+      for (size_t i = 0; i < steps.size(); ++i)
+        if (!check("cuEventCreate", driver->cuEventCreate(&profileStart[i], CU_EVENT_DEFAULT),
+                   error) ||
+            !check("cuEventCreate", driver->cuEventCreate(&profileEnd[i], CU_EVENT_DEFAULT),
+                   error))
+          return false;
+    }
+    // Profiled steps are issued command by command (events in a replayed
+    // graph would time the graph, not the commands).
+    if (!enqueue(true, error) || !synchronize(error))
+      return false;
+    start.assign(steps.size(), 0);
+    seconds.assign(steps.size(), 0);
+    for (size_t i = 0; i < steps.size(); ++i) {
+      float fromFirst = 0, duration = 0;
+      if (!check("cuEventElapsedTime",
+                 driver->cuEventElapsedTime(&fromFirst, profileStart[0], profileStart[i]),
+                 error) ||
+          !check("cuEventElapsedTime",
+                 driver->cuEventElapsedTime(&duration, profileStart[i], profileEnd[i]), error))
+        return false;
+      start[i] = fromFirst * 1e-3;
+      seconds[i] = duration * 1e-3;
+    }
+    return true;
+  }
+
+private:
+  bool check(const char *call, CUresult result, std::string &error) const {
+    if (result == CUDA_SUCCESS)
+      return true;
+    error = source + ": " + driver->errorText(call, result);
+    return false;
+  }
+
+  /// PTX for sm_90a uses Hopper-only instructions: it runs on compute
+  /// capability 9.0 exactly; plain sm_XY PTX runs on XY and later.
+  bool checkChip(const std::string &chip, std::string &error) {
+    int major = 0, minor = 0;
+    if (!check("cuDeviceGetAttribute",
+               driver->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                            device),
+               error) ||
+        !check("cuDeviceGetAttribute",
+               driver->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                                            device),
+               error))
+      return false;
+    int have = major * 10 + minor;
+    int want = chip.size() > 3 ? std::atoi(chip.c_str() + 3) : 0;
+    bool archSpecific = !chip.empty() && chip.back() == 'a';
+    if (want == 0 || (archSpecific ? have != want : have < want)) {
+      char name[256] = {0};
+      driver->cuDeviceGetName(name, sizeof(name) - 1, device);
+      error = source + ": the program was compiled for " + chip + " but the GPU is a " + name +
+              " (sm_" + std::to_string(have) + "); recompile with tgc compile ... --target cuda "
+              "--cuda-arch sm_" + std::to_string(have);
+      return false;
+    }
+    return true;
+  }
+
+  bool allocate(const tgx::Program &program, std::string &error) {
+    uint64_t bytes = std::max<uint64_t>(program.arena_bytes(), 1);
+    if (CUresult r = driver->cuMemAlloc(&arena, bytes)) {
+      error = source + ": cannot allocate the arena of " + std::to_string(bytes) +
+              " bytes on the GPU (" + driver->errorText("cuMemAlloc", r) +
+              "); use a smaller batch or a larger GPU";
+      return false;
+    }
+    if (!check("cuMemsetD8", driver->cuMemsetD8(arena, 0, bytes), error))
+      return false;
+    for (const tgx::Constant *c : *program.constants())
+      if (!check("cuMemcpyHtoD",
+                 driver->cuMemcpyHtoD(arena + c->range()->offset(), c->data()->data(),
+                                      c->data()->size()),
+                 error))
+        return false;
+    unsigned streamCount = 1;
+    for (const tgx::Command *c : *program.commands())
+      streamCount = std::max(streamCount, c->stream() + 1);
+    streams.resize(streamCount);
+    for (CUstream &s : streams)
+      if (!check("cuStreamCreate", driver->cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), error))
+        return false;
+    return check("cuMemAllocHost", driver->cuMemAllocHost(&staging, kStagingBytes), error) &&
+           check("cuEventCreate", driver->cuEventCreate(&stagingFree, CU_EVENT_DISABLE_TIMING),
+                 error) &&
+           check("cuEventRecord", driver->cuEventRecord(stagingFree, streams[0]), error);
+  }
+
+  bool loadModules(const tgx::Program &program, std::string &error) {
+    for (uint32_t i = 0; i < program.modules()->size(); ++i) {
+      const tgx::KernelModule &m = *program.modules()->Get(i);
+      // The driver reads PTX as a NUL-terminated string.
+      std::string ptx(reinterpret_cast<const char *>(m.image()->data()), m.image()->size());
+      char log[8192] = {0};
+      CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+      void *values[] = {log, reinterpret_cast<void *>(uintptr_t(sizeof(log) - 1))};
+      CUmodule module = nullptr;
+      if (CUresult r = driver->cuModuleLoadDataEx(&module, ptx.c_str(), 2, options, values)) {
+        error = source + ": modules[" + std::to_string(i) + "]: the driver rejects the PTX (" +
+                driver->errorText("cuModuleLoadDataEx", r) + ")" + (log[0] ? ": " : "") + log;
+        return false;
+      }
+      modules.push_back(module);
+      std::vector<std::vector<Launch>> &kernels = launchesOf.emplace_back();
+      uint32_t next = 0;
+      for (uint32_t count : *m.kernel_launch_counts()) {
+        std::vector<Launch> &launches = kernels.emplace_back();
+        for (uint32_t j = 0; j < count; ++j, ++next) {
+          const tgx::KernelLaunch &l = *m.launches()->Get(next);
+          Launch launch{nullptr, l.grid(), l.block(), l.shared_bytes()};
+          if (CUresult r = driver->cuModuleGetFunction(&launch.function, module,
+                                                       l.function()->c_str())) {
+            error = source + ": modules[" + std::to_string(i) + "] has no entry '" +
+                    l.function()->str() + "' (" + driver->errorText("cuModuleGetFunction", r) +
+                    ")";
+            return false;
+          }
+          launches.push_back(launch);
+        }
+      }
+    }
+    return true;
+  }
+
+  bool planCommands(const tgx::Program &program, std::string &error) {
+    auto commands = program.commands();
+    steps.resize(commands->size());
+    done.assign(commands->size(), nullptr);
+    for (uint32_t i = 0; i < commands->size(); ++i) {
+      const tgx::Command &c = *commands->Get(i);
+      Step &step = steps[i];
+      step.kind = c.kind();
+      step.stream = c.stream();
+      for (const tgx::BufferRange *r : *c.operands())
+        step.buffers.push_back(arena + r->offset());
+      for (CUdeviceptr &b : step.buffers)
+        step.params.push_back(&b);
+      if (c.awaits())
+        for (uint32_t awaited : *c.awaits())
+          if (steps[awaited].stream != step.stream) {
+            step.awaitEvents.push_back(awaited);
+            steps[awaited].signals = true;
+          }
+      switch (c.kind()) {
+      case tgx::CommandKind_Kernel:
+        step.launches = launchesOf[c.module_()][c.kernel()];
+        break;
+      case tgx::CommandKind_Gemm:
+        if (!gemms) {
+          gemms = cuda::Gemms::create(kGemmWorkspaceBytes, error);
+          if (!gemms || !check("cuMemAlloc", driver->cuMemAlloc(&workspace, kGemmWorkspaceBytes),
+                               error)) {
+            error = source + ": " + error;
+            return false;
+          }
+        }
+        step.gemmPlan = gemms->plan(*c.gemm(), error);
+        if (step.gemmPlan < 0) {
+          error = source + ": commands[" + std::to_string(i) + "] (" +
+                  (c.label() ? c.label()->str() : "gemm") + "): " + error;
+          return false;
+        }
+        break;
+      case tgx::CommandKind_Copy:
+        step.copyBytes = c.operands()->Get(0)->size();
+        break;
+      }
+    }
+    for (size_t i = 0; i < steps.size(); ++i)
+      if (steps[i].signals &&
+          !check("cuEventCreate", driver->cuEventCreate(&done[i], CU_EVENT_DISABLE_TIMING), error))
+        return false;
+    joins.assign(streams.size(), nullptr);
+    for (CUevent &e : joins)
+      if (!check("cuEventCreate", driver->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), error))
+        return false;
+    return check("cuEventCreate", driver->cuEventCreate(&fork, CU_EVENT_DISABLE_TIMING), error);
+  }
+
+  /// Issues the step: other streams fork from stream 0 and join it at the
+  /// end (which also lets a graph capture follow them).
+  bool enqueue(bool profiled, std::string &error) {
+    if (!check("cuEventRecord", driver->cuEventRecord(fork, streams[0]), error))
+      return false;
+    for (size_t s = 1; s < streams.size(); ++s)
+      if (!check("cuStreamWaitEvent", driver->cuStreamWaitEvent(streams[s], fork, 0), error))
+        return false;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      Step &step = steps[i];
+      CUstream stream = streams[step.stream];
+      for (unsigned awaited : step.awaitEvents)
+        if (!check("cuStreamWaitEvent", driver->cuStreamWaitEvent(stream, done[awaited], 0),
+                   error))
+          return false;
+      if (profiled && !check("cuEventRecord", driver->cuEventRecord(profileStart[i], stream), error))
+        return false;
+      if (!issue(step, stream, error))
+        return false;
+      if (profiled && !check("cuEventRecord", driver->cuEventRecord(profileEnd[i], stream), error))
+        return false;
+      if (step.signals && !check("cuEventRecord", driver->cuEventRecord(done[i], stream), error))
+        return false;
+    }
+    for (size_t s = 1; s < streams.size(); ++s)
+      if (!check("cuEventRecord", driver->cuEventRecord(joins[s], streams[s]), error) ||
+          !check("cuStreamWaitEvent", driver->cuStreamWaitEvent(streams[0], joins[s], 0), error))
+        return false;
+    return true;
+  }
+
+  bool issue(Step &step, CUstream stream, std::string &error) {
+    switch (step.kind) {
+    case tgx::CommandKind_Kernel:
+      for (const Launch &l : step.launches)
+        if (!check("cuLaunchKernel",
+                   driver->cuLaunchKernel(l.function, l.grid, 1, 1, l.block, 1, 1, l.sharedBytes,
+                                          stream, step.params.data(), nullptr),
+                   error))
+          return false;
+      return true;
+    case tgx::CommandKind_Gemm:
+      if (!gemms->run(step.gemmPlan, step.buffers[0], step.buffers[1], step.buffers[2],
+                      workspace, stream, error)) {
+        error = source + ": " + error;
+        return false;
+      }
+      return true;
+    case tgx::CommandKind_Copy:
+      return check("cuMemcpyDtoDAsync",
+                   driver->cuMemcpyDtoDAsync(step.buffers[1], step.buffers[0], step.copyBytes,
+                                             stream),
+                   error);
+    }
+    return true;
+  }
+
+  /// Records the whole step once into a CUDA graph: later steps replay it
+  /// with one launch instead of one per command.
+  bool capture(std::string &error) {
+    if (!check("cuStreamBeginCapture",
+               driver->cuStreamBeginCapture(streams[0], CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+               error))
+      return false;
+    std::string enqueueError;
+    bool enqueued = enqueue(false, enqueueError);
+    CUresult ended = driver->cuStreamEndCapture(streams[0], &graph);
+    if (!enqueued) {
+      error = enqueueError;
+      return false;
+    }
+    return check("cuStreamEndCapture", ended, error) &&
+           check("cuGraphInstantiate", driver->cuGraphInstantiate(&graphExec, graph, 0), error);
+  }
+
+  bool synchronize(std::string &error) const {
+    for (CUstream s : streams)
+      if (!check("cuStreamSynchronize", driver->cuStreamSynchronize(s), error))
+        return false;
+    return true;
+  }
+
+  const Driver *driver = nullptr;
+  std::string source;
+  CUdevice device = 0;
+  CUcontext context = nullptr;
+  CUdeviceptr arena = 0, workspace = 0;
+  void *staging = nullptr;
+  CUevent stagingFree = nullptr, fork = nullptr;
+  std::vector<CUstream> streams;
+  std::vector<CUmodule> modules;
+  std::vector<std::vector<std::vector<Launch>>> launchesOf; // [module][kernel]
+  std::unique_ptr<cuda::Gemms> gemms;
+  std::vector<Step> steps;
+  std::vector<CUevent> done, joins, profileStart, profileEnd;
+  bool useGraph = true;
+  CUgraph graph = nullptr;
+  CUgraphExec graphExec = nullptr;
+};
+
+} // namespace
+
+std::unique_ptr<Backend> createCudaBackend(const tgx::Program &program,
+                                           const std::string &sourceName,
+                                           std::string &error) {
+  for (int64_t d : *program.mesh()->shape())
+    if (d != 1) {
+      error = sourceName + ": the program is laid out for a multi-device mesh, which this "
+                           "runtime cannot run yet; compile it for a single device";
+      return nullptr;
+    }
+  auto backend = std::make_unique<CudaBackend>();
+  if (!backend->load(program, sourceName, error))
+    return nullptr;
+  return backend;
+}
+
+} // namespace tg::runtime

@@ -1,0 +1,206 @@
+// RUN: tg-opt %s --split-input-file --verify-diagnostics --tg-cuda-map-kernels | FileCheck %s
+
+// An element-wise op whose operands are contiguous along the inner dim (or
+// constant along it) moves 16 bytes per access: 4 floats a thread, in a
+// grid-stride loop over 8*64/4 = 128 items, one block of 256 threads.
+// CHECK-LABEL: module @add_bias
+// CHECK-SAME: tg.cuda_kernels = [{launches = [{block = 256 : i64, grid = 1 : i64, shared_bytes = 0 : i64, symbol = "k0_0"}], name = "k0", operands = 3 : i64}]
+// CHECK: gpu.module @add_bias
+// CHECK: gpu.func @k0_0(%[[X:.*]]: memref<8x64xf32>, %[[B:.*]]: memref<8xf32>, %[[Y:.*]]: memref<8x64xf32>) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
+// CHECK: scf.for %[[ITEM:.*]] = %{{.*}} to %c128 step %c256
+// CHECK: %[[XV:.*]] = vector.load %[[X]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<8x64xf32>, vector<4xf32>
+// CHECK: %[[BS:.*]] = memref.load %[[B]][%{{.*}}] : memref<8xf32>
+// CHECK: %[[BV:.*]] = vector.broadcast %[[BS]] : f32 to vector<4xf32>
+// CHECK: %[[SUM:.*]] = arith.addf %[[XV]], %[[BV]] : vector<4xf32>
+// CHECK: vector.store %[[SUM]], %[[Y]][%{{.*}}, %{{.*}}] {alignment = 16 : i64}
+// CHECK-NOT: func.func
+module @add_bias {
+  func.func @k0(%x: memref<8x64xf32>, %b: memref<8xf32>, %y: memref<8x64xf32>) {
+    linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%x, %b : memref<8x64xf32>, memref<8xf32>) outs(%y : memref<8x64xf32>) {
+    ^bb0(%in: f32, %bias: f32, %out: f32):
+      %0 = arith.addf %in, %bias : f32
+      linalg.yield %0 : f32
+    }
+    return
+  }
+}
+
+// -----
+
+// A transpose reads across the inner dim: one element a thread.
+// CHECK-LABEL: module @transpose
+// CHECK: gpu.func @k0_0
+// CHECK-NOT: vector.
+// CHECK: %[[V:.*]] = memref.load %{{.*}}[%{{.*}}, %{{.*}}] : memref<4x8xf32>
+// CHECK: memref.store %[[V]], %{{.*}}[%{{.*}}, %{{.*}}] : memref<8x4xf32>
+module @transpose {
+  func.func @k0(%x: memref<4x8xf32>, %y: memref<8x4xf32>) {
+    linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%x : memref<4x8xf32>) outs(%y : memref<8x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      linalg.yield %in : f32
+    }
+    return
+  }
+}
+
+// -----
+
+// A sum over 4096 rows into 8 columns: too few outputs for a thread each, so
+// a block per column folds a strided share of the rows, then warps shuffle
+// (xor 16..1) and meet in shared memory; thread 0 adds the total to the
+// output. A fill before it is a phase (launch) of its own.
+// CHECK-LABEL: module @column_sum
+// CHECK-SAME: symbol = "k0_0"
+// CHECK-SAME: {block = 256 : i64, grid = 8 : i64, shared_bytes = 0 : i64, symbol = "k0_1"}
+// CHECK: gpu.func @k0_0
+// CHECK: gpu.func @k0_1(%{{.*}}: memref<4096x8xf32>, %[[OUT:.*]]: memref<8xf32>) workgroup(%[[SLOTS:.*]] : memref<32xf32, #gpu.address_space<workgroup>>)
+// CHECK: scf.for %{{.*}} = %block_id_x to %c8{{.*}} step %c8
+// CHECK: %[[PART:.*]] = scf.for %{{.*}} = %thread_id_x to %c4096 step %c256 iter_args
+// CHECK: gpu.shuffle  xor %[[PART]], %c16_i32, %c32_i32 : f32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32, %c32_i32 : f32
+// CHECK: memref.store %{{.*}}, %[[SLOTS]]
+// CHECK: gpu.barrier
+// CHECK: scf.if
+// CHECK: memref.store %{{.*}}, %[[OUT]]
+module @column_sum {
+  func.func @k0(%x: memref<4096x8xf32>, %y: memref<8xf32>) {
+    %zero = arith.constant 0.0 : f32
+    linalg.fill ins(%zero : f32) outs(%y : memref<8xf32>)
+    linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>], iterator_types = ["reduction", "parallel"]} ins(%x : memref<4096x8xf32>) outs(%y : memref<8xf32>) {
+    ^bb0(%in: f32, %acc: f32):
+      %0 = arith.addf %acc, %in : f32
+      linalg.yield %0 : f32
+    }
+    return
+  }
+}
+
+// -----
+
+// Enough outputs: a thread per output, folding its row in order.
+// CHECK-LABEL: module @row_sum
+// CHECK-SAME: {block = 256 : i64, grid = 32 : i64, shared_bytes = 0 : i64, symbol = "k0_0"}
+// CHECK: gpu.func @k0_0
+// CHECK-NOT: gpu.shuffle
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c16 step %c1 iter_args
+module @row_sum {
+  func.func @k0(%x: memref<8192x16xf32>, %y: memref<8192xf32>) {
+    linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%x : memref<8192x16xf32>) outs(%y : memref<8192xf32>) {
+    ^bb0(%in: f32, %acc: f32):
+      %0 = arith.addf %acc, %in : f32
+      linalg.yield %0 : f32
+    }
+    return
+  }
+}
+
+// -----
+
+// A row loop of the kernel bodies: one row per warp (8 a block), the row's
+// loops strided over the 32 lanes, its max fold shuffled across them (and
+// combined with the fold's own start), a warp barrier after each loop; the
+// scalar store of the row is made by lane 0.
+// CHECK-LABEL: module @row_max
+// CHECK-SAME: {block = 256 : i64, grid = 13 : i64, shared_bytes = 0 : i64, symbol = "k0_0"}
+// CHECK: %[[WARP:.*]] = arith.divui %thread_id_x, %c32
+// CHECK: %[[LANE:.*]] = arith.remui %thread_id_x, %c32
+// CHECK: scf.for %[[ROW:.*]] = %{{.*}} to %c100 step %c104
+// CHECK: %[[FOLD:.*]] = scf.for %{{.*}} = %{{.*}} to %c64 step %{{.*}} iter_args(%{{.*}} = %cst{{.*}}) -> (f32)
+// CHECK: arith.maximumf
+// CHECK: gpu.shuffle  xor %[[FOLD]], %c16_i32, %c32_i32 : f32
+// CHECK: nvvm.bar.warp.sync
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[LANE]], %c0
+// CHECK: scf.if %[[FIRST]] {
+// CHECK-NEXT: memref.store
+// CHECK: nvvm.bar.warp.sync
+module @row_max {
+  func.func @k0(%x: memref<6400xf32>, %y: memref<100xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c64 = arith.constant 64 : index
+    %c100 = arith.constant 100 : index
+    %lowest = arith.constant 0xFF800000 : f32
+    scf.parallel (%r) = (%c0) to (%c100) step (%c1) {
+      %base = arith.muli %r, %c64 : index
+      %max = scf.for %i = %c0 to %c64 step %c1 iter_args(%acc = %lowest) -> (f32) {
+        %at = arith.addi %base, %i : index
+        %v = memref.load %x[%at] : memref<6400xf32>
+        %m = arith.maximumf %acc, %v : f32
+        scf.yield %m : f32
+      }
+      memref.store %max, %y[%r] : memref<100xf32>
+      scf.reduce
+    }
+    return
+  }
+}
+
+// -----
+
+// Iterations that depend on each other (a running total over rows) run on
+// one block of 512 threads: the outer loop in order, the row's loop strided
+// over the threads and folded through shared memory.
+// CHECK-LABEL: module @running_total
+// CHECK-SAME: {block = 512 : i64, grid = 1 : i64, shared_bytes = 0 : i64, symbol = "k0_0"}
+// CHECK: gpu.func @k0_0(%{{.*}}: memref<256xf32>, %{{.*}}: memref<f32>) workgroup(%{{.*}} : memref<32xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 512, 1, 1>}
+// CHECK: scf.for %{{.*}} = %c0 to %c4 step %c1 iter_args
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c64 step %{{.*}} iter_args
+// CHECK: gpu.barrier
+module @running_total {
+  func.func @k0(%x: memref<256xf32>, %y: memref<f32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %c64 = arith.constant 64 : index
+    %zero = arith.constant 0.0 : f32
+    %total = scf.for %r = %c0 to %c4 step %c1 iter_args(%t = %zero) -> (f32) {
+      %base = arith.muli %r, %c64 : index
+      %row = scf.for %i = %c0 to %c64 step %c1 iter_args(%acc = %zero) -> (f32) {
+        %at = arith.addi %base, %i : index
+        %v = memref.load %x[%at] : memref<256xf32>
+        %s = arith.addf %acc, %v : f32
+        scf.yield %s : f32
+      }
+      %next = arith.addf %t, %row : f32
+      scf.yield %next : f32
+    }
+    memref.store %total, %y[] : memref<f32>
+    return
+  }
+}
+
+// -----
+
+// A fold that is not an add, mul, max or min cannot be split over lanes.
+module @bad_fold {
+  func.func @k0(%x: memref<64xf32>, %y: memref<1xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c64 = arith.constant 64 : index
+    %one = arith.constant 1.0 : f32
+    scf.parallel (%r) = (%c0) to (%c1) step (%c1) {
+      // expected-error @+1 {{'scf.for' op folds a value the CUDA target cannot combine across the lanes of a warp (an add, mul, max or min is needed)}}
+      %q = scf.for %i = %c0 to %c64 step %c1 iter_args(%acc = %one) -> (f32) {
+        %v = memref.load %x[%i] : memref<64xf32>
+        %d = arith.divf %acc, %v : f32
+        scf.yield %d : f32
+      }
+      memref.store %q, %y[%r] : memref<1xf32>
+      scf.reduce
+    }
+    return
+  }
+}
+
+// -----
+
+// Kernels pass values between their ops through their operands only.
+module @local_buffer {
+  // expected-error @+1 {{'func.func' op keeps a local buffer between its ops; the CUDA target maps kernels whose values pass through their operands only}}
+  func.func @k0(%x: memref<4xf32>, %y: memref<4xf32>) {
+    %t = memref.alloca() : memref<4xf32>
+    linalg.copy ins(%x : memref<4xf32>) outs(%t : memref<4xf32>)
+    linalg.copy ins(%t : memref<4xf32>) outs(%y : memref<4xf32>)
+    return
+  }
+}
