@@ -80,8 +80,15 @@ public:
               "(tgc compile ... --target cpu)";
       return false;
     }
-    if (!check("cuInit", driver->cuInit(0), error))
+    if (CUresult r = driver->cuInit(0)) {
+      error = source + ": the program was compiled for CUDA (" + chip +
+              ") but the CUDA driver does not start (" + driver->errorText("cuInit", r) + ")" +
+              (r == CUDA_ERROR_STUB_LIBRARY
+                   ? ": the CUDA toolkit's stub libcuda was loaded instead of the "
+                     "driver's; remove its folder (lib64/stubs) from LD_LIBRARY_PATH"
+                   : ": check that nvidia-smi sees the GPU");
       return false;
+    }
     int count = 0;
     if (!check("cuDeviceGetCount", driver->cuDeviceGetCount(&count), error))
       return false;

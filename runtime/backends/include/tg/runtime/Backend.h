@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace tg::runtime {
 
@@ -27,6 +28,13 @@ public:
                     std::string &error) const = 0;
   /// Executes every command of the program in order.
   virtual bool run(std::string &error) = 0;
+  /// run(), timing each command: `start[i]` and `seconds[i]` (both in
+  /// seconds, starts relative to the first command's) for command i. Wall
+  /// time on the CPU; device time from events on a GPU, where the commands
+  /// of different streams may overlap.
+  virtual bool runProfiled(std::vector<double> &start,
+                           std::vector<double> &seconds,
+                           std::string &error) = 0;
 };
 
 /// A backend for a verified `program` (which must outlive it), with a zeroed
