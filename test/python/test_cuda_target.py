@@ -1,0 +1,98 @@
+"""The CUDA target without a GPU: every PTX module of the example models
+(both families, fp32 and bf16) assembles with ptxas for sm_90a without
+spilling, a CUDA artifact passes the runtime's verifier, and tgrun says
+clearly that it needs a GPU. What needs a GPU is cuda_vs_cpu.py (skipped
+here) and scripts/gpu-validate."""
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+from tgtest.tools import run, run_status
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+MODELS = ["gpt2-tiny", "llama-tiny"]
+PTXAS = shutil.which("ptxas") or (os.path.exists("/usr/local/cuda/bin/ptxas") and "/usr/local/cuda/bin/ptxas")
+
+
+def example(kind, name):
+    return os.path.join(ROOT, "examples", kind, name + ".json")
+
+
+class CudaTarget(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def path(self, *names):
+        return os.path.join(self.tmp.name, *names)
+
+    @unittest.skipUnless(PTXAS, "skipped: ptxas not found (install the CUDA toolkit)")
+    def test_ptx_assembles_for_sm90a_without_spills(self):
+        for model in MODELS + ["gpt3-175b"]:
+            train = "gpt3-175b" if model == "gpt3-175b" else "tiny"
+            for dtype in ["f32", "bf16"]:
+                out = self.path(f"{model}-{dtype}")
+                run("tgc", "compile", example("models", model), "--train", example("train", train),
+                    "--target", "cuda", f"--dtype={dtype}", "--emit=ptx", "-o", out)
+                for ptx in os.listdir(out):
+                    result = subprocess.run([PTXAS, "-arch=sm_90a", "-v", os.path.join(out, ptx),
+                                             "-o", os.devnull], capture_output=True, text=True)
+                    self.assertEqual(result.returncode, 0, f"{model} {dtype}: {result.stderr[-2000:]}")
+                    entries = re.findall(r"Compiling entry function '(\w+)'", result.stderr)
+                    # Every function (entries and the device functions they call).
+                    functions = re.findall(r"Function properties for (\w+)\n\s*\d+ bytes stack frame, "
+                                           r"(\d+) bytes spill stores, (\d+) bytes spill loads",
+                                           result.stderr)
+                    self.assertGreater(len(entries), 10, f"{model} {dtype}")
+                    self.assertGreaterEqual(len(functions), len(entries), result.stderr[-2000:])
+                    spilling = [name for name, stores, loads in functions if int(stores) or int(loads)]
+                    self.assertEqual(spilling, [], f"{model} {dtype}: functions that spill")
+
+    def test_tgrun_needs_a_gpu(self):
+        """On a machine without the NVIDIA driver, a CUDA artifact is verified and
+        refused with a message saying what it needs; never a crash."""
+        if subprocess.run(["sh", "-c", "ldconfig -p | grep -q 'libcuda.so.1 '"]).returncode == 0:
+            self.skipTest("skipped: this machine has the NVIDIA driver (cuda_vs_cpu.py runs instead)")
+        artifact = self.path("gpt2-cuda.tgx")
+        run("tgc", "compile", example("models", "gpt2-tiny"), "--train", example("train", "tiny"),
+            "--target", "cuda", "-o", artifact)
+        tokens = self.path("tokens.bin")
+        with open(tokens, "wb") as f:
+            f.write(bytes(range(60)) * 100)
+        code, _, err = run_status("tgrun", artifact, "--data", tokens, "--steps", 1)
+        self.assertEqual(code, 1, err)
+        self.assertIn("gpt2-cuda.tgx: the program was compiled for CUDA (sm_90a) and needs an NVIDIA "
+                      "GPU with its driver", err)
+        self.assertIn("compile the model for the CPU", err)
+
+    def test_driver_entry_points_resolve(self):
+        """The CUDA toolkit's stub libcuda exports the driver's API: loading it
+        checks that every entry point the backend resolves exists, and that the
+        stub is recognised."""
+        stub = "/usr/local/cuda/lib64/stubs/libcuda.so"
+        if not os.path.exists(stub):
+            self.skipTest("skipped: no CUDA toolkit stub libcuda")
+        os.makedirs(self.path("stub"), exist_ok=True)
+        link = self.path("stub", "libcuda.so.1")
+        if not os.path.exists(link):
+            os.symlink(stub, link)
+        artifact = self.path("llama-cuda.tgx")
+        run("tgc", "compile", example("models", "llama-tiny"), "--train", example("train", "tiny"),
+            "--target", "cuda", "-o", artifact)
+        env = dict(os.environ, LD_LIBRARY_PATH=self.path("stub"))
+        result = subprocess.run([os.path.join(os.environ.get("TGC_BIN", ""), "tgrun"), artifact,
+                                 "--steps", "1", "--data", os.devnull], capture_output=True, text=True,
+                                env=env)
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn("the CUDA toolkit's stub libcuda was loaded instead of the driver's", result.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
