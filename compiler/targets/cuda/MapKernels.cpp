@@ -139,9 +139,11 @@ bool usesDim(AffineMap map, unsigned dim) {
 int64_t KernelMapper::vectorWidth(linalg::LinalgOp op) {
   if (op.getNumReductionLoops() != 0 || op.getNumLoops() == 0)
     return 1;
+  // Constants stay scalars and are broadcast where a vector op uses them.
   for (Operation &inner : op.getBlock()->without_terminator())
-    if (!OpTrait::hasElementwiseMappableTraits(&inner) ||
-        inner.getNumRegions() != 0)
+    if (!inner.hasTrait<OpTrait::ConstantLike>() &&
+        (!OpTrait::hasElementwiseMappableTraits(&inner) ||
+         inner.getNumRegions() != 0))
       return 1;
   int64_t maxBytes = 1;
   for (OpOperand &operand : op->getOpOperands())

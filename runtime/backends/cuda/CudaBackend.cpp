@@ -303,11 +303,12 @@ private:
       case tgx::CommandKind_Gemm:
         if (!gemms) {
           gemms = cuda::Gemms::create(kGemmWorkspaceBytes, error);
-          if (!gemms || !check("cuMemAlloc", driver->cuMemAlloc(&workspace, kGemmWorkspaceBytes),
-                               error)) {
+          if (!gemms) {
             error = source + ": " + error;
             return false;
           }
+          if (!check("cuMemAlloc", driver->cuMemAlloc(&workspace, kGemmWorkspaceBytes), error))
+            return false;
         }
         step.gemmPlan = gemms->plan(*c.gemm(), error);
         if (step.gemmPlan < 0) {
