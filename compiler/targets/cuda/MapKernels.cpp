@@ -76,6 +76,9 @@ private:
   LogicalResult emitRows(scf::ParallelOp op, gpu::GPUFuncOp func,
                          IRMapping &map, cuda::Launch &launch);
 
+  /// A grid-stride loop giving each of `items` to one thread (blocks of 256,
+  /// as many as fill the device).
+  scf::ForOp threadPerItem(int64_t items, cuda::Launch &launch);
   /// The ivs of a static iteration space from a linear index (last fastest).
   SmallVector<Value> delinearize(Value linear, ArrayRef<int64_t> sizes);
   /// The linalg body at `ivs`, `width` consecutive inner elements at once.
@@ -268,18 +271,22 @@ FailureOr<Value> KernelMapper::emitBodyAt(linalg::LinalgOp op,
   return Value();
 }
 
+scf::ForOp KernelMapper::threadPerItem(int64_t items, cuda::Launch &launch) {
+  launch.block = kBlock;
+  launch.grid = gridFor(items, kBlock);
+  Value first = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, blockId, index(kBlock)), threadId);
+  return scf::ForOp::create(b, loc, first, index(items),
+                            index(launch.grid * kBlock));
+}
+
 LogicalResult KernelMapper::emitElementwise(linalg::LinalgOp op,
                                             IRMapping &map,
                                             cuda::Launch &launch) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   int64_t width = vectorWidth(op);
   int64_t items = product(ranges) / width;
-  launch.block = kBlock;
-  launch.grid = gridFor(items, kBlock);
-  Value first = arith::AddIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, blockId, index(kBlock)), threadId);
-  auto loop = scf::ForOp::create(b, loc, first, index(items),
-                                 index(launch.grid * kBlock));
+  scf::ForOp loop = threadPerItem(items, launch);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(loop.getBody()->getTerminator());
   Value linear = arith::MulIOp::create(b, loc, loop.getInductionVar(),
@@ -367,12 +374,7 @@ LogicalResult KernelMapper::emitReduction(linalg::LinalgOp op,
         b, loc, cuda::combine(b, loc, combiner, before, total), out, indices);
     return success();
   }
-  launch.block = kBlock;
-  launch.grid = gridFor(outputs, kBlock);
-  Value first = arith::AddIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, blockId, index(kBlock)), threadId);
-  auto loop = scf::ForOp::create(b, loc, first, index(outputs),
-                                 index(launch.grid * kBlock));
+  scf::ForOp loop = threadPerItem(outputs, launch);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(loop.getBody()->getTerminator());
   SmallVector<Value> outIvs = delinearize(loop.getInductionVar(), outSizes);
