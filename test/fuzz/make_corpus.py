@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerates the binary seeds of the fuzz corpus (corpus/artifact,
+"""Regenerates the binary seeds of the fuzz corpus (corpus/artifact (CPU and CUDA),
 corpus/checkpoint, corpus/safetensors, corpus/tokens) after a format change.
 The JSON and MLIR seeds are written by hand. Needs a built tgc and tgrun
 (default build/bin) and flatc:
@@ -125,6 +125,20 @@ def main():
     old['format_version'] = 1
     old['modules'][0].pop('kernel_operand_bytes', None)
     write(os.path.join(C, 'artifact', 'short-v1.tgx'), flatc_to_binary(tmp, old))
+
+    # A CUDA artifact (PTX module with its launches), short and with a stand-in
+    # PTX image like the CPU ones.
+    cuda_tgx = os.path.join(tmp, 'micro-cuda.tgx')
+    subprocess.check_call([os.path.join(BIN, 'tgc'), 'compile', model, '--train', train,
+                           '--target', 'cuda', '-o', cuda_tgx])
+    cuda = flatc_to_json(tmp, cuda_tgx)
+    ptx = b'.version 8.0\n.target sm_90a\n'
+    cuda['modules'][0]['image'] = list(ptx)
+    cuda['modules'][0]['image_fnv1a64'] = fnv(ptx)
+    cuda['commands'] = cuda['commands'][:24]
+    for c in cuda['commands']:
+        c['awaits'] = [a for a in c.get('awaits', []) if a < 24]
+    write(os.path.join(C, 'artifact', 'short-cuda.tgx'), seal(flatc_to_binary(tmp, cuda)))
 
     # Tokens.
     random.seed(1)
