@@ -341,8 +341,15 @@ private:
     const tgx::Gemm *g = c.gemm();
     if (!g)
       return fail(field, "is a Gemm without its 'gemm' table");
-    if (g->dtype() != tgx::DType_F32 && g->dtype() != tgx::DType_F64)
-      return fail(field + ".gemm.dtype", "is not F32 or F64");
+    // OpenBLAS multiplies f32 and f64; cuBLASLt also bf16 and f16.
+    bool wide = g->dtype() == tgx::DType_F32 || g->dtype() == tgx::DType_F64;
+    bool half = g->dtype() == tgx::DType_BF16 || g->dtype() == tgx::DType_F16;
+    if (!wide && !(half && program.target() == tgx::Target_Cuda))
+      return fail(field + ".gemm.dtype",
+                  std::string("is ") + tgx::EnumNameDType(g->dtype()) +
+                      (program.target() == tgx::Target_Cuda
+                           ? ", not one of F32, F64, BF16 and F16"
+                           : ", but the CPU target multiplies F32 and F64 only"));
     if (c.operands()->size() != 3)
       return fail(field + ".operands", "has " + std::to_string(c.operands()->size()) +
                                            " entries instead of [a, b, c]");

@@ -60,17 +60,18 @@ class CudaTarget(unittest.TestCase):
         refused with a message saying what it needs; never a crash."""
         if subprocess.run(["sh", "-c", "ldconfig -p | grep -q 'libcuda.so.1 '"]).returncode == 0:
             self.skipTest("skipped: this machine has the NVIDIA driver (cuda_vs_cpu.py runs instead)")
-        artifact = self.path("gpt2-cuda.tgx")
-        run("tgc", "compile", example("models", "gpt2-tiny"), "--train", example("train", "tiny"),
-            "--target", "cuda", "-o", artifact)
         tokens = self.path("tokens.bin")
         with open(tokens, "wb") as f:
             f.write(bytes(range(60)) * 100)
-        code, _, err = run_status("tgrun", artifact, "--data", tokens, "--steps", 1)
-        self.assertEqual(code, 1, err)
-        self.assertIn("gpt2-cuda.tgx: the program was compiled for CUDA (sm_90a) and needs an NVIDIA "
-                      "GPU with its driver", err)
-        self.assertIn("compile the model for the CPU", err)
+        for dtype in ["f32", "bf16"]:  # bf16 GEMMs pass the verifier for CUDA
+            artifact = self.path(f"gpt2-cuda-{dtype}.tgx")
+            run("tgc", "compile", example("models", "gpt2-tiny"), "--train", example("train", "tiny"),
+                "--target", "cuda", f"--dtype={dtype}", "-o", artifact)
+            code, _, err = run_status("tgrun", artifact, "--data", tokens, "--steps", 1)
+            self.assertEqual(code, 1, err)
+            self.assertIn(f"gpt2-cuda-{dtype}.tgx: the program was compiled for CUDA (sm_90a) and needs "
+                          "an NVIDIA GPU with its driver", err)
+            self.assertIn("compile the model for the CPU", err)
 
     def test_driver_entry_points_resolve(self):
         """The CUDA toolkit's stub libcuda exports the driver's API: loading it
