@@ -259,7 +259,7 @@ bool step(tg_session &session, const int32_t *tokens, const int32_t *targets,
       !writeSlot(session, *session.tokens, tokens, session.tokens->range()->size(), 0, error) ||
       !writeSlot(session, *session.targets, targets, session.targets->range()->size(), 0,
                  error) ||
-      !session.backend->run(error) || !readScalar(session, *session.loss, result.loss, error) ||
+      !runCommands(session, error) || !readScalar(session, *session.loss, result.loss, error) ||
       !readScalar(session, *session.gradNorm, result.grad_norm, error) ||
       !readScalar(session, *session.lr, result.lr, error))
     return false;

@@ -27,6 +27,12 @@ struct tg_session_s {
   // not: further steps and checkpoints are refused until the state is
   // re-initialised or a checkpoint is loaded.
   int64_t divergedAt = 0;
+  // Profiling (Profile.cpp): whether steps time their commands, and one
+  // record per command, whose times are those of the last step that ran its
+  // commands if `profileValid` (that step was profiled).
+  bool profiling = false;
+  bool profileValid = false;
+  std::vector<tg_command_profile> profile;
 };
 
 namespace tg::runtime {
@@ -62,6 +68,10 @@ bool findNonFiniteState(const tg_session &session, std::string &name, int64_t &i
 
 /// After new parameters: zero AdamW moments, no steps taken.
 bool resetTraining(tg_session &session, std::string &error);
+
+/// Runs every command of the program: timed into `session.profile` when
+/// profiling is on, untimed otherwise.
+bool runCommands(tg_session &session, std::string &error);
 
 /// Fails with a message naming `function` when `pointer` is null.
 bool requireArgument(const void *pointer, const char *function,

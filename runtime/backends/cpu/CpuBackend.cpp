@@ -6,6 +6,7 @@
 
 #include <cblas.h>
 
+#include <chrono>
 #include <cstring>
 
 #include <sys/mman.h>
@@ -74,21 +75,25 @@ public:
   }
 
   bool run(std::string &) override {
-    for (Step &step : plan) {
-      switch (step.kind) {
-      case tgx::CommandKind_Kernel:
-        step.kernel(step.buffers.data());
-        break;
-      case tgx::CommandKind_Gemm:
-        if (step.gemm->dtype() == tgx::DType_F32)
-          runGemm<float>(*step.gemm, step.buffers.data(), cblas_sgemm);
-        else
-          runGemm<double>(*step.gemm, step.buffers.data(), cblas_dgemm);
-        break;
-      case tgx::CommandKind_Copy:
-        std::memmove(step.buffers[1], step.buffers[0], step.copyBytes);
-        break;
-      }
+    for (Step &step : plan)
+      execute(step);
+    return true;
+  }
+
+  bool runProfiled(std::vector<double> &start, std::vector<double> &seconds,
+                   std::string &) override {
+    using Clock = std::chrono::steady_clock;
+    start.resize(plan.size());
+    seconds.resize(plan.size());
+    Clock::time_point first;
+    for (std::size_t i = 0; i < plan.size(); ++i) {
+      Clock::time_point begin = Clock::now();
+      if (i == 0)
+        first = begin;
+      execute(plan[i]);
+      Clock::time_point end = Clock::now();
+      start[i] = std::chrono::duration<double>(begin - first).count();
+      seconds[i] = std::chrono::duration<double>(end - begin).count();
     }
     return true;
   }
@@ -128,6 +133,23 @@ public:
   }
 
 private:
+  static void execute(Step &step) {
+    switch (step.kind) {
+    case tgx::CommandKind_Kernel:
+      step.kernel(step.buffers.data());
+      break;
+    case tgx::CommandKind_Gemm:
+      if (step.gemm->dtype() == tgx::DType_F32)
+        runGemm<float>(*step.gemm, step.buffers.data(), cblas_sgemm);
+      else
+        runGemm<double>(*step.gemm, step.buffers.data(), cblas_dgemm);
+      break;
+    case tgx::CommandKind_Copy:
+      std::memmove(step.buffers[1], step.buffers[0], step.copyBytes);
+      break;
+    }
+  }
+
   Arena arena;
   std::vector<std::unique_ptr<KernelLibrary>> libraries;
   std::vector<Step> plan;

@@ -71,7 +71,19 @@ public:
 
   bool load(const tgx::Program &program, const std::string &sourceName, std::string &error) {
     source = sourceName;
-    std::string chip = program.target_cpu() ? program.target_cpu()->str() : "sm_90a";
+    std::string chip = program.target_cpu() ? program.target_cpu()->str() : "";
+    if (chip.rfind("sm_", 0) != 0 || std::atoi(chip.c_str() + 3) < 10) {
+      error = source + ": the program was compiled for CUDA but names the chip '" + chip +
+              "' (target_cpu), not sm_NN: the artifact is corrupt; recompile it";
+      return false;
+    }
+    for (uint32_t i = 0; i < program.modules()->size(); ++i)
+      if (program.modules()->Get(i)->format() != tgx::ModuleFormat_Ptx) {
+        error = source + ": modules[" + std::to_string(i) + "] holds " +
+                tgx::EnumNameModuleFormat(program.modules()->Get(i)->format()) +
+                " code, which the CUDA backend cannot run";
+        return false;
+      }
     driver = Driver::get(error);
     if (!driver) {
       error = source + ": the program was compiled for CUDA (" + chip +

@@ -8,6 +8,8 @@
 #include "tg/runtime/EmbeddedArtifact.h"
 #include "tg/runtime/tg_runtime.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -16,8 +18,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <dirent.h>
@@ -29,9 +34,10 @@ namespace {
 constexpr int kError = 1;
 constexpr int kUsage = 2;
 constexpr int kKeepCheckpoints = 2;
+constexpr std::size_t kTopCommands = 15;
 
 struct Options {
-  std::string artifact, data, init, metrics, saveWeights, checkpointDir;
+  std::string artifact, data, init, metrics, saveWeights, checkpointDir, profile;
   int64_t steps = 100, checkpointEvery = 0, threads = 0, logEvery = 0;
   uint64_t seed = 0;
   bool hasSeed = false, resume = false, help = false;
@@ -66,9 +72,14 @@ void printHelp(const char *program, bool embedded) {
       "  --threads N            threads for matrix products (default: OpenBLAS's)\n"
       "  --log-every N          progress line every N steps when stdout is not a\n"
       "                         terminal (default: about 20 lines per run)\n"
+      "  --profile FILE         time every command of every step: FILE is a Chrome\n"
+      "                         trace (open it in https://ui.perfetto.dev or\n"
+      "                         chrome://tracing), and the end of the run prints the\n"
+      "                         %zu commands that took the most time, with their\n"
+      "                         achieved GB/s or TFLOP/s\n"
       "  --help                 this text\n",
       program, embedded ? "" : "PROGRAM.tgx ",
-      embedded ? " (embedded in this executable)" : "", kKeepCheckpoints);
+      embedded ? " (embedded in this executable)" : "", kKeepCheckpoints, kTopCommands);
 }
 
 int usageError(const std::string &message) {
@@ -149,6 +160,7 @@ int parseArguments(int argc, char **argv, bool embedded, Options &o) {
     else if (arg == "--metrics") o.metrics = value;
     else if (arg == "--save-weights") o.saveWeights = value;
     else if (arg == "--checkpoint-dir") o.checkpointDir = value;
+    else if (arg == "--profile") o.profile = value;
     else if (arg == "--steps") status = integer(0, o.steps);
     else if (arg == "--checkpoint-every") status = integer(1, o.checkpointEvery);
     else if (arg == "--threads") status = integer(1, o.threads);
@@ -315,6 +327,166 @@ struct FileCloser {
 };
 
 //===----------------------------------------------------------------------===//
+// Profile
+//===----------------------------------------------------------------------===//
+
+const char *kindName(tg_command_kind kind) {
+  switch (kind) {
+  case TG_COMMAND_KERNEL: return "kernel";
+  case TG_COMMAND_GEMM: return "gemm";
+  case TG_COMMAND_COPY: return "copy";
+  }
+  return "unknown";
+}
+
+/// Chrome traces count in microseconds; nanoseconds are as fine as any
+/// timer here, and rounding to them keeps the numbers short.
+double traceMicroseconds(double seconds) { return std::round(seconds * 1e9) / 1e3; }
+
+/// --profile: each step's commands as Chrome trace events ("X": complete
+/// events on the command's stream), written as the steps run so that a long
+/// run's trace never has to fit in memory, and each command's times summed
+/// over the steps for the table at the end.
+class Profiler {
+public:
+  /// A run that fails midway still leaves a readable trace of its steps.
+  ~Profiler() {
+    if (file)
+      writeTraceEnd();
+  }
+
+  /// Opens the trace before any step runs: a bad path must not cost a run.
+  bool open(const std::string &tracePath, const std::string &program, std::string &error) {
+    file.reset(std::fopen(tracePath.c_str(), "w"));
+    if (!file) {
+      error = "cannot open the profile file (" + tracePath + "): " + std::strerror(errno) +
+              "; pass a writable --profile path";
+      return false;
+    }
+    path = tracePath;
+    std::fputs("{\"traceEvents\":[\n", file.get());
+    writeEvent({{"name", "process_name"}, {"ph", "M"}, {"pid", 0},
+                {"args", {{"name", "tgrun " + program}}}});
+    return true;
+  }
+
+  /// Adds the commands of step `step`, which began `stepStart` seconds into
+  /// the run; its events follow the previous step's on the time line.
+  void addStep(int64_t step, double stepStart, const tg_command_profile *records,
+               std::size_t count) {
+    if (profiledSteps++ == 0)
+      firstStep = step;
+    lastStep = step;
+    commandsPerStep = count;
+    for (std::size_t i = 0; i < count; ++i) {
+      const tg_command_profile &r = records[i];
+      writeEvent({{"name", r.label}, {"cat", kindName(r.kind)}, {"ph", "X"},
+                  {"ts", traceMicroseconds(stepStart + r.start_seconds)},
+                  {"dur", traceMicroseconds(r.seconds)}, {"pid", 0}, {"tid", r.stream},
+                  {"args", {{"bytes", r.bytes}, {"flops", r.flops}, {"step", step}}}});
+      streams.insert(r.stream);
+      Total &total = totals[{r.label, r.kind}];
+      total.seconds += r.seconds;
+      total.bytes += double(r.bytes);
+      total.flops += r.flops;
+      ++total.calls;
+      commandSeconds += r.seconds;
+    }
+  }
+
+  /// Ends and closes the trace; false (with `error`) if it could not be
+  /// written completely.
+  bool finish(std::string &error) {
+    writeTraceEnd();
+    // ferror does not keep the failed write's errno; fclose's is its own.
+    std::string problem = std::ferror(file.get()) ? "a write failed" : "";
+    if (std::fclose(file.release()) != 0 && problem.empty())
+      problem = std::strerror(errno);
+    if (!problem.empty())
+      error = "cannot write the profile file (" + path + "): " + problem +
+              "; check the free space on its file system";
+    return problem.empty();
+  }
+
+  /// The commands (by label and kind) that took the most time, summed over
+  /// the profiled steps, with the rate each achieved: GB/s moved (its
+  /// operands' sizes over its time) for kernels and copies, TFLOP/s for
+  /// GEMMs.
+  void printTopCommands() const {
+    if (!profiledSteps) {
+      std::printf("tgrun: no step ran, so the profile in %s is empty\n", path.c_str());
+      return;
+    }
+    std::printf("tgrun: profiled steps %" PRId64 " to %" PRId64 " (%zu commands a step, "
+                "%.3f ms of command time); trace in %s\n",
+                firstStep, lastStep, commandsPerStep, commandSeconds * 1e3, path.c_str());
+    std::vector<std::pair<const Key *, const Total *>> ranked;
+    for (const auto &[key, total] : totals)
+      ranked.emplace_back(&key, &total);
+    std::stable_sort(ranked.begin(), ranked.end(), [](const auto &a, const auto &b) {
+      return a.second->seconds > b.second->seconds;
+    });
+    ranked.resize(std::min(ranked.size(), kTopCommands));
+    std::printf("tgrun: the %zu of %zu commands that took the most time:\n", ranked.size(),
+                totals.size());
+    std::printf("  %10s %8s %6s %10s %8s %8s  %-6s  %s\n", "total ms", "share %", "calls",
+                "mean us", "GB/s", "TFLOP/s", "kind", "command");
+    for (const auto &[key, total] : ranked) {
+      std::string bandwidth, flopRate;
+      if (total->seconds > 0 && key->second == TG_COMMAND_GEMM)
+        flopRate = formatted("%.4f", total->flops / total->seconds / 1e12);
+      else if (total->seconds > 0)
+        bandwidth = formatted("%.2f", total->bytes / total->seconds / 1e9);
+      std::printf("  %10.3f %8.1f %6" PRId64 " %10.1f %8s %8s  %-6s  %s\n", total->seconds * 1e3,
+                  commandSeconds > 0 ? 100 * total->seconds / commandSeconds : 0.0, total->calls,
+                  total->seconds / double(total->calls) * 1e6, bandwidth.c_str(),
+                  flopRate.c_str(), kindName(key->second),
+                  key->first.empty() ? "(no label)" : key->first.c_str());
+    }
+  }
+
+private:
+  using Key = std::pair<std::string, tg_command_kind>; // label, kind
+  struct Total {
+    double seconds = 0, bytes = 0, flops = 0;
+    int64_t calls = 0;
+  };
+
+  static std::string formatted(const char *format, double value) {
+    char text[32];
+    std::snprintf(text, sizeof(text), format, value);
+    return text;
+  }
+
+  void writeEvent(const nlohmann::json &event) {
+    if (wroteEvent)
+      std::fputs(",\n", file.get());
+    wroteEvent = true;
+    // Labels come from the artifact: replace invalid UTF-8 rather than
+    // throw, since a label must never cost the trace.
+    std::fputs(event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str(),
+               file.get());
+  }
+
+  /// Names the streams' tracks and closes the JSON document.
+  void writeTraceEnd() {
+    for (uint32_t stream : streams)
+      writeEvent({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", stream},
+                  {"args", {{"name", "stream " + std::to_string(stream)}}}});
+    std::fputs("\n],\"displayTimeUnit\":\"ms\"}\n", file.get());
+  }
+
+  std::unique_ptr<std::FILE, FileCloser> file;
+  std::string path;
+  bool wroteEvent = false;
+  std::set<uint32_t> streams;
+  std::map<Key, Total> totals;
+  int64_t profiledSteps = 0, firstStep = 0, lastStep = 0;
+  std::size_t commandsPerStep = 0;
+  double commandSeconds = 0; // over all profiled steps
+};
+
+//===----------------------------------------------------------------------===//
 // The run
 //===----------------------------------------------------------------------===//
 
@@ -390,12 +562,20 @@ int run(const Options &o, const std::vector<uint8_t> &embedded, const char *prog
       return error("cannot open the metrics file (" + o.metrics + "): " +
                    std::strerror(errno) + "; pass a writable --metrics path");
   }
+  const std::string program = embedded.empty() ? o.artifact : programName;
+  Profiler profiler;
+  if (!o.profile.empty()) {
+    std::string problem;
+    if (!profiler.open(o.profile, program, problem))
+      return error(problem);
+    if (!check(tg_session_set_profiling(session.get(), 1), exitCode))
+      return exitCode;
+  }
 
   int64_t first = tg_session_steps_done(session.get());
   std::printf("tgrun: %s: %s parameters, batch %" PRId64 " x %" PRId64
               " tokens, %" PRId64 " tokens of data, steps %" PRId64 " to %" PRId64 "\n",
-              embedded.empty() ? o.artifact.c_str() : programName,
-              count(info.num_parameters).c_str(), info.batch_size, info.seq_len,
+              program.c_str(), count(info.num_parameters).c_str(), info.batch_size, info.seq_len,
               tg_dataset_num_tokens(dataset.get()), std::min(first + 1, o.steps), o.steps);
   if (first >= o.steps)
     std::printf("tgrun: already at step %" PRId64 ", nothing to train (raise --steps)\n", first);
@@ -417,6 +597,14 @@ int run(const Options &o, const std::vector<uint8_t> &embedded, const char *prog
       return exitCode;
     ++dataPosition;
     Clock::time_point stepEnd = Clock::now();
+    if (!o.profile.empty()) {
+      const tg_command_profile *records = nullptr;
+      std::size_t commands = 0;
+      if (!check(tg_session_profile(session.get(), &records, &commands), exitCode))
+        return exitCode;
+      profiler.addStep(r.step, std::chrono::duration<double>(stepStart - start).count(),
+                       records, commands);
+    }
     double stepSeconds = std::chrono::duration<double>(stepEnd - stepStart).count();
     if (metrics) {
       std::fprintf(metrics.get(),
@@ -442,6 +630,11 @@ int run(const Options &o, const std::vector<uint8_t> &embedded, const char *prog
   if (!o.saveWeights.empty() &&
       !check(tg_session_save_weights(session.get(), o.saveWeights.c_str()), exitCode))
     return exitCode;
+  if (!o.profile.empty()) {
+    std::string problem;
+    if (!profiler.finish(problem))
+      return error(problem);
+  }
 
   double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (last > first)
@@ -449,6 +642,8 @@ int run(const Options &o, const std::vector<uint8_t> &embedded, const char *prog
                 "final loss %.4f\n",
                 first + 1, last, seconds, double(last - first) * tokensPerStep / seconds,
                 r.loss);
+  if (!o.profile.empty())
+    profiler.printTopCommands();
   return 0;
 }
 

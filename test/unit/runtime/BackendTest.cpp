@@ -123,13 +123,21 @@ TEST(CpuBackend, RejectsImagesItCannotLoad) {
   spec.modules[0].image.resize(100);
   EXPECT_NE(createError(spec).find("model.tgx: modules[0]: the kernel library does not load"),
             std::string::npos);
+  // A module whose format is not the program's target's is refused by the
+  // verifier, before any backend sees it.
   spec = test::fixtureSpec();
   spec.modules[0].format = tgx::ModuleFormat_Ptx;
-  EXPECT_NE(createError(spec).find("holds Ptx code, which the CPU backend cannot run"),
-            std::string::npos);
+  std::string error = createError(spec);
+  EXPECT_NE(error.find("model.tgx: modules[0].format is Ptx in a program for the target Cpu"),
+            std::string::npos)
+      << error;
   spec = test::fixtureSpec();
   spec.target = tgx::Target_Cuda;
-  EXPECT_NE(createError(spec).find("the program targets Cuda"), std::string::npos);
+  error = createError(spec);
+  EXPECT_NE(error.find("model.tgx: modules[0].format is ElfSharedObject in a program for "
+                       "the target Cuda"),
+            std::string::npos)
+      << error;
 }
 
 } // namespace

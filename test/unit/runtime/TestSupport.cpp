@@ -130,7 +130,7 @@ std::vector<uint8_t> build(const ProgramSpec &spec) {
     commands.push_back(tgx::CreateCommand(b, c.kind, c.module, c.kernel, gemm,
                                           b.CreateVectorOfStructs(operands),
                                           c.label.empty() ? 0 : b.CreateString(c.label),
-                                          /*stream=*/0, b.CreateVector(c.awaits)));
+                                          c.stream, b.CreateVector(c.awaits)));
   }
   std::vector<int64_t> meshShape{1};
   auto mesh = tgx::CreateMesh(b, b.CreateVector(meshShape), b.CreateVectorOfStrings({"d"}));

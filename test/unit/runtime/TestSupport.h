@@ -63,6 +63,7 @@ struct CommandSpec {
   GemmSpec gemm;
   std::vector<Range> operands;
   std::string label;
+  uint32_t stream = 0;
   std::vector<uint32_t> awaits; // indices of earlier commands
 };
 

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include <dirent.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 using namespace tg;
@@ -152,6 +153,40 @@ TEST_F(Tgrun, ReportsErrors) {
   r = run(TG_TGRUN, "--help");
   EXPECT_EQ(r.exitCode, 0);
   EXPECT_NE(r.out.find("--steps N              total steps of the run"), std::string::npos);
+}
+
+/// Occurrences of `needle` in `text`.
+std::size_t countOf(const std::string &text, const std::string &needle) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
+    ++n;
+  return n;
+}
+
+TEST_F(Tgrun, ProfileWritesATraceAndATable) {
+  std::string trace = test::scratchPath("trace.json");
+  Result r = run(TG_TGRUN, artifact + " --data " + data + " --steps 3 --profile " + trace);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  std::string json = readText(trace);
+  EXPECT_EQ(json.rfind("{\"traceEvents\":[", 0), 0u) << json;
+  EXPECT_EQ(countOf(json, "\"ph\":\"X\""), 3u * 4u) << json; // 4 commands a step
+  EXPECT_EQ(countOf(json, "\"name\":\"matmul\""), 3u) << json;
+  EXPECT_NE(json.find("\"displayTimeUnit\":\"ms\"}"), std::string::npos) << json;
+  EXPECT_NE(r.out.find("tgrun: profiled steps 1 to 3 (4 commands a step"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("total ms  share %  calls    mean us     GB/s  TFLOP/s  kind    command"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST_F(Tgrun, BadProfilePathFailsBeforeTraining) {
+  std::string dir = test::scratchPath("profile-dir");
+  ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
+  Result r = run(TG_TGRUN, artifact + " --data " + data + " --steps 3 --profile " + dir);
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_EQ(r.err, "tgrun: error: cannot open the profile file (" + dir +
+                       "): Is a directory; pass a writable --profile path\n");
+  EXPECT_EQ(r.out.find("step 1/3"), std::string::npos) << r.out;
 }
 
 } // namespace

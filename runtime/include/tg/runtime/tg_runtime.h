@@ -70,6 +70,37 @@ tg_status tg_session_step(tg_session *session, const int32_t *tokens,
 /* Number of steps taken so far (restored by tg_session_load_checkpoint). */
 int64_t tg_session_steps_done(const tg_session *session);
 
+/* Profiling: with it on, tg_session_step times each command of the program
+ * (wall time on the CPU, device time on a GPU) and keeps one record per
+ * command, in program order, for tg_session_profile. Off by default; the
+ * step is otherwise the same. */
+tg_status tg_session_set_profiling(tg_session *session, int enabled);
+
+typedef enum {
+  TG_COMMAND_KERNEL = 0, /* a compiled kernel */
+  TG_COMMAND_GEMM = 1,   /* a library matrix product */
+  TG_COMMAND_COPY = 2
+} tg_command_kind;
+
+typedef struct {
+  const char *label;     /* the op it came from ("" if the artifact has none);
+                            valid while the session lives */
+  tg_command_kind kind;
+  uint32_t stream;       /* commands of different streams may overlap */
+  double start_seconds;  /* from the start of the step's first command */
+  double seconds;
+  uint64_t bytes;        /* the sizes of its operands (for a GEMM: a, b, c) */
+  double flops;          /* GEMM: 2 m n k batch; 0 for other commands */
+} tg_command_profile;
+
+/* The records of the last step that ran its commands, when it ran with
+ * profiling on: `*records` (owned by the session, valid until the next step,
+ * tg_session_set_profiling or tg_session_destroy) and `*count`, one per
+ * command. An error when that step was not profiled or no step ran yet. */
+tg_status tg_session_profile(const tg_session *session,
+                             const tg_command_profile **records,
+                             size_t *count);
+
 /* Final weights as safetensors, Hugging Face names and layouts. */
 tg_status tg_session_save_weights(const tg_session *session, const char *path);
 
