@@ -1,0 +1,439 @@
+#!/usr/bin/env python3
+"""The Python half of scripts/gpu-validate (the bash script runs the steps and
+calls this for the parts that need more than a shell):
+
+    validate.py tokens --vocab V --count N -o FILE     the token file of a vocabulary
+    validate.py reference METRICS.jsonl -o FILE.json   per-step losses of a CPU run
+    validate.py manifest BUNDLE --commit ... --checks NAME...   what the bundle holds, for the report
+    validate.py ceilings -o FILE.json                  device copy GB/s and bf16 GEMM TFLOP/s (torch)
+    validate.py report BUNDLE [--quiet]                the table; exit 1 if a correctness check failed
+
+Only `ceilings` needs torch; the rest is the standard library, so that
+`prepare` runs with any python3.
+"""
+import argparse
+import array
+import datetime
+import json
+import os
+import random
+import re
+import statistics
+import sys
+
+# Loss tolerances against the f32 CPU run, relative to the loss (absolute
+# below a loss of 1), and why they are what they are.
+TOLERANCES = {"f32": (1e-4, "f32, TF32 off"), "bf16": (2e-2, "bf16 compute, f32 masters")}
+H100_BF16_DENSE_FLOPS = 989e12  # H100 SXM, dense bf16 tensor cores (NVIDIA's data sheet)
+COPY_BYTES = 1 << 30
+GEMM_SIZE = 8192
+CEILING_ROUNDS, CEILING_REPEATS = 5, 10
+
+
+# ----------------------------------------------------------------------------
+# prepare: tokens and CPU references
+
+
+def write_tokens(vocab, count, path):
+    """A learnable sequence (each token has two possible successors, so the loss
+    can fall well below log(vocab) and the correctness runs compare losses that
+    move), seeded: the same file every time."""
+    rng = random.Random(vocab)
+    successors = [(rng.randrange(vocab), rng.randrange(vocab)) for _ in range(vocab)]
+    tokens = array.array("H", [0])
+    for _ in range(count - 1):
+        tokens.append(successors[tokens[-1]][rng.getrandbits(1)])
+    if sys.byteorder != "little":
+        tokens.byteswap()
+    with open(path, "wb") as f:
+        tokens.tofile(f)
+
+
+def read_metrics(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def write_reference(metrics_path, out):
+    rows = read_metrics(metrics_path)
+    with open(out, "w") as f:
+        json.dump({"source": "tgrun on the CPU (f32)", "steps": len(rows),
+                   "loss": [r["loss"] for r in rows], "grad_norm": [r["grad_norm"] for r in rows]}, f, indent=1)
+
+
+def write_manifest(args):
+    """BUNDLE/manifest.json: the checks and the GPT-2-medium run, with what
+    prepare knew (commit, the compiler's FLOP count and arena size)."""
+    def load(*parts):
+        with open(os.path.join(args.bundle, *parts)) as f:
+            return json.load(f)
+
+    checks = []
+    for name in args.checks:
+        model, dtype = name.rsplit("-", 1)
+        tolerance, why = TOLERANCES[dtype]
+        checks.append({"name": name, "model": model, "dtype": dtype, "steps": args.steps,
+                       "reference": f"reference/{model}.json", "tolerance": tolerance, "why": why})
+    model, train = load("models", args.medium + ".json"), load("models", f"train-{args.medium}.json")
+    stats = load("stats", args.medium + "-bf16.json")
+    medium = {"model": args.medium, "layers": model["n_layer"], "d": model["n_embd"], "heads": model["n_head"],
+              "vocab": model["vocab_size"], "seq_len": train["seq_len"], "batch_size": train["batch_size"],
+              "tokens_per_step": train["batch_size"] * train["seq_len"], "steps": args.medium_steps,
+              "warmup": args.warmup, "flops_per_step": stats["flops_per_step"], "arena_bytes": stats["arena_bytes"]}
+    manifest = {"commit": args.commit, "dirty": args.dirty == 1, "cuda_arch": args.cuda_arch,
+                "prepared": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+                "correctness": checks, "medium": medium}
+    with open(os.path.join(args.bundle, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+
+
+# ----------------------------------------------------------------------------
+# ceilings (on the GPU, with torch)
+
+
+def measure_ceilings(out):
+    """Best of CEILING_ROUNDS rounds of CEILING_REPEATS back-to-back operations,
+    timed with CUDA events: what the device can do, for the fractions below."""
+    import torch
+
+    def best_seconds(op):
+        for _ in range(CEILING_REPEATS):  # warm-up: clocks up, library handles and kernels chosen
+            op()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(CEILING_ROUNDS):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(CEILING_REPEATS):
+                op()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) / 1e3 / CEILING_REPEATS)
+        return min(times), statistics.median(times)
+
+    def copy():  # its buffers are freed on return, before the GEMM's are allocated
+        src = torch.ones(COPY_BYTES, dtype=torch.uint8, device="cuda")
+        dst = torch.empty_like(src)
+        return best_seconds(lambda: dst.copy_(src))
+
+    def gemm():
+        a = torch.randn(GEMM_SIZE, GEMM_SIZE, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(GEMM_SIZE, GEMM_SIZE, device="cuda", dtype=torch.bfloat16)
+        c = torch.empty_like(a)
+        return best_seconds(lambda: torch.matmul(a, b, out=c))
+
+    copy_best, copy_median = copy()
+    gemm_best, gemm_median = gemm()
+    flops = 2.0 * GEMM_SIZE ** 3
+    blas = getattr(torch.backends.cuda, "preferred_blas_library", None)
+    result = {
+        "device_name": torch.cuda.get_device_name(),
+        "torch": torch.__version__, "torch_cuda": torch.version.cuda,
+        "copy_bytes": COPY_BYTES,
+        # A copy reads and writes every byte.
+        "copy_gbps": 2 * COPY_BYTES / copy_best / 1e9, "copy_gbps_median": 2 * COPY_BYTES / copy_median / 1e9,
+        "gemm_size": GEMM_SIZE,
+        "gemm_tflops": flops / gemm_best / 1e12, "gemm_tflops_median": flops / gemm_median / 1e12,
+        "blas_library": str(blas()).replace("_BlasBackend.", "") if blas else "Cublas",
+        "rounds": CEILING_ROUNDS, "repeats": CEILING_REPEATS,
+    }
+    with open(out, "w") as f:
+        json.dump(result, f, indent=1)
+    print(f"copy {result['copy_gbps']:.0f} GB/s, bf16 GEMM {result['gemm_tflops']:.0f} TFLOP/s")
+
+
+# ----------------------------------------------------------------------------
+# report
+
+
+class Bundle:
+    def __init__(self, root):
+        self.root = root
+        self.manifest = self.json("manifest.json")
+
+    def path(self, *parts):
+        return os.path.join(self.root, *parts)
+
+    def json(self, *parts):
+        try:
+            with open(self.path(*parts)) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return None
+
+    def text(self, *parts):
+        try:
+            with open(self.path(*parts)) as f:
+                return f.read().strip()
+        except OSError:
+            return ""
+
+    def failure(self, name):
+        """None if the step `name` of the run succeeded, else why not (from its
+        exit status and the end of its log)."""
+        rc = self.text("results", name + ".rc")
+        if rc == "0":
+            return None
+        if not rc:
+            return "did not run"
+        if rc == "skipped":
+            return self.text("results", name + ".log")
+        lines = [line for line in self.text("results", name + ".log").splitlines() if line.strip()]
+        error = next((line for line in reversed(lines) if "error" in line.lower()), lines[-1] if lines else "")
+        why = f"timed out after {self.text('results', name + '.limit')} s" if rc == "124" else f"exit status {rc}"
+        return f"{why}: {error.strip()[:400]}" if error else why
+
+
+def fmt(value, digits=3):
+    return f"{value:.{digits}g}"
+
+
+def timed_steps(step_ms, warmup):
+    """(median, min, max) step seconds after the warm-up steps, or None."""
+    timed = step_ms[warmup:]
+    if not timed:
+        return None
+    return statistics.median(timed) / 1e3, min(timed) / 1e3, max(timed) / 1e3
+
+
+def correctness_rows(bundle, rows):
+    failed = False
+    for check in bundle.manifest["correctness"]:
+        name, tol = check["name"], check["tolerance"]
+        what = f"{check['model']} {check['dtype']} vs CPU f32, {check['steps']} steps"
+        against = f"each step: abs diff ≤ {tol:g}·max(1, loss) ({check['why']})"
+        why = bundle.failure(name)
+        reference = bundle.json(check["reference"])
+        if why is None and reference is None:
+            why = f"no CPU reference ({check['reference']})"
+        if why is not None:
+            rows.append(("correctness", what, f"n/a: {why}", against, "FAIL"))
+            failed = True
+            continue
+        losses = [r["loss"] for r in read_metrics(bundle.path("results", name + ".jsonl"))]
+        ref = reference["loss"]
+        if len(losses) != len(ref):
+            rows.append(("correctness", what, f"n/a: {len(losses)} steps ran, the reference has {len(ref)}",
+                         against, "FAIL"))
+            failed = True
+            continue
+        diffs = [abs(a - b) for a, b in zip(losses, ref)]
+        rel = max(d / abs(b) for d, b in zip(diffs, ref))
+        ok = all(d <= tol * max(1.0, abs(b)) for d, b in zip(diffs, ref))
+        failed |= not ok
+        rows.append(("correctness", what,
+                     f"max abs diff {fmt(max(diffs))}, max rel {fmt(rel)}; loss {losses[0]:.4f} → {losses[-1]:.4f}",
+                     against, "PASS" if ok else "FAIL"))
+    return failed
+
+
+def ceiling_rows(bundle, rows):
+    ceilings = bundle.json("results", "ceilings.json")
+    why = bundle.failure("ceilings")
+    if why is not None or ceilings is None:
+        why = why or "no results/ceilings.json"
+        rows.append(("ceiling", "device-to-device copy", f"n/a: {why}", "", ""))
+        rows.append(("ceiling", "bf16 GEMM", f"n/a: {why}", "", ""))
+        return None
+    rounds = (f"best of {ceilings['rounds']} rounds of {ceilings['repeats']}, CUDA events; "
+              f"torch {ceilings['torch']} (CUDA {ceilings['torch_cuda']})")
+    rows.append(("ceiling", f"device-to-device copy, {ceilings['copy_bytes'] >> 30} GiB (torch copy_)",
+                 f"{ceilings['copy_gbps']:.0f} GB/s (read + write bytes; median round "
+                 f"{ceilings['copy_gbps_median']:.0f})", rounds, ""))
+    n = ceilings["gemm_size"]
+    library = "cuBLASLt" if "lt" in ceilings["blas_library"].lower() else "cuBLAS, which calls cuBLASLt"
+    rows.append(("ceiling", f"bf16 GEMM {n}×{n}×{n} (torch.matmul; torch's BLAS backend "
+                            f"{ceilings['blas_library']}: {library})",
+                 f"{ceilings['gemm_tflops']:.0f} TFLOP/s (median round {ceilings['gemm_tflops_median']:.0f})",
+                 f"{ceilings['gemm_tflops'] * 1e12 / H100_BF16_DENSE_FLOPS:.2f} of 989 TFLOP/s; {rounds}", ""))
+    return ceilings
+
+
+def medium_rows(bundle, ceilings, rows):
+    medium = bundle.manifest["medium"]
+    flops, tokens, warmup = medium["flops_per_step"], medium["tokens_per_step"], medium["warmup"]
+    label = (f"{medium['model']} bf16: {medium['layers']} layers, d={medium['d']}, {medium['heads']} heads, "
+             f"T={medium['seq_len']}, B={medium['batch_size']}, vocab {medium['vocab']}")
+    rows.append(("gpt2-medium", "model", label,
+                 f"{flops / 1e12:.2f} TFLOP/step (tgc --stats flops_per_step, used for both)", ""))
+
+    def framework_row(name, step_ms, extra):
+        timing = timed_steps(step_ms, warmup)
+        if timing is None:
+            rows.append(("gpt2-medium", name, f"n/a: fewer than {warmup + 1} steps ran", "", ""))
+            return None
+        median, fastest, slowest = timing
+        mfu = f"MFU {flops / median / H100_BF16_DENSE_FLOPS:.3f} of 989 TFLOP/s (H100 SXM dense bf16)"
+        if ceilings:
+            mfu += f", {flops / median / (ceilings['gemm_tflops'] * 1e12):.3f} of the measured GEMM ceiling"
+        rows.append(("gpt2-medium", name,
+                     f"{median * 1e3:.1f} ms/step ({fastest * 1e3:.1f}–{slowest * 1e3:.1f}), "
+                     f"{tokens / median:,.0f} tokens/s{extra}",
+                     f"{mfu}; median of steps {warmup + 1}–{len(step_ms)}, tokens/s = B·T / median step", ""))
+        return tokens / median
+
+    throughput, losses = {}, {}
+    why = bundle.failure("medium-tgc")
+    if why is None:
+        metrics = read_metrics(bundle.path("results", "medium-tgc.jsonl"))
+        losses["TGC"] = [r["loss"] for r in metrics]
+        throughput["TGC"] = framework_row(
+            "TGC (tgrun)", [r["step_ms"] for r in metrics],
+            f"; arena {medium['arena_bytes'] / 2**30:.1f} GiB")
+    else:
+        rows.append(("gpt2-medium", "TGC (tgrun)", f"n/a: {why}", "", ""))
+    for mode, name in (("eager", "PyTorch eager"), ("compile", "PyTorch torch.compile")):
+        result = bundle.json("results", f"torch-{mode}.json")
+        why = bundle.failure(f"torch-{mode}")
+        if why is None and result and "unavailable" in result:
+            why = result["unavailable"][len("n/a: "):]
+        if why is not None or result is None:
+            rows.append(("gpt2-medium", name, f"n/a: {why or 'no result'}", "", ""))
+            continue
+        extra = f"; peak {result['peak_memory_bytes'] / 2**30:.1f} GiB allocated" if "peak_memory_bytes" in result else ""
+        if mode == "compile" and result["step_ms"]:
+            extra += f"; step 1 (compiles) {result['step_ms'][0] / 1e3:.1f} s"
+        name += f" (torch {result['torch']}, {result['adamw']} AdamW, {result['attention']} attention)"
+        throughput[mode] = framework_row(name, result["step_ms"], extra)
+        losses[mode] = result["loss"]
+        if result.get("transformers_check"):
+            rows.append(("gpt2-medium", f"{name}: the same model as transformers' GPT2LMHeadModel?",
+                         result["transformers_check"], "", ""))
+
+    eager = bundle.json("results", "torch-eager.json")
+    if "TGC" in losses and "eager" in losses and eager.get("init"):
+        n = min(len(losses["TGC"]), len(losses["eager"]))
+        diff = max(abs(a - b) for a, b in zip(losses["TGC"][:n], losses["eager"][:n]))
+        rows.append(("gpt2-medium", "same weights and batches: TGC vs PyTorch eager losses",
+                     f"max abs diff {fmt(diff)} over {n} steps; step 1: {losses['TGC'][0]:.4f} vs "
+                     f"{losses['eager'][0]:.4f}",
+                     f"PyTorch computes in {eager['compute_dtype']} (information, no threshold)", ""))
+    for mode, name in (("eager", "PyTorch eager"), ("compile", "torch.compile")):
+        if throughput.get("TGC") and throughput.get(mode):
+            rows.append(("**headline**", f"tokens/s, TGC / {name}", f"**{throughput['TGC'] / throughput[mode]:.2f}×**",
+                         "> 1: TGC faster", ""))
+        else:
+            rows.append(("**headline**", f"tokens/s, TGC / {name}", "n/a: one side did not run (rows above)", "", ""))
+
+
+def profile_rows(bundle, ceilings, rows):
+    """Each generated kernel's GB/s against the copy, each GEMM's TFLOP/s
+    against the GEMM ceiling, from tgrun --profile of the GPT-2-medium step."""
+    why = bundle.failure("medium-profile")
+    trace = bundle.json("work", "medium-profile.json") if why is None else None
+    if trace is None:
+        rows.append(("kernels", "per-kernel GB/s and per-GEMM TFLOP/s",
+                     f"n/a: {why or 'no trace (tgrun has no --profile?)'}", "", ""))
+        return
+    events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+    steps = sorted({e["args"]["step"] for e in events})
+    if len(steps) > 1:  # the first profiled step loads modules and warms caches
+        steps = steps[1:]
+    events = [e for e in events if e["args"]["step"] in steps]
+    total_s = sum(e["dur"] for e in events) / 1e6
+    groups = {}
+    for e in events:
+        if e["cat"] == "gemm":
+            # One row per GEMM of a layer: gemm h3_attn_qkv and gemm h7_attn_qkv are the same shape.
+            key = ("gemm", re.sub(r"(^|[ _])h\d+_", r"\1h*_", e["name"]))
+        else:
+            key = (e["cat"], e["name"].split()[0])  # k11_softmax h0_attn_probs -> k11_softmax
+        g = groups.setdefault(key, {"s": 0.0, "bytes": 0.0, "flops": 0.0, "calls": 0})
+        g["s"] += e["dur"] / 1e6
+        g["bytes"] += e["args"]["bytes"]
+        g["flops"] += e["args"]["flops"]
+        g["calls"] += 1
+    per_step = len(steps)
+    rows.append(("profile", f"GPT-2-medium, tgrun --profile, steps {steps[0]}–{steps[-1]}",
+                 f"{total_s / per_step * 1e3:.1f} ms of command time per step, "
+                 f"{len(events) // per_step} commands per step",
+                 "bytes = the operands' sizes (each read or written once)", ""))
+    for (kind, name), g in sorted(groups.items(), key=lambda kv: -kv[1]["s"]):
+        if g["s"] <= 0:
+            continue
+        calls = f"{g['calls'] // per_step}/step, {g['s'] / per_step * 1e3:.2f} ms/step, {100 * g['s'] / total_s:.1f}%"
+        if kind == "gemm":
+            tflops = g["flops"] / g["s"] / 1e12
+            frac = f"{tflops * 1e12 / (ceilings['gemm_tflops'] * 1e12):.2f} of the GEMM ceiling" if ceilings \
+                else "n/a: no ceiling"
+            rows.append(("GEMM (cuBLASLt)", f"{name} ({calls})", f"{tflops:.1f} TFLOP/s", frac, ""))
+        else:
+            gbps = g["bytes"] / g["s"] / 1e9
+            frac = f"{gbps / ceilings['copy_gbps']:.2f} of the copy" if ceilings else "n/a: no ceiling"
+            rows.append((f"{kind} (generated)" if kind == "kernel" else kind, f"{name} ({calls})",
+                         f"{gbps:.0f} GB/s", frac, ""))
+
+
+def report(root, quiet):
+    bundle = Bundle(root)
+    if bundle.manifest is None:
+        sys.exit(f"validate.py: {root}: no manifest.json: not a bundle made by scripts/gpu-validate prepare")
+    m = bundle.manifest
+    gpu = bundle.text("results", "gpu.txt") or "n/a: nvidia-smi gave nothing"
+    rows = [("run", "GPU", gpu, "", ""),
+            ("run", "date", datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+             f"bundle prepared {m['prepared']}", ""),
+            ("run", "commit", m["commit"] + (" + uncommitted changes" if m["dirty"] else ""),
+             f"artifacts for {m['cuda_arch']}", "")]
+    build = bundle.failure("build")
+    rows.append(("run", "runtime build (cmake + ninja tgrun, CUDA backend)",
+                 "built" if build is None else f"n/a: {build}", "", "PASS" if build is None else "FAIL"))
+    failed = build is not None
+    failed |= correctness_rows(bundle, rows)
+    ceilings = ceiling_rows(bundle, rows)
+    medium_rows(bundle, ceilings, rows)
+    profile_rows(bundle, ceilings, rows)
+
+    lines = [f"# scripts/gpu-validate: {'FAIL' if failed else 'PASS'}", "",
+             "| section | what | measured | compared with | check |", "|---|---|---|---|---|"]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    text = "\n".join(lines) + "\n"
+    with open(bundle.path("gpu-validate.md"), "w") as f:
+        f.write(text)
+    if not quiet:
+        print(text)
+        print(f"(also in {bundle.path('gpu-validate.md')})")
+    return 1 if failed else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="command", required=True)
+    tokens = sub.add_parser("tokens")
+    tokens.add_argument("--vocab", type=int, required=True)
+    tokens.add_argument("--count", type=int, required=True)
+    tokens.add_argument("-o", required=True)
+    ref = sub.add_parser("reference")
+    ref.add_argument("metrics")
+    ref.add_argument("-o", required=True)
+    man = sub.add_parser("manifest")
+    man.add_argument("bundle")
+    man.add_argument("--commit", required=True)
+    man.add_argument("--dirty", type=int, choices=(0, 1), required=True)
+    man.add_argument("--cuda-arch", required=True)
+    man.add_argument("--steps", type=int, required=True, help="steps of the correctness runs")
+    man.add_argument("--medium", required=True, help="name of the timed model (models/NAME.json)")
+    man.add_argument("--medium-steps", type=int, required=True)
+    man.add_argument("--warmup", type=int, required=True)
+    man.add_argument("--checks", nargs="+", required=True, help="MODEL-DTYPE of each correctness run")
+    ceil = sub.add_parser("ceilings")
+    ceil.add_argument("-o", required=True)
+    rep = sub.add_parser("report")
+    rep.add_argument("bundle")
+    rep.add_argument("--quiet", action="store_true", help="only write BUNDLE/gpu-validate.md")
+    args = ap.parse_args()
+    if args.command == "tokens":
+        write_tokens(args.vocab, args.count, args.o)
+    elif args.command == "reference":
+        write_reference(args.metrics, args.o)
+    elif args.command == "manifest":
+        write_manifest(args)
+    elif args.command == "ceilings":
+        measure_ceilings(args.o)
+    else:
+        return report(args.bundle, args.quiet)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
