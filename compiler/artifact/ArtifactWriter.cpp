@@ -276,11 +276,14 @@ private:
         auto dtype = dtypeOf(&op, g.getC().getType().getElementType());
         if (failed(dtype))
           return failure();
-        gemm = tgx::CreateGemm(fbb, *dtype, g.getTransposeA(),
-                               g.getTransposeB(), g.getM(), g.getN(), g.getK(),
-                               g.getBatch(), g.getStrideA(), g.getStrideB(),
-                               g.getStrideC());
+        gemm = tgx::CreateGemm(
+            fbb, *dtype, g.getTransposeA(), g.getTransposeB(), g.getM(),
+            g.getN(), g.getK(), g.getBatch(), g.getStrideA(), g.getStrideB(),
+            g.getStrideC(),
+            g.getBias() ? tgx::GemmEpilogue_Bias : tgx::GemmEpilogue_None);
         buffers = {g.getA(), g.getB(), g.getC()};
+        if (g.getBias())
+          buffers.push_back(g.getBias());
       } else if (auto copy = dyn_cast<exec::CopyOp>(op)) {
         kind = tgx::CommandKind_Copy;
         buffers = {copy.getSource(), copy.getTarget()};

@@ -19,6 +19,8 @@ void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options) {
   pm.addNestedPass<func::FuncOp>(
       createTgFormDispatchRegions({options.libraryGemm}));
   pm.addPass(createTgLowerToExec({"train_step", options.seed}));
+  if (options.fusion)
+    pm.addPass(createExecFuseGemmBias());
   pm.addPass(createExecInsertTimepoints());
   pm.addPass(createExecPlanBuffers());
   pm.addPass(createTgBufferizeKernels());

@@ -115,6 +115,11 @@ static cl::opt<GemmLowering> gemmOpt(
                clEnumValN(GemmLowering::Generated, "generated",
                           "loop kernels generated like every other op")),
     cl::sub(compileCommand), cl::cat(tgcCategory));
+static cl::opt<bool> noFusionOpt(
+    "no-fusion",
+    cl::desc("Turn off the fusion passes (today: bias adds folded into the "
+             "GEMMs before them), to compare or to find a fusion at fault"),
+    cl::sub(compileCommand), cl::cat(tgcCategory));
 static cl::opt<bool> verifyEachOpt(
     "verify-each",
     cl::desc("Verify the IR after every pass, not only before and after the "
@@ -447,7 +452,8 @@ static int compile(MLIRContext &ctx, const char *argv0) {
   double planSeconds = 0;
   if (lowers) {
     tg::buildLoweringStage(pm, {gemmOpt == GemmLowering::Library,
-                                c.train ? uint64_t(c.train->seed) : 0});
+                                c.train ? uint64_t(c.train->seed) : 0,
+                                !noFusionOpt});
     pm.addInstrumentation(std::make_unique<PlanClock>(planSeconds));
   }
   if (compilesKernels) {

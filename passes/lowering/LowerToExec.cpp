@@ -44,7 +44,7 @@ exec::GemmOp createGemm(OpBuilder &b, MatmulOp op, Value lhs, Value rhs,
   }
   return exec::GemmOp::create(
       b, op.getLoc(), exec::TimepointType::get(b.getContext()), lhs, rhs, out,
-      /*awaits=*/ValueRange{}, op.getTransposeLhs(), op.getTransposeRhs(), m,
+      /*bias=*/Value(), /*awaits=*/ValueRange{}, op.getTransposeLhs(), op.getTransposeRhs(), m,
       n, k, batch, /*stride_a=*/m * k, strideB, /*stride_c=*/m * n,
       /*stream=*/0);
 }

@@ -350,9 +350,14 @@ private:
                       (program.target() == tgx::Target_Cuda
                            ? ", not one of F32, F64, BF16 and F16"
                            : ", but the CPU target multiplies F32 and F64 only"));
-    if (c.operands()->size() != 3)
+    if (g->epilogue() < tgx::GemmEpilogue_MIN || g->epilogue() > tgx::GemmEpilogue_MAX)
+      return fail(field + ".gemm.epilogue",
+                  "has the unknown value " + std::to_string(int(g->epilogue())));
+    bool bias = g->epilogue() == tgx::GemmEpilogue_Bias;
+    if (c.operands()->size() != (bias ? 4u : 3u))
       return fail(field + ".operands", "has " + std::to_string(c.operands()->size()) +
-                                           " entries instead of [a, b, c]");
+                                           " entries instead of " +
+                                           (bias ? "[a, b, c, bias]" : "[a, b, c]"));
     constexpr int64_t kMaxDim = std::numeric_limits<int>::max(); // BLAS ints
     for (int64_t v : {g->m(), g->n(), g->k(), g->batch()})
       if (v < 1 || v > kMaxDim)
@@ -369,7 +374,8 @@ private:
                                        std::to_string(g->n()) + " outputs overlap");
     return checkGemmOperand(c, 0, g->stride_a(), g->m(), g->k(), field) &&
            checkGemmOperand(c, 1, g->stride_b(), g->k(), g->n(), field) &&
-           checkGemmOperand(c, 2, g->stride_c(), g->m(), g->n(), field);
+           checkGemmOperand(c, 2, g->stride_c(), g->m(), g->n(), field) &&
+           (!bias || checkGemmOperand(c, 3, 0, 1, g->n(), field));
   }
 
   bool checkCommands() {

@@ -56,11 +56,20 @@ void runGemm(const tgx::Gemm &g, void *const *buffers,
   auto m = blasint(g.m()), n = blasint(g.n()), k = blasint(g.k());
   blasint lda = g.transpose_a() ? m : k;
   blasint ldb = g.transpose_b() ? k : n;
-  for (int64_t i = 0; i < g.batch(); ++i)
+  for (int64_t i = 0; i < g.batch(); ++i) {
+    T *out = c + i * g.stride_c();
     gemm(CblasRowMajor, g.transpose_a() ? CblasTrans : CblasNoTrans,
          g.transpose_b() ? CblasTrans : CblasNoTrans, m, n, k, T(1),
-         a + i * g.stride_a(), lda, b + i * g.stride_b(), ldb, T(0),
-         c + i * g.stride_c(), n);
+         a + i * g.stride_a(), lda, b + i * g.stride_b(), ldb, T(0), out, n);
+    // The bias epilogue: one pass over the rows just written (still in
+    // cache for small ones), rounding as a separate add kernel would.
+    if (g.epilogue() == tgx::GemmEpilogue_Bias) {
+      auto *bias = static_cast<const T *>(buffers[3]);
+      for (blasint row = 0; row < m; ++row)
+        for (blasint j = 0; j < n; ++j)
+          out[int64_t(row) * n + j] += bias[j];
+    }
+  }
 }
 
 class CpuBackend final : public Backend {

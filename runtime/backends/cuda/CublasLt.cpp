@@ -64,6 +64,7 @@ struct Gemms::Plan {
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo{};
   bool f64 = false;
+  bool bias = false;
   ~Plan() {
     if (a) api->cublasLtMatrixLayoutDestroy(a);
     if (b) api->cublasLtMatrixLayoutDestroy(b);
@@ -94,7 +95,7 @@ Gemms::~Gemms() {
 
 int Gemms::plan(const tgx::Gemm &g, std::string &error) {
   Shape shape{int(g.dtype()), g.transpose_a(), g.transpose_b(), g.m(), g.n(), g.k(),
-              g.batch(),      g.stride_a(),    g.stride_b(),    g.stride_c()};
+              g.batch(),      g.stride_a(),    g.stride_b(),    g.stride_c(), int(g.epilogue())};
   auto found = planOf.find(shape);
   if (found != planOf.end())
     return found->second;
@@ -133,6 +134,14 @@ int Gemms::plan(const tgx::Gemm &g, std::string &error) {
                                       sizeof(transLtA));
   api->cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &transLtB,
                                       sizeof(transLtB));
+  // The bias runs along our n, the rows of cuBLASLt's column-major D (its
+  // pointer is set per command in run()).
+  if (g.epilogue() == tgx::GemmEpilogue_Bias) {
+    cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    api->cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                        sizeof(epilogue));
+    p->bias = true;
+  }
   auto layout = [&](cublasLtMatrixLayout_t &out, uint64_t rows, uint64_t cols,
                     int64_t stride) -> cublasStatus_t {
     if (cublasStatus_t s = api->cublasLtMatrixLayoutCreate(&out, type, rows, cols, int64_t(rows)))
@@ -181,9 +190,16 @@ int Gemms::plan(const tgx::Gemm &g, std::string &error) {
   return index;
 }
 
-bool Gemms::run(int index, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c,
+bool Gemms::run(int index, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, CUdeviceptr bias,
                 CUdeviceptr workspace, CUstream stream, std::string &error) const {
   const Plan &p = *plans[index];
+  if (p.bias) {
+    // Commands of one shape share the plan: the pointer is the command's.
+    // (cuBLASLt reads it when the matmul is issued or captured.)
+    const void *pointer = reinterpret_cast<const void *>(bias);
+    api->cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &pointer,
+                                        sizeof(pointer));
+  }
   float oneF = 1, zeroF = 0;
   double oneD = 1, zeroD = 0;
   const void *alpha = p.f64 ? static_cast<const void *>(&oneD) : &oneF;

@@ -30,14 +30,15 @@ public:
   /// The plan for `gemm`'s shape (planned on first sight), or -1 with
   /// `error` set when cuBLASLt has no algorithm for it.
   int plan(const tgx::Gemm &gemm, std::string &error);
-  /// c = op(a) x op(b) with plan `index` on `stream`.
-  bool run(int index, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c,
+  /// c = op(a) x op(b) (+ bias, with the Bias epilogue) with plan `index`
+  /// on `stream`.
+  bool run(int index, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, CUdeviceptr bias,
            CUdeviceptr workspace, CUstream stream, std::string &error) const;
 
 private:
   struct Plan;
   using Shape = std::tuple<int, bool, bool, int64_t, int64_t, int64_t, int64_t,
-                           int64_t, int64_t, int64_t>;
+                           int64_t, int64_t, int64_t, int>;
   Gemms() = default;
 
   const LtApi *api = nullptr;

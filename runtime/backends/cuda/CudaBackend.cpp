@@ -388,7 +388,8 @@ private:
       return true;
     case tgx::CommandKind_Gemm:
       if (!gemms->run(step.gemmPlan, step.buffers[0], step.buffers[1], step.buffers[2],
-                      workspace, stream, error)) {
+                      step.buffers.size() > 3 ? step.buffers[3] : 0, workspace, stream,
+                      error)) {
         error = source + ": " + error;
         return false;
       }

@@ -131,6 +131,15 @@ TEST(Artifact, RejectsBadCommands) {
                  "has stride_c 0, so the batch's 2x2 outputs overlap");
   expectRejected([](ProgramSpec &s) { s.commands[0].hasGemm = false; },
                  "is a Gemm without its 'gemm' table");
+  expectRejected(
+      [](ProgramSpec &s) { s.commands[0].gemm.epilogue = tgx::GemmEpilogue_Bias; },
+      "commands[0] ('matmul').operands has 3 entries instead of [a, b, c, bias]");
+  expectRejected(
+      [](ProgramSpec &s) { s.commands[0].gemm.epilogue = tgx::GemmEpilogue(9); },
+      "commands[0] ('matmul').gemm.epilogue has the unknown value 9");
+  expectRejected([](ProgramSpec &s) { s.commands[0].gemm.dtype = tgx::DType_BF16; },
+                 "commands[0] ('matmul').gemm.dtype is BF16, but the CPU target multiplies F32 "
+                 "and F64 only");
   expectRejected([](ProgramSpec &s) { s.commands[2].operands[1].size = 8; },
                  "commands[2].operands is not [source, destination] of equal size");
   expectRejected([](ProgramSpec &s) { s.commands[2].kind = tgx::CommandKind(7); },

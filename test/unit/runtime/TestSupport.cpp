@@ -122,7 +122,7 @@ std::vector<uint8_t> build(const ProgramSpec &spec) {
     if (c.hasGemm) {
       const GemmSpec &g = c.gemm;
       gemm = tgx::CreateGemm(b, g.dtype, g.transposeA, g.transposeB, g.m, g.n, g.k, g.batch,
-                             g.strideA, g.strideB, g.strideC);
+                             g.strideA, g.strideB, g.strideC, g.epilogue);
     }
     std::vector<tgx::BufferRange> operands;
     for (const Range &r : c.operands)

@@ -54,6 +54,7 @@ struct GemmSpec {
   tgx::DType dtype = tgx::DType_F32;
   bool transposeA = false, transposeB = false;
   int64_t m = 1, n = 1, k = 1, batch = 1, strideA = 0, strideB = 0, strideC = 0;
+  tgx::GemmEpilogue epilogue = tgx::GemmEpilogue_None;
 };
 
 struct CommandSpec {

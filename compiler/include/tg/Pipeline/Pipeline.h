@@ -22,12 +22,15 @@ struct LoweringOptions {
   bool libraryGemm = true;
   /// Initialisation seed recorded in the program.
   uint64_t seed = 0;
+  /// Fusion passes (today: GEMM bias epilogues); off for `tgc --no-fusion`.
+  bool fusion = true;
 };
 
 /// @train_step (tg) -> exec.program with planned resources, timepoints and
 /// a kernel module on memrefs: tg-unroll-micro-batches,
 /// tg-decompose-attention, tg-form-dispatch-regions, tg-lower-to-exec,
-/// exec-insert-timepoints, exec-plan-buffers, tg-bufferize-kernels.
+/// exec-fuse-gemm-bias (with fusion), exec-insert-timepoints,
+/// exec-plan-buffers, tg-bufferize-kernels.
 void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options);
 
 /// Kernel modules -> LLVM -> a host shared object in an exec.binary.

@@ -61,7 +61,12 @@ void addAwaits(Operation *command, ValueRange timepoints) {
 SmallVector<Value> getReadBuffers(Operation *command) {
   return llvm::TypeSwitch<Operation *, SmallVector<Value>>(command)
       .Case([](DispatchOp op) { return SmallVector<Value>(op.getInputs()); })
-      .Case([](GemmOp op) { return SmallVector<Value>{op.getA(), op.getB()}; })
+      .Case([](GemmOp op) {
+        SmallVector<Value> read{op.getA(), op.getB()};
+        if (op.getBias())
+          read.push_back(op.getBias());
+        return read;
+      })
       .Case<CopyOp, AllReduceOp, ReduceScatterOp, AllGatherOp, SendOp>(
           [](auto op) { return SmallVector<Value>{op.getSource()}; })
       .Default([](Operation *) { return SmallVector<Value>{}; });
@@ -250,6 +255,12 @@ LogicalResult GemmOp::verify() {
              << " needs " << need;
     return success();
   };
+  if (Value bias = getBias()) {
+    auto type = cast<MemRefType>(bias.getType());
+    if (type.getElementType() != element || type.getNumElements() != n)
+      return emitOpError("needs a bias of n = ")
+             << n << " elements of " << element << ", not " << type;
+  }
   return failure(failed(covers(getA(), getStrideA(), m * k, "a")) ||
                  failed(covers(getB(), getStrideB(), k * n, "b")) ||
                  failed(covers(getC(), getStrideC(), m * n, "c")));

@@ -117,6 +117,18 @@ def TgLowerToExec : Pass<"tg-lower-to-exec", "ModuleOp"> {
 // Execution dialect
 //===----------------------------------------------------------------------===//
 
+def ExecFuseGemmBias : Pass<"exec-fuse-gemm-bias", "ModuleOp"> {
+  let summary = "Fold a bias add that only consumes a GEMM's product into "
+                "the GEMM, as its epilogue";
+  let description = [{
+    Before timepoints and planning: a dispatch of a kernel that is exactly
+    `tg.add(product, bias)` (bias rank 1, as long as the product's last dim),
+    where the product is a scratch buffer written only by one `exec.gemm`
+    and read only by that dispatch, is removed; the GEMM writes the
+    dispatch's output with `bias(...)`. Turned off by `tgc --no-fusion`.
+  }];
+}
+
 def ExecInsertTimepoints : Pass<"exec-insert-timepoints", "ModuleOp"> {
   let summary = "Make every command await the commands it depends on";
   let description = [{

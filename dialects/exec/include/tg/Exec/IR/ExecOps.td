@@ -167,20 +167,25 @@ def Exec_DispatchOp : Exec_CommandOp<"dispatch",
   }];
 }
 
-def Exec_GemmOp : Exec_CommandOp<"gemm"> {
-  let summary = "c[i] = op(a[i]) x op(b[i]) for i < batch, through a library";
+def Exec_GemmOp : Exec_CommandOp<"gemm", [AttrSizedOperandSegments]> {
+  let summary = "c[i] = op(a[i]) x op(b[i]) (+ bias) for i < batch, through "
+                "a library";
   let description = [{
     Row-major m x k times k x n matrices (op = transpose when `transpose_a` /
     `transpose_b`); strides in elements between the batch's matrices, 0 when
-    all share one. Element types must match.
+    all share one. Element types must match. With `bias` (n elements), the
+    library adds it to every row of c as it writes c (an epilogue: cuBLASLt's
+    on CUDA, a pass over each row right after the BLAS call on the CPU).
   }];
   let arguments = (ins Exec_Buffer:$a, Exec_Buffer:$b, Exec_Buffer:$c,
+      Optional<Exec_Buffer>:$bias,
       Variadic<Exec_Timepoint>:$awaits, UnitAttr:$transpose_a,
       UnitAttr:$transpose_b, I64Attr:$m, I64Attr:$n, I64Attr:$k,
       I64Attr:$batch, I64Attr:$stride_a, I64Attr:$stride_b,
       I64Attr:$stride_c, DefaultValuedAttr<I64Attr, "0">:$stream);
   let assemblyFormat = [{
-    `(` $a `,` $b `)` `->` $c (`await` `(` $awaits^ `)`)? (`on` $stream^)?
+    `(` $a `,` $b `)` `->` $c (`bias` `(` $bias^ `:` type($bias) `)`)?
+    (`await` `(` $awaits^ `)`)? (`on` $stream^)?
     attr-dict `:` type($a) `,` type($b) `->` type($c)
   }];
   let hasVerifier = 1;

@@ -1,0 +1,111 @@
+// exec-fuse-gemm-bias: a GEMM whose product only feeds a bias add (a kernel
+// that is one tg.add of the product and a vector along its last dim) writes
+// the sum directly, with the bias as the GEMM's epilogue: one kernel, one
+// pass over the activation and one scratch buffer fewer per biased linear.
+#include "tg/Exec/IR/ExecOps.h"
+#include "tg/IR/TgOps.h"
+#include "tg/Passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::tg {
+#define GEN_PASS_DEF_EXECFUSEGEMMBIAS
+#include "tg/Passes/Passes.h.inc"
+
+namespace {
+
+/// The operand index (0 or 1) of the bias if `kernel` (on tensors) computes
+/// exactly add(product, bias) or add(bias, product), with a rank-1 bias as
+/// long as the product's last dim; -1 otherwise.
+int biasOperandOf(func::FuncOp kernel) {
+  Block &body = kernel.getBody().front();
+  if (kernel.getNumArguments() != 2 || body.getOperations().size() != 2)
+    return -1;
+  auto add = dyn_cast<AddOp>(body.front());
+  auto ret = dyn_cast<func::ReturnOp>(body.back());
+  if (!add || !ret || ret.getNumOperands() != 1 ||
+      ret.getOperand(0) != add.getResult())
+    return -1;
+  for (int bias : {1, 0}) {
+    auto product = dyn_cast<BlockArgument>(add->getOperand(1 - bias));
+    auto vector = dyn_cast<BlockArgument>(add->getOperand(bias));
+    if (!product || !vector || product == vector)
+      continue;
+    auto productType = cast<RankedTensorType>(product.getType());
+    auto vectorType = cast<RankedTensorType>(vector.getType());
+    if (vectorType.getRank() == 1 && productType.getRank() >= 1 &&
+        vectorType.getDimSize(0) == productType.getShape().back() &&
+        productType == add.getResult().getType())
+      return int(vector.getArgNumber());
+  }
+  return -1;
+}
+
+struct FuseGemmBiasPass : impl::ExecFuseGemmBiasBase<FuseGemmBiasPass> {
+  void runOnOperation() override {
+    SymbolTableCollection symbols;
+    llvm::SetVector<func::FuncOp> fusedKernels;
+    getOperation().walk([&](exec::DispatchOp dispatch) {
+      if (dispatch.getInputs().size() != 2 || dispatch.getOutputs().size() != 1)
+        return;
+      auto kernel = symbols.lookupNearestSymbolFrom<func::FuncOp>(
+          dispatch, dispatch.getKernel());
+      if (!kernel || kernel.isExternal())
+        return;
+      int biasIndex = biasOperandOf(kernel);
+      if (biasIndex < 0)
+        return;
+      Value product = dispatch.getInputs()[1 - biasIndex];
+      Value bias = dispatch.getInputs()[biasIndex];
+      auto resource = product.getDefiningOp<exec::ResourceOp>();
+      if (!resource || resource.getKind() != exec::ResourceKind::scratch)
+        return;
+      // The product must be the GEMM's alone: written by it, read by the add.
+      exec::GemmOp gemm;
+      for (Operation *user : product.getUsers()) {
+        if (user == dispatch)
+          continue;
+        auto writer = dyn_cast<exec::GemmOp>(user);
+        if (!writer || writer.getC() != product || writer.getBias() || gemm)
+          return;
+        gemm = writer;
+      }
+      Value out = dispatch.getOutputs()[0];
+      if (!gemm || out.getType() != product.getType() ||
+          !gemm->isBeforeInBlock(dispatch) || gemm.getStrideC() * gemm.getBatch() !=
+                                                  gemm.getM() * gemm.getN() * gemm.getBatch())
+        return;
+      // The add's operands and output must exist where the GEMM runs; a
+      // resource declared later (it has no operands) moves up to it.
+      for (Value v : {bias, out}) {
+        Operation *def = v.getDefiningOp();
+        if (!def || def->getBlock() != gemm->getBlock() || def->isBeforeInBlock(gemm))
+          continue;
+        if (!isa<exec::ResourceOp>(def) || def->getNumOperands() != 0)
+          return;
+        def->moveBefore(gemm);
+      }
+      gemm.getCMutable().assign(out);
+      gemm.getBiasMutable().assign(bias);
+      if (!dispatch.getDone().use_empty())
+        return signalPassFailure(); // timepoints come later in the pipeline
+      dispatch.erase();
+      resource.erase();
+      fusedKernels.insert(kernel);
+    });
+    // A bias-add kernel left without dispatches is not compiled.
+    DenseSet<Operation *> dispatched;
+    getOperation().walk([&](exec::DispatchOp dispatch) {
+      dispatched.insert(
+          symbols.lookupNearestSymbolFrom(dispatch, dispatch.getKernel()));
+    });
+    for (func::FuncOp kernel : fusedKernels)
+      if (!dispatched.contains(kernel))
+        kernel.erase();
+  }
+};
+
+} // namespace
+} // namespace mlir::tg
