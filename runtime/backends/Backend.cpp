@@ -13,6 +13,12 @@ namespace tg::runtime {
 std::unique_ptr<Backend> createBackend(const tgx::Program &program,
                                        const std::string &sourceName,
                                        std::string &error) {
+  for (int64_t d : *program.mesh()->shape())
+    if (d != 1) {
+      error = sourceName + ": the program is laid out for a multi-device mesh, which this "
+                           "runtime cannot run yet; compile it for a single device";
+      return nullptr;
+    }
   switch (program.target()) {
   case tgx::Target_Cpu:
 #ifdef TG_HAVE_CPU_BACKEND

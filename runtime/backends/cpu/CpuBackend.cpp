@@ -169,12 +169,6 @@ private:
 std::unique_ptr<Backend> createCpuBackend(const tgx::Program &program,
                                           const std::string &sourceName,
                                           std::string &error) {
-  for (int64_t d : *program.mesh()->shape())
-    if (d != 1) {
-      error = sourceName + ": the program is laid out for a multi-device mesh, "
-                           "which the CPU backend cannot run; compile it for a single device";
-      return nullptr;
-    }
   auto backend = std::make_unique<CpuBackend>();
   if (!backend->load(program, sourceName, error))
     return nullptr;

@@ -451,12 +451,6 @@ private:
 std::unique_ptr<Backend> createCudaBackend(const tgx::Program &program,
                                            const std::string &sourceName,
                                            std::string &error) {
-  for (int64_t d : *program.mesh()->shape())
-    if (d != 1) {
-      error = sourceName + ": the program is laid out for a multi-device mesh, which this "
-                           "runtime cannot run yet; compile it for a single device";
-      return nullptr;
-    }
   auto backend = std::make_unique<CudaBackend>();
   if (!backend->load(program, sourceName, error))
     return nullptr;

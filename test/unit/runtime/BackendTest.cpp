@@ -118,6 +118,18 @@ TEST(CpuBackend, ResidentLibrariesDoNotShadowLaterOnes) {
   EXPECT_EQ(losses[1], losses[3]);
 }
 
+// Until the runtime runs collectives, a program for several devices is
+// refused by name (in createBackend, before the target's backend).
+TEST(Backend, RejectsMultiDeviceMeshes) {
+  ProgramSpec spec = test::fixtureSpec();
+  spec.meshSize = 2;
+  std::string error = createError(spec);
+  EXPECT_NE(error.find("model.tgx: the program is laid out for a multi-device mesh, which "
+                       "this runtime cannot run yet"),
+            std::string::npos)
+      << error;
+}
+
 TEST(CpuBackend, RejectsImagesItCannotLoad) {
   ProgramSpec spec = test::fixtureSpec();
   spec.modules[0].image.resize(100);

@@ -132,7 +132,7 @@ std::vector<uint8_t> build(const ProgramSpec &spec) {
                                           c.label.empty() ? 0 : b.CreateString(c.label),
                                           c.stream, b.CreateVector(c.awaits)));
   }
-  std::vector<int64_t> meshShape{1};
+  std::vector<int64_t> meshShape{spec.meshSize};
   auto mesh = tgx::CreateMesh(b, b.CreateVector(meshShape), b.CreateVectorOfStrings({"d"}));
   auto train = tgx::CreateTrainInfo(b, spec.batchSize, spec.seqLen, spec.vocabSize, spec.seed,
                                     1e6);

@@ -72,6 +72,7 @@ struct ProgramSpec {
   uint32_t formatVersion = runtime::kFormatVersion;
   bool seal = true; // append the checksum trailer
   tgx::Target target = tgx::Target_Cpu;
+  int64_t meshSize = 1; // devices along the mesh's one axis
   int64_t batchSize = 2, seqLen = 3, vocabSize = 5;
   uint64_t seed = 42;
   uint64_t arenaBytes = 0;
