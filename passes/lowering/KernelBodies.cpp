@@ -118,6 +118,24 @@ public:
           b, loc, acc[0], term(i), arith::FastMathFlags::reassoc)};
     })[0];
   }
+  /// Sums term(i) over i < n in f64, whatever the element type: a sum over
+  /// millions of float32 values (a gradient's squares, the loss over the
+  /// batch) keeps float64's accuracy, where a float32 accumulator drifts by
+  /// ~n ulp. Returns the f64 sum; `narrow` rounds it once.
+  template <typename Fn> Value wideSum(int64_t n, Fn &&term) {
+    Type wide = b.getF64Type();
+    return fold(n, {constant(wide, 0.0)}, [&](Value i, ValueRange acc) {
+      Value t = term(i);
+      if (t.getType() != wide)
+        t = arith::ExtFOp::create(b, loc, wide, t);
+      return SmallVector<Value>{arith::AddFOp::create(
+          b, loc, acc[0], t, arith::FastMathFlags::reassoc)};
+    })[0];
+  }
+  /// `v` in the element type.
+  Value narrow(Value v) {
+    return v.getType() == element ? v : arith::TruncFOp::create(b, loc, element, v);
+  }
   Value rowMax(Value flat, Value base, int64_t n) {
     return fold(n, {constant(-std::numeric_limits<double>::infinity())},
                 [&](Value i, ValueRange acc) {
@@ -361,6 +379,18 @@ void emitReduce(OpBuilder &b, Location loc, ReduceOpTy op, Value input,
   AffineMap out = AffineMap::get(shape.size(), 0, outExprs, ctx);
   Type element = getElementTypeOrSelf(result.getType());
   bool isMax = isa<ReduceMaxOp>(op.getOperation());
+  bool isMean = isa<ReduceMeanOp>(op.getOperation());
+  if (!isMax && axes.size() == shape.size()) {
+    // A sum over every element (gradient norms, means of whole tensors):
+    // accumulated in f64, rounded once.
+    Emitter e(b, loc, element);
+    Value in = flatten(b, loc, input);
+    Value total = e.wideSum(count, [&](Value i) { return e.load(in, i); });
+    if (isMean)
+      total = e.div(total, e.constant(b.getF64Type(), (double)count));
+    e.store(e.narrow(total), flatten(b, loc, result), e.index(0));
+    return;
+  }
   Value init = arith::ConstantOp::create(
       b, loc, element,
       b.getFloatAttr(element, isMax ? -std::numeric_limits<double>::infinity()
@@ -374,7 +404,7 @@ void emitReduce(OpBuilder &b, Location loc, ReduceOpTy op, Value input,
                         : Value(arith::AddFOp::create(nb, nloc, args[1], args[0]));
         linalg::YieldOp::create(nb, nloc, v);
       });
-  if (!isa<ReduceMeanOp>(op.getOperation()))
+  if (!isMean)
     return;
   auto outShape = shapeOf(result);
   AffineMap identity = AffineMap::getMultiDimIdentityMap(outShape.size(), ctx);
@@ -574,7 +604,8 @@ void emitRmsNormGrad(Emitter &e, RmsNormGradOp op, Value x, Value w, Value dy,
 
 void emitCrossEntropy(Emitter &e, Value logits, Value targets, Value loss,
                       int64_t rows, int64_t vocab) {
-  Value total = e.sum(rows, [&](Value r) {
+  // The batch's loss is summed in f64 (Emitter::wideSum).
+  Value total = e.wideSum(rows, [&](Value r) {
     Value base = e.mulIndex(r, vocab);
     Value max = e.rowMax(logits, base, vocab);
     Value sum = e.sum(vocab, [&](Value i) {
@@ -584,7 +615,8 @@ void emitCrossEntropy(Emitter &e, Value logits, Value targets, Value loss,
     Value picked = e.load(logits, e.addIndex(base, target));
     return e.sub(e.add(max, math::LogOp::create(e.b, e.loc, sum)), picked);
   });
-  e.store(e.div(total, e.constant((double)rows)), loss, e.index(0));
+  e.store(e.narrow(e.div(total, e.constant(e.b.getF64Type(), (double)rows))),
+          loss, e.index(0));
 }
 
 void emitCrossEntropyGrad(Emitter &e, Value logits, Value targets,

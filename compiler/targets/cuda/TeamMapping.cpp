@@ -211,7 +211,18 @@ LogicalResult TeamEmitter::cloneSequential(ArrayRef<Operation *> ops,
                                            IRMapping &map) {
   for (Operation *op : ops) {
     auto loop = dyn_cast<scf::ForOp>(op);
-    if (!loop) {
+    // A loop of loops runs in order, its inner loops over the team; a
+    // single loop that only reads and folds (a sum over a whole tensor) is
+    // itself spread over the team.
+    bool innermostFold =
+        loop && !loop.getBody()
+                     ->walk([](Operation *inner) {
+                       return isa<scf::ForOp, memref::StoreOp>(inner)
+                                  ? WalkResult::interrupt()
+                                  : WalkResult::advance();
+                     })
+                     .wasInterrupted();
+    if (!loop || innermostFold) {
       if (failed(cloneTeamLevel({op}, map)))
         return failure();
       continue;

@@ -32,8 +32,10 @@ public:
   /// them are strided over the lanes and their folds reduced across the
   /// team; stores among them are made by lane 0 between team barriers.
   LogicalResult cloneTeamLevel(ArrayRef<Operation *> ops, IRMapping &map);
-  /// Clones `ops` run by every lane alike: `scf.for` loops among them stay
-  /// sequential, and the ops of their bodies are cloned at team level.
+  /// Clones `ops` run by every lane alike: `scf.for` loops among them that
+  /// hold loops or stores stay sequential, the ops of their bodies cloned at
+  /// team level; a loop that only reads and folds is strided like at team
+  /// level.
   LogicalResult cloneSequential(ArrayRef<Operation *> ops, IRMapping &map);
 
   /// The fold combining `value` over the lanes of the team, available to

@@ -204,3 +204,34 @@ module @local_buffer {
     return
   }
 }
+
+// -----
+
+// A sum over a whole tensor in f64 (the kernel bodies' wide sums): a single
+// fold loop is spread over the block's 512 threads and combined through
+// shuffles and shared memory, in f64, before one thread stores it.
+// CHECK-LABEL: module @whole_sum
+// CHECK-SAME: {block = 512 : i64, grid = 1 : i64, shared_bytes = 0 : i64, symbol = "k0_0"}
+// CHECK: workgroup(%{{.*}} : memref<32xf64, #gpu.address_space<workgroup>>)
+// CHECK: %[[PART:.*]] = scf.for %{{.*}} = %{{.*}} to %c4096 step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (f64)
+// CHECK: gpu.shuffle  xor %[[PART]], %c16_i32, %c32_i32 : f64
+// CHECK: gpu.barrier
+// CHECK: scf.if
+// CHECK-NEXT: memref.store
+module @whole_sum {
+  func.func @k0(%x: memref<4096xf32>, %y: memref<f32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4096 = arith.constant 4096 : index
+    %zero = arith.constant 0.0 : f64
+    %sum = scf.for %i = %c0 to %c4096 step %c1 iter_args(%acc = %zero) -> (f64) {
+      %v = memref.load %x[%i] : memref<4096xf32>
+      %w = arith.extf %v : f32 to f64
+      %s = arith.addf %acc, %w fastmath<reassoc> : f64
+      scf.yield %s : f64
+    }
+    %n = arith.truncf %sum : f64 to f32
+    memref.store %n, %y[] : memref<f32>
+    return
+  }
+}
