@@ -29,6 +29,7 @@ backward) in torch.compile; the optimizer step stays eager (fused AdamW).
 import argparse
 import json
 import math
+import os
 import random
 import struct
 import sys
@@ -37,10 +38,10 @@ import time
 import torch
 import torch.nn.functional as F
 
-# --tiny: the shape of examples/models/gpt2-tiny.json, f32 (the CPU smoke test).
-TINY_MODEL = {"model_type": "gpt2", "vocab_size": 67, "n_positions": 64, "n_embd": 64,
-              "n_layer": 2, "n_head": 4, "n_inner": None, "layer_norm_epsilon": 1e-5,
-              "activation_function": "gelu_new", "tie_word_embeddings": True}
+# --tiny: examples/models/gpt2-tiny.json in f32 (the CPU smoke test, run from
+# the repository).
+TINY_MODEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples",
+                          "models", "gpt2-tiny.json")
 TINY_TRAIN = {"batch_size": 8, "seq_len": 32, "seed": 1234, "precision": "fp32",
               "optimizer": {"type": "adamw", "lr": 3e-3, "betas": [0.9, 0.95], "eps": 1e-8,
                             "weight_decay": 0.1},
@@ -239,7 +240,7 @@ def main():
         result["notes"].append("explicit causal attention: no F.scaled_dot_product_attention before PyTorch 2")
 
     if args.tiny:
-        cfg, train = TINY_MODEL, TINY_TRAIN
+        cfg, train = json.load(open(TINY_MODEL)), TINY_TRAIN
     elif args.model and args.train:
         cfg, train = json.load(open(args.model)), json.load(open(args.train))
     else:

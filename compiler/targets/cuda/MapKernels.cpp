@@ -65,7 +65,7 @@ public:
   FailureOr<SmallVector<cuda::Launch>> map(func::FuncOp kernel);
 
 private:
-  gpu::GPUFuncOp startPhase(func::FuncOp kernel, StringRef name, int64_t block,
+  gpu::GPUFuncOp startPhase(func::FuncOp kernel, StringRef name,
                             ArrayRef<Operation *> prologue, IRMapping &map);
   LogicalResult emitLinalg(linalg::LinalgOp op, gpu::GPUFuncOp func,
                            IRMapping &map, cuda::Launch &launch);
@@ -101,15 +101,12 @@ private:
 };
 
 gpu::GPUFuncOp KernelMapper::startPhase(func::FuncOp kernel, StringRef name,
-                                        int64_t block,
                                         ArrayRef<Operation *> prologue,
                                         IRMapping &map) {
   b.setInsertionPointToEnd(gpuModule.getBody());
   loc = kernel.getLoc();
   auto func = gpu::GPUFuncOp::create(b, loc, name, kernel.getFunctionType());
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  func.setKnownBlockSizeAttr(
-      b.getDenseI32ArrayAttr({(int32_t)block, 1, 1}));
   Block &entry = func.getBody().front();
   b.setInsertionPointToStart(&entry);
   for (auto [from, to] :
@@ -473,16 +470,8 @@ FailureOr<SmallVector<cuda::Launch>> KernelMapper::map(func::FuncOp kernel) {
   for (auto [i, phase] : llvm::enumerate(phases)) {
     cuda::Launch launch;
     launch.symbol = (kernel.getSymName() + "_" + Twine(i)).str();
-    int64_t block =
-        phase.kind == Phase::Kind::Sequential ? kSequentialBlock : kBlock;
     IRMapping map;
-    if (phase.kind == Phase::Kind::Linalg) {
-      auto op = cast<linalg::LinalgOp>(phase.ops[0]);
-      if (op.getNumReductionLoops() != 0 && op.getNumParallelLoops() == 0)
-        block = kSequentialBlock;
-    }
-    gpu::GPUFuncOp func =
-        startPhase(kernel, launch.symbol, block, prologue, map);
+    gpu::GPUFuncOp func = startPhase(kernel, launch.symbol, prologue, map);
     LogicalResult emitted = success();
     switch (phase.kind) {
     case Phase::Kind::Linalg:
@@ -502,9 +491,9 @@ FailureOr<SmallVector<cuda::Launch>> KernelMapper::map(func::FuncOp kernel) {
     }
     if (failed(emitted))
       return failure();
-    if (launch.block != block)
-      func.setKnownBlockSizeAttr(
-          b.getDenseI32ArrayAttr({(int32_t)launch.block, 1, 1}));
+    // The emitter chose the block size; ptxas sizes registers by it.
+    func.setKnownBlockSizeAttr(
+        b.getDenseI32ArrayAttr({(int32_t)launch.block, 1, 1}));
     gpu::ReturnOp::create(b, loc);
     // Drop the prologue's views and constants this phase does not use.
     for (Operation &op : llvm::make_early_inc_range(

@@ -1,7 +1,8 @@
 #include "CublasLt.h"
 
+#include "LoadOnce.h"
+
 #include <dlfcn.h>
-#include <mutex>
 
 namespace tg::runtime::cuda {
 
@@ -45,19 +46,6 @@ static bool loadLt(LtApi &api, std::string &error) {
   return true;
 }
 
-static const LtApi *getLt(std::string &error) {
-  static LtApi api;
-  static std::string loadError;
-  static std::once_flag once;
-  static bool loaded = false;
-  std::call_once(once, [] { loaded = loadLt(api, loadError); });
-  if (!loaded) {
-    error = loadError;
-    return nullptr;
-  }
-  return &api;
-}
-
 struct Gemms::Plan {
   const LtApi *api = nullptr;
   cublasLtMatmulDesc_t desc = nullptr;
@@ -74,7 +62,7 @@ struct Gemms::Plan {
 };
 
 std::unique_ptr<Gemms> Gemms::create(size_t workspaceBytes, std::string &error) {
-  const LtApi *api = getLt(error);
+  const LtApi *api = loadOnce(loadLt, error);
   if (!api)
     return nullptr;
   std::unique_ptr<Gemms> gemms(new Gemms());

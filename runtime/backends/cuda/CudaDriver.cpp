@@ -1,7 +1,8 @@
 #include "CudaDriver.h"
 
+#include "LoadOnce.h"
+
 #include <dlfcn.h>
-#include <mutex>
 
 namespace tg::runtime::cuda {
 
@@ -29,18 +30,7 @@ static bool loadDriver(Driver &driver, std::string &error) {
   return true;
 }
 
-const Driver *Driver::get(std::string &error) {
-  static Driver driver;
-  static std::string loadError;
-  static std::once_flag once;
-  static bool loaded = false;
-  std::call_once(once, [] { loaded = loadDriver(driver, loadError); });
-  if (!loaded) {
-    error = loadError;
-    return nullptr;
-  }
-  return &driver;
-}
+const Driver *Driver::get(std::string &error) { return loadOnce(loadDriver, error); }
 
 std::string Driver::errorText(const char *call, CUresult result) const {
   const char *name = nullptr, *text = nullptr;
