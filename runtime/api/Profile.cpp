@@ -13,6 +13,7 @@ tg_command_kind toCommandKind(tgx::CommandKind kind) {
   case tgx::CommandKind_Kernel: return TG_COMMAND_KERNEL;
   case tgx::CommandKind_Gemm: return TG_COMMAND_GEMM;
   case tgx::CommandKind_Copy: return TG_COMMAND_COPY;
+  case tgx::CommandKind_Collective: return TG_COMMAND_COLLECTIVE;
   }
   return TG_COMMAND_KERNEL; // unreachable: verified programs
 }

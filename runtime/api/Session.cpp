@@ -157,7 +157,9 @@ bool createSession(std::vector<uint8_t> bytes, const std::string &source,
   session->source = source;
   session->bytes = std::move(bytes);
   session->program = tgx::GetProgram(session->bytes.data());
-  session->backend = createBackend(*session->program, source, error);
+  if (!joinRanks(session->placement, error))
+    return false;
+  session->backend = createBackend(*session->program, source, session->placement, error);
   if (!session->backend)
     return false;
   const tgx::Program &program = *session->program;
@@ -167,6 +169,20 @@ bool createSession(std::vector<uint8_t> bytes, const std::string &source,
   session->loss = findSlot(program, "loss");
   session->gradNorm = findSlot(program, "grad_norm");
   session->lr = findSlot(program, "lr");
+  // Verified: the tokens slot holds one data rank's rows, and the ranks are
+  // numbered row-major over the mesh, so the data index is this rank over
+  // the product of the axes after "data".
+  session->rows = session->tokens->shape()->Get(0);
+  const tgx::Mesh &mesh = *program.mesh();
+  int64_t inner = 1;
+  for (int64_t i = int64_t(mesh.axes()->size()) - 1; i >= 0; --i) {
+    if (mesh.axes()->Get(uint32_t(i))->string_view() == "data") {
+      session->firstRow = (session->placement.rank / inner % mesh.shape()->Get(uint32_t(i))) *
+                          session->rows;
+      break;
+    }
+    inner *= mesh.shape()->Get(uint32_t(i));
+  }
   *out = session.release();
   return true;
 }
@@ -219,7 +235,7 @@ bool readScalar(const tg_session &session, const tgx::Slot &slot, double &out,
 bool checkTokens(const tg_session &session, const int32_t *values,
                  const char *what, std::string &error) {
   const tgx::TrainInfo &train = *session.program->train();
-  int64_t count = train.batch_size() * train.seq_len();
+  int64_t count = session.rows * train.seq_len();
   for (int64_t i = 0; i < count; ++i)
     if (values[i] < 0 || values[i] >= train.vocab_size()) {
       error = "tg_session_step: " + std::string(what) + "[" + std::to_string(i) +
@@ -255,6 +271,7 @@ bool step(tg_session &session, const int32_t *tokens, const int32_t *targets,
   auto step = static_cast<int32_t>(session.stepsDone);
   tg_step_result result;
   result.step = session.stepsDone + 1;
+  setCurrentStep(result.step);
   if (!writeSlot(session, *session.stepSlot, &step, sizeof(step), 0, error) ||
       !writeSlot(session, *session.tokens, tokens, session.tokens->range()->size(), 0, error) ||
       !writeSlot(session, *session.targets, targets, session.targets->range()->size(), 0,
@@ -349,6 +366,17 @@ tg_status tg_session_step(tg_session *session, const int32_t *tokens,
 }
 
 int64_t tg_session_steps_done(const tg_session *session) { return session->stepsDone; }
+
+void tg_session_rank(const tg_session *session, tg_rank_info *out) {
+  out->rank = session->placement.rank;
+  out->num_ranks = session->placement.size;
+  out->first_row = session->firstRow;
+  out->rows = session->rows;
+}
+
+void tg_set_collective_timeout(double seconds) { setCollectiveTimeout(seconds); }
+
+void tg_finish_ranks(int clean) { finishRanks(clean != 0); }
 
 void tg_set_num_threads(int threads) { setCpuThreads(threads); }
 

@@ -16,6 +16,8 @@ struct tg_session_s {
   std::vector<uint8_t> bytes; // the verified artifact; `program` points into it
   const tg::tgx::Program *program = nullptr;
   std::unique_ptr<tg::runtime::Backend> backend;
+  tg::runtime::RankPlacement placement;
+  int64_t firstRow = 0, rows = 0; // this rank's rows of the batch
   // The interface slots every verified program has.
   const tg::tgx::Slot *stepSlot = nullptr, *tokens = nullptr, *targets = nullptr,
                       *loss = nullptr, *gradNorm = nullptr, *lr = nullptr;

@@ -102,10 +102,32 @@ private:
       return fail("mesh", "has " + std::to_string(mesh.shape()->size()) +
                               " dimensions but " +
                               std::to_string(mesh.axes()->size()) + " axis names");
+    // Ranks are ints (MPI); a mesh beyond that is a corrupt field.
+    int64_t devices = 1;
     for (int64_t d : *mesh.shape())
-      if (d < 1)
-        return fail("mesh.shape", "has the dimension " + std::to_string(d));
+      if (d < 1 || (devices *= d) > std::numeric_limits<int32_t>::max())
+        return fail("mesh.shape", "has the dimension " + std::to_string(d) +
+                                      " (each must be at least 1, the product an int32)");
+    std::set<std::string_view> axes;
+    for (const flatbuffers::String *axis : *mesh.axes())
+      if (axis->size() == 0 || !axes.insert(axis->string_view()).second)
+        return fail("mesh.axes", "has an empty or duplicated axis name");
+    if (train.batch_size() % dataRanks() != 0)
+      return fail("train.batch_size", "is " + std::to_string(train.batch_size()) +
+                                          ", which the mesh's " +
+                                          std::to_string(dataRanks()) +
+                                          " data ranks do not divide");
     return true;
+  }
+
+  /// The size of the mesh's "data" axis (1 without one): each data rank
+  /// holds batch_size / dataRanks() rows of the batch.
+  int64_t dataRanks() const {
+    const tgx::Mesh &mesh = *program.mesh();
+    for (uint32_t i = 0; i < mesh.axes()->size(); ++i)
+      if (mesh.axes()->Get(i)->string_view() == "data")
+        return mesh.shape()->Get(i);
+    return 1;
   }
 
   /// FlatBuffers' verifier checks the alignment of a vector's length, not of
@@ -378,6 +400,54 @@ private:
            (!bias || checkGemmOperand(c, 3, 0, 1, g->n(), field));
   }
 
+  bool checkCollective(const tgx::Command &c, const std::string &field) {
+    const tgx::Collective *k = c.collective();
+    if (!k)
+      return fail(field, "is a Collective command without its collective");
+    if (k->kind() < tgx::CollectiveKind_MIN || k->kind() > tgx::CollectiveKind_MAX ||
+        k->reduction() < tgx::Reduction_MIN || k->reduction() > tgx::Reduction_MAX)
+      return fail(field + ".collective", "has an unknown kind or reduction");
+    const tgx::Mesh &mesh = *program.mesh();
+    if (k->axis() >= mesh.axes()->size())
+      return fail(field + ".collective.axis", "is " + std::to_string(k->axis()) +
+                                                  ", but the mesh has " +
+                                                  std::to_string(mesh.axes()->size()) +
+                                                  " axes");
+    uint64_t element = dtypeSize(k->dtype());
+    if (element == 0)
+      return fail(field + ".collective.dtype",
+                  "has the unknown value " + std::to_string(int(k->dtype())));
+    if (c.operands()->size() != 2)
+      return fail(field + ".operands", "is not [source, target]");
+    const tgx::BufferRange &source = *c.operands()->Get(0), &target = *c.operands()->Get(1);
+    uint64_t ranks = uint64_t(mesh.shape()->Get(k->axis()));
+    if (ranks < 2)
+      return fail(field + ".collective.axis",
+                  "is mesh axis '" + mesh.axes()->Get(k->axis())->str() +
+                      "' of size 1: a collective there has nothing to exchange");
+    uint64_t expected = source.size();
+    if (k->kind() == tgx::CollectiveKind_ReduceScatter)
+      expected = source.size() % ranks == 0 ? source.size() / ranks : 0;
+    else if (k->kind() == tgx::CollectiveKind_AllGather)
+      expected = source.size() * ranks;
+    if (source.size() == 0 || source.size() % element != 0 || expected % element != 0 ||
+        target.size() != expected)
+      return fail(field + ".operands",
+                  "has a source of " + std::to_string(source.size()) + " bytes and a target of " +
+                      std::to_string(target.size()) + ", which a " +
+                      tgx::EnumNameCollectiveKind(k->kind()) + " of " +
+                      tgx::EnumNameDType(k->dtype()) + " over " + std::to_string(ranks) +
+                      " ranks cannot have");
+    // In place (an all-reduce over its own buffer) or apart: a partial
+    // overlap would be read while it is written.
+    bool inPlace = k->kind() == tgx::CollectiveKind_AllReduce &&
+                   source.offset() == target.offset();
+    if (!inPlace && source.offset() < target.offset() + target.size() &&
+        target.offset() < source.offset() + source.size())
+      return fail(field + ".operands", "has a source and a target that overlap");
+    return true;
+  }
+
   bool checkCommands() {
     for (uint32_t i = 0; i < program.commands()->size(); ++i) {
       const tgx::Command &c = *program.commands()->Get(i);
@@ -409,6 +479,10 @@ private:
             c.operands()->Get(0)->size() != c.operands()->Get(1)->size())
           return fail(field + ".operands", "is not [source, destination] of equal size");
         break;
+      case tgx::CommandKind_Collective:
+        if (!checkCollective(c, field))
+          return false;
+        break;
       default:
         return fail(field + ".kind", "has the unknown value " + std::to_string(int(c.kind())));
       }
@@ -424,7 +498,7 @@ private:
     bool shapeOk;
     if (tokenShape) {
       const auto &s = *slot->shape();
-      shapeOk = s.size() == 2 && s[0] == program.train()->batch_size() &&
+      shapeOk = s.size() == 2 && s[0] == program.train()->batch_size() / dataRanks() &&
                 s[1] == program.train()->seq_len();
     } else {
       shapeOk = isScalar(*slot);
@@ -439,9 +513,11 @@ private:
     auto isF32OrF64 = [](tgx::DType d) {
       return d == tgx::DType_F32 || d == tgx::DType_F64;
     };
+    // A data rank's rows of the batch; all of it on one rank.
+    const char *rows = "I32 of shape [batch_size / data ranks, seq_len]";
     return checkRequiredSlot("step", isI32, "an I32 scalar", false) &&
-           checkRequiredSlot("tokens", isI32, "I32 of shape [batch_size, seq_len]", true) &&
-           checkRequiredSlot("targets", isI32, "I32 of shape [batch_size, seq_len]", true) &&
+           checkRequiredSlot("tokens", isI32, rows, true) &&
+           checkRequiredSlot("targets", isI32, rows, true) &&
            checkRequiredSlot("loss", isF32OrF64, "an F32 or F64 scalar", false) &&
            checkRequiredSlot("grad_norm", isF32OrF64, "an F32 or F64 scalar", false) &&
            checkRequiredSlot("lr", isF32OrF64, "an F32 or F64 scalar", false);

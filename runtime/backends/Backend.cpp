@@ -10,26 +10,58 @@
 
 namespace tg::runtime {
 
+namespace {
+
+/// "data=2 x tensor=2"
+std::string meshText(const tgx::Program &program) {
+  std::string text;
+  for (uint32_t i = 0; i < program.mesh()->axes()->size(); ++i)
+    text += (i ? " x " : "") + program.mesh()->axes()->Get(i)->str() + "=" +
+            std::to_string(program.mesh()->shape()->Get(i));
+  return text;
+}
+
+} // namespace
+
 std::unique_ptr<Backend> createBackend(const tgx::Program &program,
                                        const std::string &sourceName,
+                                       const RankPlacement &placement,
                                        std::string &error) {
+  int64_t devices = 1;
   for (int64_t d : *program.mesh()->shape())
-    if (d != 1) {
-      error = sourceName + ": the program is laid out for a multi-device mesh, which this "
-                           "runtime cannot run yet; compile it for a single device";
-      return nullptr;
-    }
+    devices *= d;
+  if (devices != placement.size) {
+    std::string n = std::to_string(devices);
+    error = sourceName + ": the program is compiled for " + n + " rank" +
+            (devices > 1 ? "s" : "") + " (mesh " + meshText(program) + "), but this run has " +
+            std::to_string(placement.size) + "; " +
+            (devices > 1 ? "start it with tgrun -n " + n + " (or mpirun -n " + n +
+                               ", srun --mpi=pmix -n " + n + ")"
+                         : "start it as one process, or compile it for the run's ranks "
+                           "(tgc compile ... --mesh dp=" + std::to_string(placement.size) + ")");
+    return nullptr;
+  }
   switch (program.target()) {
-  case tgx::Target_Cpu:
+  case tgx::Target_Cpu: {
 #ifdef TG_HAVE_CPU_BACKEND
-    return createCpuBackend(program, sourceName, error);
+    std::unique_ptr<Communicator> communicator;
+    if (devices > 1 && !(communicator = createMpiCommunicator(program, sourceName, error)))
+      return nullptr;
+    return createCpuBackend(program, sourceName, std::move(communicator), error);
 #else
     error = sourceName + ": the program targets the CPU, but this runtime was built "
                          "without its CPU backend (no OpenBLAS at build time)";
     return nullptr;
 #endif
+  }
   case tgx::Target_Cuda:
 #ifdef TG_HAVE_CUDA_BACKEND
+    if (devices > 1) {
+      error = sourceName + ": the program runs on " + std::to_string(devices) +
+              " GPUs, but the CUDA backend's collectives (NCCL) are not written yet; "
+              "compile multi-rank programs for the CPU (--target cpu)";
+      return nullptr;
+    }
     return createCudaBackend(program, sourceName, error);
 #else
     error = sourceName + ": the program was compiled for CUDA, but this runtime was "

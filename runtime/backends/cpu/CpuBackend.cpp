@@ -38,10 +38,16 @@ private:
 /// One command with its operands resolved to arena addresses.
 struct Step {
   tgx::CommandKind kind;
+  uint32_t command = 0;           // index in Program.commands
   KernelFn kernel = nullptr;      // Kernel
   const tgx::Gemm *gemm = nullptr; // Gemm
   std::size_t copyBytes = 0;      // Copy
+  // Collective: off stream 0, it runs in the background until a command
+  // awaiting it (or the end of the step) needs its result.
+  bool background = false;
   std::vector<void *> buffers;
+  // The background collectives this command awaits.
+  std::vector<uint32_t> awaitedCollectives;
 };
 
 template <typename T>
@@ -83,14 +89,15 @@ public:
     return true;
   }
 
-  bool run(std::string &) override {
+  bool run(std::string &error) override {
     for (Step &step : plan)
-      execute(step);
-    return true;
+      if (!execute(step, error))
+        return false;
+    return finishCollectives(error);
   }
 
   bool runProfiled(std::vector<double> &start, std::vector<double> &seconds,
-                   std::string &) override {
+                   std::string &error) override {
     using Clock = std::chrono::steady_clock;
     start.resize(plan.size());
     seconds.resize(plan.size());
@@ -99,15 +106,18 @@ public:
       Clock::time_point begin = Clock::now();
       if (i == 0)
         first = begin;
-      execute(plan[i]);
+      if (!execute(plan[i], error))
+        return false;
       Clock::time_point end = Clock::now();
       start[i] = std::chrono::duration<double>(begin - first).count();
       seconds[i] = std::chrono::duration<double>(end - begin).count();
     }
-    return true;
+    return finishCollectives(error);
   }
 
-  bool load(const tgx::Program &program, const std::string &sourceName, std::string &error) {
+  bool load(const tgx::Program &program, const std::string &sourceName,
+            std::unique_ptr<Communicator> collectives, std::string &error) {
+    communicator = std::move(collectives);
     if (!arena.allocate(program.arena_bytes())) {
       error = sourceName + ": cannot allocate the arena of " +
               std::to_string(program.arena_bytes()) +
@@ -125,24 +135,42 @@ public:
         return false;
       libraries.push_back(std::move(library));
     }
-    for (const tgx::Command *c : *program.commands()) {
+    std::vector<bool> isBackground(program.commands()->size(), false);
+    for (uint32_t i = 0; i < program.commands()->size(); ++i) {
+      const tgx::Command *c = program.commands()->Get(i);
       Step step;
       step.kind = c->kind();
+      step.command = i;
       for (const tgx::BufferRange *r : *c->operands())
         step.buffers.push_back(arena.get() + r->offset());
       if (c->kind() == tgx::CommandKind_Kernel)
         step.kernel = libraries[c->module_()]->kernels()[c->kernel()];
       else if (c->kind() == tgx::CommandKind_Gemm)
         step.gemm = c->gemm();
-      else
+      else if (c->kind() == tgx::CommandKind_Copy)
         step.copyBytes = c->operands()->Get(0)->size();
+      // Verified: collectives run over mesh axes of 2 or more ranks, so
+      // the program has a communicator.
+      if (c->kind() == tgx::CommandKind_Collective) {
+        step.background = c->stream() != 0;
+        isBackground[i] = step.background;
+        if (step.background)
+          backgroundCollectives.push_back(i);
+      }
+      if (c->awaits())
+        for (uint32_t awaited : *c->awaits())
+          if (isBackground[awaited])
+            step.awaitedCollectives.push_back(awaited);
       plan.push_back(std::move(step));
     }
     return true;
   }
 
 private:
-  static void execute(Step &step) {
+  bool execute(Step &step, std::string &error) {
+    for (uint32_t awaited : step.awaitedCollectives)
+      if (!communicator->wait(awaited, error))
+        return false;
     switch (step.kind) {
     case tgx::CommandKind_Kernel:
       step.kernel(step.buffers.data());
@@ -156,10 +184,27 @@ private:
     case tgx::CommandKind_Copy:
       std::memmove(step.buffers[1], step.buffers[0], step.copyBytes);
       break;
+    case tgx::CommandKind_Collective:
+      if (!communicator->start(step.command, step.buffers[0], step.buffers[1], error))
+        return false;
+      return step.background || communicator->wait(step.command, error);
     }
+    if (!backgroundCollectives.empty())
+      communicator->progress();
+    return true;
+  }
+
+  /// A step ends when its last background collective has.
+  bool finishCollectives(std::string &error) {
+    for (uint32_t command : backgroundCollectives)
+      if (!communicator->wait(command, error))
+        return false;
+    return true;
   }
 
   Arena arena;
+  std::unique_ptr<Communicator> communicator;
+  std::vector<uint32_t> backgroundCollectives;
   std::vector<std::unique_ptr<KernelLibrary>> libraries;
   std::vector<Step> plan;
 };
@@ -168,9 +213,10 @@ private:
 
 std::unique_ptr<Backend> createCpuBackend(const tgx::Program &program,
                                           const std::string &sourceName,
+                                          std::unique_ptr<Communicator> communicator,
                                           std::string &error) {
   auto backend = std::make_unique<CpuBackend>();
-  if (!backend->load(program, sourceName, error))
+  if (!backend->load(program, sourceName, std::move(communicator), error))
     return nullptr;
   return backend;
 }

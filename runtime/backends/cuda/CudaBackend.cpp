@@ -332,6 +332,10 @@ private:
       case tgx::CommandKind_Copy:
         step.copyBytes = c.operands()->Get(0)->size();
         break;
+      default: // Collective: multi-GPU programs are refused in createBackend
+        error = source + ": commands[" + std::to_string(i) +
+                "] is a collective, which the CUDA backend cannot run yet (no NCCL)";
+        return false;
       }
     }
     for (size_t i = 0; i < steps.size(); ++i)
@@ -399,8 +403,9 @@ private:
                    driver->cuMemcpyDtoDAsync(step.buffers[1], step.buffers[0], step.copyBytes,
                                              stream),
                    error);
+    default: // refused by load()
+      return true;
     }
-    return true;
   }
 
   /// Records the whole step once into a CUDA graph: later steps replay it

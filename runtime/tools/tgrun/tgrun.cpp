@@ -1,6 +1,7 @@
 // tgrun: trains with a compiled .tgx program on a token file.
 //
 //   tgrun MODEL.tgx --data TOKENS.bin [--steps N] [--init W.safetensors] ...
+//   tgrun -n 4 MODEL.tgx ...     (a program compiled with --mesh, on 4 ranks)
 //
 // A copy of tgrun with an artifact appended (tgc --emit=exe) runs that
 // artifact and takes the same flags without the positional argument.
@@ -38,19 +39,29 @@ constexpr std::size_t kTopCommands = 15;
 
 struct Options {
   std::string artifact, data, init, metrics, saveWeights, checkpointDir, profile;
-  int64_t steps = 100, checkpointEvery = 0, threads = 0, logEvery = 0;
+  int64_t steps = 100, checkpointEvery = 0, threads = 0, logEvery = 0, ranks = 1;
+  double collectiveTimeout = 60;
   uint64_t seed = 0;
   bool hasSeed = false, resume = false, help = false;
 };
 
 void printHelp(const char *program, bool embedded) {
   std::printf(
-      "usage: %s %s--data TOKENS.bin [options]\n"
+      "usage: %s [-n RANKS] %s--data TOKENS.bin [options]\n"
       "\n"
       "Trains with a compiled training program%s on a token file (flat\n"
       "little-endian uint16 tokens).\n"
       "\n"
+      "A program compiled for several devices (tgc compile --mesh dp=N) runs as N\n"
+      "ranks: -n N starts them on this machine (through Open MPI's mpirun); under\n"
+      "mpirun or srun --mpi=pmix each rank finds its place itself. Rank 0 prints,\n"
+      "and writes metrics, checkpoints, weights and the profile.\n"
+      "\n"
       "options:\n"
+      "  -n N                   start N ranks of this program on this machine\n"
+      "  --collective-timeout S seconds a collective may wait for the other ranks\n"
+      "                         before the run fails, naming the missing ones\n"
+      "                         (default 60)\n"
       "  --data FILE            token file (required)\n"
       "  --steps N              total steps of the run, counting steps restored by\n"
       "                         --resume (default 100): after a run that stopped at\n"
@@ -87,8 +98,11 @@ int usageError(const std::string &message) {
   return kUsage;
 }
 
+/// "rank 2: " in a multi-rank run, where every rank reports its own errors.
+std::string rankPrefix;
+
 int error(const std::string &message) {
-  std::fprintf(stderr, "tgrun: error: %s\n", message.c_str());
+  std::fprintf(stderr, "tgrun: error: %s%s\n", rankPrefix.c_str(), message.c_str());
   return kError;
 }
 
@@ -126,6 +140,12 @@ int parseArguments(int argc, char **argv, bool embedded, Options &o) {
   std::vector<std::string> positional;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
+    if (arg == "-n") {
+      if (i + 1 >= argc || !parseInteger(argv[i + 1], 1, o.ranks) || o.ranks > 1 << 20)
+        return usageError("-n needs a number of ranks >= 1");
+      ++i;
+      continue;
+    }
     if (arg.size() < 2 || arg.compare(0, 2, "--") != 0) {
       positional.push_back(arg);
       continue;
@@ -165,6 +185,13 @@ int parseArguments(int argc, char **argv, bool embedded, Options &o) {
     else if (arg == "--checkpoint-every") status = integer(1, o.checkpointEvery);
     else if (arg == "--threads") status = integer(1, o.threads);
     else if (arg == "--log-every") status = integer(1, o.logEvery);
+    else if (arg == "--collective-timeout") {
+      char *end = nullptr;
+      o.collectiveTimeout = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end || !(o.collectiveTimeout > 0 && o.collectiveTimeout < 1e9))
+        return usageError("--collective-timeout needs a number of seconds > 0, not '" + value +
+                          "'");
+    }
     else if (arg == "--seed") {
       if (!parseUnsigned(value, o.seed))
         return usageError("--seed needs a non-negative integer, not '" + value + "'");
@@ -335,6 +362,7 @@ const char *kindName(tg_command_kind kind) {
   case TG_COMMAND_KERNEL: return "kernel";
   case TG_COMMAND_GEMM: return "gemm";
   case TG_COMMAND_COPY: return "copy";
+  case TG_COMMAND_COLLECTIVE: return "collective";
   }
   return "unknown";
 }
@@ -533,6 +561,15 @@ int run(const Options &o, const std::vector<uint8_t> &embedded, const char *prog
   std::unique_ptr<tg_session, SessionCloser> session(rawSession);
   tg_program_info info;
   tg_session_info(session.get(), &info);
+  tg_rank_info rank;
+  tg_session_rank(session.get(), &rank);
+  // The ranks train one model: rank 0 speaks and writes files for all.
+  const bool primary = rank.rank == 0;
+  if (rank.num_ranks > 1) {
+    rankPrefix = "rank " + std::to_string(rank.rank) + ": ";
+    if (!primary)
+      std::freopen("/dev/null", "w", stdout);
+  }
   if (o.threads)
     tg_set_num_threads(int(std::min<int64_t>(o.threads, 1 << 16)));
 
@@ -556,7 +593,7 @@ int run(const Options &o, const std::vector<uint8_t> &embedded, const char *prog
   }
 
   std::unique_ptr<std::FILE, FileCloser> metrics;
-  if (!o.metrics.empty()) {
+  if (primary && !o.metrics.empty()) {
     metrics.reset(std::fopen(o.metrics.c_str(), resumed ? "a" : "w"));
     if (!metrics)
       return error("cannot open the metrics file (" + o.metrics + "): " +
@@ -564,7 +601,9 @@ int run(const Options &o, const std::vector<uint8_t> &embedded, const char *prog
   }
   const std::string program = embedded.empty() ? o.artifact : programName;
   Profiler profiler;
-  if (!o.profile.empty()) {
+  const bool profiling = primary && !o.profile.empty();
+  const bool checkpointing = primary && !o.checkpointDir.empty();
+  if (profiling) {
     std::string problem;
     if (!profiler.open(o.profile, program, problem))
       return error(problem);
@@ -577,6 +616,9 @@ int run(const Options &o, const std::vector<uint8_t> &embedded, const char *prog
               " tokens, %" PRId64 " tokens of data, steps %" PRId64 " to %" PRId64 "\n",
               program.c_str(), count(info.num_parameters).c_str(), info.batch_size, info.seq_len,
               tg_dataset_num_tokens(dataset.get()), std::min(first + 1, o.steps), o.steps);
+  if (rank.num_ranks > 1)
+    std::printf("tgrun: %d ranks, %" PRId64 " rows of each batch per data rank\n",
+                rank.num_ranks, rank.rows);
   if (first >= o.steps)
     std::printf("tgrun: already at step %" PRId64 ", nothing to train (raise --steps)\n", first);
 
@@ -590,14 +632,18 @@ int run(const Options &o, const std::vector<uint8_t> &embedded, const char *prog
   tg_step_result r{first, NAN, NAN, NAN};
   while (tg_session_steps_done(session.get()) < o.steps) {
     Clock::time_point stepStart = Clock::now();
+    // Every rank reads the whole batch (the data order does not depend on
+    // the mesh) and trains on its rows.
+    std::size_t rows = std::size_t(rank.first_row * info.seq_len);
     if (!check(tg_dataset_batch(dataset.get(), dataPosition, info.batch_size, info.seq_len,
                                 info.vocab_size, tokens.data(), targets.data()),
                exitCode) ||
-        !check(tg_session_step(session.get(), tokens.data(), targets.data(), &r), exitCode))
+        !check(tg_session_step(session.get(), tokens.data() + rows, targets.data() + rows, &r),
+               exitCode))
       return exitCode;
     ++dataPosition;
     Clock::time_point stepEnd = Clock::now();
-    if (!o.profile.empty()) {
+    if (profiling) {
       const tg_command_profile *records = nullptr;
       std::size_t commands = 0;
       if (!check(tg_session_profile(session.get(), &records, &commands), exitCode))
@@ -617,20 +663,20 @@ int run(const Options &o, const std::vector<uint8_t> &embedded, const char *prog
       std::fflush(metrics.get());
     }
     progress.report(r, std::chrono::duration<double>(stepEnd - start).count());
-    if (o.checkpointEvery && r.step % o.checkpointEvery == 0) {
+    if (checkpointing && o.checkpointEvery && r.step % o.checkpointEvery == 0) {
       if (!writeCheckpoint(session.get(), o.checkpointDir, dataPosition, exitCode))
         return exitCode;
       lastCheckpoint = r.step;
     }
   }
   int64_t last = tg_session_steps_done(session.get());
-  if (!o.checkpointDir.empty() && lastCheckpoint != last &&
+  if (checkpointing && lastCheckpoint != last &&
       !writeCheckpoint(session.get(), o.checkpointDir, dataPosition, exitCode))
     return exitCode;
-  if (!o.saveWeights.empty() &&
+  if (primary && !o.saveWeights.empty() &&
       !check(tg_session_save_weights(session.get(), o.saveWeights.c_str()), exitCode))
     return exitCode;
-  if (!o.profile.empty()) {
+  if (profiling) {
     std::string problem;
     if (!profiler.finish(problem))
       return error(problem);
@@ -642,9 +688,46 @@ int run(const Options &o, const std::vector<uint8_t> &embedded, const char *prog
                 "final loss %.4f\n",
                 first + 1, last, seconds, double(last - first) * tokensPerStep / seconds,
                 r.loss);
-  if (!o.profile.empty())
+  if (profiling)
     profiler.printTopCommands();
   return 0;
+}
+
+/// `tgrun -n N ...`: this process becomes Open MPI's mpirun, which starts N
+/// copies of this executable (an --emit=exe binary included) with the same
+/// arguments but -n. Returns only on failure.
+int launchRanks(int argc, char **argv, int64_t ranks) {
+  const char *mpirun = std::getenv("TG_MPIRUN");
+  if (!mpirun || !*mpirun)
+    mpirun = "mpirun";
+  std::vector<std::string> args = {mpirun, "-n", std::to_string(ranks),
+                                   // Ranks may outnumber cores (tests, laptops),
+                                   // and pinning would stack them on one core.
+                                   "--oversubscribe", "--bind-to", "none"};
+  if (::geteuid() == 0)
+    args.push_back("--allow-run-as-root"); // containers
+  char self[4096];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0)
+    return error("cannot find this executable to start its ranks (/proc/self/exe)");
+  self[n] = '\0';
+  args.push_back(self);
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "-n") {
+      ++i;
+      continue;
+    }
+    args.push_back(argv[i]);
+  }
+  std::vector<char *> pointers;
+  for (std::string &arg : args)
+    pointers.push_back(arg.data());
+  pointers.push_back(nullptr);
+  std::fflush(stdout);
+  ::execvp(mpirun, pointers.data());
+  return error(std::string("cannot start ") + mpirun + " for -n " + std::to_string(ranks) +
+               " (" + std::strerror(errno) +
+               "): install Open MPI (openmpi-bin), or set TG_MPIRUN to its mpirun");
 }
 
 } // namespace
@@ -663,5 +746,11 @@ int main(int argc, char **argv) {
     printHelp(programName, !embedded.empty());
     return 0;
   }
-  return run(options, embedded, programName);
+  // -n N starts the ranks, unless this process already is one of them.
+  if (options.ranks > 1 && !std::getenv("OMPI_COMM_WORLD_SIZE"))
+    return launchRanks(argc, argv, options.ranks);
+  tg_set_collective_timeout(options.collectiveTimeout);
+  int status = run(options, embedded, programName);
+  tg_finish_ranks(status == 0);
+  return status;
 }

@@ -150,6 +150,84 @@ TEST(Artifact, RejectsBadCommands) {
                  "commands[2].awaits[1] is command 2, not an earlier one");
 }
 
+/// Appends an all-reduce of slot `from` into slot `to` over the mesh's axis.
+void addCollective(ProgramSpec &s, const std::string &from, const std::string &to) {
+  test::CommandSpec c{tgx::CommandKind_Collective};
+  c.hasCollective = true;
+  c.operands = {s.slot(from).range, s.slot(to).range};
+  c.label = "all_reduce grad";
+  s.commands.push_back(c);
+}
+
+TEST(Artifact, ChecksCollectives) {
+  auto twoRanks = [](ProgramSpec &s) { s.meshSize = 2; };
+  EXPECT_EQ(verifyError([&](ProgramSpec &s) {
+              twoRanks(s);
+              addCollective(s, "y", "y"); // in place
+              addCollective(s, "y", "z");
+            }),
+            "");
+  expectRejected([](ProgramSpec &s) { addCollective(s, "y", "z"); },
+                 "commands[4] ('all_reduce grad').collective.axis is mesh axis 'd' of size 1");
+  expectRejected(
+      [&](ProgramSpec &s) {
+        twoRanks(s);
+        addCollective(s, "y", "z");
+        s.commands.back().axis = 1;
+      },
+      "collective.axis is 1, but the mesh has 1 axes");
+  expectRejected(
+      [&](ProgramSpec &s) {
+        twoRanks(s);
+        addCollective(s, "y", "z");
+        s.commands.back().hasCollective = false;
+      },
+      "commands[4] ('all_reduce grad') is a Collective command without its collective");
+  expectRejected(
+      [&](ProgramSpec &s) {
+        twoRanks(s);
+        addCollective(s, "y", "z");
+        s.commands.back().collective = tgx::CollectiveKind_AllGather;
+      },
+      "which a AllGather of F32 over 2 ranks cannot have");
+  expectRejected(
+      [&](ProgramSpec &s) {
+        twoRanks(s);
+        addCollective(s, "y", "z");
+        s.commands.back().operands[1].offset = s.slot("y").range.offset + 4;
+      },
+      "has a source and a target that overlap");
+  expectRejected(
+      [&](ProgramSpec &s) {
+        twoRanks(s);
+        addCollective(s, "y", "z");
+        s.commands.back().reduction = tgx::Reduction(9);
+      },
+      "has an unknown kind or reduction");
+}
+
+// On a "data" axis, the token slots hold one data rank's rows.
+TEST(Artifact, TokenSlotsHoldADataRanksRows) {
+  expectRejected(
+      [](ProgramSpec &s) {
+        s.meshAxis = "data";
+        s.meshSize = 2;
+      },
+      "slot 'tokens' is not I32 of shape [batch_size / data ranks, seq_len]");
+  expectRejected(
+      [](ProgramSpec &s) {
+        s.meshAxis = "data";
+        s.meshSize = 3;
+      },
+      "train.batch_size is 2, which the mesh's 3 data ranks do not divide");
+  EXPECT_EQ(verifyError([](ProgramSpec &s) {
+              s.meshAxis = "data";
+              s.meshSize = 2;
+              s.batchSize = 4; // the slots stay 2 rows
+            }),
+            "");
+}
+
 // Issue 8: one changed byte (a kernel command pointing at another kernel
 // that takes as many buffers) crashed inside the kernel. Each operand's size
 // is checked against kernel_operand_bytes.
@@ -186,7 +264,7 @@ TEST(Artifact, RejectsMissingOrMistypedInterfaceSlots) {
   expectRejected([](ProgramSpec &s) { s.slots[0].dtype = tgx::DType_I64; s.slots[0].range.size = 8; },
                  "slot 'step' is not an I32 scalar");
   expectRejected([](ProgramSpec &s) { s.batchSize = 4; },
-                 "slot 'tokens' is not I32 of shape [batch_size, seq_len]");
+                 "slot 'tokens' is not I32 of shape [batch_size / data ranks, seq_len]");
 }
 
 TEST(Artifact, RejectsCorruptKernelImages) {

@@ -37,7 +37,7 @@ template <typename T> void checkGemm(const GemmCase &c) {
   std::string error;
   ASSERT_TRUE(runtime::verifyArtifact(bytes.data(), bytes.size(), "gemm.tgx", error)) << error;
   const tgx::Program &program = *tgx::GetProgram(bytes.data());
-  std::unique_ptr<runtime::Backend> backend = runtime::createBackend(program, "gemm.tgx", error);
+  std::unique_ptr<runtime::Backend> backend = runtime::createBackend(program, "gemm.tgx", runtime::RankPlacement{}, error);
   ASSERT_TRUE(backend) << error;
 
   std::vector<T> a(c.batch * c.m * c.k), b(batchB * c.k * c.n), out(c.batch * c.m * c.n);
@@ -118,14 +118,14 @@ TEST(CpuBackend, ResidentLibrariesDoNotShadowLaterOnes) {
   EXPECT_EQ(losses[1], losses[3]);
 }
 
-// Until the runtime runs collectives, a program for several devices is
-// refused by name (in createBackend, before the target's backend).
-TEST(Backend, RejectsMultiDeviceMeshes) {
+// A program for several ranks is refused by a run of another size, saying
+// how to start it.
+TEST(Backend, RejectsAMeshOfAnotherSize) {
   ProgramSpec spec = test::fixtureSpec();
   spec.meshSize = 2;
   std::string error = createError(spec);
-  EXPECT_NE(error.find("model.tgx: the program is laid out for a multi-device mesh, which "
-                       "this runtime cannot run yet"),
+  EXPECT_NE(error.find("model.tgx: the program is compiled for 2 ranks (mesh d=2), but this "
+                       "run has 1; start it with tgrun -n 2"),
             std::string::npos)
       << error;
 }

@@ -127,13 +127,16 @@ std::vector<uint8_t> build(const ProgramSpec &spec) {
     std::vector<tgx::BufferRange> operands;
     for (const Range &r : c.operands)
       operands.push_back(range(r));
+    flatbuffers::Offset<tgx::Collective> collective;
+    if (c.hasCollective)
+      collective = tgx::CreateCollective(b, c.collective, c.reduction, c.axis, c.collectiveDtype);
     commands.push_back(tgx::CreateCommand(b, c.kind, c.module, c.kernel, gemm,
                                           b.CreateVectorOfStructs(operands),
                                           c.label.empty() ? 0 : b.CreateString(c.label),
-                                          c.stream, b.CreateVector(c.awaits)));
+                                          c.stream, b.CreateVector(c.awaits), collective));
   }
   std::vector<int64_t> meshShape{spec.meshSize};
-  auto mesh = tgx::CreateMesh(b, b.CreateVector(meshShape), b.CreateVectorOfStrings({"d"}));
+  auto mesh = tgx::CreateMesh(b, b.CreateVector(meshShape), b.CreateVectorOfStrings({spec.meshAxis}));
   auto train = tgx::CreateTrainInfo(b, spec.batchSize, spec.seqLen, spec.vocabSize, spec.seed,
                                     1e6);
   auto program = tgx::CreateProgram(

@@ -62,6 +62,11 @@ struct CommandSpec {
   uint32_t module = 0, kernel = 0;
   bool hasGemm = false;
   GemmSpec gemm;
+  bool hasCollective = false;
+  tgx::CollectiveKind collective = tgx::CollectiveKind_AllReduce;
+  tgx::Reduction reduction = tgx::Reduction_Sum;
+  uint32_t axis = 0;
+  tgx::DType collectiveDtype = tgx::DType_F32;
   std::vector<Range> operands;
   std::string label;
   uint32_t stream = 0;
@@ -73,6 +78,7 @@ struct ProgramSpec {
   bool seal = true; // append the checksum trailer
   tgx::Target target = tgx::Target_Cpu;
   int64_t meshSize = 1; // devices along the mesh's one axis
+  std::string meshAxis = "d";
   int64_t batchSize = 2, seqLen = 3, vocabSize = 5;
   uint64_t seed = 42;
   uint64_t arenaBytes = 0;

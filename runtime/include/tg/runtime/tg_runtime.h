@@ -60,8 +60,9 @@ typedef struct {
   double lr;
 } tg_step_result;
 
-/* One optimizer step on `tokens` and `targets`, each batch_size * seq_len
- * int32 values, row-major. A non-finite loss or grad_norm fails the step
+/* One optimizer step on `tokens` and `targets`, each rows * seq_len int32
+ * values, row-major: this rank's rows of the batch (tg_session_rank; the
+ * whole batch, batch_size rows, on a single rank). A non-finite loss or grad_norm fails the step
  * with a message naming it and the first non-finite state tensor; the
  * session is then "diverged": steps, checkpoints and weights are refused
  * until an init_* call or tg_session_load_checkpoint. */
@@ -79,7 +80,9 @@ tg_status tg_session_set_profiling(tg_session *session, int enabled);
 typedef enum {
   TG_COMMAND_KERNEL = 0, /* a compiled kernel */
   TG_COMMAND_GEMM = 1,   /* a library matrix product */
-  TG_COMMAND_COPY = 2
+  TG_COMMAND_COPY = 2,
+  TG_COMMAND_COLLECTIVE = 3 /* communication between ranks: its time is
+                               what this rank waited for the others */
 } tg_command_kind;
 
 typedef struct {
@@ -112,6 +115,29 @@ tg_status tg_session_save_checkpoint(const tg_session *session,
                                      const char *path, int64_t data_position);
 tg_status tg_session_load_checkpoint(tg_session *session, const char *path,
                                      int64_t *data_position);
+
+/* Multi-rank runs. A program compiled for a mesh of N devices (tgc compile
+ * --mesh dp=N) runs as N ranks, one process each, started by `tgrun -n N`,
+ * mpirun or srun (--mpi=pmix); creating a session joins the run's ranks
+ * (MPI), and fails, saying how to start it, when their number is not the
+ * mesh's. Every rank calls tg_session_step with its own rows of each batch:
+ * rows [first_row, first_row + rows) of the batch_size rows. */
+typedef struct {
+  int rank;          /* this process, in [0, num_ranks) */
+  int num_ranks;
+  int64_t first_row; /* this rank's rows of the global batch */
+  int64_t rows;
+} tg_rank_info;
+void tg_session_rank(const tg_session *session, tg_rank_info *out);
+/* Seconds a collective may wait for the other ranks (default 60): past it
+ * the step fails with a message naming the collective, the step and the
+ * ranks that did not arrive. Process-wide. */
+void tg_set_collective_timeout(double seconds);
+/* Ends this process's part in a multi-rank run, after its sessions are
+ * destroyed; a no-op on a single rank. `clean` (the run succeeded): wait
+ * for every rank to finish. Otherwise leave at once, and the launcher stops
+ * the other ranks. */
+void tg_finish_ranks(int clean);
 
 /* Threads the CPU backend's matrix products may use; process-wide. Without
  * a call, OpenBLAS's default (its OPENBLAS_NUM_THREADS or all cores). */

@@ -7,6 +7,7 @@
 #define TG_RUNTIME_BACKEND_H
 
 #include "tg/runtime/Artifact.h"
+#include "tg/runtime/Collectives.h"
 
 #include <cstdint>
 #include <memory>
@@ -38,9 +39,12 @@ public:
 };
 
 /// A backend for a verified `program` (which must outlive it), with a zeroed
-/// arena holding the program's constants. `sourceName` is used in messages.
+/// arena holding the program's constants, run as `placement`'s rank: the
+/// program's mesh must have as many devices as the run has ranks.
+/// `sourceName` is used in messages.
 std::unique_ptr<Backend> createBackend(const tgx::Program &program,
                                        const std::string &sourceName,
+                                       const RankPlacement &placement,
                                        std::string &error);
 
 /// Threads the CPU backend's matrix products may use, process-wide.
