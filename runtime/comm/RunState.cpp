@@ -25,14 +25,11 @@ std::string waitingLabel;
 
 void formatStopLine() {
   int next = 1 - stopLine.load(std::memory_order_relaxed);
-  int64_t waiting = waitingIn.load();
-  if (waiting >= 0)
+  if (waitingIn.load() >= 0)
     std::snprintf(stopLines[next], sizeof(stopLines[next]),
                   "tgrun: rank %d: stopped by the launcher at step %lld while waiting in "
-                  "collective %lld ('%s'), because another rank failed (the launcher's "
-                  "message names it)\n",
-                  rankForMessages, (long long)stepNow.load(), (long long)waiting,
-                  waitingLabel.c_str());
+                  "%s, because another rank failed (the launcher's message names it)\n",
+                  rankForMessages, (long long)stepNow.load(), waitingLabel.c_str());
   else
     std::snprintf(stopLines[next], sizeof(stopLines[next]),
                   "tgrun: rank %d: stopped by the launcher at step %lld, because another "

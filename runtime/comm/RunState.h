@@ -22,9 +22,9 @@ double collectiveTimeout();
 RankActivity currentActivity();
 
 /// The rank has started its collective number `index` (counting from 1 over
-/// the run), command `label`, and will next wait in it or compute.
+/// the run); it waits in it, described as `what`; it is done waiting.
 void noteCollectiveStarted(int64_t index);
-void noteWaiting(int64_t index, const std::string &label);
+void noteWaiting(int64_t index, const std::string &what);
 void noteWaitDone();
 
 /// On a launcher's SIGTERM (another rank failed, so mpirun or srun stops

@@ -300,7 +300,7 @@ private:
   std::string timedOut(const Pending &p, double timeout) {
     const Axis &axis = axes[program->commands()->Get(p.command)->collective()->axis()];
     int self = ranks().placement.rank;
-    std::string text = "rank " + std::to_string(self) + ": " + describe(p.command) +
+    std::string text = describe(p.command) +
                        " at step " + std::to_string(currentActivity().step) +
                        " (this rank's collective " + std::to_string(p.index) +
                        ") waited " + std::to_string(int(timeout)) + " s for the other ranks";
