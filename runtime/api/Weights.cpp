@@ -23,7 +23,7 @@ const safetensors::Tensor *findParameter(const safetensors::File &file,
 
 bool initFromFile(tg_session &session, const std::string &path, std::string &error) {
   safetensors::File file;
-  if (!safetensors::readFile(path, file, error))
+  if (!safetensors::readWeights(path, file, error))
     return false;
   // Check every tensor before writing any, so a failure leaves the session
   // as it was.
@@ -71,7 +71,8 @@ bool initFromFile(tg_session &session, const std::string &path, std::string &err
   return resetTraining(session, error);
 }
 
-bool saveWeights(const tg_session &session, const std::string &path, std::string &error) {
+bool saveWeights(const tg_session &session, const std::string &path, uint64_t maxShardBytes,
+                 std::string &error) {
   safetensors::File file;
   file.metadata["format"] = "pt";
   if (session.divergedAt) {
@@ -94,7 +95,8 @@ bool saveWeights(const tg_session &session, const std::string &path, std::string
       return false;
     }
   }
-  return safetensors::writeFile(path, file, error);
+  std::vector<std::string> written;
+  return safetensors::writeWeights(path, file, maxShardBytes, written, error);
 }
 
 } // namespace
@@ -116,7 +118,21 @@ tg_status tg_session_save_weights(const tg_session *session, const char *path) {
   return guarded("tg_session_save_weights", [&](std::string &error) {
     return requireArgument(session, "tg_session_save_weights", "session", error) &&
            requireArgument(path, "tg_session_save_weights", "path", error) &&
-           saveWeights(*session, path, error);
+           saveWeights(*session, path, TG_DEFAULT_MAX_SHARD_BYTES, error);
+  });
+}
+
+tg_status tg_session_save_weights_sharded(const tg_session *session, const char *path,
+                                          uint64_t max_shard_bytes) {
+  return guarded("tg_session_save_weights_sharded", [&](std::string &error) {
+    if (!requireArgument(session, "tg_session_save_weights_sharded", "session", error) ||
+        !requireArgument(path, "tg_session_save_weights_sharded", "path", error))
+      return false;
+    if (max_shard_bytes == 0) {
+      error = "tg_session_save_weights_sharded: max_shard_bytes must be > 0";
+      return false;
+    }
+    return saveWeights(*session, path, max_shard_bytes, error);
   });
 }
 

@@ -517,6 +517,11 @@ bool writeFile(const std::string &path, const File &file, std::string &error) {
     error = path + ": " + error;
     return false;
   }
+  return writeFileAtomically(path, bytes, error);
+}
+
+bool writeFileAtomically(const std::string &path, const std::vector<uint8_t> &bytes,
+                         std::string &error) {
   std::string temp = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {

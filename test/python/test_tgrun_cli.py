@@ -67,6 +67,38 @@ class TgrunCli(unittest.TestCase):
         self.assertEqual(open(self.path("straight.safetensors"), "rb").read(),
                          open(self.path("resumed.safetensors"), "rb").read())
 
+    def test_sharded_weights_round_trip(self):
+        """Above --max-shard-size, --save-weights writes Hugging Face shards
+        and their index; --init reads the index or the directory and trains
+        exactly as from the single file."""
+        self.train("--steps", 3, "--save-weights", self.path("one.safetensors"))
+        shards = self.path("sharded")
+        os.makedirs(shards)
+        self.train("--steps", 3, "--save-weights", os.path.join(shards, "model.safetensors"),
+                   "--max-shard-size", "10kB")
+        index = json.load(open(os.path.join(shards, "model.safetensors.index.json")))
+        files = sorted(set(index["weight_map"].values()))
+        self.assertGreater(len(files), 1)
+        self.assertEqual(files, [f"model-{k:05d}-of-{len(files):05d}.safetensors"
+                                 for k in range(1, len(files) + 1)])
+        self.assertFalse(os.path.exists(os.path.join(shards, "model.safetensors")))
+        sizes = 0
+        for name in files:
+            raw = open(os.path.join(shards, name), "rb").read()
+            header = json.loads(raw[8:8 + int.from_bytes(raw[:8], "little")])
+            sizes += sum(v["data_offsets"][1] - v["data_offsets"][0]
+                         for k, v in header.items() if k != "__metadata__")
+        self.assertEqual(index["metadata"]["total_size"], sizes)
+        losses = {}
+        for source in ("one.safetensors", "sharded/model.safetensors.index.json", "sharded"):
+            self.train("--steps", 2, "--init", self.path(source), "--metrics", self.path("init.jsonl"))
+            losses[source] = [m["loss"] for m in self.metrics("init.jsonl")]
+        self.assertEqual(len(set(map(tuple, losses.values()))), 1, losses)
+        code, _, err = run_status("tgrun", self.path("m.tgx"), "--data", self.path("tokens.bin"),
+                                  "--max-shard-size", "0")
+        self.assertEqual(code, 2)
+        self.assertIn("--max-shard-size needs a size in bytes > 0", err)
+
     def test_emit_exe_trains_like_tgrun(self):
         exe = self.path("trainer")
         run("tgc", "compile", self.path("model.json"), "--train", self.path("train.json"), "--emit=exe", "-o", exe)

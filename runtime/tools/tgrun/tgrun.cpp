@@ -40,6 +40,7 @@ constexpr std::size_t kTopCommands = 15;
 struct Options {
   std::string artifact, data, init, metrics, saveWeights, checkpointDir, profile;
   int64_t steps = 100, checkpointEvery = 0, threads = 0, logEvery = 0, ranks = 1;
+  uint64_t maxShardBytes = TG_DEFAULT_MAX_SHARD_BYTES;
   double collectiveTimeout = 60;
   uint64_t seed = 0;
   bool hasSeed = false, resume = false, help = false;
@@ -67,12 +68,19 @@ void printHelp(const char *program, bool embedded) {
       "                         --resume (default 100): after a run that stopped at\n"
       "                         step 10, --resume --steps 20 takes 10 more\n"
       "  --init FILE            initial weights (safetensors, Hugging Face names, with\n"
-      "                         or without the \"transformer.\" prefix); default: random\n"
+      "                         or without the \"transformer.\" prefix): a file, a\n"
+      "                         model.safetensors.index.json, or a directory with\n"
+      "                         either; default: random\n"
       "  --seed S               seed of the random initialisation (default: the\n"
       "                         program's TRAIN.json seed)\n"
       "  --metrics FILE         one JSON line per step: step, loss, grad_norm, lr,\n"
       "                         step_ms, tokens_per_s (appended to when resuming)\n"
-      "  --save-weights FILE    final weights as safetensors\n"
+      "  --save-weights FILE    final weights as safetensors (FILE.safetensors), or\n"
+      "                         above --max-shard-size as Hugging Face shards\n"
+      "                         (FILE-0000K-of-0000N.safetensors) with their index\n"
+      "                         (FILE.safetensors.index.json)\n"
+      "  --max-shard-size SIZE  bytes per weights file, with an optional kB/MB/GB\n"
+      "                         suffix (powers of 1000, as transformers; default 5GB)\n"
       "  --checkpoint-dir DIR   write DIR/step-NNNNNNNN.safetensors at the end of the\n"
       "                         run (and every --checkpoint-every steps), keeping the\n"
       "                         newest %d\n"
@@ -135,6 +143,26 @@ bool parseUnsigned(const std::string &text, uint64_t &out) {
   return errno == 0 && *end == '\0';
 }
 
+/// "5GB", "500MB", "20kB" (powers of 1000, as transformers' max_shard_size)
+/// or plain bytes; > 0.
+bool parseSize(const std::string &text, uint64_t &out) {
+  static const std::pair<const char *, uint64_t> kUnits[] = {
+      {"GB", 1000000000}, {"MB", 1000000}, {"kB", 1000}, {"KB", 1000}};
+  std::string digits = text;
+  uint64_t unit = 1;
+  for (const auto &[suffix, scale] : kUnits)
+    if (text.size() > 2 && text.compare(text.size() - 2, 2, suffix) == 0) {
+      digits = text.substr(0, text.size() - 2);
+      unit = scale;
+      break;
+    }
+  uint64_t value;
+  if (!parseUnsigned(digits, value) || value == 0 || value > UINT64_MAX / unit)
+    return false;
+  out = value * unit;
+  return true;
+}
+
 /// Fills `o` from the command line; returns 0 or a usage error's exit code.
 int parseArguments(int argc, char **argv, bool embedded, Options &o) {
   std::vector<std::string> positional;
@@ -185,7 +213,11 @@ int parseArguments(int argc, char **argv, bool embedded, Options &o) {
     else if (arg == "--checkpoint-every") status = integer(1, o.checkpointEvery);
     else if (arg == "--threads") status = integer(1, o.threads);
     else if (arg == "--log-every") status = integer(1, o.logEvery);
-    else if (arg == "--collective-timeout") {
+    else if (arg == "--max-shard-size") {
+      if (!parseSize(value, o.maxShardBytes))
+        return usageError("--max-shard-size needs a size in bytes > 0 (e.g. 2000000000 or "
+                          "2GB), not '" + value + "'");
+    } else if (arg == "--collective-timeout") {
       char *end = nullptr;
       o.collectiveTimeout = std::strtod(value.c_str(), &end);
       if (value.empty() || *end || !(o.collectiveTimeout > 0 && o.collectiveTimeout < 1e9))
@@ -674,7 +706,9 @@ int run(const Options &o, const std::vector<uint8_t> &embedded, const char *prog
       !writeCheckpoint(session.get(), o.checkpointDir, dataPosition, exitCode))
     return exitCode;
   if (primary && !o.saveWeights.empty() &&
-      !check(tg_session_save_weights(session.get(), o.saveWeights.c_str()), exitCode))
+      !check(tg_session_save_weights_sharded(session.get(), o.saveWeights.c_str(),
+                                             o.maxShardBytes),
+             exitCode))
     return exitCode;
   if (profiling) {
     std::string problem;

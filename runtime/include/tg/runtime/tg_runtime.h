@@ -48,8 +48,10 @@ void tg_session_info(const tg_session *session, tg_program_info *out);
  * Random init: normal(0, std) per the artifact's rules, seeded by `seed` and
  * the parameter's name (so it does not depend on parameter order). */
 tg_status tg_session_init_random(tg_session *session, uint64_t seed);
-/* From a safetensors file with Hugging Face names, with or without the
- * "transformer." prefix; every parameter must be present with its shape. */
+/* From safetensors weights with Hugging Face names, with or without the
+ * "transformer." prefix; every parameter must be present with its shape.
+ * `path`: a .safetensors file, a sharded checkpoint's
+ * model.safetensors.index.json, or a model directory holding either. */
 tg_status tg_session_init_from_safetensors(tg_session *session,
                                            const char *path);
 
@@ -104,8 +106,15 @@ tg_status tg_session_profile(const tg_session *session,
                              const tg_command_profile **records,
                              size_t *count);
 
-/* Final weights as safetensors, Hugging Face names and layouts. */
+/* Final weights as safetensors, Hugging Face names and layouts: `path`
+ * (STEM.safetensors) when they take at most `max_shard_bytes`, otherwise
+ * Hugging Face's shards STEM-0000K-of-0000N.safetensors beside it and their
+ * index STEM.safetensors.index.json. tg_session_save_weights shards above
+ * TG_DEFAULT_MAX_SHARD_BYTES (5 GB, transformers' default). */
+#define TG_DEFAULT_MAX_SHARD_BYTES 5000000000ull
 tg_status tg_session_save_weights(const tg_session *session, const char *path);
+tg_status tg_session_save_weights_sharded(const tg_session *session, const char *path,
+                                          uint64_t max_shard_bytes);
 
 /* Full training state: parameters, AdamW moments, step count and the data
  * position (in [0, 2^62]; non-finite state is never written). Written to a temporary file, fsynced and renamed, with a

@@ -61,6 +61,24 @@ bool serialize(const File &file, std::vector<uint8_t> &out, std::string &error);
 /// Writes `file` to `path` atomically: a temporary file in the same directory,
 /// fsynced, renamed over `path`, then the directory fsynced.
 bool writeFile(const std::string &path, const File &file, std::string &error);
+/// Writes `bytes` to `path` that way.
+bool writeFileAtomically(const std::string &path, const std::vector<uint8_t> &bytes,
+                         std::string &error);
+
+/// Hugging Face's sharded weights: `STEM.safetensors.index.json`
+/// ({"metadata": {"total_size": BYTES}, "weight_map": {TENSOR: FILE}}) beside
+/// the files `STEM-0000K-of-0000N.safetensors` it names.
+///
+/// Reads weights from `path`: a .safetensors file, an index (every file it
+/// names, each tensor from the file the map gives), or a model directory
+/// holding model.safetensors or model.safetensors.index.json.
+bool readWeights(const std::string &path, File &out, std::string &error);
+/// Writes `file` to `path` (STEM.safetensors) when its tensor data takes at
+/// most `maxShardBytes`, else as shards of at most that much each (a larger
+/// tensor alone in its shard), tensors in order, and the index, written
+/// last. `written` gets the paths of the files written.
+bool writeWeights(const std::string &path, const File &file, uint64_t maxShardBytes,
+                  std::vector<std::string> &written, std::string &error);
 
 /// Element conversions. Narrowing float conversions round to nearest, ties to
 /// even, overflowing to infinity; integer conversions round to nearest and
