@@ -310,6 +310,20 @@ Results Interpreter::compute(Operation *op) {
           return failure();
         return one(crossEntropyGrad(logits, targets, get(o.getLossGrad())));
       })
+      // The evaluator runs one rank: a collective over an axis of size 1
+      // (or on a module without a mesh) is the identity; over a larger axis
+      // its result depends on ranks it does not run.
+      .Case([&](AllReduceOp o) -> Results {
+        std::optional<Mesh> mesh = getMesh(o);
+        int64_t ranks =
+            mesh ? mesh->getAxisSize(o.getAxis()).value_or(1) : 1;
+        if (ranks != 1)
+          return o.emitOpError("runs over mesh axis '")
+                 << o.getAxis() << "' of size " << ranks
+                 << ", but the reference evaluator runs one rank: evaluate "
+                    "the single-device step (no --mesh) instead";
+        return one(get(o.getInput()));
+      })
       .Default([](Operation *op) -> Results {
         return op->emitOpError("is not supported by the reference evaluator");
       });

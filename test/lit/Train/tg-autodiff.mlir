@@ -46,3 +46,13 @@ func.func @forward(%p: tensor<3xf32> {tg.param = "p"}) -> tensor<f32> {
   %0 = tg.reduce_max %p [0] : tensor<3xf32> -> tensor<f32>
   return %0 : tensor<f32>
 }
+
+// -----
+
+// Collectives have no VJP: data parallelism inserts them after autodiff.
+func.func @forward(%p: tensor<3xf32> {tg.param = "p"}) -> tensor<f32> {
+  // expected-error @below {{'tg.all_reduce' op is not differentiable, but the loss depends on it through a parameter}}
+  %0 = tg.all_reduce avg %p over "data" : tensor<3xf32>
+  %1 = tg.reduce_sum %0 [0] : tensor<3xf32> -> tensor<f32>
+  return %1 : tensor<f32>
+}

@@ -413,3 +413,33 @@ TEST(Evaluator, ErrorsNameTheProblem) {
                                 {{{1, 2}, {0, 0}}, {{1}, {-1}}});
   EXPECT_NE(target.find("target value -1"), std::string::npos) << target;
 }
+
+// The evaluator runs one rank: an all-reduce over an axis of size 1, or in a
+// module without a mesh, is the identity; over more ranks it is refused.
+TEST(Evaluator, AllReduceOnOneRank) {
+  std::vector<double> x = {1, -2, 3};
+  for (const char *module : {"module {", "module attributes {tg.mesh_axes = "
+                                         "[\"data\"], tg.mesh_shape = "
+                                         "array<i64: 1>} {"}) {
+    Tensor out = runOne(std::string(module) + R"(
+      func.func @f(%a: tensor<3xf64>) -> tensor<3xf64> {
+        %0 = tg.all_reduce avg %a over "data" : tensor<3xf64>
+        return %0 : tensor<3xf64>
+      }
+    })",
+                        {{{3}, x}});
+    EXPECT_EQ(out.data, x) << module;
+  }
+  std::string error = runError(R"(
+    module attributes {tg.mesh_axes = ["data"], tg.mesh_shape = array<i64: 2>} {
+      func.func @f(%a: tensor<3xf64>) -> tensor<3xf64> {
+        %0 = tg.all_reduce sum %a over "data" : tensor<3xf64>
+        return %0 : tensor<3xf64>
+      }
+    })",
+                               {{{3}, x}});
+  EXPECT_NE(error.find("'tg.all_reduce' op runs over mesh axis 'data' of size "
+                       "2, but the reference evaluator runs one rank"),
+            std::string::npos)
+      << error;
+}

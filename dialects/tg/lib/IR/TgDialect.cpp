@@ -2,11 +2,13 @@
 #include "tg/IR/TgOps.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
@@ -32,6 +34,80 @@ void TgDialect::initialize() {
 #define GET_ATTRDEF_LIST
 #include "tg/IR/TgAttrs.cpp.inc"
       >();
+}
+
+//===----------------------------------------------------------------------===//
+// The device mesh (module attributes)
+//===----------------------------------------------------------------------===//
+
+std::optional<int64_t> Mesh::getAxisSize(StringRef name) const {
+  for (auto [axis, size] : llvm::zip(axes, shape))
+    if (cast<StringAttr>(axis).getValue() == name)
+      return size;
+  return std::nullopt;
+}
+
+std::optional<Mesh> mlir::tg::getMesh(Operation *op) {
+  auto module = dyn_cast<ModuleOp>(op);
+  if (!module)
+    module = op->getParentOfType<ModuleOp>();
+  if (!module)
+    return std::nullopt;
+  auto axes = module->getAttrOfType<ArrayAttr>(kMeshAxesAttr);
+  auto shape = module->getAttrOfType<DenseI64ArrayAttr>(kMeshShapeAttr);
+  if (!axes || !shape)
+    return std::nullopt;
+  return Mesh{axes, shape.asArrayRef()};
+}
+
+void mlir::tg::setMesh(Operation *module, ArrayRef<StringRef> axes,
+                       ArrayRef<int64_t> shape) {
+  Builder b(module->getContext());
+  module->setAttr(kMeshAxesAttr, b.getStrArrayAttr(axes));
+  module->setAttr(kMeshShapeAttr, b.getDenseI64ArrayAttr(shape));
+}
+
+/// tg.mesh_axes and tg.mesh_shape: on a module, both present, as many
+/// sizes as axes, unique non-empty names, sizes >= 1. Other tg attributes
+/// on operations (tg.vocab_size, ...) are checked where they are read.
+LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
+                                                  NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name != kMeshAxesAttr && name != kMeshShapeAttr)
+    return success();
+  if (!isa<ModuleOp>(op))
+    return op->emitOpError("has '")
+           << name << "', which only a builtin.module can declare";
+  auto axes = op->getAttrOfType<ArrayAttr>(kMeshAxesAttr);
+  auto shape = op->getAttrOfType<DenseI64ArrayAttr>(kMeshShapeAttr);
+  auto expected = [&] {
+    return op->emitOpError("declares a device mesh with '")
+           << kMeshAxesAttr << "' (axis names, e.g. [\"data\"]) and '"
+           << kMeshShapeAttr << "' (their sizes, e.g. array<i64: 4>): ";
+  };
+  if (!axes || !llvm::all_of(axes, llvm::IsaPred<StringAttr>))
+    return expected() << "'" << kMeshAxesAttr
+                      << "' is missing or not an array of strings";
+  if (!shape)
+    return expected() << "'" << kMeshShapeAttr
+                      << "' is missing or not an array<i64: ...>";
+  // Both attributes are checked together, once: from the axes.
+  if (name == kMeshShapeAttr)
+    return success();
+  if (axes.size() != shape.size())
+    return expected() << axes.size() << " axis names but " << shape.size()
+                      << " sizes";
+  llvm::StringSet<> seen;
+  for (auto [axis, size] : llvm::zip(axes, shape.asArrayRef())) {
+    StringRef axisName = cast<StringAttr>(axis).getValue();
+    if (axisName.empty() || !seen.insert(axisName).second)
+      return expected() << "axis name '" << axisName
+                        << "' is empty or repeated";
+    if (size < 1)
+      return expected() << "axis '" << axisName << "' has size " << size
+                        << "; sizes must be >= 1";
+  }
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -547,3 +547,16 @@ LogicalResult CrossEntropyGradOp::verify() {
 
 #define GET_OP_CLASSES
 #include "tg/IR/TgOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+LogicalResult AllReduceOp::verify() {
+  std::optional<Mesh> mesh = getMesh(*this);
+  if (!mesh || mesh->getAxisSize(getAxis()))
+    return success();
+  return emitOpError("runs over mesh axis '")
+         << getAxis() << "', which the module's mesh (" << kMeshAxesAttr
+         << " = " << mesh->axes << ") does not have; use one of its axes";
+}

@@ -5,6 +5,7 @@
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/DialectImplementation.h"
 
+#include <optional>
 #include <string>
 
 #include "tg/IR/TgOpsDialect.h.inc"
@@ -32,6 +33,31 @@ inline constexpr llvm::StringLiteral kStateAttr = "tg.state";
 /// argument with tg.param = "NAME", a moment kind the argument with the
 /// same tg.state.
 inline constexpr llvm::StringLiteral kUpdatesAttr = "tg.updates";
+
+/// Module attributes declaring the device mesh the module's step runs on
+/// (set by `tgc --mesh`): the axis names, a StrArrayAttr (["data"]), and
+/// their sizes, a DenseI64ArrayAttr of the same length (array<i64: 4>).
+/// Ranks are numbered row-major over the sizes. A module without them runs
+/// on one device. The dialect verifies them (TgDialect.cpp).
+inline constexpr llvm::StringLiteral kMeshAxesAttr = "tg.mesh_axes";
+inline constexpr llvm::StringLiteral kMeshShapeAttr = "tg.mesh_shape";
+/// The mesh axis data parallelism splits the batch over (`--mesh dp=D`).
+inline constexpr llvm::StringLiteral kDataAxis = "data";
+
+/// A module's device mesh (kMeshAxesAttr, kMeshShapeAttr).
+struct Mesh {
+  ArrayAttr axes;
+  ArrayRef<int64_t> shape;
+  /// The size of axis `name`, or std::nullopt when the mesh has no such axis.
+  std::optional<int64_t> getAxisSize(llvm::StringRef name) const;
+};
+/// The mesh declared on `op` when it is a module, else on the nearest module
+/// enclosing it; std::nullopt when that module declares none (or only half
+/// of it, which the verifier rejects).
+std::optional<Mesh> getMesh(Operation *op);
+/// Declares the mesh `axes` x `shape` on `module`.
+void setMesh(Operation *module, llvm::ArrayRef<llvm::StringRef> axes,
+             llvm::ArrayRef<int64_t> shape);
 
 /// The external (safetensors / artifact) name of a function argument, from
 /// its attribute dictionary: the tg.param or tg.input name, or

@@ -15,13 +15,16 @@ def Tg_Dialect : Dialect {
     (`#tg.init<...>`); data inputs carry `tg.input` (e.g. "tokens"), AdamW
     moments `tg.state = #tg.state<adam_m, "NAME">`, results that update a
     state argument `tg.updates = #tg.state<...>` and other results
-    `tg.output` (e.g. "loss").
+    `tg.output` (e.g. "loss"). A module may declare the device mesh its
+    training step runs on with `tg.mesh_axes` (axis names) and
+    `tg.mesh_shape` (their sizes); without them it runs on one device.
   }];
   let useDefaultAttributePrinterParser = 1;
   let cppNamespace = "::mlir::tg";
   let hasConstantMaterializer = 0;
   let hasRegionArgAttrVerify = 1;
   let hasRegionResultAttrVerify = 1;
+  let hasOperationAttrVerify = 1;
 }
 
 class Tg_Op<string mnemonic, list<Trait> traits = []>

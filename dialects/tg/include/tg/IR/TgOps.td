@@ -330,6 +330,41 @@ def Tg_CrossEntropyGradOp : Tg_Op<"cross_entropy_grad", [Pure, Tg_HasKernelBody,
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+def Tg_CollectiveReduction : I32EnumAttr<"CollectiveReduction",
+    "how a collective combines the ranks' values", [
+      I32EnumAttrCase<"sum", 0>, I32EnumAttrCase<"avg", 1>,
+      I32EnumAttrCase<"max", 2>, I32EnumAttrCase<"min", 3>,
+    ]> {
+  let cppNamespace = "::mlir::tg";
+}
+
+// No VJP: data parallelism inserts it after autodiff (tg-build-train-step),
+// so autodiff rejects it by name like max/min.
+def Tg_AllReduceOp : Tg_Op<"all_reduce", [Pure, SameOperandsAndResultType]> {
+  let summary = "Every rank along a mesh axis gets the reduction of all "
+                "their tensors";
+  let description = [{
+    The ranks that share every mesh coordinate but the one along `axis`
+    each contribute `input`; each gets the element-wise `reduction` (sum,
+    avg, max, min) of all contributions. `axis` names an axis of the
+    module's mesh (`tg.mesh_axes`); a module without a mesh runs on one
+    device, where the op is the identity.
+
+    ```mlir
+    %g = tg.all_reduce avg %grad over "data" : tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Tg_FloatTensor:$input,
+                       Tg_CollectiveReduction:$reduction, StrAttr:$axis);
+  let results = (outs Tg_FloatTensor:$result);
+  let assemblyFormat = "$reduction $input `over` $axis attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
 // The micro-batch loop (tg.micro_batches) and its terminator.
 include "tg/IR/TgMicroBatches.td"
 
