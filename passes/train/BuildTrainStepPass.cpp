@@ -25,6 +25,7 @@ struct BuildTrainStepPass
     o.batchSize = batchSize;
     o.seqLen = seqLen;
     o.microBatches = microBatches;
+    o.dataParallel = dataParallel;
     o.lr = lr;
     o.beta1 = beta1;
     o.beta2 = beta2;
@@ -75,6 +76,7 @@ mlir::tg::createTgBuildTrainStepPass(const TrainStepOptions &options,
   o.batchSize = options.batchSize;
   o.seqLen = options.seqLen;
   o.microBatches = options.microBatches;
+  o.dataParallel = options.dataParallel;
   o.lr = options.lr;
   o.beta1 = options.beta1;
   o.beta2 = options.beta2;

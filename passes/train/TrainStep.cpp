@@ -36,10 +36,23 @@ LogicalResult mlir::tg::verifyTrainStepOptions(
     return bad("seq-len") << "must be > 0, got " << c.seqLen;
   if (c.microBatches <= 0)
     return bad("micro-batches") << "must be > 0, got " << c.microBatches;
-  if (c.batchSize % c.microBatches != 0)
+  if (c.dataParallel <= 0)
+    return bad("data-parallel") << "must be > 0, got " << c.dataParallel;
+  if (c.batchSize % c.dataParallel != 0)
+    return bad("data-parallel") << "(" << c.dataParallel
+                                << ") must divide batch-size (" << c.batchSize
+                                << ")";
+  if (c.dataParallel == 1 && c.batchSize % c.microBatches != 0)
     return bad("micro-batches") << "(" << c.microBatches
                                 << ") must divide batch-size (" << c.batchSize
                                 << ")";
+  if (c.rankBatchSize() % c.microBatches != 0)
+    return bad("micro-batches")
+           << "(" << c.microBatches
+           << ") must divide the rows of one rank, batch-size / data-parallel "
+              "= "
+           << c.batchSize << " / " << c.dataParallel << " = "
+           << c.rankBatchSize();
   auto finiteAtLeast0 = [&](StringRef option, double value) -> LogicalResult {
     if (!std::isfinite(value) || value < 0)
       return bad(option) << "must be finite and >= 0, got " << value;
@@ -194,12 +207,30 @@ LogicalResult mlir::tg::buildTrainStep(func::FuncOp forward,
     entry.second.type = entry.second.type.clone(master);
   auto microTokens = cast<RankedTensorType>(fwdType.getInput(tokensArg));
   int64_t micro = microTokens.getShape()[0], seq = microTokens.getShape()[1];
-  if (micro * c.microBatches != c.batchSize || seq != c.seqLen)
-    return forward.emitOpError() << "tokens are " << micro << "x" << seq
-                                 << ", expected (batch_size / micro_batches) x "
-                                    "seq_len = "
-                                 << c.microBatchSize() << "x" << c.seqLen;
-  auto globalTokens = microTokens.clone({c.batchSize, seq});
+  if (micro != c.microBatchSize() || seq != c.seqLen)
+    return forward.emitOpError()
+           << "tokens are " << micro << "x" << seq
+           << ", expected (batch_size / (data_parallel x micro_batches)) x "
+              "seq_len = "
+           << c.microBatchSize() << "x" << c.seqLen;
+  // The step is one rank's of dataParallel along the mesh axis "data": a
+  // module that declares a mesh must agree, one that does not gets it.
+  if (std::optional<Mesh> mesh = getMesh(forward)) {
+    int64_t dataSize = mesh->getAxisSize(kDataAxis).value_or(1);
+    if (dataSize != c.dataParallel)
+      return forward.emitError()
+             << "tg-build-train-step: option 'data-parallel' ("
+             << c.dataParallel << ") differs from the size of the mesh axis \""
+             << kDataAxis << "\" declared by the module (" << dataSize
+             << ", " << kMeshAxesAttr << " = " << mesh->axes << ", "
+             << kMeshShapeAttr << " = [" << mesh->shape
+             << "]); make them equal";
+  } else if (c.dataParallel > 1) {
+    setMesh(forward->getParentOfType<ModuleOp>(), {kDataAxis},
+            {c.dataParallel});
+  }
+  // One rank's rows of the batch (all of it without data parallelism).
+  auto rankTokens = microTokens.clone({c.rankBatchSize(), seq});
 
   // The signature of train_step.
   SmallVector<Type> argTypes;
@@ -224,7 +255,7 @@ LogicalResult mlir::tg::buildTrainStep(func::FuncOp forward,
     }
   auto scalarI32 = RankedTensorType::get({}, b.getI32Type());
   auto scalarMaster = lossType;
-  argTypes.append({scalarI32, globalTokens, globalTokens});
+  argTypes.append({scalarI32, rankTokens, rankTokens});
   argLocs.append({s.loc("step"), s.loc("tokens"), s.loc("targets")});
   argAttrs.append({named(kInputAttr, "step"), named(kInputAttr, "tokens"),
                    named(kInputAttr, "targets")});
@@ -265,7 +296,7 @@ LogicalResult mlir::tg::buildTrainStep(func::FuncOp forward,
 
   // Forward and backward of one micro-batch inside tg.micro_batches, which
   // averages the loss and the gradients (cast to the master type inside it)
-  // over the micro-batches of the global batch.
+  // over the micro-batches of the rank's rows.
   Block &fwdBody = forward.getBody().front();
   SmallVector<Type> mbTypes = {scalarMaster};
   SmallVector<Location> mbNames = {s.loc("loss")};
@@ -315,6 +346,22 @@ LogicalResult mlir::tg::buildTrainStep(func::FuncOp forward,
   b.setInsertionPointAfter(microBatches);
   Value loss = microBatches.getResult(0);
   SmallVector<Value> grads(microBatches.getResults().drop_front());
+
+  // Data parallelism: every rank holds the mean over its rows, and all ranks
+  // have as many rows, so the mean of the ranks' means is the mean over the
+  // whole batch. Averaging before the norm gives every rank the global norm
+  // and the single-device update.
+  if (c.dataParallel > 1) {
+    auto average = [&](const Twine &name, Value v) {
+      return s.make<AllReduceOp>(name, v.getType(), v,
+                                 CollectiveReduction::avg,
+                                 b.getStringAttr(kDataAxis));
+    };
+    loss = average("loss_avg", loss);
+    for (size_t i = 0; i < n; ++i)
+      grads[i] =
+          average("grad_" + params[i].second.shortName + "_avg", grads[i]);
+  }
 
   // Global gradient norm and clipping (torch.nn.utils.clip_grad_norm_).
   Value sumSq;

@@ -27,9 +27,16 @@ def TgBuildTrainStep : Pass<"tg-build-train-step", "ModuleOp"> {
   let summary = "Replace the forward function by the whole training step";
   let description = [{
     Turns `@forward` into `@train_step`: a `tg.micro_batches` loop of forward
-    and backward over slices of the global batch, global-norm clipping, AdamW
+    and backward over slices of the batch, global-norm clipping, AdamW
     (torch.optim.AdamW semantics) and the learning-rate schedule, all set by
-    the options below (tgc fills them from TRAIN.json).
+    the options below (tgc fills them from TRAIN.json and --mesh).
+
+    With `data-parallel=D` > 1 the step is one rank's of D along the mesh
+    axis "data" (a mesh the module declares, tg.mesh_axes / tg.mesh_shape,
+    must have it with size D; a module without one gets ["data"] = [D]):
+    tokens and targets are its batch-size / D rows, and the loss and each
+    gradient go through `tg.all_reduce avg over "data"` before clipping and
+    AdamW, so every rank applies the single-device update.
   }];
   let options = [
     Option<"function", "function", "std::string", /*default=*/"\"forward\"",
@@ -39,7 +46,9 @@ def TgBuildTrainStep : Pass<"tg-build-train-step", "ModuleOp"> {
     Option<"seqLen", "seq-len", "int64_t", /*default=*/"0",
            "Sequence length">,
     Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
-           "Micro-batches the global batch is split into">,
+           "Micro-batches each rank's rows of the batch are split into">,
+    Option<"dataParallel", "data-parallel", "int64_t", /*default=*/"1",
+           "Ranks along the mesh axis \"data\" the batch is split over">,
     Option<"lr", "lr", "double", /*default=*/"0.0", "Peak learning rate">,
     Option<"beta1", "beta1", "double", /*default=*/"0.9", "AdamW beta1">,
     Option<"beta2", "beta2", "double", /*default=*/"0.999", "AdamW beta2">,

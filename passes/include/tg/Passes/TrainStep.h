@@ -23,6 +23,9 @@ struct TrainStepOptions {
   int64_t batchSize = 0; // global, in sequences
   int64_t seqLen = 0;
   int64_t microBatches = 1;
+  /// Ranks along the mesh axis "data": each gets batchSize / dataParallel
+  /// rows of the batch, and the gradients and loss are averaged over them.
+  int64_t dataParallel = 1;
 
   // AdamW, with torch.optim.AdamW semantics.
   double lr = 0;
@@ -41,16 +44,20 @@ struct TrainStepOptions {
   double minLr = 0;
   int64_t decaySteps = 0;
 
-  int64_t microBatchSize() const { return batchSize / microBatches; }
+  /// Rows of the batch one rank computes.
+  int64_t rankBatchSize() const { return batchSize / dataParallel; }
+  /// Rows of one micro-batch on one rank (the forward graph's batch).
+  int64_t microBatchSize() const { return rankBatchSize() / microBatches; }
 };
 
 /// "constant" / "cosine".
 StringRef stringifyLrSchedule(LrSchedule schedule);
 std::optional<LrSchedule> parseLrSchedule(StringRef name);
 
-/// Checks the options on their own (positive sizes, micro-batches dividing
-/// the batch, finite rates, betas in [0, 1), ...). The message names the
-/// option by its pass-option name (e.g. "micro-batches").
+/// Checks the options on their own (positive sizes, data-parallel ranks
+/// dividing the batch and micro-batches the per-rank batch, finite rates,
+/// betas in [0, 1), ...). The message names the option by its pass-option
+/// name (e.g. "micro-batches").
 LogicalResult verifyTrainStepOptions(const TrainStepOptions &options,
                                      function_ref<InFlightDiagnostic()> emitError);
 
@@ -63,11 +70,17 @@ LogicalResult verifyTrainStepOptions(const TrainStepOptions &options,
 /// Moment arguments carry tg.state = #tg.state<adam_m|adam_v, "NAME">, the
 /// new parameters and moments tg.updates = #tg.state<param|adam_m|adam_v,
 /// "NAME">, the scalars tg.output. The forward and backward run in one
-/// `tg.micro_batches` op over `options.microBatches` slices of the global
-/// batch (gradients cast to the master type inside it); global-norm
-/// clipping, AdamW as torch.optim.AdamW computes it and the learning-rate
-/// schedule follow. Parameters, optimizer state and the loss are in the
-/// loss's precision (f32, or f64 for an f64 graph); the forward and backward
+/// `tg.micro_batches` op over `options.microBatches` slices of the rank's
+/// rows of the batch (gradients cast to the master type inside it). With
+/// `options.dataParallel` > 1 (a mesh the module declares must have a
+/// "data" axis of that size; a module without one gets that mesh), tokens
+/// and targets are the rank's batchSize / dataParallel
+/// rows, and the loss and every gradient are averaged over the "data" axis
+/// (tg.all_reduce avg) right after the loop, so every rank clips by the
+/// global norm and applies the update a single-rank step over the whole
+/// batch would. Global-norm clipping, AdamW as torch.optim.AdamW computes
+/// it and the learning-rate schedule follow. Parameters, optimizer state and
+/// the loss are in the loss's precision (f32, or f64 for an f64 graph); the forward and backward
 /// run in the forward's element type (bf16 under `precision: bf16`).
 LogicalResult buildTrainStep(func::FuncOp forward,
                              const TrainStepOptions &options);
