@@ -82,13 +82,22 @@ public:
 
 private:
   void createProgram() {
+    // The module's mesh, or a single device.
+    std::optional<Mesh> mesh = getMesh(func);
+    ArrayAttr meshAxes = mesh ? mesh->axes : b.getStrArrayAttr({kDataAxis});
+    DenseI64ArrayAttr meshShape = b.getDenseI64ArrayAttr(
+        mesh ? mesh->shape : ArrayRef<int64_t>{1});
+    // The step's tokens are one rank's rows; every rank along "data" has as
+    // many, so the global batch (what the runtime splits) is their product.
+    int64_t ranksAlongData =
+        mesh ? mesh->getAxisSize(kDataAxis).value_or(1) : 1;
     int64_t batch = 0, seq = 0;
     for (auto [i, arg] : llvm::enumerate(func.getArguments()))
       if (auto input = func.getArgAttrOfType<StringAttr>(i, kInputAttr);
           input && input.getValue() == "tokens") {
         auto type = cast<RankedTensorType>(arg.getType());
         if (type.getRank() == 2) {
-          batch = type.getDimSize(0);
+          batch = type.getDimSize(0) * ranksAlongData;
           seq = type.getDimSize(1);
         }
       }
@@ -98,8 +107,8 @@ private:
       vocab = attr.getInt();
     b.setInsertionPoint(func);
     program = exec::ProgramOp::create(
-        b, func.getLoc(), b.getStringAttr(func.getSymName()), b.getStrArrayAttr({"data"}),
-        b.getDenseI64ArrayAttr({1}), b.getI64IntegerAttr(batch),
+        b, func.getLoc(), b.getStringAttr(func.getSymName()), meshAxes,
+        meshShape, b.getI64IntegerAttr(batch),
         b.getI64IntegerAttr(seq), b.getI64IntegerAttr(vocab),
         b.getI64IntegerAttr(int64_t(seed)),
         b.getF64FloatAttr(double(countMatmulFlops(func))), IntegerAttr(),
@@ -207,6 +216,8 @@ private:
                  out);
       return success();
     }
+    if (auto allReduce = dyn_cast<AllReduceOp>(op))
+      return lowerAllReduce(allReduce);
     if (auto region = dyn_cast<exec::DispatchRegionOp>(op))
       return lowerRegion(region);
     return op.emitOpError("cannot be lowered to exec")
@@ -214,6 +225,26 @@ private:
                    ? ": run tg-decompose-attention first"
                    : ": run tg-form-dispatch-regions first, or it has no "
                      "kernel lowering");
+  }
+
+  /// An exec.all_reduce into a new buffer, or in place over its input when
+  /// the input is a scratch resource of its own that nothing else reads
+  /// (a gradient: no second copy of it lives until the optimizer).
+  LogicalResult lowerAllReduce(AllReduceOp op) {
+    Value source = buffers[op.getInput()];
+    auto storage = source.getDefiningOp<exec::ResourceOp>();
+    bool inPlace = op.getInput().hasOneUse() && !claims.count(op.getResult()) &&
+                   storage && storage.getKind() == ResourceKind::scratch &&
+                   !storage.getUpdates();
+    Value target = inPlace ? source : resultBuffer(op.getResult());
+    buffers[op.getResult()] = target;
+    auto reduction = exec::symbolizeReduction(
+        stringifyCollectiveReduction(op.getReduction()));
+    exec::AllReduceOp::create(b, op.getLoc(),
+                              exec::TimepointType::get(b.getContext()), source,
+                              target, op.getAxis(), *reduction,
+                              /*awaits=*/ValueRange{}, /*stream=*/0);
+    return success();
   }
 
   LogicalResult lowerRegion(exec::DispatchRegionOp region) {

@@ -52,3 +52,17 @@ func.func @attention(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tenso
   %o = tg.attention %q, %k, %v {scale = 0.35355339 : f64} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>
   return %o : tensor<1x2x4x8xf32>
 }
+
+// -----
+
+// A collective is a command of its own, not a kernel: it stays outside.
+// CHECK-LABEL: func.func @all_reduce
+// CHECK:         %[[SQ:.+]] = exec.dispatch_region -> (tensor<8xf32>) {
+// CHECK-NEXT:      tg.mul
+// CHECK:         %[[AVG:.+]] = tg.all_reduce avg %[[SQ]] over "data" : tensor<8xf32>
+// CHECK-NEXT:    return %[[AVG]]
+func.func @all_reduce(%g: tensor<8xf32>) -> tensor<8xf32> {
+  %sq = tg.mul %g, %g : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>
+  %avg = tg.all_reduce avg %sq over "data" : tensor<8xf32>
+  return %avg : tensor<8xf32>
+}

@@ -92,6 +92,46 @@ func.func @train_step(%w: tensor<2x3xf32> {tg.param = "w", tg.init = #tg.init<ze
 
 // -----
 
+// Data parallel over the module's mesh ["data"] = [2]: the program takes the
+// mesh, and its batch_size is the global batch (each rank's 2 token rows
+// times 2 ranks). An all-reduce becomes an exec.all_reduce: in place over a
+// scratch input nothing else reads (the gradient), into a new buffer
+// otherwise (here the output resource of the loss).
+// CHECK-LABEL: exec.program @train_step
+// CHECK-SAME:    batch_size = 4 : i64, {{.*}}mesh_axes = ["data"], mesh_shape = array<i64: 2>, {{.*}}seq_len = 3 : i64
+// CHECK:         %[[G:.+]] = exec.resource scratch : memref<8xf32>
+// CHECK-NEXT:    exec.dispatch @kernels::@k0_mul(%{{.+}}) -> (%[[G]])
+// CHECK-NEXT:    exec.all_reduce avg %[[G]] -> %[[G]] over "data" : memref<8xf32> -> memref<8xf32>
+// CHECK:         %[[L:.+]] = exec.resource scratch : memref<f32>
+// CHECK-NEXT:    exec.dispatch @kernels::@k1_reduce_sum(%[[G]]) -> (%[[L]])
+// CHECK-NEXT:    %[[LOSS:.+]] = exec.resource output "loss" : memref<f32>
+// CHECK-NEXT:    exec.all_reduce avg %[[L]] -> %[[LOSS]] over "data" : memref<f32> -> memref<f32>
+// CHECK-NEXT:    %[[NORM:.+]] = exec.resource output "norm" : memref<f32>
+// CHECK-NEXT:    exec.dispatch @kernels::@k1_reduce_sum(%[[G]]) -> (%[[NORM]])
+module attributes {tg.mesh_axes = ["data"], tg.mesh_shape = array<i64: 2>} {
+func.func @train_step(%x: tensor<8xf32> {tg.input = "x"},
+                      %tokens: tensor<2x3xi32> {tg.input = "tokens"})
+    -> (tensor<f32> {tg.output = "loss"}, tensor<f32> {tg.output = "norm"}) {
+  %g = exec.dispatch_region -> (tensor<8xf32>) {
+    %sq = tg.mul %x, %x : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>
+    exec.yield %sq : tensor<8xf32>
+  }
+  %g_avg = tg.all_reduce avg %g over "data" : tensor<8xf32>
+  %l = exec.dispatch_region -> (tensor<f32>) {
+    %s = tg.reduce_sum %g_avg [0] : tensor<8xf32> -> tensor<f32>
+    exec.yield %s : tensor<f32>
+  }
+  %l_avg = tg.all_reduce avg %l over "data" : tensor<f32>
+  %n = exec.dispatch_region -> (tensor<f32>) {
+    %s = tg.reduce_sum %g_avg [0] : tensor<8xf32> -> tensor<f32>
+    exec.yield %s : tensor<f32>
+  }
+  return %l_avg, %n : tensor<f32>, tensor<f32>
+}
+}
+
+// -----
+
 // Attention must be decomposed first.
 func.func @train_step(%q: tensor<1x2x4x8xf32> {tg.input = "q"}) -> (tensor<1x2x4x8xf32> {tg.output = "o"}) {
   // expected-error @+1 {{'tg.attention' op cannot be lowered to exec: run tg-decompose-attention first}}

@@ -299,6 +299,12 @@ static LogicalResult verifyCollective(Operation *op, Value source, Value target,
   if (from.getElementType() != to.getElementType())
     return op->emitOpError("needs one element type, not ")
            << from.getElementType() << " and " << to.getElementType();
+  // What the runtimes' communication libraries reduce (MPI, NCCL).
+  Type element = from.getElementType();
+  if (!(element.isF32() || element.isF64() || element.isBF16() ||
+        element.isF16() || element.isInteger(32)))
+    return op->emitOpError("has element type ")
+           << element << "; collectives take f32, f64, bf16, f16 or i32";
   int64_t in = from.getNumElements() * (scaleSource ? 1 : *size);
   int64_t out = to.getNumElements() * (scaleTarget ? 1 : *size);
   if (in != out)

@@ -108,9 +108,14 @@ def TgLowerToExec : Pass<"tg-lower-to-exec", "ModuleOp"> {
     every other value a scratch resource; reshapes become views. Each
     `exec.dispatch_region` is outlined into a kernel function on tensors in
     the program's kernel module (structurally equal regions share one
-    kernel) and replaced by an `exec.dispatch`; matmuls become `exec.gemm`.
-    Results that update a state argument are written over it when the
-    planner later proves it safe (`exec.resource ... updates`).
+    kernel) and replaced by an `exec.dispatch`; matmuls become `exec.gemm`,
+    `tg.all_reduce` an `exec.all_reduce` (in place over a scratch input that
+    nothing else reads, as a gradient is). The program takes the module's
+    mesh (tg.mesh_axes / tg.mesh_shape; a single device without one) and
+    the global batch: the rows of the "tokens" input, which are one rank's,
+    times the size of the mesh axis "data". Results that update a state
+    argument are written over it when the planner later proves it safe
+    (`exec.resource ... updates`).
   }];
   let options = [
     Option<"function", "function", "std::string",

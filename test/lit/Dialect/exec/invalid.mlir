@@ -237,6 +237,15 @@ exec.program @p attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size 
 
 // -----
 
+exec.program @p attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 2>} {
+  %a = exec.resource scratch : memref<4xi64>
+  // ... that the communication libraries can reduce.
+  // expected-error @+1 {{'exec.all_reduce' op has element type 'i64'; collectives take f32, f64, bf16, f16 or i32}}
+  %t0 = exec.all_reduce sum %a -> %a over "data" : memref<4xi64> -> memref<4xi64>
+}
+
+// -----
+
 exec.program @p attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["pipe"], mesh_shape = array<i64: 2>} {
   %a = exec.resource scratch : memref<4xf32>
   // ... and a peer is a rank of the axis.
