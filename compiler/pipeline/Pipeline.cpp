@@ -21,6 +21,7 @@ void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options) {
   pm.addPass(createTgLowerToExec({"train_step", options.seed}));
   if (options.fusion)
     pm.addPass(createExecFuseGemmBias());
+  pm.addPass(createExecScheduleCollectives());
   pm.addPass(createExecInsertTimepoints());
   pm.addPass(createExecPlanBuffers());
   pm.addPass(createTgBufferizeKernels());

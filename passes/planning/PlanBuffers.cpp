@@ -129,6 +129,8 @@ private:
         note(buffer, false);
       for (Value buffer : exec::getWrittenBuffers(&op))
         note(buffer, true);
+      for (Value timepoint : exec::getAwaits(&op))
+        firstAwaiter.try_emplace(timepoint.getDefiningOp(), position);
       ++position;
     }
     hasSeveralStreams = multiStream;
@@ -206,8 +208,26 @@ private:
     }
   }
 
+  /// The position after which a resource's range is free again: its last
+  /// use, and for a use on a stream other than the main one (0: a
+  /// collective on the communication stream) no earlier than the first
+  /// command that awaits it. A reuse before that would be correct (the
+  /// reusing command awaits it, below) but would stall the main stream
+  /// until the collective completes, which is the overlap lost.
+  int64_t releasePosition(const Uses &u) {
+    int64_t at = u.last;
+    for (Operation *command : u.commands)
+      if (streamOf(command) != 0) {
+        auto awaiter = firstAwaiter.find(command);
+        at = std::max<int64_t>(at, awaiter == firstAwaiter.end()
+                                       ? int64_t(commands.size())
+                                       : awaiter->second);
+      }
+    return at;
+  }
+
   /// Scratch: first fit at the first command touching it, released after
-  /// the last.
+  /// the last (releasePosition).
   void placeScratch() {
     DenseMap<int64_t, SmallVector<ResourceOp>> startingAt, endingAt;
     for (auto resource : program.getBlock().getOps<ResourceOp>()) {
@@ -219,9 +239,8 @@ private:
         continue;
       }
       startingAt[u.first].push_back(resource);
-      endingAt[u.last].push_back(resource);
+      endingAt[releasePosition(u)].push_back(resource);
     }
-    std::vector<std::pair<ResourceOp, uint64_t>> released;
     for (int64_t position = 0; position < (int64_t)commands.size();
          ++position) {
       for (ResourceOp resource : startingAt.lookup(position)) {
@@ -229,18 +248,52 @@ private:
         uint64_t offset = scratch.allocate(size);
         setOffset(resource, stateTop + offset);
         if (hasSeveralStreams)
-          for (auto &[previous, at] : released)
-            if (at < offset + alignUp(size) &&
-                offset < at + alignUp(previous.getByteSize()))
-              awaitOthers(commands[position], uses[previous].commands);
+          for (ResourceOp previous :
+               lastOccupantsOf(offset, offset + alignUp(size)))
+            awaitOthers(commands[position], uses[previous].commands);
       }
       for (ResourceOp resource : endingAt.lookup(position)) {
         uint64_t offset = *resource.getOffset() - stateTop;
         scratch.release(offset, resource.getByteSize());
         if (hasSeveralStreams)
-          released.push_back({resource, offset});
+          setLastOccupant(resource, offset,
+                          offset + alignUp(resource.getByteSize()));
       }
     }
+  }
+
+  /// Records `resource` as the last occupant of scratch bytes [begin, end).
+  /// Earlier occupants of those bytes need no await from a later reuser:
+  /// `resource`'s first command awaited them (or followed them on their
+  /// stream), and the reuser awaits `resource`'s commands (or follows them).
+  void setLastOccupant(ResourceOp resource, uint64_t begin, uint64_t end) {
+    auto it = lastOccupant.lower_bound(begin);
+    if (it != lastOccupant.begin()) {
+      auto before = std::prev(it);
+      auto [beforeEnd, beforeResource] = before->second;
+      if (beforeEnd > begin) {
+        before->second.first = begin;
+        if (beforeEnd > end)
+          lastOccupant[end] = {beforeEnd, beforeResource};
+      }
+    }
+    while (it != lastOccupant.end() && it->first < end) {
+      if (it->second.first > end)
+        lastOccupant[end] = it->second;
+      it = lastOccupant.erase(it);
+    }
+    lastOccupant[begin] = {end, resource};
+  }
+
+  /// The last occupants of scratch bytes [begin, end).
+  SmallVector<ResourceOp> lastOccupantsOf(uint64_t begin, uint64_t end) {
+    SmallVector<ResourceOp> occupants;
+    auto it = lastOccupant.lower_bound(begin);
+    if (it != lastOccupant.begin() && std::prev(it)->second.first > begin)
+      --it;
+    for (; it != lastOccupant.end() && it->first < end; ++it)
+      occupants.push_back(it->second.second);
+    return occupants;
   }
 
   /// `command` awaits those of `others` that run on another stream (the
@@ -273,6 +326,9 @@ private:
   exec::ProgramOp program;
   SmallVector<Operation *> commands;
   DenseMap<Operation *, Uses> uses; // by resource
+  DenseMap<Operation *, int64_t> firstAwaiter; // command -> position
+  /// Scratch offset -> (end, resource): disjoint segments (several streams).
+  std::map<uint64_t, std::pair<uint64_t, ResourceOp>> lastOccupant;
   bool hasSeveralStreams = false;
   uint64_t stateTop = 0;
   FreeListAllocator scratch;

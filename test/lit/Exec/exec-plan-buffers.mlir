@@ -120,6 +120,43 @@ module @kernels {
 
 // -----
 
+// A collective on the communication stream (1) reads %g and writes %h while
+// stream 0 goes on. %g's last use is the collective, but its bytes are not
+// free until a command awaits the collective (t3): %d, written before that,
+// gets bytes of its own instead of making t2 wait for the collective. %e,
+// after t3, reuses %g's and %h's bytes and awaits the collective itself.
+// CHECK-LABEL: exec.program @collective
+// CHECK:         %[[G:.+]] = exec.resource scratch at 256 : memref<4x8xf32>
+// CHECK-NEXT:    %[[H:.+]] = exec.resource scratch at 384 : memref<4x8xf32>
+// CHECK-NEXT:    %[[D:.+]] = exec.resource scratch at 512 : memref<4x8xf32>
+// CHECK-NEXT:    %[[E:.+]] = exec.resource scratch at 256 : memref<4x8xf32>
+// CHECK-NEXT:    %[[T0:.+]] = exec.dispatch @kernels::@k_neg(%{{.+}}) -> (%[[G]]) :
+// CHECK-NEXT:    %[[T1:.+]] = exec.all_reduce sum %[[G]] -> %[[H]] over "data" await(%[[T0]]) on 1
+// CHECK-NEXT:    exec.dispatch @kernels::@k_neg(%{{.+}}) -> (%[[D]]) :
+// CHECK-NEXT:    exec.dispatch @kernels::@k_neg(%[[H]]) -> (%{{.+}}) await(%[[T1]]) :
+// CHECK-NEXT:    exec.dispatch @kernels::@k_neg(%{{.+}}) -> (%[[E]]) await(%[[T1]]) :
+exec.program @collective attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 2>} {
+  %x = exec.resource input "x" : memref<4x8xf32>
+  %o = exec.resource output "o" : memref<4x8xf32>
+  %g = exec.resource scratch : memref<4x8xf32>
+  %h = exec.resource scratch : memref<4x8xf32>
+  %d = exec.resource scratch : memref<4x8xf32>
+  %e = exec.resource scratch : memref<4x8xf32>
+  %t0 = exec.dispatch @kernels::@k_neg(%x) -> (%g) : (memref<4x8xf32>) -> (memref<4x8xf32>)
+  %t1 = exec.all_reduce sum %g -> %h over "data" await(%t0) on 1 : memref<4x8xf32> -> memref<4x8xf32>
+  %t2 = exec.dispatch @kernels::@k_neg(%x) -> (%d) : (memref<4x8xf32>) -> (memref<4x8xf32>)
+  %t3 = exec.dispatch @kernels::@k_neg(%h) -> (%o) await(%t1) : (memref<4x8xf32>) -> (memref<4x8xf32>)
+  %t4 = exec.dispatch @kernels::@k_neg(%x) -> (%e) : (memref<4x8xf32>) -> (memref<4x8xf32>)
+}
+module @kernels {
+  func.func @k_neg(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+    %y = tg.neg %x : tensor<4x8xf32>
+    return %y : tensor<4x8xf32>
+  }
+}
+
+// -----
+
 // Planning twice is a mistake.
 // expected-error @+1 {{'exec.program' op is already planned}}
 exec.program @twice attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>, arena_size = 0 : i64} {

@@ -29,7 +29,8 @@ struct LoweringOptions {
 /// @train_step (tg) -> exec.program with planned resources, timepoints and
 /// a kernel module on memrefs: tg-unroll-micro-batches,
 /// tg-decompose-attention, tg-form-dispatch-regions, tg-lower-to-exec,
-/// exec-fuse-gemm-bias (with fusion), exec-insert-timepoints,
+/// exec-fuse-gemm-bias (with fusion), exec-schedule-collectives,
+/// exec-insert-timepoints,
 /// exec-plan-buffers, tg-bufferize-kernels.
 void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options);
 

@@ -143,6 +143,28 @@ def ExecFuseGemmBias : Pass<"exec-fuse-gemm-bias", "ModuleOp"> {
   }];
 }
 
+def ExecScheduleCollectives : Pass<"exec-schedule-collectives", "ModuleOp"> {
+  let summary = "Issue each collective as early as its buffers allow, and "
+                "those over the data axis on the communication stream";
+  let description = [{
+    Before exec-insert-timepoints: each collective command (all_reduce,
+    reduce_scatter, all_gather, send, recv) moves up to just after the last
+    earlier command it conflicts with: one that writes a buffer it reads,
+    or reads or writes a buffer it writes (views resolved to their storage),
+    or whose timepoint it awaits. The resources and views it uses move with
+    it. Collectives over the mesh axis "data" (the gradient all-reduces of
+    data parallelism) then run on stream `comm-stream`, so each starts as
+    soon as its gradient exists and overlaps the rest of the backward pass;
+    the commands that read its result await it (exec-insert-timepoints).
+    Every rank runs the same program, so all issue the collectives in the
+    same order.
+  }];
+  let options = [
+    Option<"commStream", "comm-stream", "int64_t", /*default=*/"1",
+           "The stream collectives over the data axis run on">,
+  ];
+}
+
 def ExecInsertTimepoints : Pass<"exec-insert-timepoints", "ModuleOp"> {
   let summary = "Make every command await the commands it depends on";
   let description = [{
@@ -162,7 +184,9 @@ def ExecPlanBuffers : Pass<"exec-plan-buffers", "ModuleOp"> {
     state region; scratch resources are placed first-fit and reused once
     every command that touched the previous occupant has completed. On one
     stream the command order guarantees that; where the reusing command runs
-    on another stream, the planner makes it await those commands. A result
+    on another stream, the planner makes it await those commands (and bytes
+    a command off stream 0, such as a collective on the communication
+    stream, touched are reused only once a command has awaited it). A result
     that updates a state resource is written over it when nothing reads the
     old value afterwards (or only the in-place elementwise op producing the
     update does); otherwise an exec.copy back is appended.
