@@ -259,6 +259,7 @@ private:
       tgx::CommandKind kind = tgx::CommandKind_Kernel;
       unsigned moduleIndex = 0, kernel = 0;
       flatbuffers::Offset<tgx::Gemm> gemm = 0;
+      flatbuffers::Offset<tgx::Collective> collective = 0;
       SmallVector<Value> buffers;
       if (auto dispatch = dyn_cast<exec::DispatchOp>(op)) {
         auto it = kernelIndex.find(
@@ -287,9 +288,18 @@ private:
       } else if (auto copy = dyn_cast<exec::CopyOp>(op)) {
         kind = tgx::CommandKind_Copy;
         buffers = {copy.getSource(), copy.getTarget()};
+      } else if (isa<exec::AllReduceOp, exec::ReduceScatterOp,
+                     exec::AllGatherOp>(op)) {
+        kind = tgx::CommandKind_Collective;
+        auto written = writeCollective(op);
+        if (failed(written))
+          return failure();
+        collective = *written;
+        buffers = {op.getOperand(0), op.getOperand(1)}; // source, target
       } else {
-        return op.emitOpError("cannot be stored in a .tgx yet: collectives "
-                              "are lowered by the parallelism work");
+        return op.emitOpError("cannot be stored in a .tgx yet: the format "
+                              "has no point-to-point transfers (send/recv), "
+                              "which pipeline parallelism will add");
       }
       std::vector<tgx::BufferRange> operands;
       for (Value buffer : buffers) {
@@ -305,10 +315,53 @@ private:
       commands.push_back(tgx::CreateCommandDirect(
           fbb, kind, moduleIndex, kernel, gemm, &operands, label.c_str(),
           uint32_t(cast<IntegerAttr>(op.getAttr("stream")).getInt()),
-          &awaits));
+          &awaits, collective));
       indexOf[op.getResult(0)] = commands.size() - 1;
     }
     return success();
+  }
+
+  /// The Collective table of an all_reduce, reduce_scatter or all_gather:
+  /// its axis as an index into the program's mesh axes, its element type.
+  FailureOr<flatbuffers::Offset<tgx::Collective>>
+  writeCollective(Operation &op) {
+    // The format ignores the reduction of an all-gather.
+    tgx::CollectiveKind kind = tgx::CollectiveKind_AllGather;
+    exec::Reduction reduction = exec::Reduction::sum;
+    if (auto allReduce = dyn_cast<exec::AllReduceOp>(op)) {
+      kind = tgx::CollectiveKind_AllReduce;
+      reduction = allReduce.getReduction();
+    } else if (auto reduceScatter = dyn_cast<exec::ReduceScatterOp>(op)) {
+      kind = tgx::CollectiveKind_ReduceScatter;
+      reduction = reduceScatter.getReduction();
+    }
+    StringRef axis = cast<StringAttr>(op.getAttr("axis")).getValue();
+    auto axes = program.getMeshAxes().getAsValueRange<StringAttr>();
+    auto found = llvm::find(axes, axis);
+    if (found == axes.end())
+      return op.emitOpError("runs over mesh axis '")
+             << axis << "', which the program's mesh does not have";
+    auto dtype = dtypeOf(
+        &op, cast<MemRefType>(op.getOperand(0).getType()).getElementType());
+    if (failed(dtype))
+      return failure();
+    return tgx::CreateCollective(fbb, kind, reductionOf(reduction),
+                                 uint32_t(std::distance(axes.begin(), found)),
+                                 *dtype);
+  }
+
+  static tgx::Reduction reductionOf(exec::Reduction reduction) {
+    switch (reduction) {
+    case exec::Reduction::sum:
+      return tgx::Reduction_Sum;
+    case exec::Reduction::avg:
+      return tgx::Reduction_Avg;
+    case exec::Reduction::max:
+      return tgx::Reduction_Max;
+    case exec::Reduction::min:
+      return tgx::Reduction_Min;
+    }
+    llvm_unreachable("unknown reduction");
   }
 
   /// "<command> <name of the tg value it computes>", for profiles and errors.
