@@ -2,6 +2,7 @@
 //
 //   tgc compile MODEL.json|MODEL.mlir [--train TRAIN.json] [--target cpu]
 //       [--emit=tg|summary|tgx|exe] [--stats] [-o OUT] [--batch N] [--seq T]
+//       [--mesh dp=D]
 #include "tg/Artifact/ArtifactWriter.h"
 #include "tg/Exec/IR/ExecOps.h"
 #include "tg/Frontend/ModelBuilder.h"
@@ -38,6 +39,7 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 #include <map>
 
@@ -125,6 +127,25 @@ static cl::opt<bool> verifyEachOpt(
     cl::desc("Verify the IR after every pass, not only before and after the "
              "pipeline (slower; finds the pass that breaks it)"),
     cl::sub(compileCommand), cl::cat(tgcCategory));
+static cl::opt<std::string> meshOpt(
+    "mesh",
+    cl::desc("Device mesh of the training step: dp=D splits the batch over D "
+             "data-parallel ranks (mesh axis \"data\"); tp=T (tensor "
+             "parallel) is not implemented yet"),
+    cl::value_desc("dp=D[,tp=T]"), cl::sub(compileCommand),
+    cl::cat(tgcCategory));
+static cl::opt<bool> sequenceParallelOpt(
+    "sequence-parallel",
+    cl::desc("Shard norms and residuals along the sequence across the tp "
+             "ranks (not implemented yet)"),
+    cl::sub(compileCommand), cl::cat(tgcCategory));
+static cl::opt<int64_t> zeroOpt(
+    "zero",
+    cl::desc("ZeRO stage: 0 (default: every dp rank holds the whole AdamW "
+             "state) or 1 (state sharded over the dp ranks; not implemented "
+             "yet)"),
+    cl::init(0), cl::value_desc("N"), cl::sub(compileCommand),
+    cl::cat(tgcCategory));
 static cl::opt<int64_t> batchOpt("batch", cl::desc("Forward graph batch size without --train"),
                                  cl::init(1), cl::sub(compileCommand), cl::cat(tgcCategory));
 static cl::opt<int64_t> seqOpt("seq", cl::desc("Forward graph sequence length without --train "
@@ -132,11 +153,17 @@ static cl::opt<int64_t> seqOpt("seq", cl::desc("Forward graph sequence length wi
                                cl::init(0), cl::sub(compileCommand), cl::cat(tgcCategory));
 
 namespace {
+/// The ranks along each axis of --mesh.
+struct MeshSpec {
+  int64_t dp = 1, tp = 1;
+};
+
 /// What the driver knows about the model it compiles.
 struct Compilation {
   OwningOpRef<ModuleOp> module;
   std::optional<ModelConfig> model;
   std::optional<TrainConfig> train;
+  std::optional<MeshSpec> mesh; // --mesh, when given
   int64_t batch = 0, seqLen = 0;
 };
 } // namespace
@@ -144,6 +171,95 @@ struct Compilation {
 static int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "tgc") << message << "\n";
   return 1;
+}
+
+/// "dp=D[,tp=T]" (either order, each axis at most once, sizes >= 1).
+static llvm::Expected<MeshSpec> parseMesh(StringRef text) {
+  auto error = [&](const Twine &what) {
+    return llvm::createStringError("--mesh " + text + ": " + what);
+  };
+  auto malformed = [&] {
+    return error("expected the form dp=D,tp=T (axis sizes as positive "
+                 "integers; tp may be left out), e.g. --mesh dp=4");
+  };
+  MeshSpec mesh;
+  bool seenDp = false, seenTp = false;
+  SmallVector<StringRef> parts;
+  text.split(parts, ',');
+  for (StringRef part : parts) {
+    auto [key, value] = part.split('=');
+    int64_t size;
+    if (!part.contains('=') || key.empty() || value.getAsInteger(10, size))
+      return malformed();
+    bool isDp = key == "dp";
+    if (!isDp && key != "tp")
+      return error("unknown mesh axis '" + key +
+                   "': the axes are dp (data parallel, mesh axis \"data\") "
+                   "and tp (tensor parallel)");
+    if (size < 1)
+      return error(key + "=" + value + ": an axis size must be >= 1");
+    bool &seen = isDp ? seenDp : seenTp;
+    if (seen)
+      return error(key + " is given twice");
+    seen = true;
+    (isDp ? mesh.dp : mesh.tp) = size;
+  }
+  return mesh;
+}
+
+/// Rejects the parallelism flags that are not implemented yet and a mesh
+/// without the training step it splits.
+static llvm::Error checkParallelismFlags(const Compilation &c) {
+  if (sequenceParallelOpt)
+    return llvm::createStringError(
+        "--sequence-parallel is not implemented yet (it shards the tensor-"
+        "parallel ranks' norms and residuals, and tensor parallelism comes "
+        "first); leave it out");
+  if (zeroOpt == 1)
+    return llvm::createStringError(
+        "--zero 1 (AdamW state sharded over the dp ranks) is not implemented "
+        "yet: data parallelism keeps the whole state on every rank; leave it "
+        "out or use --zero 0");
+  if (zeroOpt != 0)
+    return llvm::createStringError("--zero %lld: the ZeRO stage is 0 or 1",
+                                   (long long)zeroOpt);
+  if (!c.mesh)
+    return llvm::Error::success();
+  if (c.mesh->tp > 1)
+    return llvm::createStringError(
+        "--mesh %s: tensor parallelism (tp=%lld) is not implemented yet; use "
+        "dp=D (data parallel) alone",
+        meshOpt.c_str(), (long long)c.mesh->tp);
+  if (StringRef(inputPath).ends_with(".mlir"))
+    return llvm::createStringError(
+        "--mesh needs a config.json input: a .mlir input is compiled as "
+        "written (declare its mesh with the module attributes %s and %s)",
+        tg::kMeshAxesAttr.data(), tg::kMeshShapeAttr.data());
+  if (trainPath.empty())
+    return llvm::createStringError(
+        "--mesh splits the training step's batch: pass --train TRAIN.json");
+  return llvm::Error::success();
+}
+
+/// The dp ranks each take batch_size / dp rows, split in turn into
+/// micro_batches: both must divide.
+static llvm::Error checkDataParallelBatch(const TrainConfig &train,
+                                          int64_t dp) {
+  int64_t batch = train.step.batchSize, micro = train.step.microBatches;
+  if (batch % dp != 0)
+    return llvm::createStringError(
+        "%s: field 'batch_size' (%lld) is not divisible by the mesh axis dp "
+        "(\"data\") of size %lld: each data-parallel rank takes an equal "
+        "share of the batch; make batch_size a multiple of %lld",
+        trainPath.c_str(), (long long)batch, (long long)dp, (long long)dp);
+  if ((batch / dp) % micro != 0)
+    return llvm::createStringError(
+        "%s: the rows of one rank, field 'batch_size' / dp = %lld / %lld = "
+        "%lld, are not divisible by field 'micro_batches' (%lld); change "
+        "batch_size, micro_batches or --mesh dp",
+        trainPath.c_str(), (long long)batch, (long long)dp,
+        (long long)(batch / dp), (long long)micro);
+  return llvm::Error::success();
 }
 
 /// Builds the module from a config.json (and TRAIN.json when given).
@@ -159,7 +275,13 @@ static llvm::Error buildFromConfig(MLIRContext &ctx, Compilation &c) {
     if (!train)
       return train.takeError();
     c.train = *train;
-    c.batch = train->step.microBatchSize();
+    if (c.mesh) {
+      if (llvm::Error error = checkDataParallelBatch(*c.train, c.mesh->dp))
+        return error;
+      c.train->step.dataParallel = c.mesh->dp;
+    }
+    // The forward graph is one micro-batch of one rank.
+    c.batch = c.train->step.microBatchSize();
     c.seqLen = train->step.seqLen;
     if (c.seqLen > model->maxPositions)
       return llvm::createStringError(
@@ -188,6 +310,8 @@ static llvm::Error buildFromConfig(MLIRContext &ctx, Compilation &c) {
   (*c.module)->setAttr(tg::kVocabSizeAttr,
                        IntegerAttr::get(IntegerType::get(&ctx, 64),
                                         c.model->vocabSize));
+  if (c.mesh)
+    tg::setMesh(*c.module, {tg::kDataAxis}, {c.mesh->dp});
   return llvm::Error::success();
 }
 
@@ -255,6 +379,27 @@ static void printStats(ModuleOp module, double planSeconds,
     kernels += llvm::range_size(kernelModule.getOps<func::FuncOp>());
   for (auto binary : module.getOps<tg::exec::BinaryOp>())
     kernels += binary.getKernels().size();
+  // Bytes each rank contributes to the collectives of one step, by kind.
+  int64_t allReduceBytes = 0, reduceScatterBytes = 0, allGatherBytes = 0,
+          collectives = 0;
+  for (Operation &op : program.getBlock()) {
+    int64_t *bytes =
+        llvm::TypeSwitch<Operation *, int64_t *>(&op)
+            .Case([&](tg::exec::AllReduceOp) { return &allReduceBytes; })
+            .Case([&](tg::exec::ReduceScatterOp) { return &reduceScatterBytes; })
+            .Case([&](tg::exec::AllGatherOp) { return &allGatherBytes; })
+            .Default([](Operation *) { return nullptr; });
+    if (!bytes)
+      continue;
+    *bytes += tg::exec::getByteSize(
+        cast<MemRefType>(op.getOperand(0).getType()));
+    ++collectives;
+  }
+  llvm::json::Object mesh;
+  for (auto [axis, size] :
+       llvm::zip(program.getMeshAxes().getAsValueRange<StringAttr>(),
+                 program.getMeshShape()))
+    mesh[axis] = size;
   int64_t arena = program.getArenaSize().value_or(0);
   llvm::json::Object stats{
       {"param_bytes", params},
@@ -266,7 +411,13 @@ static void printStats(ModuleOp module, double planSeconds,
       {"library_calls", gemms},
       {"commands", commands},
       {"flops_per_step", (int64_t)program.getFlopsPerStep().convertToDouble()},
-      {"plan_seconds", planSeconds}};
+      {"plan_seconds", planSeconds},
+      {"mesh", std::move(mesh)},
+      {"communication",
+       llvm::json::Object{{"all_reduce_bytes", allReduceBytes},
+                          {"reduce_scatter_bytes", reduceScatterBytes},
+                          {"all_gather_bytes", allGatherBytes},
+                          {"collectives", collectives}}}};
   os << llvm::json::Value(std::move(stats)) << "\n";
 }
 
@@ -388,6 +539,14 @@ static int compile(MLIRContext &ctx, const char *argv0) {
       if (llvm::Error error = checkRegularFile(path))
         return fail(llvm::toString(std::move(error)));
   Compilation c;
+  if (meshOpt.getNumOccurrences()) {
+    auto mesh = parseMesh(meshOpt);
+    if (!mesh)
+      return fail(llvm::toString(mesh.takeError()));
+    c.mesh = *mesh;
+  }
+  if (llvm::Error error = checkParallelismFlags(c))
+    return fail(llvm::toString(std::move(error)));
   llvm::SourceMgr sources;
   SourceMgrDiagnosticHandler handler(sources, &ctx);
   if (llvm::StringRef(inputPath).ends_with(".mlir")) {
