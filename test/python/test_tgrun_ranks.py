@@ -146,7 +146,10 @@ class TwoHosts(unittest.TestCase):
                       ["ip", "-n", self.ns[i], "link", "set", veth[i], "up"],
                       ["ip", "-n", self.ns[i], "link", "set", "lo", "up"]]
         for command in setup:
-            result = subprocess.run(command, capture_output=True, text=True)
+            try:
+                result = subprocess.run(command, capture_output=True, text=True)
+            except FileNotFoundError:
+                self.skipTest("no `ip` command (iproute2) to make network namespaces")
             if result.returncode != 0:
                 self.skipTest(f"this machine does not allow network namespaces "
                               f"({' '.join(command)}: {result.stderr.strip()})")

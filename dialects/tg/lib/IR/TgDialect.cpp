@@ -94,7 +94,7 @@ LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
   // Both attributes are checked together, once: from the axes.
   if (name == kMeshShapeAttr)
     return success();
-  if (axes.size() != shape.size())
+  if (int64_t(axes.size()) != int64_t(shape.size()))
     return expected() << axes.size() << " axis names but " << shape.size()
                       << " sizes";
   llvm::StringSet<> seen;

@@ -29,9 +29,6 @@ Stream &operator<<(Stream &os, ShapeStr s) {
   os << "]";
   return os;
 }
-ShapeStr shapeOf(Value v) {
-  return {cast<RankedTensorType>(v.getType()).getShape()};
-}
 ArrayRef<int64_t> dimsOf(Value v) {
   return cast<RankedTensorType>(v.getType()).getShape();
 }
