@@ -50,21 +50,12 @@ bool readIndex(const std::string &path, File &out, std::string &error) {
             std::to_string(kMaxIndexBytes >> 20) + " MiB)";
     return false;
   }
-  nlohmann::json index = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object()) {
-    error = path + ": is not a safetensors index: it needs a \"weight_map\" object mapping "
-                   "tensor names to files";
+  std::vector<std::pair<std::string, std::string>> weightMap;
+  if (!parseIndex(text, path, weightMap, error))
     return false;
-  }
   // Each shard is read once; a tensor is taken from the file the map names.
   std::map<std::string, File> shards;
-  for (const auto &[name, file] : index["weight_map"].items()) {
-    if (!file.is_string() || file.get<std::string>().find('/') != std::string::npos) {
-      error = path + ": weight_map[\"" + name +
-              "\"] must be a file name beside the index, without a directory";
-      return false;
-    }
-    std::string shard = file.get<std::string>();
+  for (const auto &[name, shard] : weightMap) {
     if (!shards.count(shard) &&
         !readFile(directoryOf(path) + shard, shards[shard], error))
       return false;
@@ -80,6 +71,27 @@ bool readIndex(const std::string &path, File &out, std::string &error) {
 }
 
 } // namespace
+
+bool parseIndex(const std::string &text, const std::string &sourceName,
+                std::vector<std::pair<std::string, std::string>> &weightMap,
+                std::string &error) {
+  nlohmann::json index = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object()) {
+    error = sourceName + ": is not a safetensors index: it needs a \"weight_map\" object "
+                         "mapping tensor names to files";
+    return false;
+  }
+  for (const auto &[name, file] : index["weight_map"].items()) {
+    if (!file.is_string() || file.get<std::string>().empty() ||
+        file.get<std::string>().find('/') != std::string::npos) {
+      error = sourceName + ": weight_map[\"" + name +
+              "\"] must be a file name beside the index, without a directory";
+      return false;
+    }
+    weightMap.emplace_back(name, file.get<std::string>());
+  }
+  return true;
+}
 
 bool readWeights(const std::string &path, File &out, std::string &error) {
   if (isDirectory(path)) {

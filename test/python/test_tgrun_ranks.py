@@ -35,6 +35,22 @@ def read_metrics(path):
     return [json.loads(line) for line in open(path)]
 
 
+def compile_gpt2(tmp, seed, meshes):
+    """A token file seeded by `seed` and the GPT-2 step compiled for each of
+    `meshes` (None: one rank): (token file, [artifact per mesh])."""
+    data = os.path.join(tmp, "tokens.bin")
+    np.random.default_rng(seed).integers(0, GPT2["vocab_size"], 4000).astype("<u2").tofile(data)
+    train, model = os.path.join(tmp, "train.json"), os.path.join(tmp, "model.json")
+    json.dump(CONFIG, open(train, "w"))
+    json.dump(GPT2, open(model, "w"))
+    artifacts = []
+    for mesh in meshes:
+        artifacts.append(os.path.join(tmp, f"{mesh or 'single'}.tgx"))
+        run("tgc", "compile", model, "--train", train, "--target", "cpu", "-o", artifacts[-1],
+            *(["--mesh", mesh] if mesh else []))
+    return data, artifacts
+
+
 class Ranks(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -160,15 +176,7 @@ class TwoHosts(unittest.TestCase):
 
     def test_data_parallel_across_two_hosts_over_tcp(self):
         with tempfile.TemporaryDirectory() as tmp:
-            data = os.path.join(tmp, "tokens.bin")
-            np.random.default_rng(2).integers(0, GPT2["vocab_size"], 4000).astype("<u2").tofile(data)
-            train, model = os.path.join(tmp, "train.json"), os.path.join(tmp, "model.json")
-            json.dump(CONFIG, open(train, "w"))
-            json.dump(GPT2, open(model, "w"))
-            single, dp4 = os.path.join(tmp, "single.tgx"), os.path.join(tmp, "dp4.tgx")
-            run("tgc", "compile", model, "--train", train, "--target", "cpu", "-o", single)
-            run("tgc", "compile", model, "--train", train, "--target", "cpu", "--mesh", "dp=4",
-                "-o", dp4)
+            data, (single, dp4) = compile_gpt2(tmp, 2, [None, "dp=4"])
             agent, hosts = os.path.join(tmp, "ns-rsh"), os.path.join(tmp, "hosts")
             open(agent, "w").write(RSH_AGENT.format(a_ip=self.ips[0], a_ns=self.ns[0],
                                                     b_ip=self.ips[1], b_ns=self.ns[1]))
@@ -220,14 +228,8 @@ class Faults(unittest.TestCase):
 
     def run_with_fault(self, sig):
         with tempfile.TemporaryDirectory() as tmp:
-            data = os.path.join(tmp, "tokens.bin")
-            np.random.default_rng(1).integers(0, GPT2["vocab_size"], 4000).astype("<u2").tofile(data)
-            train, model = os.path.join(tmp, "train.json"), os.path.join(tmp, "model.json")
-            json.dump(CONFIG, open(train, "w"))
-            json.dump(GPT2, open(model, "w"))
-            artifact, metrics = os.path.join(tmp, "dp4.tgx"), os.path.join(tmp, "m.jsonl")
-            run("tgc", "compile", model, "--train", train, "--target", "cpu", "--mesh", "dp=4",
-                "-o", artifact)
+            data, (artifact,) = compile_gpt2(tmp, 1, ["dp=4"])
+            metrics = os.path.join(tmp, "m.jsonl")
             proc = subprocess.Popen(
                 [os.path.join(BIN, "tgrun"), "-n", "4", artifact, "--data", data, "--steps",
                  "1000000", "--metrics", metrics, "--collective-timeout", str(self.TIMEOUT)],

@@ -69,6 +69,12 @@ bool writeFileAtomically(const std::string &path, const std::vector<uint8_t> &by
 /// ({"metadata": {"total_size": BYTES}, "weight_map": {TENSOR: FILE}}) beside
 /// the files `STEM-0000K-of-0000N.safetensors` it names.
 ///
+/// The weight map of an index's text, in the index's order; fails, naming
+/// `sourceName`, unless it is a JSON object whose "weight_map" maps each
+/// tensor to a file name without a directory.
+bool parseIndex(const std::string &text, const std::string &sourceName,
+                std::vector<std::pair<std::string, std::string>> &weightMap,
+                std::string &error);
 /// Reads weights from `path`: a .safetensors file, an index (every file it
 /// names, each tensor from the file the map gives), or a model directory
 /// holding model.safetensors or model.safetensors.index.json.
