@@ -125,9 +125,20 @@ class Ranks(unittest.TestCase):
         self.assertEqual(code, 1)
         self.assertIn("the program is compiled for 2 ranks (mesh data=2), but this run has 1; "
                       "start it with tgrun -n 2", err)
-        code, _, err = run_status("tgrun", "-n", 2, self.compile("gpt2"), "--data", self.data)
-        self.assertNotEqual(code, 0)
-        self.assertIn("the program is compiled for 1 rank (mesh data=1), but this run has 2", err)
+        # tgrun -n checks before it starts any rank, and says it once.
+        code, _, err = run_status("tgrun", "-n", 4, self.compile("gpt2", "dp=2"), "--data", self.data)
+        self.assertEqual(code, 2)
+        self.assertEqual(err.count("is compiled for 2 ranks (mesh data=2), not the 4 of -n 4: "
+                                   "pass -n 2, or compile it for these ranks (tgc compile ... "
+                                   "--mesh dp=4)"), 1, err)
+        # Under a launcher, every rank finds out at load.
+        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        result = subprocess.run(["mpirun", "-n", "2", "--oversubscribe", os.path.join(BIN, "tgrun"),
+                                 self.compile("gpt2"), "--data", self.data],
+                                capture_output=True, text=True, env=env, timeout=60)
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("the program is compiled for 1 rank (mesh data=1), but this run has 2",
+                      result.stderr)
 
 
 RSH_AGENT = """#!/bin/sh

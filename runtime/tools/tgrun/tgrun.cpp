@@ -6,6 +6,7 @@
 // A copy of tgrun with an artifact appended (tgc --emit=exe) runs that
 // artifact and takes the same flags without the positional argument.
 // Exit codes: 0 done, 1 error, 2 usage error.
+#include "tg/runtime/Artifact.h"
 #include "tg/runtime/EmbeddedArtifact.h"
 #include "tg/runtime/tg_runtime.h"
 
@@ -19,6 +20,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <set>
@@ -727,6 +730,37 @@ int run(const Options &o, const std::vector<uint8_t> &embedded, const char *prog
   return 0;
 }
 
+/// Before starting N ranks: the program must be one for N devices, said
+/// once here rather than by every rank. Returns 0 or an exit code.
+int checkRanksFitProgram(const Options &o, std::vector<uint8_t> bytes) {
+  const std::string source = o.artifact.empty() ? "this executable's program" : o.artifact;
+  if (bytes.empty()) {
+    std::ifstream file(o.artifact, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(file), {});
+    if (!file.good() && !file.eof())
+      return error(o.artifact + ": cannot read the artifact; check the path");
+  }
+  std::string problem;
+  if (!tg::runtime::verifyArtifact(bytes.data(), bytes.size(), source, problem))
+    return error(problem);
+  const tg::tgx::Mesh &mesh = *tg::tgx::GetProgram(bytes.data())->mesh();
+  int64_t devices = 1;
+  std::string shape;
+  for (uint32_t i = 0; i < mesh.shape()->size(); ++i) {
+    devices *= mesh.shape()->Get(i);
+    shape += (i ? " x " : "") + mesh.axes()->Get(i)->str() + "=" +
+             std::to_string(mesh.shape()->Get(i));
+  }
+  if (devices == o.ranks)
+    return 0;
+  return usageError(source + " is compiled for " + std::to_string(devices) + " rank" +
+                    (devices > 1 ? "s" : "") + " (mesh " + shape + "), not the " +
+                    std::to_string(o.ranks) + " of -n " + std::to_string(o.ranks) +
+                    ": pass -n " + std::to_string(devices) +
+                    ", or compile it for these ranks (tgc compile ... --mesh dp=" +
+                    std::to_string(o.ranks) + ")");
+}
+
 /// `tgrun -n N ...`: this process becomes Open MPI's mpirun, which starts N
 /// copies of this executable (an --emit=exe binary included) with the same
 /// arguments but -n. Returns only on failure.
@@ -781,8 +815,11 @@ int main(int argc, char **argv) {
     return 0;
   }
   // -n N starts the ranks, unless this process already is one of them.
-  if (options.ranks > 1 && !std::getenv("OMPI_COMM_WORLD_SIZE"))
+  if (options.ranks > 1 && !std::getenv("OMPI_COMM_WORLD_SIZE")) {
+    if (int status = checkRanksFitProgram(options, embedded))
+      return status;
     return launchRanks(argc, argv, options.ranks);
+  }
   tg_set_collective_timeout(options.collectiveTimeout);
   int status = run(options, embedded, programName);
   tg_finish_ranks(status == 0);
