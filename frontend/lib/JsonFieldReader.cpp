@@ -96,7 +96,14 @@ int64_t JsonFieldReader::optionalInt(StringRef key, int64_t fallback,
                           : "from " + std::to_string(min) + " to " +
                                 std::to_string(max);
   std::string reason = why.empty() ? "" : " (" + why.str() + ")";
-  std::optional<int64_t> i = v->getAsInteger();
+  // llvm::json's getAsInteger turns a double of exactly 2^63 (as in
+  // 9223372036854775804., which its range check lets through) into an
+  // int64: undefined behaviour (found by fuzz_train_config). Numbers from
+  // 2^63 up are out of every field's range, so they never get there.
+  std::optional<double> asDouble = v->getAsNumber();
+  std::optional<int64_t> i;
+  if (!asDouble || std::fabs(*asDouble) < 0x1p63)
+    i = v->getAsInteger();
   if (!i) {
     // A whole number out of int64's range (9223372036854775808, 1e30).
     std::optional<double> d = v->getAsNumber();
