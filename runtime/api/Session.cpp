@@ -169,50 +169,22 @@ bool createSession(std::vector<uint8_t> bytes, const std::string &source,
   session->loss = findSlot(program, "loss");
   session->gradNorm = findSlot(program, "grad_norm");
   session->lr = findSlot(program, "lr");
-  // Verified: the tokens slot holds one data rank's rows, and the ranks are
-  // numbered row-major over the mesh, so the data index is this rank over
-  // the product of the axes after "data".
+  // Verified: the tokens slot holds one data rank's rows.
   session->rows = session->tokens->shape()->Get(0);
-  const tgx::Mesh &mesh = *program.mesh();
-  int64_t inner = 1;
-  for (int64_t i = int64_t(mesh.axes()->size()) - 1; i >= 0; --i) {
-    if (mesh.axes()->Get(uint32_t(i))->string_view() == "data") {
-      session->firstRow = (session->placement.rank / inner % mesh.shape()->Get(uint32_t(i))) *
-                          session->rows;
-      break;
-    }
-    inner *= mesh.shape()->Get(uint32_t(i));
-  }
+  if (int64_t data = findMeshAxis(*program.mesh(), kDataAxis); data >= 0)
+    session->firstRow =
+        meshCoordinate(*program.mesh(), session->placement.rank, uint32_t(data)) * session->rows;
   *out = session.release();
   return true;
 }
 
 bool readArtifactFile(const char *path, std::vector<uint8_t> &bytes, std::string &error) {
-  auto fail = [&](const std::string &reason) {
-    error = std::string(path) + ": cannot read the artifact (" + reason + "); check the path";
-    return false;
-  };
-  struct stat st;
   std::string problem;
-  int fd = openRegularFile(path, st, problem);
-  if (fd < 0)
-    return fail(problem);
-  bytes.resize(static_cast<std::size_t>(st.st_size));
-  std::size_t done = 0;
-  errno = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      break;
-    done += static_cast<std::size_t>(n);
-  }
-  int readErrno = errno;
-  ::close(fd);
-  if (done != bytes.size())
-    return fail(readErrno ? std::strerror(readErrno) : "the file shrank while being read");
-  return true;
+  bool opened;
+  if (readRegularFile(path, bytes, problem, opened))
+    return true;
+  error = std::string(path) + ": cannot read the artifact (" + problem + "); check the path";
+  return false;
 }
 
 bool readScalar(const tg_session &session, const tgx::Slot &slot, double &out,

@@ -123,11 +123,8 @@ private:
   /// The size of the mesh's "data" axis (1 without one): each data rank
   /// holds batch_size / dataRanks() rows of the batch.
   int64_t dataRanks() const {
-    const tgx::Mesh &mesh = *program.mesh();
-    for (uint32_t i = 0; i < mesh.axes()->size(); ++i)
-      if (mesh.axes()->Get(i)->string_view() == "data")
-        return mesh.shape()->Get(i);
-    return 1;
+    int64_t axis = findMeshAxis(*program.mesh(), kDataAxis);
+    return axis < 0 ? 1 : program.mesh()->shape()->Get(uint32_t(axis));
   }
 
   /// FlatBuffers' verifier checks the alignment of a vector's length, not of
@@ -617,6 +614,39 @@ int64_t numElements(const tgx::Slot &slot) {
   for (int64_t d : *slot.shape())
     n *= d;
   return n;
+}
+
+int64_t meshDevices(const tgx::Mesh &mesh) {
+  int64_t n = 1;
+  for (int64_t d : *mesh.shape())
+    n *= d;
+  return n;
+}
+
+std::string meshText(const tgx::Mesh &mesh) {
+  std::string text;
+  for (uint32_t i = 0; i < mesh.axes()->size(); ++i)
+    text += (i ? " x " : "") + mesh.axes()->Get(i)->str() + "=" +
+            std::to_string(mesh.shape()->Get(i));
+  return text;
+}
+
+int64_t findMeshAxis(const tgx::Mesh &mesh, std::string_view name) {
+  for (uint32_t i = 0; i < mesh.axes()->size(); ++i)
+    if (mesh.axes()->Get(i)->string_view() == name)
+      return i;
+  return -1;
+}
+
+int64_t meshAxisStride(const tgx::Mesh &mesh, uint32_t axis) {
+  int64_t stride = 1;
+  for (uint32_t i = axis + 1; i < mesh.shape()->size(); ++i)
+    stride *= mesh.shape()->Get(i);
+  return stride;
+}
+
+int64_t meshCoordinate(const tgx::Mesh &mesh, int64_t rank, uint32_t axis) {
+  return rank / meshAxisStride(mesh, axis) % mesh.shape()->Get(axis);
 }
 
 } // namespace tg::runtime

@@ -10,30 +10,15 @@
 
 namespace tg::runtime {
 
-namespace {
-
-/// "data=2 x tensor=2"
-std::string meshText(const tgx::Program &program) {
-  std::string text;
-  for (uint32_t i = 0; i < program.mesh()->axes()->size(); ++i)
-    text += (i ? " x " : "") + program.mesh()->axes()->Get(i)->str() + "=" +
-            std::to_string(program.mesh()->shape()->Get(i));
-  return text;
-}
-
-} // namespace
-
 std::unique_ptr<Backend> createBackend(const tgx::Program &program,
                                        const std::string &sourceName,
                                        const RankPlacement &placement,
                                        std::string &error) {
-  int64_t devices = 1;
-  for (int64_t d : *program.mesh()->shape())
-    devices *= d;
+  int64_t devices = meshDevices(*program.mesh());
   if (devices != placement.size) {
     std::string n = std::to_string(devices);
     error = sourceName + ": the program is compiled for " + n + " rank" +
-            (devices > 1 ? "s" : "") + " (mesh " + meshText(program) + "), but this run has " +
+            (devices > 1 ? "s" : "") + " (mesh " + meshText(*program.mesh()) + "), but this run has " +
             std::to_string(placement.size) + "; " +
             (devices > 1 ? "start it with tgrun -n " + n + " (or mpirun -n " + n +
                                ", srun --mpi=pmix -n " + n + ")"

@@ -59,7 +59,7 @@ RankActivity currentActivity() {
   return {stepNow.load(), collectivesStarted.load(), waitingIn.load()};
 }
 
-void noteCollectiveStarted(int64_t index) { collectivesStarted = index; }
+int64_t countCollectiveStarted() { return ++collectivesStarted; }
 
 void noteWaiting(int64_t index, const std::string &label) {
   waitingLabel = label;

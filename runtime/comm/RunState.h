@@ -21,9 +21,10 @@ double collectiveTimeout();
 
 RankActivity currentActivity();
 
-/// The rank has started its collective number `index` (counting from 1 over
-/// the run); it waits in it, described as `what`; it is done waiting.
-void noteCollectiveStarted(int64_t index);
+/// The rank starts a collective: its number, counting from 1 over the run.
+int64_t countCollectiveStarted();
+/// The rank waits in its collective number `index`, described as `what`;
+/// it is done waiting.
 void noteWaiting(int64_t index, const std::string &what);
 void noteWaitDone();
 

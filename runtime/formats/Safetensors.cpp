@@ -443,28 +443,14 @@ bool parse(const uint8_t *bytes, std::size_t size, const std::string &sourceName
 }
 
 bool readFile(const std::string &path, File &out, std::string &error) {
-  struct stat st;
+  std::vector<uint8_t> bytes;
   std::string problem;
-  int fd = runtime::openRegularFile(path, st, problem);
-  if (fd < 0) {
-    error = path + ": cannot open: " + problem + "; pass a safetensors file";
+  bool opened;
+  if (!runtime::readRegularFile(path, bytes, problem, opened)) {
+    error = opened ? path + ": cannot read: " + problem
+                   : path + ": cannot open: " + problem + "; pass a safetensors file";
     return false;
   }
-  std::vector<uint8_t> bytes(static_cast<std::size_t>(st.st_size));
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      error = n < 0 ? systemError("read", path)
-                    : path + ": file shrank while being read";
-      ::close(fd);
-      return false;
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  ::close(fd);
   return parse(bytes.data(), bytes.size(), path, out, error);
 }
 

@@ -5,7 +5,6 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
-#include <set>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -33,23 +32,15 @@ bool isDirectory(const std::string &path) {
 }
 
 bool readIndex(const std::string &path, File &out, std::string &error) {
-  struct stat st;
+  std::vector<uint8_t> bytes;
   std::string problem;
-  int fd = runtime::openRegularFile(path, st, problem);
-  if (fd < 0) {
-    error = path + ": cannot open the weights index (" + problem + "); check the path";
+  bool opened;
+  if (!runtime::readRegularFile(path, bytes, problem, opened, kMaxIndexBytes)) {
+    error = path + ": cannot " + (opened ? "read" : "open") + " the weights index (" + problem +
+            "); check the path";
     return false;
   }
-  std::string text(std::size_t(std::min<off_t>(st.st_size, kMaxIndexBytes + 1)), '\0');
-  std::size_t done = 0;
-  for (ssize_t n; done < text.size() && (n = ::read(fd, &text[done], text.size() - done)) > 0;)
-    done += std::size_t(n);
-  ::close(fd);
-  if (done != text.size() || text.size() > kMaxIndexBytes) {
-    error = path + ": cannot read the weights index (unreadable, or larger than " +
-            std::to_string(kMaxIndexBytes >> 20) + " MiB)";
-    return false;
-  }
+  std::string text(bytes.begin(), bytes.end());
   std::vector<std::pair<std::string, std::string>> weightMap;
   if (!parseIndex(text, path, weightMap, error))
     return false;

@@ -178,6 +178,9 @@ class TgrunCli(unittest.TestCase):
             os.mkfifo(fifo)
         tokens, model = self.path("tokens.bin"), self.path("m.tgx")
         cases = [([fifo, "--data", tokens], f"{fifo}: cannot read the artifact (a FIFO, not a regular file)"),
+                 # -n reads the artifact itself, before starting any rank.
+                 (["-n", "2", fifo, "--data", tokens],
+                  f"{fifo}: cannot read the artifact (a FIFO, not a regular file)"),
                  (["/dev/zero", "--data", tokens],
                   "/dev/zero: cannot read the artifact (a character device, not a regular file)"),
                  ([model, "--data", fifo], f"{fifo}: cannot open the token file (a FIFO, not a regular file)"),

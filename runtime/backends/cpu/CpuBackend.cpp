@@ -135,7 +135,6 @@ public:
         return false;
       libraries.push_back(std::move(library));
     }
-    std::vector<bool> isBackground(program.commands()->size(), false);
     for (uint32_t i = 0; i < program.commands()->size(); ++i) {
       const tgx::Command *c = program.commands()->Get(i);
       Step step;
@@ -153,13 +152,13 @@ public:
       // the program has a communicator.
       if (c->kind() == tgx::CommandKind_Collective) {
         step.background = c->stream() != 0;
-        isBackground[i] = step.background;
         if (step.background)
           backgroundCollectives.push_back(i);
       }
+      // Verified: a command awaits earlier ones, already in the plan.
       if (c->awaits())
         for (uint32_t awaited : *c->awaits())
-          if (isBackground[awaited])
+          if (plan[awaited].background)
             step.awaitedCollectives.push_back(awaited);
       plan.push_back(std::move(step));
     }

@@ -123,30 +123,19 @@ public:
   bool load(const tgx::Program &program, const std::string &sourceName, std::string &error) {
     this->program = &program;
     source = sourceName;
-    const auto &shape = *program.mesh()->shape();
+    const tgx::Mesh &mesh = *program.mesh();
     int rank = ranks().placement.rank;
-    // Row-major coordinates of this rank; one communicator per axis joins
-    // the ranks that differ from it only along that axis.
-    std::vector<int64_t> coords(shape.size());
-    for (int64_t i = int64_t(shape.size()) - 1, r = rank; i >= 0; --i) {
-      coords[i] = r % shape[i];
-      r /= shape[i];
-    }
-    for (uint32_t axis = 0; axis < shape.size(); ++axis) {
-      int64_t color = 0, stride = 1;
+    // One communicator per axis joins the ranks that differ from this one
+    // only along that axis: those of its rank with that coordinate at 0.
+    for (uint32_t axis = 0; axis < mesh.shape()->size(); ++axis) {
       Axis a;
-      for (int64_t i = int64_t(shape.size()) - 1; i >= 0; --i) {
-        if (uint32_t(i) != axis)
-          color += coords[i] * stride;
-        stride *= shape[i];
-      }
+      int64_t stride = meshAxisStride(mesh, axis);
+      int64_t coordinate = meshCoordinate(mesh, rank, axis);
+      int64_t color = rank - coordinate * stride;
       // The world ranks of this axis's group, in axis order.
-      int64_t axisStride = 1;
-      for (int64_t i = int64_t(shape.size()) - 1; i > int64_t(axis); --i)
-        axisStride *= shape[i];
-      for (int64_t j = 0; j < shape[axis]; ++j)
-        a.members.push_back(int(rank + (j - coords[axis]) * axisStride));
-      if (MPI_Comm_split(MPI_COMM_WORLD, int(color), int(coords[axis]), &a.comm) !=
+      for (int64_t j = 0; j < mesh.shape()->Get(axis); ++j)
+        a.members.push_back(int(color + j * stride));
+      if (MPI_Comm_split(MPI_COMM_WORLD, int(color), int(coordinate), &a.comm) !=
           MPI_SUCCESS) {
         error = sourceName + ": cannot form the communicator of mesh axis '" +
                 program.mesh()->axes()->Get(axis)->str() + "'";
@@ -193,8 +182,7 @@ public:
     p.command = command;
     p.target = target;
     p.count = targetCount;
-    p.index = ++started;
-    noteCollectiveStarted(p.index);
+    p.index = countCollectiveStarted();
     int rc = MPI_SUCCESS;
     switch (k.kind()) {
     case tgx::CollectiveKind_AllReduce:
@@ -364,7 +352,6 @@ private:
   std::vector<Axis> axes;
   std::vector<Pending> pending; // by command index
   std::vector<uint32_t> inFlight; // started, not yet waited for
-  int64_t started = 0;
 };
 
 } // namespace

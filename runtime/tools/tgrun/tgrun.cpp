@@ -8,6 +8,7 @@
 // Exit codes: 0 done, 1 error, 2 usage error.
 #include "tg/runtime/Artifact.h"
 #include "tg/runtime/EmbeddedArtifact.h"
+#include "tg/runtime/RegularFile.h"
 #include "tg/runtime/tg_runtime.h"
 
 #include <nlohmann/json.hpp>
@@ -20,8 +21,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <memory>
 #include <set>
@@ -734,29 +733,20 @@ int run(const Options &o, const std::vector<uint8_t> &embedded, const char *prog
 /// once here rather than by every rank. Returns 0 or an exit code.
 int checkRanksFitProgram(const Options &o, std::vector<uint8_t> bytes) {
   const std::string source = o.artifact.empty() ? "this executable's program" : o.artifact;
-  if (bytes.empty()) {
-    std::ifstream file(o.artifact, std::ios::binary);
-    bytes.assign(std::istreambuf_iterator<char>(file), {});
-    if (!file.good() && !file.eof())
-      return error(o.artifact + ": cannot read the artifact; check the path");
-  }
   std::string problem;
+  bool opened;
+  if (bytes.empty() && !tg::runtime::readRegularFile(o.artifact, bytes, problem, opened))
+    return error(o.artifact + ": cannot read the artifact (" + problem + "); check the path");
   if (!tg::runtime::verifyArtifact(bytes.data(), bytes.size(), source, problem))
     return error(problem);
   const tg::tgx::Mesh &mesh = *tg::tgx::GetProgram(bytes.data())->mesh();
-  int64_t devices = 1;
-  std::string shape;
-  for (uint32_t i = 0; i < mesh.shape()->size(); ++i) {
-    devices *= mesh.shape()->Get(i);
-    shape += (i ? " x " : "") + mesh.axes()->Get(i)->str() + "=" +
-             std::to_string(mesh.shape()->Get(i));
-  }
+  int64_t devices = tg::runtime::meshDevices(mesh);
   if (devices == o.ranks)
     return 0;
   return usageError(source + " is compiled for " + std::to_string(devices) + " rank" +
-                    (devices > 1 ? "s" : "") + " (mesh " + shape + "), not the " +
-                    std::to_string(o.ranks) + " of -n " + std::to_string(o.ranks) +
-                    ": pass -n " + std::to_string(devices) +
+                    (devices > 1 ? "s" : "") + " (mesh " + tg::runtime::meshText(mesh) +
+                    "), not the " + std::to_string(o.ranks) + " of -n " +
+                    std::to_string(o.ranks) + ": pass -n " + std::to_string(devices) +
                     ", or compile it for these ranks (tgc compile ... --mesh dp=" +
                     std::to_string(o.ranks) + ")");
 }

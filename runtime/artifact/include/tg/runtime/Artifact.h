@@ -56,6 +56,21 @@ const tgx::Slot *findSlot(const tgx::Program &program, std::string_view name);
 /// Elements of a verified slot's shape.
 int64_t numElements(const tgx::Slot &slot);
 
+/// The mesh axis whose ranks split the batch: the token slots hold one data
+/// rank's rows.
+constexpr std::string_view kDataAxis = "data";
+/// Devices (ranks) of a verified mesh: the product of its shape.
+int64_t meshDevices(const tgx::Mesh &mesh);
+/// "data=2 x tensor=2", for messages.
+std::string meshText(const tgx::Mesh &mesh);
+/// The index of the axis called `name`, or -1.
+int64_t findMeshAxis(const tgx::Mesh &mesh, std::string_view name);
+/// Ranks are numbered row-major over the mesh's shape (the last axis
+/// varies fastest): the rank distance between neighbours along `axis`, and
+/// rank `rank`'s index along it.
+int64_t meshAxisStride(const tgx::Mesh &mesh, uint32_t axis);
+int64_t meshCoordinate(const tgx::Mesh &mesh, int64_t rank, uint32_t axis);
+
 } // namespace tg::runtime
 
 #endif

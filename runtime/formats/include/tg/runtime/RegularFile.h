@@ -1,13 +1,16 @@
 // Opening input files without blocking: open() on a FIFO waits for a writer
 // and a device may never answer, so every file the runtime reads (artifacts,
 // safetensors, checkpoints, token files) goes through openRegularFile, which
-// reads only regular files (symbolic links to them included).
+// reads only regular files (symbolic links to them included), and whole
+// files through readRegularFile.
 #ifndef TG_RUNTIME_REGULARFILE_H
 #define TG_RUNTIME_REGULARFILE_H
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -63,6 +66,40 @@ inline int openRegularFile(const std::string &path, struct stat &st, std::string
     return -1;
   }
   return fd;
+}
+
+/// Reads all of `path`, opened with openRegularFile, into `out`. Fails on a
+/// file over `maxBytes`. On failure returns false, sets `problem` to the
+/// reason, and `opened` to whether the file could be opened (so a caller
+/// can tell "cannot open" from "cannot read").
+inline bool readRegularFile(const std::string &path, std::vector<uint8_t> &out,
+                            std::string &problem, bool &opened,
+                            uint64_t maxBytes = UINT64_MAX) {
+  struct stat st;
+  int fd = openRegularFile(path, st, problem);
+  opened = fd >= 0;
+  if (!opened)
+    return false;
+  if (static_cast<uint64_t>(st.st_size) > maxBytes) {
+    ::close(fd);
+    problem = "larger than " + std::to_string(maxBytes) + " bytes";
+    return false;
+  }
+  out.resize(static_cast<std::size_t>(st.st_size));
+  std::size_t done = 0;
+  while (done < out.size()) {
+    ssize_t n = ::read(fd, out.data() + done, out.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      problem = n < 0 ? std::strerror(errno) : "the file shrank while being read";
+      ::close(fd);
+      return false;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  return true;
 }
 
 } // namespace tg::runtime
