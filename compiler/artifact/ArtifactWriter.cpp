@@ -132,6 +132,23 @@ private:
         exec::getByteSize(cast<MemRefType>(buffer.getType())));
   }
 
+  /// A parameter's split over a mesh axis (its tg.shard), or none.
+  FailureOr<flatbuffers::Offset<tgx::ParameterShard>> shardOf(ResourceOp p) {
+    auto shard = p->getAttrOfType<tg::ShardAttr>(tg::kShardAttr);
+    if (!shard)
+      return flatbuffers::Offset<tgx::ParameterShard>();
+    auto axes = llvm::to_vector(program.getMeshAxes().getAsValueRange<StringAttr>());
+    auto axis = llvm::find(axes, shard.getAxis());
+    if (axis == axes.end())
+      return p.emitOpError("is split over mesh axis '")
+             << shard.getAxis() << "', which the program's mesh does not have";
+    ArrayRef<int64_t> shape = shard.getFullShape().asArrayRef();
+    std::vector<int64_t> full(shape.begin(), shape.end());
+    return tgx::CreateParameterShardDirect(
+        fbb, uint32_t(axis - axes.begin()), uint32_t(shard.getDim()), &full,
+        shard.getPaddedSize(), uint32_t(shard.getBlocks()));
+  }
+
   LogicalResult writeResources() {
     llvm::StringMap<unsigned> slotByName;
     SmallVector<ResourceOp> params;
@@ -168,10 +185,13 @@ private:
         auto it = slotByName.find(name);
         return it == slotByName.end() ? ~0u : it->second;
       };
+      auto shard = shardOf(p);
+      if (failed(shard))
+        return failure();
       std::string name = p.getName()->str();
       parameters.push_back(tgx::CreateParameterDirect(
           fbb, name.c_str(), init->first, init->second, slotByName[name],
-          slotOf("adam_m:" + name), slotOf("adam_v:" + name)));
+          slotOf("adam_m:" + name), slotOf("adam_v:" + name), *shard));
     }
     return success();
   }

@@ -70,6 +70,10 @@ private:
   /// Fails unless every element of `t` is an integer in [0, bound).
   LogicalResult checkIndices(Operation *op, StringRef what, const Tensor &t,
                              int64_t bound);
+  /// The integer in a [1] offset or rank-index operand; 0 when absent.
+  int64_t offsetOf(Value v) {
+    return v ? static_cast<int64_t>(get(v).data[0]) : 0;
+  }
 
   template <typename OpTy> Results unary(OpTy op, double (*fn)(double)) {
     return one(kernels::map(get(op.getInput()), fn));
@@ -245,17 +249,56 @@ Results Interpreter::compute(Operation *op) {
       // Transformer ops.
       .Case([&](EmbeddingOp o) -> Results {
         const Tensor &table = get(o.getTable()), &ids = get(o.getIndices());
-        if (failed(checkIndices(o, "index", ids, table.shape[0])))
+        // With an offset the table is a share: other indices are legal.
+        if (!o.getOffset() &&
+            failed(checkIndices(o, "index", ids, table.shape[0])))
           return failure();
-        return one(embedding(table, ids));
+        return one(embedding(table, ids, offsetOf(o.getOffset())));
       })
       .Case([&](EmbeddingGradOp o) -> Results {
         const Tensor &ids = get(o.getIndices());
         int64_t vocab = shapeOf(o.getTableGrad())[0];
-        if (failed(checkIndices(o, "index", ids, vocab)))
+        if (!o.getOffset() && failed(checkIndices(o, "index", ids, vocab)))
           return failure();
-        return one(embeddingGrad(ids, get(o.getResultGrad()), vocab));
+        return one(embeddingGrad(ids, get(o.getResultGrad()), vocab,
+                                 offsetOf(o.getOffset())));
       })
+      .Case([&](PickOp o) -> Results {
+        const Tensor &x = get(o.getInput()), &ids = get(o.getIndices());
+        if (!o.getOffset() &&
+            failed(checkIndices(o, "index", ids, x.shape.back())))
+          return failure();
+        return one(pick(x, ids, offsetOf(o.getOffset())));
+      })
+      .Case([&](PickGradOp o) -> Results {
+        const Tensor &ids = get(o.getIndices());
+        int64_t vocab = shapeOf(o.getInputGrad()).back();
+        if (!o.getOffset() && failed(checkIndices(o, "index", ids, vocab)))
+          return failure();
+        return one(pickGrad(ids, get(o.getResultGrad()), vocab,
+                            offsetOf(o.getOffset())));
+      })
+      .Case([&](ShardSliceOp o) -> Results {
+        int64_t dim = o.getDim(), size = shapeOf(o.getResult())[dim];
+        int64_t block = offsetOf(o.getIndex()) / o.getReplicas();
+        if (block < 0 || (block + 1) * size > shapeOf(o.getInput())[dim])
+          return o.emitOpError("rank index ")
+                 << offsetOf(o.getIndex()) << " selects block " << block
+                 << ", outside the input";
+        return one(shardSlice(get(o.getInput()), dim, block, size));
+      })
+      .Case([&](ShardUnsliceOp o) -> Results {
+        int64_t dim = o.getDim(), size = shapeOf(o.getInput())[dim];
+        int64_t block = offsetOf(o.getIndex()) / o.getReplicas();
+        if (block < 0 || (block + 1) * size > shapeOf(o.getResult())[dim])
+          return o.emitOpError("rank index ")
+                 << offsetOf(o.getIndex()) << " selects block " << block
+                 << ", outside the result";
+        return one(shardUnslice(get(o.getInput()), shapeOf(o.getResult()), dim,
+                                block));
+      })
+      .Case([&](GradAllReduceOp o) { return one(get(o.getInput())); })
+      .Case([&](StopGradientOp o) { return one(get(o.getInput())); })
       .Case([&](MatmulOp o) {
         return one(matmul(get(o.getLhs()), get(o.getRhs()), o.getTransposeLhs(),
                           o.getTransposeRhs()));

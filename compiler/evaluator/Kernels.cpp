@@ -547,26 +547,76 @@ Tensor crossEntropyGrad(const Tensor &logits, const Tensor &targets,
   return dx;
 }
 
-Tensor embedding(const Tensor &table, const Tensor &indices) {
-  int64_t dim = table.shape[1];
+Tensor embedding(const Tensor &table, const Tensor &indices, int64_t offset) {
+  int64_t vocab = table.shape[0], dim = table.shape[1];
   std::vector<int64_t> shape = indices.shape;
   shape.push_back(dim);
   Tensor out = zeros(shape);
   for (int64_t p = 0; p < indices.numElements(); ++p) {
-    auto row = table.data.begin() + (int64_t)indices.data[p] * dim;
-    std::copy(row, row + dim, out.data.begin() + p * dim);
+    int64_t row = (int64_t)indices.data[p] - offset;
+    if (row < 0 || row >= vocab)
+      continue;
+    auto from = table.data.begin() + row * dim;
+    std::copy(from, from + dim, out.data.begin() + p * dim);
   }
   return out;
 }
 
 Tensor embeddingGrad(const Tensor &indices, const Tensor &resultGrad,
-                     int64_t vocab) {
+                     int64_t vocab, int64_t offset) {
   int64_t dim = resultGrad.shape.back();
   Tensor out = zeros({vocab, dim});
-  for (int64_t p = 0; p < indices.numElements(); ++p)
+  for (int64_t p = 0; p < indices.numElements(); ++p) {
+    int64_t row = (int64_t)indices.data[p] - offset;
+    if (row < 0 || row >= vocab)
+      continue;
     for (int64_t d = 0; d < dim; ++d)
-      out.data[(int64_t)indices.data[p] * dim + d] += resultGrad.data[p * dim + d];
+      out.data[row * dim + d] += resultGrad.data[p * dim + d];
+  }
   return out;
+}
+
+//===----------------------------------------------------------------------===//
+// Partitioned programs
+//===----------------------------------------------------------------------===//
+
+Tensor pick(const Tensor &x, const Tensor &indices, int64_t offset) {
+  int64_t vocab = x.shape.back();
+  Tensor out = zeros(indices.shape);
+  for (int64_t r = 0; r < indices.numElements(); ++r) {
+    int64_t column = (int64_t)indices.data[r] - offset;
+    if (column >= 0 && column < vocab)
+      out.data[r] = x.data[r * vocab + column];
+  }
+  return out;
+}
+
+Tensor pickGrad(const Tensor &indices, const Tensor &resultGrad, int64_t vocab,
+                int64_t offset) {
+  std::vector<int64_t> shape = indices.shape;
+  shape.push_back(vocab);
+  Tensor out = zeros(shape);
+  for (int64_t r = 0; r < indices.numElements(); ++r) {
+    int64_t column = (int64_t)indices.data[r] - offset;
+    if (column >= 0 && column < vocab)
+      out.data[r * vocab + column] = resultGrad.data[r];
+  }
+  return out;
+}
+
+Tensor shardSlice(const Tensor &x, int64_t dim, int64_t block, int64_t size) {
+  std::vector<int64_t> offsets(x.shape.size(), 0), sizes = x.shape;
+  offsets[dim] = block * size;
+  sizes[dim] = size;
+  return slice(x, offsets, sizes);
+}
+
+Tensor shardUnslice(const Tensor &x, Shape wholeShape, int64_t dim,
+                    int64_t block) {
+  std::vector<int64_t> low(wholeShape.size(), 0), high(wholeShape.size(), 0);
+  low[dim] = block * x.shape[dim];
+  high[dim] = wholeShape[dim] - low[dim] - x.shape[dim];
+  return pad(x, low, high);
 }
 
 } // namespace mlir::tg::eval::kernels

@@ -74,11 +74,25 @@ Tensor crossEntropy(const Tensor &logits, const Tensor &targets);
 Tensor crossEntropyGrad(const Tensor &logits, const Tensor &targets,
                         const Tensor &lossGrad);
 
-/// Rows of table [V, D] at `indices` -> [indices..., D].
-Tensor embedding(const Tensor &table, const Tensor &indices);
-/// Scatter-adds resultGrad [indices..., D] into zeros [vocab, D].
+/// Rows of table [V, D] at `indices` - offset -> [indices..., D]; an index
+/// outside [offset, offset + V) gives zeros.
+Tensor embedding(const Tensor &table, const Tensor &indices, int64_t offset);
+/// Scatter-adds resultGrad [indices..., D] into zeros [vocab, D] at rows
+/// index - offset (indices outside the table add nothing).
 Tensor embeddingGrad(const Tensor &indices, const Tensor &resultGrad,
-                     int64_t vocab);
+                     int64_t vocab, int64_t offset);
+
+/// x [..., V] at `indices` - offset along the last dim -> [...] (0 outside).
+Tensor pick(const Tensor &x, const Tensor &indices, int64_t offset);
+/// Zeros [..., vocab] with resultGrad at `indices` - offset.
+Tensor pickGrad(const Tensor &indices, const Tensor &resultGrad, int64_t vocab,
+                int64_t offset);
+
+/// Block `block` of `x` along `dim`, of `size` elements there.
+Tensor shardSlice(const Tensor &x, int64_t dim, int64_t block, int64_t size);
+/// Zeros of `wholeShape` with `x` at block `block` along `dim`.
+Tensor shardUnslice(const Tensor &x, Shape wholeShape, int64_t dim,
+                    int64_t block);
 
 } // namespace mlir::tg::eval::kernels
 

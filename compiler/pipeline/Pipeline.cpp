@@ -10,6 +10,9 @@
 namespace mlir::tg {
 
 void buildTrainingStage(OpPassManager &pm, const TrainStepOptions &options) {
+  if (options.tensorParallel > 1)
+    pm.addPass(createTgPartitionTensorParallel(
+        {"forward", options.tensorParallel, options.dataParallel}));
   pm.addPass(createTgBuildTrainStepPass(options, "forward"));
 }
 

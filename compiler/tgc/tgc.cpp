@@ -130,8 +130,9 @@ static cl::opt<bool> verifyEachOpt(
 static cl::opt<std::string> meshOpt(
     "mesh",
     cl::desc("Device mesh of the training step: dp=D splits the batch over D "
-             "data-parallel ranks (mesh axis \"data\"); tp=T (tensor "
-             "parallel) is not implemented yet"),
+             "data-parallel ranks (mesh axis \"data\"); tp=T splits heads, MLP "
+             "features and the vocabulary over T tensor-parallel ranks "
+             "(Megatron style, mesh axis \"tensor\"); ranks = D x T"),
     cl::value_desc("dp=D[,tp=T]"), cl::sub(compileCommand),
     cl::cat(tgcCategory));
 static cl::opt<bool> sequenceParallelOpt(
@@ -225,11 +226,6 @@ static llvm::Error checkParallelismFlags(const Compilation &c) {
                                    (long long)zeroOpt);
   if (!c.mesh)
     return llvm::Error::success();
-  if (c.mesh->tp > 1)
-    return llvm::createStringError(
-        "--mesh %s: tensor parallelism (tp=%lld) is not implemented yet; use "
-        "dp=D (data parallel) alone",
-        meshOpt.c_str(), (long long)c.mesh->tp);
   if (StringRef(inputPath).ends_with(".mlir"))
     return llvm::createStringError(
         "--mesh needs a config.json input: a .mlir input is compiled as "
@@ -262,6 +258,35 @@ static llvm::Error checkDataParallelBatch(const TrainConfig &train,
   return llvm::Error::success();
 }
 
+/// Tensor parallelism splits heads and features evenly over the tp ranks
+/// (a vocabulary is padded instead).
+static llvm::Error checkTensorParallelModel(const ModelConfig &model,
+                                            int64_t tp) {
+  auto notDivisible = [&](const char *field, int64_t size,
+                          const char *what) {
+    return llvm::createStringError(
+        "%s: field '%s' (%lld) is not divisible by the mesh axis tp "
+        "(\"tensor\") of size %lld: %s; choose tp among its divisors",
+        inputPath.c_str(), field, (long long)size, (long long)tp, what);
+  };
+  if (model.numHeads % tp != 0)
+    return notDivisible("num_attention_heads", model.numHeads,
+                        "each tensor-parallel rank computes an equal share "
+                        "of the heads");
+  if (model.numKvHeads % tp != 0 && tp % model.numKvHeads != 0)
+    return llvm::createStringError(
+        "%s: field 'num_key_value_heads' (%lld) and the mesh axis tp "
+        "(\"tensor\") of size %lld: tp must divide the key/value heads or be "
+        "a multiple of them (then ranks share a head)",
+        inputPath.c_str(), (long long)model.numKvHeads, (long long)tp);
+  if (model.intermediateSize % tp != 0)
+    return notDivisible(model.family == ModelFamily::Gpt2 ? "n_inner"
+                                                          : "intermediate_size",
+                        model.intermediateSize,
+                        "each rank holds an equal share of the MLP features");
+  return llvm::Error::success();
+}
+
 /// Builds the module from a config.json (and TRAIN.json when given).
 static llvm::Error buildFromConfig(MLIRContext &ctx, Compilation &c) {
   auto model = parseModelConfig(inputPath);
@@ -278,7 +303,11 @@ static llvm::Error buildFromConfig(MLIRContext &ctx, Compilation &c) {
     if (c.mesh) {
       if (llvm::Error error = checkDataParallelBatch(*c.train, c.mesh->dp))
         return error;
+      if (c.mesh->tp > 1)
+        if (llvm::Error error = checkTensorParallelModel(*c.model, c.mesh->tp))
+          return error;
       c.train->step.dataParallel = c.mesh->dp;
+      c.train->step.tensorParallel = c.mesh->tp;
     }
     // The forward graph is one micro-batch of one rank.
     c.batch = c.train->step.microBatchSize();
@@ -310,7 +339,8 @@ static llvm::Error buildFromConfig(MLIRContext &ctx, Compilation &c) {
   (*c.module)->setAttr(tg::kVocabSizeAttr,
                        IntegerAttr::get(IntegerType::get(&ctx, 64),
                                         c.model->vocabSize));
-  if (c.mesh)
+  // With tensor parallelism, tg-partition-tensor-parallel declares the mesh.
+  if (c.mesh && c.mesh->tp == 1)
     tg::setMesh(*c.module, {tg::kDataAxis}, {c.mesh->dp});
   return llvm::Error::success();
 }

@@ -53,7 +53,7 @@ Value mlir::tg::frontend::buildGpt2Logits(GraphBuilder &g, const ModelConfig &c,
   };
 
   Value wte = g.param("transformer.wte.weight");
-  Value tok = g.create<tg::EmbeddingOp>("tok_emb", wte, tokens);
+  Value tok = g.create<tg::EmbeddingOp>("tok_emb", wte, tokens, Value());
   Value pos = g.create<tg::SliceOp>("pos_emb", g.param("transformer.wpe.weight"),
                                     ArrayRef<int64_t>{0, 0},
                                     ArrayRef<int64_t>{seq, d});

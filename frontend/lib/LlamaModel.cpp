@@ -47,7 +47,7 @@ Value mlir::tg::frontend::buildLlamaLogits(GraphBuilder &g, const ModelConfig &c
   };
 
   Value embed = g.param("model.embed_tokens.weight");
-  Value h = g.create<tg::EmbeddingOp>("tok_emb", embed, tokens);
+  Value h = g.create<tg::EmbeddingOp>("tok_emb", embed, tokens, Value());
   for (int64_t i = 0; i < c.numLayers; ++i) {
     std::string p = "model.layers." + std::to_string(i) + ".";
     std::string n = "h" + std::to_string(i) + "_";

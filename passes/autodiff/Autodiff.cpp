@@ -84,7 +84,7 @@ FailureOr<SmallVector<Value>> mlir::tg::buildGradients(OpBuilder &b,
     if (llvm::none_of(op->getResults(), [&](Value r) { return grads.count(r); }))
       continue;
     auto differentiable = dyn_cast<DifferentiableOpInterface>(op);
-    if (!differentiable) {
+    if (!differentiable || !differentiable.hasVjp()) {
       b.setListener(previous);
       return op->emitOpError()
              << "is not differentiable, but the loss depends on it through a "

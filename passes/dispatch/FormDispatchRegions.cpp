@@ -27,6 +27,12 @@ struct FormDispatchRegionsPass
   void runOnOperation() override {
     Block &body = getOperation().getBody().front();
     for (Operation &op : llvm::make_early_inc_range(body)) {
+      // Gradient markers have done their work (autodiff ran before).
+      if (isa<GradAllReduceOp, StopGradientOp>(op)) {
+        op.replaceAllUsesWith(op.getOperands());
+        op.erase();
+        continue;
+      }
       if (!becomesKernel(op))
         continue;
       OpBuilder b(&op);

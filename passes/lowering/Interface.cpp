@@ -28,6 +28,7 @@ FailureOr<StepInterface> readStepInterface(func::FuncOp step) {
       role.kind = exec::ResourceKind::parameter;
       role.name = param.str();
       role.init = step.getArgAttrOfType<InitAttr>(i, kInitAttr);
+      role.shard = step.getArgAttrOfType<ShardAttr>(i, kShardAttr);
     } else if (auto state = step.getArgAttrOfType<StateAttr>(i, kStateAttr)) {
       role.kind = resourceKindOf(state.getKind());
       role.name = state.getName().str();

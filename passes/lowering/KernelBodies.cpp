@@ -635,27 +635,104 @@ void emitCrossEntropyGrad(Emitter &e, Value logits, Value targets,
   });
 }
 
-void emitEmbedding(Emitter &e, Value table, Value indices, Value out,
-                   int64_t count, int64_t dim) {
+/// The row (or column) `index` - `offset` of a share of `count` rows, and
+/// whether it lies in the share; clamped to 0 outside it, so that loads stay
+/// in bounds (the caller selects zeros there). Without an offset every
+/// index is in range (the verifiers and the reference check that).
+std::pair<Value, Value> shareIndex(Emitter &e, Value index, Value offset,
+                                   int64_t count) {
+  Value i = e.toIndex(index);
+  if (!offset)
+    return {i, arith::ConstantIntOp::create(e.b, e.loc, 1, 1)};
+  Value local = arith::SubIOp::create(e.b, e.loc, i,
+                                      e.toIndex(e.load(offset, e.index(0))));
+  // Unsigned: a negative local index is out of range too.
+  Value inRange = arith::CmpIOp::create(e.b, e.loc, arith::CmpIPredicate::ult,
+                                        local, e.index(count));
+  return {arith::SelectOp::create(e.b, e.loc, inRange, local, e.index(0)),
+          inRange};
+}
+
+Value zeroOutside(Emitter &e, Value inRange, Value v) {
+  return arith::SelectOp::create(e.b, e.loc, inRange, v,
+                                 e.constant(v.getType(), 0.0));
+}
+
+void emitEmbedding(Emitter &e, Value table, Value indices, Value offset,
+                   Value out, int64_t count, int64_t vocab, int64_t dim) {
   e.rows(count, [&](Value p) {
-    Value row = e.mulIndex(e.toIndex(e.load(indices, p)), dim);
+    auto [index, inRange] = shareIndex(e, e.load(indices, p), offset, vocab);
+    Value row = e.mulIndex(index, dim);
     Value outRow = e.mulIndex(p, dim);
     e.loop(dim, [&](Value d) {
-      e.store(e.load(table, e.addIndex(row, d)), out, e.addIndex(outRow, d));
+      e.store(zeroOutside(e, inRange, e.load(table, e.addIndex(row, d))), out,
+              e.addIndex(outRow, d));
     });
   });
 }
 
-void emitEmbeddingGrad(Emitter &e, Value indices, Value grad, Value table,
-                       int64_t count, int64_t dim) {
+void emitEmbeddingGrad(Emitter &e, Value indices, Value grad, Value offset,
+                       Value table, int64_t count, int64_t vocab, int64_t dim) {
   fillZero(e.b, e.loc, table);
   e.loop(count, [&](Value p) {
-    Value row = e.mulIndex(e.toIndex(e.load(indices, p)), dim);
+    auto [index, inRange] = shareIndex(e, e.load(indices, p), offset, vocab);
+    Value row = e.mulIndex(index, dim);
     Value gradRow = e.mulIndex(p, dim);
     e.loop(dim, [&](Value d) {
       Value at = e.addIndex(row, d);
-      e.store(e.add(e.load(table, at), e.load(grad, e.addIndex(gradRow, d))),
-              table, at);
+      Value g = zeroOutside(e, inRange, e.load(grad, e.addIndex(gradRow, d)));
+      e.store(e.add(e.load(table, at), g), table, at);
+    });
+  });
+}
+
+void emitPick(Emitter &e, Value x, Value indices, Value offset, Value out,
+              int64_t rows, int64_t vocab) {
+  e.rows(rows, [&](Value r) {
+    auto [column, inRange] = shareIndex(e, e.load(indices, r), offset, vocab);
+    Value at = e.addIndex(e.mulIndex(r, vocab), column);
+    e.store(zeroOutside(e, inRange, e.load(x, at)), out, r);
+  });
+}
+
+void emitPickGrad(Emitter &e, Value indices, Value grad, Value offset,
+                  Value dx, int64_t rows, int64_t vocab) {
+  fillZero(e.b, e.loc, dx);
+  // Out of range, the clamped column 0 of the row gets 0: it is 0 already.
+  e.rows(rows, [&](Value r) {
+    auto [column, inRange] = shareIndex(e, e.load(indices, r), offset, vocab);
+    e.store(zeroOutside(e, inRange, e.load(grad, r)), dx,
+            e.addIndex(e.mulIndex(r, vocab), column));
+  });
+}
+
+/// Copies between a whole tensor and the rank's block of it along `dim`
+/// (flat views): block = index[0] / replicas. `toBlock` reads the whole
+/// tensor into the block (tg.shard_slice); otherwise the block is written
+/// into the zero-filled whole tensor (tg.shard_unslice).
+void emitShardCopy(Emitter &e, Value whole, Value block, Value rankIndex,
+                   ArrayRef<int64_t> wholeShape, int64_t dim, int64_t blockSize,
+                   int64_t replicas, bool toBlock) {
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < dim; ++i)
+    outer *= wholeShape[i];
+  for (size_t i = dim + 1; i < wholeShape.size(); ++i)
+    inner *= wholeShape[i];
+  int64_t span = blockSize * inner, wholeSpan = wholeShape[dim] * inner;
+  Value blockIndex = arith::DivUIOp::create(
+      e.b, e.loc, e.toIndex(e.load(rankIndex, e.index(0))), e.index(replicas));
+  Value start = e.mulIndex(blockIndex, span);
+  if (!toBlock)
+    fillZero(e.b, e.loc, whole);
+  e.rows(outer, [&](Value o) {
+    Value wholeBase = e.addIndex(e.mulIndex(o, wholeSpan), start);
+    Value blockBase = e.mulIndex(o, span);
+    e.loop(span, [&](Value j) {
+      Value w = e.addIndex(wholeBase, j), b = e.addIndex(blockBase, j);
+      if (toBlock)
+        e.store(e.load(whole, w), block, b);
+      else
+        e.store(e.load(block, b), whole, w);
     });
   });
 }
@@ -786,17 +863,37 @@ LogicalResult emitKernelBody(OpBuilder &b, Operation *op, ValueRange operands,
       .Case([&](CrossEntropyGradOp) {
         emitCrossEntropyGrad(e, in[0], in[1], in[2], out[0], rows, n);
       })
-      .Case([&](EmbeddingOp) {
-        int64_t dim = shapeOf(operands[0])[1];
-        emitEmbedding(e, in[0], in[1], out[0],
+      .Case([&](EmbeddingOp o) {
+        auto table = shapeOf(operands[0]);
+        emitEmbedding(e, in[0], in[1], o.getOffset() ? in[2] : Value(), out[0],
                       cast<ShapedType>(operands[1].getType()).getNumElements(),
-                      dim);
+                      table[0], table[1]);
       })
-      .Case([&](EmbeddingGradOp) {
-        int64_t dim = shapeOf(results[0])[1];
+      .Case([&](EmbeddingGradOp o) {
+        auto table = shapeOf(results[0]);
         emitEmbeddingGrad(
-            e, in[0], in[1], out[0],
-            cast<ShapedType>(operands[0].getType()).getNumElements(), dim);
+            e, in[0], in[1], o.getOffset() ? in[2] : Value(), out[0],
+            cast<ShapedType>(operands[0].getType()).getNumElements(), table[0],
+            table[1]);
+      })
+      .Case([&](PickOp o) {
+        emitPick(e, in[0], in[1], o.getOffset() ? in[2] : Value(), out[0], rows,
+                 n);
+      })
+      .Case([&](PickGradOp o) {
+        auto [gradRows, vocab] = rowsOf(results[0]);
+        emitPickGrad(e, in[0], in[1], o.getOffset() ? in[2] : Value(), out[0],
+                     gradRows, vocab);
+      })
+      .Case([&](ShardSliceOp o) {
+        emitShardCopy(e, in[0], out[0], in[1], shapeOf(operands[0]), o.getDim(),
+                      shapeOf(results[0])[o.getDim()], o.getReplicas(),
+                      /*toBlock=*/true);
+      })
+      .Case([&](ShardUnsliceOp o) {
+        emitShardCopy(e, out[0], in[0], in[1], shapeOf(results[0]), o.getDim(),
+                      shapeOf(operands[0])[o.getDim()], o.getReplicas(),
+                      /*toBlock=*/false);
       })
       .Case([&](RopeOp o) { emitRope(e, o, in[0], out[0]); })
       .Default([&](Operation *) { known = false; });

@@ -134,6 +134,8 @@ private:
   void addArgument(BlockArgument arg, const InterfaceRole &role) {
     Value resource = createResource(arg.getLoc(), arg.getType(), role.kind,
                                     role.name, {}, role.init);
+    if (role.shard)
+      resource.getDefiningOp()->setAttr(kShardAttr, role.shard);
     buffers[arg] = resource;
     stateByRole[{role.kind, role.name}] = resource;
   }

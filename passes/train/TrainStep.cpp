@@ -173,16 +173,20 @@ LogicalResult mlir::tg::buildTrainStep(func::FuncOp forward,
   Location base = forward.getLoc();
   OpBuilder b(ctx);
 
-  // The forward's signature: tokens, targets, then parameters.
+  // The forward's signature: tokens, targets, parameters, and inputs every
+  // micro-batch shares (a partitioned forward's "mesh_coordinate").
   FunctionType fwdType = forward.getFunctionType();
   int64_t tokensArg = -1, targetsArg = -1;
   SmallVector<std::pair<unsigned, Param>> params;
+  SmallVector<std::pair<unsigned, StringAttr>> sharedInputs;
   for (unsigned i = 0; i < fwdType.getNumInputs(); ++i) {
     if (auto input = forward.getArgAttrOfType<StringAttr>(i, kInputAttr)) {
       if (input.getValue() == "tokens")
         tokensArg = i;
       else if (input.getValue() == "targets")
         targetsArg = i;
+      else
+        sharedInputs.push_back({i, input});
       continue;
     }
     auto name = forward.getArgAttrOfType<StringAttr>(i, kParamAttr);
@@ -259,6 +263,11 @@ LogicalResult mlir::tg::buildTrainStep(func::FuncOp forward,
   argLocs.append({s.loc("step"), s.loc("tokens"), s.loc("targets")});
   argAttrs.append({named(kInputAttr, "step"), named(kInputAttr, "tokens"),
                    named(kInputAttr, "targets")});
+  for (auto [i, name] : sharedInputs) {
+    argTypes.push_back(fwdType.getInput(i));
+    argLocs.push_back(s.loc(name.getValue()));
+    argAttrs.push_back(named(kInputAttr, name.getValue()));
+  }
   SmallVector<Type> resultTypes;
   for (StateKind kind : {StateKind::Param, StateKind::AdamM, StateKind::AdamV})
     for (auto &[_, p] : params) {
@@ -305,13 +314,16 @@ LogicalResult mlir::tg::buildTrainStep(func::FuncOp forward,
     mbNames.push_back(s.loc("grad_" + p.shortName));
   }
   // One NameLoc per result: tg-unroll-micro-batches names the sums after it.
+  SmallVector<Value> shared(computeParams);
+  for (size_t k = 0; k < sharedInputs.size(); ++k)
+    shared.push_back(entry->getArgument(3 * n + 3 + k));
   auto microBatches = MicroBatchesOp::create(
       b, FusedLoc::get(ctx, mbNames), mbTypes, c.microBatches,
-      ValueRange{tokens, targets}, computeParams);
+      ValueRange{tokens, targets}, shared);
   SmallVector<Type> bodyTypes = {microTokens, microTokens};
   SmallVector<Location> bodyLocs = {fwdBody.getArgument(tokensArg).getLoc(),
                                     fwdBody.getArgument(targetsArg).getLoc()};
-  for (Value v : computeParams) {
+  for (Value v : shared) {
     bodyTypes.push_back(v.getType());
     bodyLocs.push_back(v.getLoc());
   }
@@ -326,6 +338,9 @@ LogicalResult mlir::tg::buildTrainStep(func::FuncOp forward,
       map.map(fwdBody.getArgument(entryParam.first), body->getArgument(2 + i));
       wrt.push_back(body->getArgument(2 + i));
     }
+    for (auto [k, input] : llvm::enumerate(sharedInputs))
+      map.map(fwdBody.getArgument(input.first),
+              body->getArgument(2 + n + k));
     Value mbLoss;
     for (Operation &op : fwdBody) {
       if (auto ret = dyn_cast<func::ReturnOp>(op)) {
@@ -364,11 +379,23 @@ LogicalResult mlir::tg::buildTrainStep(func::FuncOp forward,
   }
 
   // Global gradient norm and clipping (torch.nn.utils.clip_grad_norm_).
+  // A parameter split over a mesh axis (tg.shard) contributes the sum over
+  // that axis's ranks of their shares; a replicated one counts once.
   Value sumSq;
+  llvm::StringMap<Value> splitSumSq;
   for (size_t i = 0; i < n; ++i) {
     Value sq = s.sumAll("grad_sq_" + params[i].second.shortName,
                         s.make<MulOp>("grad_sq", grads[i], grads[i]));
-    sumSq = sumSq ? s.make<AddOp>("grad_sq_sum", sumSq, sq) : sq;
+    Value *total = &sumSq;
+    if (auto shard = params[i].second.attrs.getAs<ShardAttr>(kShardAttr))
+      total = &splitSumSq[shard.getAxis()];
+    *total = *total ? s.make<AddOp>("grad_sq_sum", *total, sq) : sq;
+  }
+  for (auto &[axis, partial] : splitSumSq) {
+    Value all = s.make<AllReduceOp>("grad_sq_sum_" + axis, partial.getType(),
+                                    partial, CollectiveReduction::sum,
+                                    b.getStringAttr(axis));
+    sumSq = sumSq ? s.make<AddOp>("grad_sq_sum", sumSq, all) : all;
   }
   Value gradNorm = s.make<SqrtOp>("grad_norm", sumSq);
   if (c.gradClipNorm) {

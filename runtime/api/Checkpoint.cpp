@@ -1,9 +1,12 @@
 // Checkpoints: a safetensors file with every state slot (parameters and
-// AdamW moments, under their slot names) and metadata
+// AdamW moments, under their slot names) as full tensors (a sharded
+// parameter's shards assembled, without padding), so that a checkpoint
+// loads on any mesh, and metadata
 //   tg.step           steps taken, in [0, 2^31 - 1] (the int32 step slot)
 //   tg.data_position  the caller's position in its data (tgrun: next batch),
 //                     in [0, 2^62]
-//   tg.program        fingerprint of the state layout (names, dtypes, shapes)
+//   tg.program        fingerprint of the state layout (names, dtypes, full
+//                     shapes)
 //   tg.checksum       FNV-1a 64 over the tensors and the other metadata
 // written atomically by safetensors::writeFile (temporary file, fsync,
 // rename, directory fsync).
@@ -30,13 +33,19 @@ constexpr const char *kChecksum = kCheckpointChecksumKey;
 /// The largest tg.data_position (2^62): checked on save and load.
 constexpr int64_t kMaxDataPosition = int64_t(1) << 62;
 
-/// Slots of the training state, in program order.
-std::vector<const tgx::Slot *> stateSlots(const tg_session &session) {
-  std::vector<const tgx::Slot *> slots;
+/// A tensor of the training state: a parameter or one of its moments.
+struct StateTensor {
+  const tgx::Parameter *parameter;
+  const tgx::Slot *slot;
+};
+
+/// The training state, in program order.
+std::vector<StateTensor> stateTensors(const tg_session &session) {
+  std::vector<StateTensor> state;
   for (const tgx::Parameter *p : *session.program->parameters())
     for (uint32_t index : {p->slot(), p->adam_m_slot(), p->adam_v_slot()})
-      slots.push_back(&slotAt(session, index));
-  return slots;
+      state.push_back({p, &slotAt(session, index)});
+  return state;
 }
 
 std::string hex(uint64_t value) {
@@ -45,15 +54,17 @@ std::string hex(uint64_t value) {
   return text;
 }
 
-/// Only the state layout, not the activations: a checkpoint stays loadable
-/// by the same model compiled with another batch size or schedule.
+/// Only the state layout, not the activations, with the full (Hugging
+/// Face) shapes the file holds: a checkpoint stays loadable by the same
+/// model compiled with another batch size, schedule or mesh.
 std::string fingerprint(const tg_session &session) {
   Fnv1a64 hash;
-  for (const tgx::Slot *slot : stateSlots(session)) {
-    hash.update(slot->name()->string_view());
-    hash.update(uint64_t(slot->dtype()));
-    hash.update(uint64_t(slot->shape()->size()));
-    for (int64_t d : *slot->shape())
+  for (const StateTensor &t : stateTensors(session)) {
+    std::vector<int64_t> shape = parameterLayout(session, *t.parameter).fullShape();
+    hash.update(t.slot->name()->string_view());
+    hash.update(uint64_t(t.slot->dtype()));
+    hash.update(uint64_t(shape.size()));
+    for (int64_t d : shape)
       hash.update(uint64_t(d));
   }
   return hex(hash.value());
@@ -92,6 +103,8 @@ bool checkFinite(const std::string &path, const tgx::Slot &slot, const uint8_t *
   return false;
 }
 
+/// A collective in multi-rank programs (see gatherFullTensor): every rank
+/// checks alike, and only rank 0 writes.
 bool save(const tg_session &session, const std::string &path, int64_t dataPosition,
           std::string &error) {
   if (dataPosition < 0 || dataPosition > kMaxDataPosition) {
@@ -106,15 +119,22 @@ bool save(const tg_session &session, const std::string &path, int64_t dataPositi
             "; the previous checkpoint is kept";
     return false;
   }
+  // Rank 0 writes the full tensors; the others help gather them.
   safetensors::File file;
-  for (const tgx::Slot *slot : stateSlots(session)) {
+  std::vector<StateTensor> state = stateTensors(session);
+  for (const StateTensor &s : state) {
     file.tensors.emplace_back();
-    const safetensors::Tensor &t = file.tensors.back();
-    if (!slotTensor(session, *slot, slot->name()->str(), file.tensors.back(), error) ||
-        !checkFinite(path, *slot, t.data.data(), t.data.size(),
+    if (!gatherFullTensor(session, *s.parameter, *s.slot, s.slot->name()->str(),
+                          file.tensors.back(), error))
+      return false;
+  }
+  if (!writesFiles(session))
+    return true;
+  for (std::size_t i = 0; i < state.size(); ++i) {
+    const std::vector<uint8_t> &data = file.tensors[i].data;
+    if (!checkFinite(path, *state[i].slot, data.data(), data.size(),
                      "; not written: training diverged after step " +
-                         std::to_string(session.stepsDone) +
-                         ", the previous checkpoint is kept",
+                         std::to_string(session.stepsDone) + ", the previous checkpoint is kept",
                      error))
       return false;
   }
@@ -164,24 +184,25 @@ bool load(tg_session &session, const std::string &path, int64_t *dataPosition,
   if (!parseCount(file, path, kStep, std::numeric_limits<int32_t>::max(), steps, error) ||
       !parseCount(file, path, kDataPosition, kMaxDataPosition, position, error))
     return false;
-  // The fingerprint matched, so every state slot is present with its dtype
-  // and shape; look each one up and check its size all the same before
-  // touching the session.
-  std::vector<std::pair<const tgx::Slot *, const safetensors::Tensor *>> writes;
-  for (const tgx::Slot *slot : stateSlots(session)) {
-    const safetensors::Tensor *t = file.find(slot->name()->string_view());
-    if (!t || t->dtype != toSafetensors(slot->dtype()) ||
-        t->data.size() != slot->range()->size())
-      return fail("tensor '" + slot->name()->str() + "' is missing or has the wrong dtype or "
+  // The fingerprint matched, so every state tensor is present with its
+  // dtype and full shape; look each one up and check its size all the same
+  // before touching the session. Each rank takes its part of each.
+  std::vector<std::pair<StateTensor, const safetensors::Tensor *>> writes;
+  for (const StateTensor &s : stateTensors(session)) {
+    const safetensors::Tensor *t = file.find(s.slot->name()->string_view());
+    uint64_t bytes = uint64_t(parameterLayout(session, *s.parameter).fullElements()) *
+                     dtypeSize(s.slot->dtype());
+    if (!t || t->dtype != toSafetensors(s.slot->dtype()) || t->data.size() != bytes)
+      return fail("tensor '" + s.slot->name()->str() + "' is missing or has the wrong dtype or "
                   "shape; the checkpoint is corrupt");
-    if (!checkFinite(path, *slot, t->data.data(), t->data.size(),
+    if (!checkFinite(path, *s.slot, t->data.data(), t->data.size(),
                      "; the checkpoint was written after training diverged, use an older one",
                      error))
       return false;
-    writes.emplace_back(slot, t);
+    writes.emplace_back(s, t);
   }
-  for (auto &[slot, tensor] : writes)
-    if (!writeSlot(session, *slot, tensor->data.data(), tensor->data.size(), 0, error))
+  for (auto &[s, tensor] : writes)
+    if (!writeFullTensor(session, *s.parameter, *s.slot, tensor->data.data(), error))
       return false;
   session.stepsDone = steps;
   session.initialized = true;

@@ -47,4 +47,16 @@ double NormalSampler::next() {
   return radius * std::cos(angle);
 }
 
+void NormalSampler::skip(uint64_t count) {
+  if (count > 0 && hasSpare) {
+    hasSpare = false;
+    --count;
+  }
+  // Each pair of samples takes two uniforms.
+  for (uint64_t i = 0; i < count / 2 * 2; ++i)
+    rng.next();
+  if (count % 2)
+    next();
+}
+
 } // namespace tg::runtime

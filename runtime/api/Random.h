@@ -28,6 +28,10 @@ class NormalSampler {
 public:
   explicit NormalSampler(uint64_t seed) : rng(seed) {}
   double next();
+  /// Moves past `count` samples as `count` calls of next() would, without
+  /// computing them (a rank initialising its shard of a tensor skips the
+  /// other ranks' elements).
+  void skip(uint64_t count);
 
 private:
   Xoshiro256 rng;

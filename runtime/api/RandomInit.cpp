@@ -1,6 +1,7 @@
 // tg_session_init_random: each parameter filled per its InitKind from its
 // own random stream, seeded by (seed, parameter name), so adding, removing
-// or reordering parameters leaves the others' values unchanged.
+// or reordering parameters leaves the others' values unchanged. A sharded
+// parameter gets the values of the same parameter on one device.
 #include "tg/runtime/Hash.h"
 #include "Random.h"
 #include "Session.h"
@@ -22,30 +23,47 @@ uint64_t streamSeed(uint64_t seed, std::string_view name) {
   return splitmix64(state) ^ hash.value();
 }
 
+/// Streams the full tensor's values in row-major order, as one device
+/// draws them, and keeps this rank's (zeros in padding): a parameter gets
+/// the same values on every mesh.
 bool initParameter(tg_session &session, const tgx::Parameter &p, uint64_t seed,
                    std::string &error) {
   const tgx::Slot &slot = slotAt(session, p.slot());
   safetensors::DType dtype = toSafetensors(slot.dtype());
-  std::size_t elementSize = safetensors::dtypeSize(dtype);
+  ShardLayout layout = parameterLayout(session, p);
   NormalSampler normal(streamSeed(seed, p.name()->string_view()));
-  int64_t total = numElements(slot);
+  int64_t drawn = 0; // full elements the stream has passed
   std::vector<double> values;
-  for (int64_t begin = 0; begin < total; begin += kChunk) {
-    int64_t count = std::min(kChunk, total - begin);
-    values.resize(static_cast<std::size_t>(count));
-    for (double &v : values) {
-      switch (p.init()) {
-      case tgx::InitKind_Zeros: v = 0; break;
-      case tgx::InitKind_Ones: v = 1; break;
-      case tgx::InitKind_Normal: v = p.init_std() * normal.next(); break;
+  values.reserve(std::size_t(std::min(kChunk, layout.localElements())));
+  uint64_t written = 0; // bytes of the slot
+  auto flush = [&] {
+    safetensors::Tensor chunk = safetensors::fromDoubles("", dtype, {int64_t(values.size())},
+                                                         values);
+    values.clear();
+    uint64_t offset = written;
+    written += chunk.data.size();
+    return writeSlot(session, slot, chunk.data.data(), chunk.data.size(), offset, error);
+  };
+  bool ok = true;
+  layout.forEachRow([&](int64_t, int64_t full) {
+    for (int64_t j = 0; ok && j < layout.rowElements();) {
+      int64_t count = std::min(layout.rowElements() - j, kChunk - int64_t(values.size()));
+      if (full < 0 || p.init() == tgx::InitKind_Zeros) {
+        values.insert(values.end(), std::size_t(count), 0.0);
+      } else if (p.init() == tgx::InitKind_Ones) {
+        values.insert(values.end(), std::size_t(count), 1.0);
+      } else {
+        normal.skip(uint64_t(full + j - drawn)); // other ranks' elements
+        for (int64_t k = 0; k < count; ++k)
+          values.push_back(p.init_std() * normal.next());
+        drawn = full + j + count;
       }
+      j += count;
+      if (int64_t(values.size()) == kChunk)
+        ok = flush();
     }
-    safetensors::Tensor chunk = safetensors::fromDoubles("", dtype, {count}, values);
-    if (!writeSlot(session, slot, chunk.data.data(), chunk.data.size(),
-                   uint64_t(begin) * elementSize, error))
-      return false;
-  }
-  return true;
+  });
+  return ok && (values.empty() || flush());
 }
 
 } // namespace

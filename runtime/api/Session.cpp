@@ -171,9 +171,27 @@ bool createSession(std::vector<uint8_t> bytes, const std::string &source,
   session->lr = findSlot(program, "lr");
   // Verified: the tokens slot holds one data rank's rows.
   session->rows = session->tokens->shape()->Get(0);
-  if (int64_t data = findMeshAxis(*program.mesh(), kDataAxis); data >= 0)
+  const tgx::Mesh &mesh = *program.mesh();
+  if (int64_t data = findMeshAxis(mesh, kDataAxis); data >= 0)
     session->firstRow =
-        meshCoordinate(*program.mesh(), session->placement.rank, uint32_t(data)) * session->rows;
+        meshCoordinate(mesh, session->placement.rank, uint32_t(data)) * session->rows;
+  // Commands that depend on the rank read its coordinates; nothing else
+  // writes this slot, so it stays filled for the session's life.
+  if (const tgx::Slot *slot = findSlot(program, kMeshCoordinateSlot)) {
+    std::vector<int64_t> coordinate;
+    for (uint32_t axis = 0; axis < mesh.shape()->size(); ++axis)
+      coordinate.push_back(meshCoordinate(mesh, session->placement.rank, axis));
+    if (!writeSlot(*session, *slot, coordinate.data(), coordinate.size() * sizeof(int64_t), 0,
+                   error))
+      return false;
+  }
+  for (const tgx::Parameter *p : *program.parameters())
+    if (p->shard() && mesh.shape()->Get(p->shard()->axis()) > 1) {
+      session->gatherer = createMpiCommunicator(program, source, error);
+      if (!session->gatherer)
+        return false;
+      break;
+    }
   *out = session.release();
   return true;
 }
@@ -324,7 +342,7 @@ void tg_session_info(const tg_session *session, tg_program_info *out) {
   out->flops_per_step = train.flops_per_step();
   out->num_parameters = 0;
   for (const tgx::Parameter *p : *session->program->parameters())
-    out->num_parameters += numElements(slotAt(*session, p->slot()));
+    out->num_parameters += parameterLayout(*session, *p).fullElements();
 }
 
 tg_status tg_session_step(tg_session *session, const int32_t *tokens,

@@ -4,6 +4,7 @@
 #define TG_RUNTIME_API_SESSION_H
 
 #include "tg/runtime/Backend.h"
+#include "tg/runtime/ParameterShard.h"
 #include "tg/runtime/Safetensors.h"
 #include "tg/runtime/tg_runtime.h"
 
@@ -17,6 +18,11 @@ struct tg_session_s {
   const tg::tgx::Program *program = nullptr;
   std::unique_ptr<tg::runtime::Backend> backend;
   tg::runtime::RankPlacement placement;
+  // Gathers sharded parameters to rank 0 for the files it writes
+  // (ShardedState.cpp). The session's own communicator: it moves host
+  // memory whatever the backend's device. Null unless some parameter is
+  // split over a mesh axis of several ranks.
+  std::unique_ptr<tg::runtime::Communicator> gatherer;
   int64_t firstRow = 0, rows = 0; // this rank's rows of the batch
   // The interface slots every verified program has.
   const tg::tgx::Slot *stepSlot = nullptr, *tokens = nullptr, *targets = nullptr,
@@ -52,6 +58,27 @@ bool slotTensor(const tg_session &session, const tgx::Slot &slot,
 /// starting `byteOffset` bytes into it.
 bool writeSlot(tg_session &session, const tgx::Slot &slot, const void *data,
                uint64_t size, uint64_t byteOffset, std::string &error);
+
+/// Sharded parameters (ShardedState.cpp). Files hold full tensors, the
+/// Hugging Face shapes without padding, whatever the mesh.
+///
+/// This rank's part of parameter `p` and of its AdamW moments: its shard,
+/// or the whole tensor when `p` is replicated.
+ShardLayout parameterLayout(const tg_session &session, const tgx::Parameter &p);
+/// Whether this rank writes the run's weights and checkpoints: rank 0.
+bool writesFiles(const tg_session &session);
+/// The full tensor of `slot` (`p`'s value or one of its moments) as
+/// `name`, on rank 0; `out` is left empty on the other ranks. A replicated
+/// tensor is rank 0's copy; a sharded one is gathered along its mesh axis
+/// and assembled. A collective: every rank calls it for the same tensors in
+/// the same order.
+bool gatherFullTensor(const tg_session &session, const tgx::Parameter &p,
+                      const tgx::Slot &slot, std::string name, safetensors::Tensor &out,
+                      std::string &error);
+/// Writes this rank's part of `full`, the full tensor of `slot` (`p`'s
+/// value or one of its moments, in the slot's dtype), into `slot`.
+bool writeFullTensor(tg_session &session, const tgx::Parameter &p, const tgx::Slot &slot,
+                     const uint8_t *full, std::string &error);
 
 /// The index of the first NaN or infinite element of `size` bytes of
 /// `dtype` values, or -1 if all are finite (and for integer dtypes).

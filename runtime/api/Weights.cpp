@@ -26,13 +26,14 @@ bool initFromFile(tg_session &session, const std::string &path, std::string &err
   if (!safetensors::readWeights(path, file, error))
     return false;
   // Check every tensor before writing any, so a failure leaves the session
-  // as it was.
+  // as it was. The file holds full tensors; a sharded parameter takes this
+  // rank's part. Every rank reads the same file, so all fail alike.
   std::vector<safetensors::Tensor> converted;
   for (const tgx::Parameter *p : *session.program->parameters()) {
     const tgx::Slot &slot = slotAt(session, p->slot());
     std::string name = p->name()->str();
     const safetensors::Tensor *t = findParameter(file, name);
-    std::vector<int64_t> shape(slot.shape()->begin(), slot.shape()->end());
+    std::vector<int64_t> shape = parameterLayout(session, *p).fullShape();
     if (!t) {
       error = path + ": tensor '" + name +
               "' is missing; pass weights of the model this program was compiled from";
@@ -64,17 +65,20 @@ bool initFromFile(tg_session &session, const std::string &path, std::string &err
     }
   }
   for (std::size_t i = 0; i < converted.size(); ++i) {
-    const tgx::Slot &slot = slotAt(session, session.program->parameters()->Get(i)->slot());
-    if (!writeSlot(session, slot, converted[i].data.data(), converted[i].data.size(), 0, error))
+    const tgx::Parameter &p = *session.program->parameters()->Get(uint32_t(i));
+    if (!writeFullTensor(session, p, slotAt(session, p.slot()), converted[i].data.data(), error))
       return false;
   }
   return resetTraining(session, error);
 }
 
+/// A collective in multi-rank programs: rank 0 writes the full tensors,
+/// which the other ranks help gather (they return once they have).
 bool saveWeights(const tg_session &session, const std::string &path, uint64_t maxShardBytes,
                  std::string &error) {
   safetensors::File file;
   file.metadata["format"] = "pt";
+  // The loss is the run's, so every rank knows and all stop here alike.
   if (session.divergedAt) {
     error = path + ": not written: the training state of " + session.source +
             " went non-finite at step " + std::to_string(session.divergedAt);
@@ -82,15 +86,19 @@ bool saveWeights(const tg_session &session, const std::string &path, uint64_t ma
   }
   for (const tgx::Parameter *p : *session.program->parameters()) {
     file.tensors.emplace_back();
-    const tgx::Slot &slot = slotAt(session, p->slot());
-    if (!slotTensor(session, slot, p->name()->str(), file.tensors.back(), error))
+    if (!gatherFullTensor(session, *p, slotAt(session, p->slot()), p->name()->str(),
+                          file.tensors.back(), error))
       return false;
-    const std::vector<uint8_t> &data = file.tensors.back().data;
-    int64_t index = findNonFinite(slot.dtype(), data.data(), data.size());
+  }
+  if (!writesFiles(session))
+    return true;
+  for (uint32_t i = 0; i < file.tensors.size(); ++i) {
+    tgx::DType dtype = slotAt(session, session.program->parameters()->Get(i)->slot()).dtype();
+    const safetensors::Tensor &t = file.tensors[i];
+    int64_t index = findNonFinite(dtype, t.data.data(), t.data.size());
     if (index >= 0) {
-      error = path + ": not written: parameter '" + p->name()->str() +
-              "' holds a non-finite value (" +
-              valueText(elementAt(slot.dtype(), data.data(), index)) + " at element " +
+      error = path + ": not written: parameter '" + t.name + "' holds a non-finite value (" +
+              valueText(elementAt(dtype, t.data.data(), index)) + " at element " +
               std::to_string(index) + "); training diverged";
       return false;
     }

@@ -5,6 +5,7 @@
 
 #include "tg/runtime/Hash.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -30,6 +31,13 @@ bool isFloat(tgx::DType d) {
 }
 
 bool isScalar(const tgx::Slot &slot) { return slot.shape()->size() == 0; }
+
+template <typename Shape> std::string shapeText(const Shape &shape) {
+  std::string text = "[";
+  for (auto it = shape.begin(); it != shape.end(); ++it)
+    text += (it == shape.begin() ? "" : ", ") + std::to_string(*it);
+  return text + "]";
+}
 
 std::string versionError(const std::string &source, uint32_t version) {
   return source + ": format_version " + std::to_string(version) +
@@ -146,6 +154,12 @@ private:
         if (!aligned8(program.slots()->Get(i)->shape(),
                       "slots[" + std::to_string(i) + "].shape"))
           return false;
+    if (program.parameters())
+      for (uint32_t i = 0; i < program.parameters()->size(); ++i)
+        if (const tgx::ParameterShard *shard = program.parameters()->Get(i)->shard())
+          if (!aligned8(shard->full_shape(),
+                        "parameters[" + std::to_string(i) + "].shard.full_shape"))
+            return false;
     if (program.modules())
       for (uint32_t i = 0; i < program.modules()->size(); ++i)
         if (!aligned8(program.modules()->Get(i)->kernel_operand_bytes(),
@@ -214,7 +228,59 @@ private:
         return fail(field, "has a slot of a non-float dtype");
       if (!sameShape(value, m) || !sameShape(value, v))
         return fail(field, "has AdamW moment slots whose shape differs from the parameter's");
+      if (p.shard() && !checkShard(*p.shard(), value, field + ".shard"))
+        return false;
     }
+    return true;
+  }
+
+  /// A tensor-parallel split (tgx.fbs): the slot holds exactly one rank's
+  /// part of the padded full tensor, and the full tensor is small enough to
+  /// assemble (rank 0 writes it to weights and checkpoints).
+  bool checkShard(const tgx::ParameterShard &s, const tgx::Slot &slot, const std::string &field) {
+    const tgx::Mesh &mesh = *program.mesh();
+    if (s.axis() >= mesh.axes()->size())
+      return fail(field + ".axis", "is " + std::to_string(s.axis()) + ", but the mesh has " +
+                                       std::to_string(mesh.axes()->size()) + " axes");
+    const flatbuffers::Vector<int64_t> &full = *s.full_shape();
+    uint64_t bytes = dtypeSize(slot.dtype());
+    for (int64_t d : full)
+      if (d < 0 || mulOverflows(bytes, static_cast<uint64_t>(d), bytes))
+        return fail(field + ".full_shape", "has a negative or too large dimension " +
+                                               std::to_string(d));
+    if (s.dim() >= full.size())
+      return fail(field + ".dim", "is " + std::to_string(s.dim()) + ", but full_shape " +
+                                      shapeText(full) + " has " + std::to_string(full.size()) +
+                                      " dimensions");
+    int64_t rows = full[s.dim()];
+    std::string padded = "is " + std::to_string(s.padded_size());
+    if (s.blocks() < 1)
+      return fail(field + ".blocks", "is 0 (a shard has at least 1 block)");
+    if (s.padded_size() < rows)
+      return fail(field + ".padded_size", padded + ", less than full_shape[" +
+                                              std::to_string(s.dim()) + "] = " +
+                                              std::to_string(rows));
+    if (s.blocks() > 1 && s.padded_size() != rows)
+      return fail(field + ".padded_size",
+                  padded + ", but a split into " + std::to_string(s.blocks()) +
+                      " blocks is not padded: it must be full_shape[" + std::to_string(s.dim()) +
+                      "] = " + std::to_string(rows));
+    int64_t ranks = mesh.shape()->Get(s.axis());
+    const std::string axis = "mesh axis '" + mesh.axes()->Get(s.axis())->str() + "'";
+    if (s.padded_size() % (int64_t(s.blocks()) * ranks) != 0)
+      return fail(field + ".padded_size",
+                  padded + ", which " + std::to_string(s.blocks()) + " block" +
+                      (s.blocks() > 1 ? "s" : "") + " split evenly over the " +
+                      std::to_string(ranks) + " ranks of " + axis + " cannot divide");
+    std::vector<int64_t> expected(full.begin(), full.end());
+    expected[s.dim()] = s.padded_size() / ranks;
+    if (!std::equal(slot.shape()->begin(), slot.shape()->end(), expected.begin(),
+                    expected.end()))
+      return fail(field, "splits full_shape " + shapeText(full) + " over the " +
+                             std::to_string(ranks) + " ranks of " + axis +
+                             " into slots of shape " + shapeText(expected) +
+                             ", but the parameter's slot has shape " +
+                             shapeText(*slot.shape()));
     return true;
   }
 
@@ -517,7 +583,21 @@ private:
            checkRequiredSlot("targets", isI32, rows, true) &&
            checkRequiredSlot("loss", isF32OrF64, "an F32 or F64 scalar", false) &&
            checkRequiredSlot("grad_norm", isF32OrF64, "an F32 or F64 scalar", false) &&
-           checkRequiredSlot("lr", isF32OrF64, "an F32 or F64 scalar", false);
+           checkRequiredSlot("lr", isF32OrF64, "an F32 or F64 scalar", false) &&
+           checkMeshCoordinateSlot();
+  }
+
+  /// Optional: the runtime writes one int64 per mesh axis there.
+  bool checkMeshCoordinateSlot() {
+    const tgx::Slot *slot = findSlot(program, kMeshCoordinateSlot);
+    uint32_t axes = program.mesh()->axes()->size();
+    if (slot && (slot->dtype() != tgx::DType_I64 || slot->shape()->size() != 1 ||
+                 slot->shape()->Get(0) != int64_t(axes)))
+      return fail(std::string("slot '") + kMeshCoordinateSlot + "'",
+                  "is " + std::string(tgx::EnumNameDType(slot->dtype())) + " of shape " +
+                      shapeText(*slot->shape()) + ", not I64 of shape [" +
+                      std::to_string(axes) + "] (one index per mesh axis)");
+    return true;
   }
 };
 

@@ -18,6 +18,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -27,6 +28,8 @@ namespace {
 constexpr int kQueryTag = 1, kReplyTag = 2;
 /// How long a rank that timed out waits for the others' answers.
 constexpr double kQuerySeconds = 3.0;
+/// Bytes per MPI_Igather of gatherToRankZero.
+constexpr uint64_t kGatherPiece = 16 << 20;
 
 using Clock = std::chrono::steady_clock;
 
@@ -213,28 +216,47 @@ public:
 
   bool wait(uint32_t command, std::string &error) override {
     Pending &p = pending[command];
-    if (p.request != MPI_REQUEST_NULL) {
-      noteWaiting(p.index, describe(p.command));
-      Clock::time_point begin = Clock::now();
-      double timeout = collectiveTimeout();
-      for (int polls = 0;; ++polls) {
-        int done = 0;
-        MPI_Test(&p.request, &done, MPI_STATUS_IGNORE);
-        if (done)
-          break;
-        if (secondsSince(begin) > timeout) {
-          error = timedOut(p, timeout);
-          return false;
-        }
-        // Spin briefly (collectives between ranks of one host finish in
-        // microseconds), then yield the core to ranks still computing.
-        if (polls > 64)
-          std::this_thread::sleep_for(std::chrono::microseconds(polls > 1024 ? 1000 : 50));
-      }
-      noteWaitDone();
-    }
+    if (p.request != MPI_REQUEST_NULL &&
+        !await(p.request, axes[program->commands()->Get(command)->collective()->axis()],
+               p.index, describe(command), error))
+      return false;
     applyScale(p);
     inFlight.erase(std::remove(inFlight.begin(), inFlight.end(), command), inFlight.end());
+    return true;
+  }
+
+  bool gatherToRankZero(uint32_t axisIndex, const void *data, uint64_t bytes, void *out,
+                        const std::string &what, std::string &error) override {
+    int64_t index = countCollectiveStarted();
+    const Axis &axis = axes[axisIndex];
+    // Each group's first member is its rank with coordinate 0 on this
+    // axis: rank 0 only in rank 0's group.
+    if (axis.members[0] != 0)
+      return true;
+    const bool root = ranks().placement.rank == 0;
+    const std::size_t members = axis.members.size();
+    std::string described = what + " (a gather over mesh axis '" +
+                            program->mesh()->axes()->Get(axisIndex)->str() + "' to rank 0)";
+    // In pieces: MPI counts are ints, and rank 0 stages one piece from
+    // every member before placing it.
+    std::vector<uint8_t> staging(root ? members * std::min<uint64_t>(bytes, kGatherPiece) : 0);
+    for (uint64_t done = 0; done < bytes; done += kGatherPiece) {
+      int piece = int(std::min<uint64_t>(bytes - done, kGatherPiece));
+      MPI_Request request = MPI_REQUEST_NULL;
+      int rc = MPI_Igather(static_cast<const uint8_t *>(data) + done, piece, MPI_BYTE,
+                           staging.data(), piece, MPI_BYTE, 0, axis.comm, &request);
+      if (rc != MPI_SUCCESS) {
+        error = source + ": " + described + " could not start (MPI error " +
+                std::to_string(rc) + ")";
+        return false;
+      }
+      if (!await(request, axis, index, described, error))
+        return false;
+      if (root)
+        for (std::size_t j = 0; j < members; ++j)
+          std::memcpy(static_cast<uint8_t *>(out) + j * bytes + done,
+                      staging.data() + j * std::size_t(piece), std::size_t(piece));
+    }
     return true;
   }
 
@@ -261,6 +283,32 @@ private:
     double scale = 1.0;
   };
 
+  /// Waits for `request`, this rank's collective number `index` among
+  /// `axis`'s ranks; past the collective timeout fails with a message
+  /// saying where the others are.
+  bool await(MPI_Request &request, const Axis &axis, int64_t index, const std::string &what,
+             std::string &error) {
+    noteWaiting(index, what);
+    Clock::time_point begin = Clock::now();
+    double timeout = collectiveTimeout();
+    for (int polls = 0;; ++polls) {
+      int done = 0;
+      MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+      if (done)
+        break;
+      if (secondsSince(begin) > timeout) {
+        error = timedOut(axis, index, what, timeout);
+        return false;
+      }
+      // Spin briefly (collectives between ranks of one host finish in
+      // microseconds), then yield the core to ranks still computing.
+      if (polls > 64)
+        std::this_thread::sleep_for(std::chrono::microseconds(polls > 1024 ? 1000 : 50));
+    }
+    noteWaitDone();
+    return true;
+  }
+
   void applyScale(Pending &p) {
     if (p.scale == 1.0)
       return;
@@ -283,14 +331,13 @@ private:
     return text;
   }
 
-  /// Asks the collective's other ranks where they are, and says which did
-  /// not arrive.
-  std::string timedOut(const Pending &p, double timeout) {
-    const Axis &axis = axes[program->commands()->Get(p.command)->collective()->axis()];
+  /// Asks the other ranks of `axis` where they are, and says which did
+  /// not arrive in this rank's collective `index`, described as `what`.
+  std::string timedOut(const Axis &axis, int64_t index, const std::string &what,
+                       double timeout) {
     int self = ranks().placement.rank;
-    std::string text = describe(p.command) +
-                       " at step " + std::to_string(currentActivity().step) +
-                       " (this rank's collective " + std::to_string(p.index) +
+    std::string text = what + " at step " + std::to_string(currentActivity().step) +
+                       " (this rank's collective " + std::to_string(index) +
                        ") waited " + std::to_string(int(timeout)) + " s for the other ranks";
     const char *advice = ". --collective-timeout sets how long a collective may wait";
     if (!ranks().responder.joinable())
@@ -328,7 +375,7 @@ private:
         continue;
       }
       const auto &r = replies[i];
-      if (r[2] == p.index)
+      if (r[2] == index)
         sameCollective.push_back(peers[i]);
       else
         elsewhere += "; rank " + std::to_string(peers[i]) + " is at step " +

@@ -299,14 +299,18 @@ bool makeDirectories(const std::string &dir) {
   return ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/// Writes the checkpoint of the current step and drops all but the newest.
+/// Writes the checkpoint of the current step and, on `primary` (rank 0,
+/// which writes it), drops all but the newest. Every rank calls it: saving
+/// gathers the shards of tensor-parallel parameters to rank 0.
 bool writeCheckpoint(tg_session *session, const std::string &dir, int64_t dataPosition,
-                     int &exitCode) {
+                     bool primary, int &exitCode) {
   int64_t step = tg_session_steps_done(session);
   if (!check(tg_session_save_checkpoint(session, checkpointPath(dir, step).c_str(),
                                         dataPosition),
              exitCode))
     return false;
+  if (!primary)
+    return true;
   std::vector<int64_t> steps = listCheckpoints(dir);
   for (std::size_t i = 0; i + kKeepCheckpoints < steps.size(); ++i)
     std::remove(checkpointPath(dir, steps[i]).c_str());
@@ -636,7 +640,9 @@ int run(const Options &o, const std::vector<uint8_t> &embedded, const char *prog
   const std::string program = embedded.empty() ? o.artifact : programName;
   Profiler profiler;
   const bool profiling = primary && !o.profile.empty();
-  const bool checkpointing = primary && !o.checkpointDir.empty();
+  // Saving is collective (the session gathers shards to rank 0, which
+  // alone writes), so every rank checkpoints and saves the weights.
+  const bool checkpointing = !o.checkpointDir.empty();
   if (profiling) {
     std::string problem;
     if (!profiler.open(o.profile, program, problem))
@@ -698,16 +704,16 @@ int run(const Options &o, const std::vector<uint8_t> &embedded, const char *prog
     }
     progress.report(r, std::chrono::duration<double>(stepEnd - start).count());
     if (checkpointing && o.checkpointEvery && r.step % o.checkpointEvery == 0) {
-      if (!writeCheckpoint(session.get(), o.checkpointDir, dataPosition, exitCode))
+      if (!writeCheckpoint(session.get(), o.checkpointDir, dataPosition, primary, exitCode))
         return exitCode;
       lastCheckpoint = r.step;
     }
   }
   int64_t last = tg_session_steps_done(session.get());
   if (checkpointing && lastCheckpoint != last &&
-      !writeCheckpoint(session.get(), o.checkpointDir, dataPosition, exitCode))
+      !writeCheckpoint(session.get(), o.checkpointDir, dataPosition, primary, exitCode))
     return exitCode;
-  if (primary && !o.saveWeights.empty() &&
+  if (!o.saveWeights.empty() &&
       !check(tg_session_save_weights_sharded(session.get(), o.saveWeights.c_str(),
                                              o.maxShardBytes),
              exitCode))

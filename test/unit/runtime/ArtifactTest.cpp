@@ -14,8 +14,8 @@ using tg::test::ProgramSpec;
 namespace {
 
 /// The verifier's message for `spec` after `damage`, or "" if it verifies.
-std::string verifyError(const std::function<void(ProgramSpec &)> &damage) {
-  ProgramSpec spec = test::fixtureSpec();
+std::string verifyError(const std::function<void(ProgramSpec &)> &damage,
+                        ProgramSpec spec = test::fixtureSpec()) {
   damage(spec);
   std::vector<uint8_t> bytes = test::build(spec);
   std::string error;
@@ -25,8 +25,8 @@ std::string verifyError(const std::function<void(ProgramSpec &)> &damage) {
 }
 
 void expectRejected(const std::function<void(ProgramSpec &)> &damage,
-                    const std::string &expected) {
-  std::string error = verifyError(damage);
+                    const std::string &expected, ProgramSpec spec = test::fixtureSpec()) {
+  std::string error = verifyError(damage, std::move(spec));
   EXPECT_NE(error.find("model.tgx: "), std::string::npos) << error;
   EXPECT_NE(error.find(expected), std::string::npos) << error;
 }
@@ -160,7 +160,7 @@ void addCollective(ProgramSpec &s, const std::string &from, const std::string &t
 }
 
 TEST(Artifact, ChecksCollectives) {
-  auto twoRanks = [](ProgramSpec &s) { s.meshSize = 2; };
+  auto twoRanks = [](ProgramSpec &s) { s.mesh = {{"d", 2}}; };
   EXPECT_EQ(verifyError([&](ProgramSpec &s) {
               twoRanks(s);
               addCollective(s, "y", "y"); // in place
@@ -210,22 +210,97 @@ TEST(Artifact, ChecksCollectives) {
 TEST(Artifact, TokenSlotsHoldADataRanksRows) {
   expectRejected(
       [](ProgramSpec &s) {
-        s.meshAxis = "data";
-        s.meshSize = 2;
+        s.mesh = {{"data", 2}};
       },
       "slot 'tokens' is not I32 of shape [batch_size / data ranks, seq_len]");
   expectRejected(
       [](ProgramSpec &s) {
-        s.meshAxis = "data";
-        s.meshSize = 3;
+        s.mesh = {{"data", 3}};
       },
       "train.batch_size is 2, which the mesh's 3 data ranks do not divide");
   EXPECT_EQ(verifyError([](ProgramSpec &s) {
-              s.meshAxis = "data";
-              s.meshSize = 2;
+              s.mesh = {{"data", 2}};
               s.batchSize = 4; // the slots stay 2 rows
             }),
             "");
+}
+
+// Tensor-parallel parameters: the slot holds one rank's part of the padded
+// full tensor, as the shard describes it.
+TEST(Artifact, ChecksParameterShards) {
+  const ProgramSpec tp2 = test::tensorParallelSpec(2, true);
+  EXPECT_EQ(verifyError([](ProgramSpec &) {}, tp2), "");
+  EXPECT_EQ(verifyError([](ProgramSpec &) {}, test::tensorParallelSpec(1, true)), "");
+  // parameters[2] "c_attn.weight": full [2, 6], dim 1 in 3 blocks, slots
+  // [2, 3]; parameters[3] "c_fc.bias": full [5] padded to 6, slots [3].
+  auto shard = [](ProgramSpec &s, int parameter) -> test::ShardSpec & {
+    return *s.parameters[std::size_t(parameter)].shard;
+  };
+  const std::string cAttn = "model.tgx: parameters[2] 'transformer.h.0.attn.c_attn.weight'";
+  const std::string cFc = "model.tgx: parameters[3] 'transformer.h.0.mlp.c_fc.bias'";
+  expectRejected([&](ProgramSpec &s) { shard(s, 2).axis = 1; },
+                 cAttn + ".shard.axis is 1, but the mesh has 1 axes", tp2);
+  expectRejected([&](ProgramSpec &s) { shard(s, 2).dim = 2; },
+                 cAttn + ".shard.dim is 2, but full_shape [2, 6] has 2 dimensions", tp2);
+  expectRejected([&](ProgramSpec &s) { shard(s, 2).fullShape = {-2, 6}; },
+                 cAttn + ".shard.full_shape has a negative or too large dimension -2", tp2);
+  expectRejected([&](ProgramSpec &s) { shard(s, 2).fullShape = {1ll << 40, 1ll << 30}; },
+                 cAttn + ".shard.full_shape has a negative or too large dimension 1073741824",
+                 tp2);
+  expectRejected([&](ProgramSpec &s) { shard(s, 2).blocks = 0; },
+                 cAttn + ".shard.blocks is 0 (a shard has at least 1 block)", tp2);
+  expectRejected([&](ProgramSpec &s) { shard(s, 3).paddedSize = 4; },
+                 cFc + ".shard.padded_size is 4, less than full_shape[0] = 5", tp2);
+  expectRejected([&](ProgramSpec &s) { shard(s, 2).paddedSize = 12; },
+                 cAttn + ".shard.padded_size is 12, but a split into 3 blocks is not padded: "
+                         "it must be full_shape[1] = 6",
+                 tp2);
+  expectRejected([&](ProgramSpec &s) { shard(s, 3).paddedSize = 7; },
+                 cFc + ".shard.padded_size is 7, which 1 block split evenly over the 2 ranks "
+                       "of mesh axis 'tensor' cannot divide",
+                 tp2);
+  expectRejected([&](ProgramSpec &s) { s.mesh = {{"tensor", 4}}; },
+                 cAttn + ".shard.padded_size is 6, which 3 blocks split evenly over the 4 ranks "
+                         "of mesh axis 'tensor' cannot divide",
+                 tp2);
+  expectRejected(
+      [&](ProgramSpec &s) {
+        shard(s, 3).fullShape = {8};
+        shard(s, 3).paddedSize = 8;
+      },
+                 cFc + ".shard splits full_shape [8] over the 2 ranks of mesh axis 'tensor' "
+                       "into slots of shape [4], but the parameter's slot has shape [3]",
+                 tp2);
+  // The moments are split like the parameter: same slot shape.
+  expectRejected(
+      [&](ProgramSpec &s) { s.slots[s.parameters[2].adamM].shape = {3, 2}; },
+      cAttn + " has AdamW moment slots whose shape differs from the parameter's", tp2);
+}
+
+TEST(Artifact, ChecksTheMeshCoordinateSlot) {
+  const ProgramSpec tp2 = test::tensorParallelSpec(2, true);
+  auto coordinate = [](ProgramSpec &s) -> test::SlotSpec & {
+    for (test::SlotSpec &slot : s.slots)
+      if (slot.name == "mesh_coordinate")
+        return slot;
+    std::abort();
+  };
+  expectRejected(
+      [&](ProgramSpec &s) {
+        coordinate(s).dtype = tgx::DType_I32;
+        coordinate(s).range.size = 4;
+      },
+      "model.tgx: slot 'mesh_coordinate' is I32 of shape [1], not I64 of shape [1] (one index "
+      "per mesh axis)",
+      tp2);
+  expectRejected(
+      [&](ProgramSpec &s) {
+        s.mesh = {{"data", 1}, {"tensor", 2}};
+        for (test::ParameterSpec &p : s.parameters)
+          if (p.shard)
+            p.shard->axis = 1;
+      },
+      "slot 'mesh_coordinate' is I64 of shape [1], not I64 of shape [2]", tp2);
 }
 
 // Issue 8: one changed byte (a kernel command pointing at another kernel

@@ -122,7 +122,7 @@ TEST(CpuBackend, ResidentLibrariesDoNotShadowLaterOnes) {
 // how to start it.
 TEST(Backend, RejectsAMeshOfAnotherSize) {
   ProgramSpec spec = test::fixtureSpec();
-  spec.meshSize = 2;
+  spec.mesh = {{"d", 2}};
   std::string error = createError(spec);
   EXPECT_NE(error.find("model.tgx: the program is compiled for 2 ranks (mesh d=2), but this "
                        "run has 1; start it with tgrun -n 2"),

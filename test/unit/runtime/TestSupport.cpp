@@ -54,6 +54,14 @@ void ProgramSpec::addParameter(const std::string &name, std::vector<int64_t> sha
   parameters.push_back({name, init, initStd, value, m, v});
 }
 
+void ProgramSpec::addShardedParameter(const std::string &name, const ShardSpec &shard,
+                                      tgx::InitKind init, double initStd) {
+  std::vector<int64_t> shape = shard.fullShape;
+  shape[shard.dim] = shard.paddedSize / mesh.at(shard.axis).size;
+  addParameter(name, shape, init, initStd);
+  parameters.back().shard = shard;
+}
+
 const SlotSpec &ProgramSpec::slot(const std::string &name) const {
   for (const SlotSpec &s : slots)
     if (s.name == name)
@@ -99,9 +107,15 @@ std::vector<uint8_t> build(const ProgramSpec &spec) {
     slots.push_back(tgx::CreateSlot(b, b.CreateString(s.name), s.dtype, b.CreateVector(s.shape), &r));
   }
   std::vector<flatbuffers::Offset<tgx::Parameter>> parameters;
-  for (const ParameterSpec &p : spec.parameters)
+  for (const ParameterSpec &p : spec.parameters) {
+    flatbuffers::Offset<tgx::ParameterShard> shard;
+    if (p.shard)
+      shard = tgx::CreateParameterShard(b, p.shard->axis, p.shard->dim,
+                                        b.CreateVector(p.shard->fullShape), p.shard->paddedSize,
+                                        p.shard->blocks);
     parameters.push_back(tgx::CreateParameter(b, b.CreateString(p.name), p.init, p.initStd,
-                                              p.slot, p.adamM, p.adamV));
+                                              p.slot, p.adamM, p.adamV, shard));
+  }
   std::vector<flatbuffers::Offset<tgx::Constant>> constants;
   for (const ConstantSpec &c : spec.constants) {
     tgx::BufferRange r = range(c.range);
@@ -135,8 +149,13 @@ std::vector<uint8_t> build(const ProgramSpec &spec) {
                                           c.label.empty() ? 0 : b.CreateString(c.label),
                                           c.stream, b.CreateVector(c.awaits), collective));
   }
-  std::vector<int64_t> meshShape{spec.meshSize};
-  auto mesh = tgx::CreateMesh(b, b.CreateVector(meshShape), b.CreateVectorOfStrings({spec.meshAxis}));
+  std::vector<int64_t> meshShape;
+  std::vector<std::string> meshAxes;
+  for (const MeshAxisSpec &axis : spec.mesh) {
+    meshShape.push_back(axis.size);
+    meshAxes.push_back(axis.name);
+  }
+  auto mesh = tgx::CreateMesh(b, b.CreateVector(meshShape), b.CreateVectorOfStrings(meshAxes));
   auto train = tgx::CreateTrainInfo(b, spec.batchSize, spec.seqLen, spec.vocabSize, spec.seed,
                                     1e6);
   auto program = tgx::CreateProgram(
@@ -214,6 +233,54 @@ ProgramSpec fixtureSpec() {
                      r("adam_v:transformer.wte.weight"), r("transformer.ln_f.weight"),
                      r("loss"), r("grad_norm"), r("lr")};
   spec.commands = {gemm, add, copy, update};
+  spec.deriveOperandBytes();
+  return spec;
+}
+
+ProgramSpec tensorParallelSpec(int64_t ranks, bool sharded) {
+  ProgramSpec spec = fixtureSpec();
+  spec.mesh = {{"tensor", ranks}};
+  Range coordinate = spec.slots[spec.addSlot(runtime::kMeshCoordinateSlot, tgx::DType_I64, {1})]
+                         .range;
+  struct Parameter {
+    const char *name;
+    ShardSpec shard;
+    tgx::InitKind init;
+    double initStd;
+  };
+  const Parameter parameters[] = {
+      {"transformer.h.0.attn.c_attn.weight", {0, 1, {2, 6}, 6, 3}, tgx::InitKind_Normal, 0.5},
+      {"transformer.h.0.mlp.c_fc.bias", {0, 0, {5}, 6, 1}, tgx::InitKind_Normal, 1.0},
+      {"transformer.h.0.ln_1.weight", {0, 0, {4, 3}, 4, 1}, tgx::InitKind_Ones, 0},
+      {"stamp", {0, 0, {2}, 2, 1}, tgx::InitKind_Zeros, 0}};
+  for (const Parameter &p : parameters) {
+    if (sharded)
+      spec.addShardedParameter(p.name, p.shard, p.init, p.initStd);
+    else
+      spec.addParameter(p.name, p.shard.fullShape, p.init, p.initStd);
+    ParameterSpec added = spec.parameters.back();
+    // The kernels take the number of elements the rank holds as a constant.
+    int64_t n = 1;
+    for (int64_t d : spec.slots[added.slot].shape)
+      n *= d;
+    Range count = spec.slots[spec.addSlot(std::string("n:") + p.name, tgx::DType_I64, {})].range;
+    ConstantSpec constant{count, std::vector<uint8_t>(sizeof(n))};
+    std::memcpy(constant.data.data(), &n, sizeof(n));
+    spec.constants.push_back(constant);
+    ModuleSpec &module = spec.modules[0];
+    CommandSpec command{tgx::CommandKind_Kernel, 0, uint32_t(module.kernels.size())};
+    Range w = spec.slots[added.slot].range;
+    if (std::string(p.name) == "stamp") {
+      module.kernels.push_back("stamp_coordinate");
+      command.operands = {count, coordinate, w};
+    } else {
+      module.kernels.push_back("shard_update");
+      command.operands = {count, w, spec.slots[added.adamM].range, spec.slots[added.adamV].range};
+    }
+    module.operandCounts.push_back(uint32_t(command.operands.size()));
+    command.label = module.kernels.back() + " " + p.name;
+    spec.commands.push_back(command);
+  }
   spec.deriveOperandBytes();
   return spec;
 }

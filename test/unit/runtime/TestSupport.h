@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,11 +27,25 @@ struct SlotSpec {
   Range range;
 };
 
+/// A tgx::ParameterShard.
+struct ShardSpec {
+  uint32_t axis = 0, dim = 0;
+  std::vector<int64_t> fullShape;
+  int64_t paddedSize = 0;
+  uint32_t blocks = 1;
+};
+
 struct ParameterSpec {
   std::string name;
   tgx::InitKind init;
   double initStd;
   uint32_t slot, adamM, adamV;
+  std::optional<ShardSpec> shard; // none: replicated
+};
+
+struct MeshAxisSpec {
+  std::string name;
+  int64_t size;
 };
 
 struct ConstantSpec {
@@ -77,8 +92,7 @@ struct ProgramSpec {
   uint32_t formatVersion = runtime::kFormatVersion;
   bool seal = true; // append the checksum trailer
   tgx::Target target = tgx::Target_Cpu;
-  int64_t meshSize = 1; // devices along the mesh's one axis
-  std::string meshAxis = "d";
+  std::vector<MeshAxisSpec> mesh = {{"d", 1}}; // ranks row-major, the last axis fastest
   int64_t batchSize = 2, seqLen = 3, vocabSize = 5;
   uint64_t seed = 42;
   uint64_t arenaBytes = 0;
@@ -93,6 +107,10 @@ struct ProgramSpec {
   /// Appends a parameter with its slot and AdamW moment slots.
   void addParameter(const std::string &name, std::vector<int64_t> shape, tgx::InitKind init,
                     double initStd = 0);
+  /// Appends a parameter split by `shard` over its mesh axis (which must
+  /// exist): slots of one rank's shape.
+  void addShardedParameter(const std::string &name, const ShardSpec &shard,
+                           tgx::InitKind init, double initStd = 0);
   /// The slot called `name` (which must exist).
   const SlotSpec &slot(const std::string &name) const;
   /// step, tokens, targets, loss, grad_norm (F32) and lr (F64).
@@ -119,6 +137,20 @@ std::vector<uint8_t> fixtureKernels(bool resident = false);
 /// (normal 0.02) and "transformer.ln_f.weight" [2] (ones); x is the
 /// constant [2, 5] with x[i] = 0.5 * i.
 ProgramSpec fixtureSpec();
+
+/// The fixture with tensor-parallel parameters on the mesh tensor=`ranks`,
+/// split over it when `sharded` (otherwise replicated: the program of the
+/// same model for one device), each updated by a kernel every step:
+///   parameters[2] "transformer.h.0.attn.c_attn.weight" [2, 6], split along
+///     dim 1 in 3 blocks (q|k|v), normal 0.5, shard_update;
+///   parameters[3] "transformer.h.0.mlp.c_fc.bias" [5], dim 0 padded to 6,
+///     normal 1, shard_update;
+///   parameters[4] "transformer.h.0.ln_1.weight" [4, 3], dim 0, ones,
+///     shard_update;
+///   parameters[5] "stamp" [2], dim 0, zeros, set to [1, 2] by
+///     stamp_coordinate from the slot mesh_coordinate.
+/// Every mesh computes the same full tensors.
+ProgramSpec tensorParallelSpec(int64_t ranks, bool sharded);
 
 /// The session for `spec` (null, with a test failure, if it does not load).
 tg_session *loadSession(const ProgramSpec &spec);

@@ -2,6 +2,7 @@
 // (identical to an uninterrupted run), embedded executables and errors.
 #include "TestSupport.h"
 #include "tg/runtime/EmbeddedArtifact.h"
+#include "tg/runtime/Safetensors.h"
 
 #include <gtest/gtest.h>
 
@@ -153,6 +154,76 @@ TEST_F(Tgrun, ReportsErrors) {
   r = run(TG_TGRUN, "--help");
   EXPECT_EQ(r.exitCode, 0);
   EXPECT_NE(r.out.find("--steps N              total steps of the run"), std::string::npos);
+}
+
+/// The tensors in which two safetensors files differ ("metadata" if only
+/// that does), or "" when the files are identical.
+std::string differingTensors(const std::string &a, const std::string &b) {
+  if (test::readFile(a) == test::readFile(b))
+    return "";
+  safetensors::File fileA, fileB;
+  std::string error, names;
+  if (!safetensors::readFile(a, fileA, error) || !safetensors::readFile(b, fileB, error))
+    return error;
+  for (const safetensors::Tensor &t : fileA.tensors)
+    if (const safetensors::Tensor *u = fileB.find(t.name);
+        !u || u->shape != t.shape || u->data != t.data)
+      names += (names.empty() ? "" : ", ") + t.name;
+  return names.empty() ? "metadata" : names;
+}
+
+// Tensor parallelism on 2 ranks (tgrun -n 2, through Open MPI's mpirun)
+// against the program of one device: each rank initialises its part of the
+// same values, saving gathers the shards to rank 0, which alone writes the
+// same weights and checkpoints, and each program resumes from the other's
+// checkpoints.
+TEST_F(Tgrun, TensorParallelRunMatchesOneDevice) {
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "mpirun (Open MPI) is not installed";
+  auto program = [](const test::ProgramSpec &spec, const std::string &name) {
+    std::string path = test::scratchPath(name);
+    test::writeFile(path, test::build(spec));
+    return path;
+  };
+  const std::string single = program(test::tensorParallelSpec(1, false), "single.tgx");
+  const std::string split = "-n 2 " + program(test::tensorParallelSpec(2, true), "tp2.tgx");
+  struct Outputs {
+    std::string dir, weights, metrics;
+  };
+  auto train = [&](const std::string &which, const std::string &tag, const std::string &extra) {
+    Outputs o{test::scratchPath(tag + "-checkpoints"), test::scratchPath(tag + ".safetensors"),
+              test::scratchPath(tag + ".jsonl")};
+    Result r = run(TG_TGRUN, which + " --data " + data + " --steps 4 --checkpoint-every 2" +
+                                 " --checkpoint-dir " + o.dir + " --save-weights " + o.weights +
+                                 " --metrics " + o.metrics + extra);
+    EXPECT_EQ(r.exitCode, 0) << tag << ": " << r.err;
+    return o;
+  };
+  Outputs one = train(single, "single", ""), two = train(split, "tp2", "");
+  const std::vector<std::string> checkpoints = {"step-00000002.safetensors",
+                                                "step-00000004.safetensors"};
+  EXPECT_EQ(listDirectory(two.dir), checkpoints);
+  for (const std::string &name : checkpoints)
+    EXPECT_EQ(differingTensors(two.dir + "/" + name, one.dir + "/" + name), "") << name;
+  EXPECT_EQ(differingTensors(two.weights, one.weights), "");
+  EXPECT_EQ(metricsWithoutTimes(two.metrics), metricsWithoutTimes(one.metrics));
+
+  // Resuming at step 2 on the other mesh ends in the same state.
+  for (const auto &[which, from] : {std::pair{split, one.dir}, std::pair{single, two.dir}}) {
+    std::string dir = test::scratchPath("resume-checkpoints");
+    ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
+    test::writeFile(dir + "/" + checkpoints[0], test::readFile(from + "/" + checkpoints[0]));
+    std::string weights = test::scratchPath("resumed.safetensors");
+    Result r = run(TG_TGRUN, which + " --data " + data + " --steps 4 --checkpoint-dir " + dir +
+                                 " --resume --save-weights " + weights);
+    ASSERT_EQ(r.exitCode, 0) << which << ": " << r.err;
+    EXPECT_NE(r.out.find("resumed from " + dir + "/" + checkpoints[0] + " (step 2)"),
+              std::string::npos)
+        << r.out;
+    EXPECT_EQ(differingTensors(weights, one.weights), "") << which;
+    EXPECT_EQ(differingTensors(dir + "/" + checkpoints[1], one.dir + "/" + checkpoints[1]), "")
+        << which;
+  }
 }
 
 /// Occurrences of `needle` in `text`.

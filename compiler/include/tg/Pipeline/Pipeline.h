@@ -14,7 +14,8 @@ namespace tg {
 /// module with @forward or @train_step) runs before it; each stage is a list
 /// of registered passes, so `tg-opt` can run any of them alone.
 
-/// @forward -> @train_step (tg-build-train-step).
+/// @forward -> @train_step (tg-partition-tensor-parallel with tensor
+/// parallelism, then tg-build-train-step).
 void buildTrainingStage(OpPassManager &pm, const TrainStepOptions &options);
 
 struct LoweringOptions {

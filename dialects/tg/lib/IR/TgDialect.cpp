@@ -388,6 +388,46 @@ static LogicalResult verifyName(Operation *op, StringRef what, unsigned index,
   return success();
 }
 
+/// A parameter's tg.shard: its share's type is the whole shape with the
+/// split dim padded and divided by the axis's ranks.
+static LogicalResult verifyShard(Operation *op, unsigned argIndex,
+                                 Attribute value) {
+  auto shard = dyn_cast<ShardAttr>(value);
+  auto fail = [&]() {
+    return op->emitOpError() << "argument #" << argIndex << ": '" << kShardAttr
+                             << "' ";
+  };
+  if (!shard)
+    return fail() << "must be a #tg.shard<...>, got " << value;
+  auto func = dyn_cast<FunctionOpInterface>(op);
+  if (!func)
+    return success();
+  auto type = dyn_cast<RankedTensorType>(func.getArgumentTypes()[argIndex]);
+  ArrayRef<int64_t> full = shard.getFullShape().asArrayRef();
+  int64_t dim = shard.getDim();
+  if (!type || type.getRank() != (int64_t)full.size() || dim < 0 ||
+      dim >= type.getRank() || shard.getBlocks() < 1 ||
+      shard.getPaddedSize() < full[dim] ||
+      (shard.getBlocks() > 1 && shard.getPaddedSize() != full[dim]))
+    return fail() << value << " does not describe a share of the argument "
+                  << func.getArgumentTypes()[argIndex];
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    if (i != dim && type.getDimSize(i) != full[i])
+      return fail() << value << ": the argument " << type
+                    << " differs from the whole tensor outside dim " << dim;
+  std::optional<Mesh> mesh = getMesh(op);
+  std::optional<int64_t> ranks =
+      mesh ? mesh->getAxisSize(shard.getAxis()) : std::nullopt;
+  if (!ranks)
+    return fail() << "splits over mesh axis '" << shard.getAxis()
+                  << "', which the module's mesh does not have";
+  if (shard.getPaddedSize() % (*ranks * shard.getBlocks()) != 0 ||
+      type.getDimSize(dim) * *ranks != shard.getPaddedSize())
+    return fail() << value << ": dim " << dim << " of the argument " << type
+                  << " is not 1/" << *ranks << " of the padded size";
+  return success();
+}
+
 LogicalResult TgDialect::verifyRegionArgAttribute(Operation *op,
                                                   unsigned regionIndex,
                                                   unsigned argIndex,
@@ -407,6 +447,9 @@ LogicalResult TgDialect::verifyRegionArgAttribute(Operation *op,
              << "' must be #tg.init<zeros>, #tg.init<ones> or "
                 "#tg.init<normal, std = S>, got "
              << attr.getValue();
+  } else if (key == kShardAttr) {
+    if (failed(verifyShard(op, argIndex, attr.getValue())))
+      return failure();
   } else if (key == kStateAttr) {
     auto state = dyn_cast<StateAttr>(attr.getValue());
     if (!state || state.getKind() == StateKind::Param)

@@ -300,6 +300,9 @@ TG_REDUCE_INFER(ReduceMaxOp, "reduce_max")
 // Transformer ops
 //===----------------------------------------------------------------------===//
 
+static LogicalResult verifyRankIndex(Operation *op, Value index,
+                                     StringRef what);
+
 LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
@@ -308,6 +311,10 @@ LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
   if (table.size() != 2)
     return fail(loc, "embedding", "table has shape ", ShapeStr{table},
                 ", expected [vocab, dim]");
+  if (Value offset = adaptor.getOffset();
+      offset && dimsOf(offset) != ArrayRef<int64_t>{1})
+    return fail(loc, "embedding", "offset has shape ", ShapeStr{dimsOf(offset)},
+                ", expected [1]");
   SmallVector<int64_t> shape(dimsOf(adaptor.getIndices()));
   shape.push_back(table[1]);
   types.push_back(RankedTensorType::get(shape, elementTypeOf(adaptor.getTable())));
@@ -315,6 +322,8 @@ LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
 }
 
 LogicalResult EmbeddingGradOp::verify() {
+  if (getOffset() && failed(verifyRankIndex(*this, getOffset(), "offset")))
+    return failure();
   ArrayRef<int64_t> table = getTableGrad().getType().getShape();
   ArrayRef<int64_t> indices = getIndices().getType().getShape();
   ArrayRef<int64_t> grad = getResultGrad().getType().getShape();
@@ -556,4 +565,83 @@ LogicalResult AllReduceOp::verify() {
   return emitOpError("runs over mesh axis '")
          << getAxis() << "', which the module's mesh (" << kMeshAxesAttr
          << " = " << mesh->axes << ") does not have; use one of its axes";
+}
+
+//===----------------------------------------------------------------------===//
+// Partitioned programs
+//===----------------------------------------------------------------------===//
+
+/// `index` of a rank-dependent op: one integer, the rank's index on an axis.
+static LogicalResult verifyRankIndex(Operation *op, Value index,
+                                     StringRef what) {
+  auto type = cast<RankedTensorType>(index.getType());
+  if (type.getRank() != 1 || type.getDimSize(0) != 1)
+    return op->emitOpError() << what << " has type " << type
+                             << ", expected a [1] index tensor";
+  return success();
+}
+
+/// The shapes of tg.shard_slice's `whole` input and its `block` result.
+static LogicalResult verifyShardBlock(Operation *op, RankedTensorType whole,
+                                      RankedTensorType block, int64_t dim) {
+  if (whole.getRank() != block.getRank() || dim >= whole.getRank())
+    return op->emitOpError() << "dim " << dim << " is not a dim of " << whole
+                             << " and " << block;
+  for (int64_t i = 0; i < whole.getRank(); ++i)
+    if (i != dim && whole.getDimSize(i) != block.getDimSize(i))
+      return op->emitOpError() << "block " << block << " and whole tensor "
+                               << whole << " differ outside dim " << dim;
+  if (block.getDimSize(dim) == 0 ||
+      whole.getDimSize(dim) % block.getDimSize(dim) != 0)
+    return op->emitOpError() << "dim " << dim << " of " << whole
+                             << " is not a whole number of blocks of "
+                             << block.getDimSize(dim);
+  if (whole.getElementType() != block.getElementType())
+    return op->emitOpError() << "element types differ: " << whole << ", "
+                             << block;
+  return success();
+}
+
+LogicalResult ShardSliceOp::verify() {
+  if (failed(verifyRankIndex(*this, getIndex(), "index")))
+    return failure();
+  return verifyShardBlock(*this, getInput().getType(), getResult().getType(),
+                          getDim());
+}
+
+LogicalResult ShardUnsliceOp::verify() {
+  if (failed(verifyRankIndex(*this, getIndex(), "index")))
+    return failure();
+  return verifyShardBlock(*this, getResult().getType(), getInput().getType(),
+                          getDim());
+}
+
+/// tg.pick and tg.pick_grad: `table` [..., V] against `indices` [...].
+static LogicalResult verifyPick(Operation *op, RankedTensorType table,
+                                RankedTensorType picked, Value indices,
+                                Value offset) {
+  if (offset && failed(verifyRankIndex(op, offset, "offset")))
+    return failure();
+  ArrayRef<int64_t> shape = table.getShape();
+  auto indexShape = cast<RankedTensorType>(indices.getType()).getShape();
+  if (shape.empty() || shape.drop_back() != indexShape ||
+      picked.getShape() != indexShape)
+    return op->emitOpError() << "expects [..., V] " << table
+                             << " with indices and picked values of its "
+                                "leading shape, got indices "
+                             << indices.getType() << " and " << picked;
+  if (table.getElementType() != picked.getElementType())
+    return op->emitOpError() << "element types differ: " << table << ", "
+                             << picked;
+  return success();
+}
+
+LogicalResult PickOp::verify() {
+  return verifyPick(*this, getInput().getType(), getResult().getType(),
+                    getIndices(), getOffset());
+}
+
+LogicalResult PickGradOp::verify() {
+  return verifyPick(*this, getInputGrad().getType(), getResultGrad().getType(),
+                    getIndices(), getOffset());
 }

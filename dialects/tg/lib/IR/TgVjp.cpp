@@ -266,8 +266,8 @@ SmallVector<Value> ReduceMeanOp::buildVjp(OpBuilder &b, Location loc,
 SmallVector<Value> EmbeddingOp::buildVjp(OpBuilder &b, Location loc,
                                          ValueRange grads) {
   return {EmbeddingGradOp::create(b, loc, getTable().getType(), getIndices(),
-                                  grads[0]),
-          Value()};
+                                  grads[0], getOffset()),
+          Value(), Value()};
 }
 
 SmallVector<Value> MatmulOp::buildVjp(OpBuilder &b, Location loc,
@@ -332,4 +332,39 @@ SmallVector<Value> CrossEntropyOp::buildVjp(OpBuilder &b, Location loc,
   return {CrossEntropyGradOp::create(b, loc, getLogits().getType(), getLogits(),
                                      getTargets(), grads[0]),
           Value()};
+}
+
+//===----------------------------------------------------------------------===//
+// Partitioned programs
+//===----------------------------------------------------------------------===//
+
+bool AllReduceOp::hasVjp() { return getReduction() == CollectiveReduction::sum; }
+
+SmallVector<Value> AllReduceOp::buildVjp(OpBuilder &, Location,
+                                         ValueRange grads) {
+  return {grads[0]};
+}
+
+SmallVector<Value> GradAllReduceOp::buildVjp(OpBuilder &b, Location loc,
+                                             ValueRange grads) {
+  return {AllReduceOp::create(b, loc, grads[0].getType(), grads[0],
+                              CollectiveReduction::sum, getAxisAttr())};
+}
+
+SmallVector<Value> StopGradientOp::buildVjp(OpBuilder &, Location, ValueRange) {
+  return {Value()};
+}
+
+SmallVector<Value> ShardSliceOp::buildVjp(OpBuilder &b, Location loc,
+                                          ValueRange grads) {
+  return {ShardUnsliceOp::create(b, loc, getInput().getType(), grads[0],
+                                 getIndex(), getDim(), getReplicas()),
+          Value()};
+}
+
+SmallVector<Value> PickOp::buildVjp(OpBuilder &b, Location loc,
+                                    ValueRange grads) {
+  return {PickGradOp::create(b, loc, getInput().getType(), getIndices(),
+                             grads[0], getOffset()),
+          Value(), Value()};
 }

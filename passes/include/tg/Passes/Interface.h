@@ -22,6 +22,8 @@ struct InterfaceRole {
   bool updates = false;
   /// A parameter's initialisation rule.
   Attribute init;
+  /// A parameter's split over a mesh axis (tg.shard); null when replicated.
+  Attribute shard;
 };
 
 struct StepInterface {

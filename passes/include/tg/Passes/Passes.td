@@ -23,6 +23,52 @@ def TgAutodiff : Pass<"tg-autodiff", "ModuleOp"> {
   ];
 }
 
+def TgPartitionTensorParallel
+    : Pass<"tg-partition-tensor-parallel", "ModuleOp"> {
+  let summary = "Partition @forward into one rank's program of Megatron-style "
+                "tensor parallelism over the mesh axis \"tensor\"";
+  let description = [{
+    Sharding annotation, propagation and SPMD partitioning in one walk over
+    @forward, before autodiff:
+
+    * Annotation (the Megatron strategy, keyed by the Hugging Face names the
+      frontend gives parameters): column-parallel q/k/v (GPT-2's fused
+      c_attn as three blocks), c_fc, gate_proj and up_proj split their
+      output features; row-parallel attention output, c_proj/down_proj
+      split their input features; the token embedding and LM head split
+      the vocabulary, padded with zero rows to a multiple of the axis size.
+      Each split argument gets `tg.shard` and its share's type. Where the
+      key/value heads of a grouped-query model are fewer than the ranks,
+      k_proj/v_proj stay whole and each rank takes its head of the keys
+      and values (tg.shard_slice), as several ranks share one head.
+    * Propagation: every value is replicated, split along a dim, or a
+      partial sum. A replicated value that feeds rank-dependent work goes
+      through tg.grad_all_reduce (its gradient is summed over the ranks);
+      a partial sum is all-reduced (sum) where a consumer needs it whole
+      (after a row-parallel matmul, before its bias).
+    * The vocabulary-parallel loss never gathers the logits: the rank's
+      logits are masked past the real vocabulary, and the row maximum, the
+      sum of exponentials and the target logit (tg.pick) are all-reduced
+      per token.
+
+    The rank's index comes from a new input "mesh_coordinate" (I64, one
+    entry per mesh axis). The module's mesh becomes ["data", "tensor"] =
+    [data-parallel, tensor-parallel]. Head counts, feature sizes and
+    sequence sizes the axis does not divide are rejected naming the
+    dimension, its size and the axis; an op the strategy cannot partition
+    is rejected by name. The logits result becomes the rank's vocabulary
+    share.
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"forward\"",
+           "The forward function">,
+    Option<"tensorParallel", "tensor-parallel", "int64_t", /*default=*/"2",
+           "Ranks along the mesh axis \"tensor\"">,
+    Option<"dataParallel", "data-parallel", "int64_t", /*default=*/"1",
+           "Ranks along the mesh axis \"data\" (recorded in the mesh)">,
+  ];
+}
+
 def TgBuildTrainStep : Pass<"tg-build-train-step", "ModuleOp"> {
   let summary = "Replace the forward function by the whole training step";
   let description = [{
@@ -90,7 +136,9 @@ def TgFormDispatchRegions
     Every op that becomes generated code is wrapped in an
     `exec.dispatch_region`; matrix products stay outside when they go to the
     target's GEMM library, and so do views (reshape) and constants. Today a
-    region holds one op; the fusion passes grow them.
+    region holds one op; the fusion passes grow them. The gradient markers
+    tg.grad_all_reduce and tg.stop_gradient, identities once autodiff has
+    run, are dropped.
   }];
   let options = [
     Option<"libraryGemm", "library-gemm", "bool", /*default=*/"true",

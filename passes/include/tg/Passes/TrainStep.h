@@ -26,6 +26,9 @@ struct TrainStepOptions {
   /// Ranks along the mesh axis "data": each gets batchSize / dataParallel
   /// rows of the batch, and the gradients and loss are averaged over them.
   int64_t dataParallel = 1;
+  /// Ranks along the mesh axis "tensor" (tg-partition-tensor-parallel runs
+  /// before the step is built when > 1).
+  int64_t tensorParallel = 1;
 
   // AdamW, with torch.optim.AdamW semantics.
   double lr = 0;

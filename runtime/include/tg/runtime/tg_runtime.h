@@ -40,16 +40,20 @@ typedef struct {
   int64_t vocab_size;
   uint64_t seed;          /* from TRAIN.json */
   double flops_per_step;
-  int64_t num_parameters; /* elements over all trainable tensors */
+  int64_t num_parameters; /* elements over all trainable tensors (the
+                             model's: full tensors, whatever the mesh) */
 } tg_program_info;
 void tg_session_info(const tg_session *session, tg_program_info *out);
 
 /* Parameter initialisation, and AdamW state and step reset to zero.
  * Random init: normal(0, std) per the artifact's rules, seeded by `seed` and
- * the parameter's name (so it does not depend on parameter order). */
+ * the parameter's name (so it does not depend on parameter order). A
+ * tensor-parallel program's rank gets its part of the values the parameter
+ * gets on one device. */
 tg_status tg_session_init_random(tg_session *session, uint64_t seed);
 /* From safetensors weights with Hugging Face names, with or without the
- * "transformer." prefix; every parameter must be present with its shape.
+ * "transformer." prefix; every parameter must be present with its (full,
+ * Hugging Face) shape; a tensor-parallel program's rank takes its part.
  * `path`: a .safetensors file, a sharded checkpoint's
  * model.safetensors.index.json, or a model directory holding either. */
 tg_status tg_session_init_from_safetensors(tg_session *session,
@@ -106,7 +110,15 @@ tg_status tg_session_profile(const tg_session *session,
                              const tg_command_profile **records,
                              size_t *count);
 
-/* Final weights as safetensors, Hugging Face names and layouts: `path`
+/* Saving weights and checkpoints is collective in a multi-rank program:
+ * every rank must call tg_session_save_weights(_sharded) and
+ * tg_session_save_checkpoint with the same arguments, in the same order.
+ * The files hold full tensors (a tensor-parallel parameter's shards are
+ * gathered to rank 0), so they load on any mesh; rank 0 alone writes them.
+ * The other ranks return once they have sent their part, and their status
+ * says nothing of rank 0's writing.
+ *
+ * Final weights as safetensors, Hugging Face names and layouts: `path`
  * (STEM.safetensors) when they take at most `max_shard_bytes`, otherwise
  * Hugging Face's shards STEM-0000K-of-0000N.safetensors beside it and their
  * index STEM.safetensors.index.json. tg_session_save_weights shards above
@@ -117,9 +129,11 @@ tg_status tg_session_save_weights_sharded(const tg_session *session, const char 
                                           uint64_t max_shard_bytes);
 
 /* Full training state: parameters, AdamW moments, step count and the data
- * position (in [0, 2^62]; non-finite state is never written). Written to a temporary file, fsynced and renamed, with a
- * checksum over the contents; loading verifies the checksum and that the
- * checkpoint belongs to this program. */
+ * position (in [0, 2^62]; non-finite state is never written). Written to a
+ * temporary file, fsynced and renamed, with a checksum over the contents;
+ * loading verifies the checksum and that the checkpoint belongs to this
+ * program (the same model, on any mesh). Saving is collective (above);
+ * every rank loads, reading the whole file. */
 tg_status tg_session_save_checkpoint(const tg_session *session,
                                      const char *path, int64_t data_position);
 tg_status tg_session_load_checkpoint(tg_session *session, const char *path,

@@ -91,4 +91,20 @@ def Tg_StateAttr : Tg_Attr<"State", "state"> {
   ];
 }
 
+def Tg_ShardAttr : Tg_Attr<"Shard", "shard"> {
+  let summary = "How a parameter is split over a mesh axis (the value of tg.shard)";
+  let description = [{
+    `#tg.shard<axis = "tensor", dim = 0, fullShape = [50257, 768],
+    paddedSize = 50260, blocks = 1>`: the argument holds the rank's share of
+    the Hugging Face tensor of shape `fullShape`, whose dim `dim` is padded
+    with zeros to `paddedSize` and read as `blocks` equal segments, each
+    split evenly over the ranks of `axis` (the artifact's ParameterShard,
+    runtime/artifact/tgx.fbs, documents the index mapping).
+  }];
+  let parameters = (ins StringRefParameter<>:$axis, "int64_t":$dim,
+                        "::mlir::DenseI64ArrayAttr":$fullShape,
+                        "int64_t":$paddedSize, "int64_t":$blocks);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
 #endif // TG_ATTRS_TD

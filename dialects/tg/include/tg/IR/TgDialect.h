@@ -21,6 +21,12 @@ inline constexpr llvm::StringLiteral kParamAttr = "tg.param";
 /// Argument attribute giving a parameter's initialisation rule, an
 /// InitAttr: #tg.init<zeros>, #tg.init<ones> or #tg.init<normal, std = S>.
 inline constexpr llvm::StringLiteral kInitAttr = "tg.init";
+/// Argument attribute of a parameter split over a mesh axis (a ShardAttr).
+inline constexpr llvm::StringLiteral kShardAttr = "tg.shard";
+/// The axis tensor parallelism splits over.
+inline constexpr llvm::StringLiteral kTensorAxis = "tensor";
+/// The input holding the rank's index along each mesh axis (I64 [axes]).
+inline constexpr llvm::StringLiteral kMeshCoordinateInput = "mesh_coordinate";
 /// Argument attribute naming a data input ("tokens", "targets", "step", ...).
 inline constexpr llvm::StringLiteral kInputAttr = "tg.input";
 /// Result attribute naming a function result ("loss", "logits", ...).

@@ -21,6 +21,12 @@ def Tg_DifferentiableOpInterface : OpInterface<"DifferentiableOpInterface"> {
       "::llvm::SmallVector<::mlir::Value>", "buildVjp",
       (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,
            "::mlir::ValueRange":$resultGrads)>,
+    InterfaceMethod<[{
+        Whether this instance has a VJP (an op whose attributes select a
+        non-differentiable variant, such as an all-reduce max, says no and
+        is rejected like an op without the interface).
+      }],
+      "bool", "hasVjp", (ins), [{}], [{ return true; }]>,
   ];
 }
 

@@ -197,16 +197,28 @@ def Tg_ReduceMaxOp : Tg_ReduceOp<"reduce_max", "Maximum">;
 
 def Tg_EmbeddingOp : Tg_InferredOp<"embedding", [Differentiable, Tg_HasKernelBody]> {
   let summary = "Gathers rows of `table` [V, D] at `indices` [...] -> [..., D]";
-  let arguments = (ins Tg_FloatTensor:$table, Tg_IndexTensor:$indices);
+  let description = [{
+    With `offset` (a [1] index tensor), `table` holds rows
+    [offset, offset + V) of a larger table (one rank's share of a
+    vocabulary-parallel embedding): index i reads row i - offset, and an
+    index outside that range gives a row of zeros.
+  }];
+  let arguments = (ins Tg_FloatTensor:$table, Tg_IndexTensor:$indices,
+                       Optional<Tg_IndexTensor>:$offset);
   let results = (outs Tg_FloatTensor:$result);
-  let assemblyFormat = "$table `[` $indices `]` attr-dict `:` type($table) `,` type($indices) `->` type($result)";
+  let assemblyFormat = "$table `[` $indices `]` (`offset` $offset^ `:` type($offset))? attr-dict `:` type($table) `,` type($indices) `->` type($result)";
 }
 
 def Tg_EmbeddingGradOp : Tg_Op<"embedding_grad", [Pure, Tg_HasKernelBody]> {
   let summary = "Scatter-adds `result_grad` [..., D] rows into a zero [V, D] table";
-  let arguments = (ins Tg_IndexTensor:$indices, Tg_FloatTensor:$result_grad);
+  let description = [{
+    With `offset`, as tg.embedding: index i adds into row i - offset, and
+    indices outside [offset, offset + V) add nothing.
+  }];
+  let arguments = (ins Tg_IndexTensor:$indices, Tg_FloatTensor:$result_grad,
+                       Optional<Tg_IndexTensor>:$offset);
   let results = (outs Tg_FloatTensor:$table_grad);
-  let assemblyFormat = "$indices `,` $result_grad attr-dict `:` type($indices) `,` type($result_grad) `->` type($table_grad)";
+  let assemblyFormat = "$indices `,` $result_grad (`offset` $offset^ `:` type($offset))? attr-dict `:` type($indices) `,` type($result_grad) `->` type($table_grad)";
   let hasVerifier = 1;
 }
 
@@ -342,9 +354,12 @@ def Tg_CollectiveReduction : I32EnumAttr<"CollectiveReduction",
   let cppNamespace = "::mlir::tg";
 }
 
-// No VJP: data parallelism inserts it after autodiff (tg-build-train-step),
-// so autodiff rejects it by name like max/min.
-def Tg_AllReduceOp : Tg_Op<"all_reduce", [Pure, SameOperandsAndResultType]> {
+// Its VJP (sum only) is the identity: in a partitioned program the loss is
+// the same on every rank of the axis, so the gradient of each rank's
+// contribution is the result's gradient (Megatron's "g"). Data parallelism
+// inserts it after autodiff; the other reductions have no VJP.
+def Tg_AllReduceOp : Tg_Op<"all_reduce", [Pure, SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<Tg_DifferentiableOpInterface, ["hasVjp"]>]> {
   let summary = "Every rank along a mesh axis gets the reduction of all "
                 "their tensors";
   let description = [{
@@ -362,6 +377,100 @@ def Tg_AllReduceOp : Tg_Op<"all_reduce", [Pure, SameOperandsAndResultType]> {
                        Tg_CollectiveReduction:$reduction, StrAttr:$axis);
   let results = (outs Tg_FloatTensor:$result);
   let assemblyFormat = "$reduction $input `over` $axis attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Partitioned programs (tg-partition-tensor-parallel)
+//===----------------------------------------------------------------------===//
+
+def Tg_GradAllReduceOp : Tg_Op<"grad_all_reduce", [Pure,
+    SameOperandsAndResultType, Differentiable]> {
+  let summary = "Identity whose gradient is all-reduced (sum) over a mesh axis";
+  let description = [{
+    Marks a value every rank of `axis` holds whole (replicated) where
+    rank-dependent computation starts from it, as the input of a
+    column-parallel matmul (Megatron's "f"): each rank's gradient of it is
+    only its share, and the VJP sums the shares. After autodiff it is the
+    identity (tg-form-dispatch-regions drops it).
+
+    ```mlir
+    %x_tp = tg.grad_all_reduce %x over "tensor" : tensor<2x8x64xf32>
+    ```
+  }];
+  let arguments = (ins Tg_FloatTensor:$input, StrAttr:$axis);
+  let results = (outs Tg_FloatTensor:$result);
+  let assemblyFormat = "$input `over` $axis attr-dict `:` type($input)";
+}
+
+def Tg_StopGradientOp : Tg_Op<"stop_gradient", [Pure,
+    SameOperandsAndResultType, Differentiable]> {
+  let summary = "Identity through which no gradient flows";
+  let description = [{
+    For values whose gradient cancels out of the loss, such as the maximum
+    a softmax subtracts for stability. After autodiff it is the identity
+    (tg-form-dispatch-regions drops it).
+  }];
+  let arguments = (ins Tg_FloatTensor:$input);
+  let results = (outs Tg_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Tg_ShardSliceOp : Tg_Op<"shard_slice", [Pure, Differentiable,
+    Tg_HasKernelBody]> {
+  let summary = "The rank's block of a tensor that every rank holds whole";
+  let description = [{
+    `input`'s dim `dim` is cut into blocks of the result's size; the rank
+    reads block `index[0] / replicas`, where `index` ([1] i64) is its index
+    along a mesh axis (a slice of the input "mesh_coordinate"). With
+    `replicas` > 1 that many consecutive ranks read the same block, as the
+    tensor-parallel ranks sharing one key/value head of a grouped-query
+    model do. The VJP puts the gradient back in place (tg.shard_unslice).
+
+    ```mlir
+    %k = tg.shard_slice %k_all[%tp_index] {dim = 1, replicas = 2}
+        : tensor<2x2x8x16xf32>, tensor<1xi64> -> tensor<2x1x8x16xf32>
+    ```
+  }];
+  let arguments = (ins Tg_AnyTensor:$input, Tg_IndexTensor:$index,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$dim,
+                       DefaultValuedAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>, "1">:$replicas);
+  let results = (outs Tg_AnyTensor:$result);
+  let assemblyFormat = "$input `[` $index `]` attr-dict `:` type($input) `,` type($index) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tg_ShardUnsliceOp : Tg_Op<"shard_unslice", [Pure, Tg_HasKernelBody]> {
+  let summary = "Zeros with `input` at the rank's block (tg.shard_slice's VJP)";
+  let arguments = (ins Tg_FloatTensor:$input, Tg_IndexTensor:$index,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$dim,
+                       DefaultValuedAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>, "1">:$replicas);
+  let results = (outs Tg_FloatTensor:$result);
+  let assemblyFormat = "$input `[` $index `]` attr-dict `:` type($input) `,` type($index) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tg_PickOp : Tg_Op<"pick", [Pure, Differentiable, Tg_HasKernelBody]> {
+  let summary = "`input` [..., V] at `indices` [...] along the last dim -> [...]";
+  let description = [{
+    The target logit of a cross-entropy. With `offset` ([1] index tensor),
+    `input` holds columns [offset, offset + V) (one rank's share of a
+    vocabulary-parallel logit tensor): index i reads column i - offset and
+    an index outside that range gives 0.
+  }];
+  let arguments = (ins Tg_FloatTensor:$input, Tg_IndexTensor:$indices,
+                       Optional<Tg_IndexTensor>:$offset);
+  let results = (outs Tg_FloatTensor:$result);
+  let assemblyFormat = "$input `[` $indices `]` (`offset` $offset^ `:` type($offset))? attr-dict `:` type($input) `,` type($indices) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tg_PickGradOp : Tg_Op<"pick_grad", [Pure, Tg_HasKernelBody]> {
+  let summary = "Zeros [..., V] with `result_grad` [...] at `indices` (tg.pick's VJP)";
+  let arguments = (ins Tg_IndexTensor:$indices, Tg_FloatTensor:$result_grad,
+                       Optional<Tg_IndexTensor>:$offset);
+  let results = (outs Tg_FloatTensor:$input_grad);
+  let assemblyFormat = "$indices `,` $result_grad (`offset` $offset^ `:` type($offset))? attr-dict `:` type($indices) `,` type($result_grad) `->` type($input_grad)";
   let hasVerifier = 1;
 }
 

@@ -42,8 +42,9 @@ std::size_t dtypeSize(tgx::DType dtype);
 /// Checks that `bytes` is a well-formed artifact this runtime can execute
 /// without reading or writing outside its arena: the checksum trailer, the
 /// FlatBuffers structure (with the "TGX1" identifier), the format version, every range, slot,
-/// parameter, constant and command, and the slots every program must have
-/// (step, tokens, targets, loss, grad_norm, lr). On failure returns false and
+/// parameter (with its tensor-parallel shard), constant and command, and the
+/// slots every program must have (step, tokens, targets, loss, grad_norm,
+/// lr; and mesh_coordinate if present). On failure returns false and
 /// sets `error` to one sentence naming `sourceName`, the field at fault and
 /// what to do.
 bool verifyArtifact(const uint8_t *bytes, std::size_t size,
@@ -59,6 +60,9 @@ int64_t numElements(const tgx::Slot &slot);
 /// The mesh axis whose ranks split the batch: the token slots hold one data
 /// rank's rows.
 constexpr std::string_view kDataAxis = "data";
+/// The optional input slot (I64 [mesh axes]) where the runtime writes the
+/// rank's index along each mesh axis when it loads the program.
+constexpr const char *kMeshCoordinateSlot = "mesh_coordinate";
 /// Devices (ranks) of a verified mesh: the product of its shape.
 int64_t meshDevices(const tgx::Mesh &mesh);
 /// "data=2 x tensor=2", for messages.

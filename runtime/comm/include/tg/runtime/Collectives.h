@@ -54,6 +54,16 @@ public:
   virtual bool wait(uint32_t command, std::string &error) = 0;
   /// Lets started collectives advance while the caller computes.
   virtual void progress() = 0;
+  /// Gathers `bytes` bytes from each rank along mesh axis `axis` that
+  /// shares every other coordinate with rank 0 into `out` on rank 0 (axis
+  /// size x `bytes`, in axis order): the pieces of a sharded tensor for the
+  /// files rank 0 writes. Blocking. Every rank calls it, in the same order
+  /// (on the others it only counts, so that every rank's collectives keep
+  /// the same numbers for the watchdog); `out` is unused except on rank 0.
+  /// `what` names the tensor in messages; fails after the collective
+  /// timeout like `wait`.
+  virtual bool gatherToRankZero(uint32_t axis, const void *data, uint64_t bytes, void *out,
+                                const std::string &what, std::string &error) = 0;
 };
 
 /// Host-memory collectives over MPI for a verified `program` whose mesh has
