@@ -269,8 +269,9 @@ static llvm::Error checkTensorParallelModel(const ModelConfig &model,
         "(\"tensor\") of size %lld: %s; choose tp among its divisors",
         inputPath.c_str(), field, (long long)size, (long long)tp, what);
   };
+  bool gpt2 = model.family == ModelFamily::Gpt2;
   if (model.numHeads % tp != 0)
-    return notDivisible("num_attention_heads", model.numHeads,
+    return notDivisible(gpt2 ? "n_head" : "num_attention_heads", model.numHeads,
                         "each tensor-parallel rank computes an equal share "
                         "of the heads");
   if (model.numKvHeads % tp != 0 && tp % model.numKvHeads != 0)
@@ -280,8 +281,7 @@ static llvm::Error checkTensorParallelModel(const ModelConfig &model,
         "a multiple of them (then ranks share a head)",
         inputPath.c_str(), (long long)model.numKvHeads, (long long)tp);
   if (model.intermediateSize % tp != 0)
-    return notDivisible(model.family == ModelFamily::Gpt2 ? "n_inner"
-                                                          : "intermediate_size",
+    return notDivisible(gpt2 ? "n_inner" : "intermediate_size",
                         model.intermediateSize,
                         "each rank holds an equal share of the MLP features");
   return llvm::Error::success();

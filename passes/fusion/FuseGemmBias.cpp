@@ -80,6 +80,13 @@ struct FuseGemmBiasPass : impl::ExecFuseGemmBiasBase<FuseGemmBiasPass> {
           gemm.getStrideC() != gemm.getM() * gemm.getN() ||
           !dispatch.getDone().use_empty())
         return;
+      // The bias must hold its value when the GEMM runs: no command between
+      // the two may write it (a bias computed after the GEMM, such as the
+      // vocabulary mask of a tensor-parallel loss, stays a separate add).
+      for (Operation *user : bias.getUsers())
+        if (user != dispatch && user->getBlock() == gemm->getBlock() &&
+            gemm->isBeforeInBlock(user) && user->isBeforeInBlock(dispatch))
+          return;
       // The add's operands and output must exist where the GEMM runs; a
       // resource declared later (it has no operands) moves up to it.
       SmallVector<Operation *> later;

@@ -499,14 +499,13 @@ LogicalResult Partitioner::partitionCrossEntropy(CrossEntropyOp op) {
   if (typeOf(logits).getElementType() != element)
     logits = CastOp::create(b, loc(op.getOperation(), "logits_f32"),
                             typeOf(logits).clone(element), logits);
-  // Padding columns get -inf: no probability, no gradient.
+  // Padding columns get -1e30: exp underflows to exactly 0, so they carry
+  // no probability and no gradient. (Not -inf: kernels are compiled with
+  // fast-math flags that assume finite values.)
   if (paddedVocabulary != vocabulary) {
-    SmallVector<APFloat> mask;
+    SmallVector<Attribute> mask;
     for (int64_t i = 0; i < paddedVocabulary; ++i)
-      mask.push_back(i < vocabulary
-                         ? APFloat::getZero(cast<FloatType>(element).getFloatSemantics())
-                         : APFloat::getInf(cast<FloatType>(element).getFloatSemantics(),
-                                           /*Negative=*/true));
+      mask.push_back(b.getFloatAttr(element, i < vocabulary ? 0.0 : -1e30));
     auto maskType = RankedTensorType::get({paddedVocabulary}, element);
     Value localMask = shareOf(loc(op.getOperation(), "vocab_mask"),
                               DenseElementsAttr::get(maskType, mask), share);

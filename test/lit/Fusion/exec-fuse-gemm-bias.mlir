@@ -74,3 +74,34 @@ module @kernels {
     return %0 : tensor<2x8xf32>
   }
 }
+
+// -----
+
+// A bias written after the GEMM (the vocabulary mask of a tensor-parallel
+// loss is computed between the logits GEMM and its add) is not there yet
+// when the GEMM runs: the add stays.
+// CHECK-LABEL: exec.program @late_bias
+// CHECK: exec.gemm(%{{.*}}, %{{.*}}) -> %[[P:.*]] {
+// CHECK: exec.dispatch @kernels::@k0_fill
+// CHECK: exec.dispatch @kernels::@k1_add(%[[P]],
+exec.program @late_bias attributes {batch_size = 1 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>, seed = 0 : i64, seq_len = 1 : i64, vocab_size = 1 : i64} {
+  %x = exec.resource input "x" : memref<2x4xf32>
+  %w = exec.resource parameter "w" : memref<4x8xf32>
+  %c = exec.resource constant {value = dense<1.0> : tensor<8xf32>} : memref<8xf32>
+  %p = exec.resource scratch : memref<2x8xf32>
+  %t0 = exec.gemm(%x, %w) -> %p {m = 2, n = 8, k = 4, batch = 1, stride_a = 8, stride_b = 0, stride_c = 16} : memref<2x4xf32>, memref<4x8xf32> -> memref<2x8xf32>
+  %b = exec.resource scratch : memref<8xf32>
+  %t1 = exec.dispatch @kernels::@k0_fill(%c) -> (%b) : (memref<8xf32>) -> memref<8xf32>
+  %y = exec.resource output "y" : memref<2x8xf32>
+  %t2 = exec.dispatch @kernels::@k1_add(%p, %b) -> (%y) : (memref<2x8xf32>, memref<8xf32>) -> memref<2x8xf32>
+}
+module @kernels {
+  func.func @k0_fill(%arg0: tensor<8xf32>) -> tensor<8xf32> {
+    %0 = tg.neg %arg0 : tensor<8xf32>
+    return %0 : tensor<8xf32>
+  }
+  func.func @k1_add(%arg0: tensor<2x8xf32>, %arg1: tensor<8xf32>) -> tensor<2x8xf32> {
+    %0 = tg.add %arg0, %arg1 : tensor<2x8xf32>, tensor<8xf32> -> tensor<2x8xf32>
+    return %0 : tensor<2x8xf32>
+  }
+}
