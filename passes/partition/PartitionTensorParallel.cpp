@@ -288,10 +288,12 @@ Value Partitioner::shareOf(Location at, DenseElementsAttr value,
 
 LogicalResult Partitioner::cloneWith(Operation &op, Sharding s) {
   Operation *copy = b.clone(op, mapping);
+  // A split result keeps its split operand's share (a padded vocabulary's
+  // share is not the whole size / ranks).
   for (Value r : copy->getResults()) {
     if (s.kind == Sharding::Split) {
       SmallVector<int64_t> shape(typeOf(r).getShape());
-      shape[s.dim] /= ranks;
+      shape[s.dim] = typeOf(copy->getOperand(0)).getDimSize(s.dim);
       r.setType(typeOf(r).clone(shape));
     }
   }
@@ -379,11 +381,15 @@ LogicalResult Partitioner::partitionElementwise(Operation &op) {
     v = fanOut(v);
   }
   IRMapping local;
-  for (auto [old, v] : llvm::zip(op.getOperands(), operands))
+  int64_t share = 0;
+  for (auto [old, v] : llvm::zip(op.getOperands(), operands)) {
     local.map(old, v);
+    if (shardingOf(v).kind == Sharding::Split)
+      share = typeOf(v).getDimSize(shardingOf(v).dim);
+  }
   Operation *copy = b.clone(op, local);
   SmallVector<int64_t> shape(typeOf(op.getResult(0)).getShape());
-  shape[split->dim] /= ranks;
+  shape[split->dim] = share;
   copy->getResult(0).setType(typeOf(op.getResult(0)).clone(shape));
   set(op.getResult(0), copy->getResult(0), *split);
   return success();

@@ -29,6 +29,10 @@ STEPS = 20
 # divide each rank's rows, and clipping, so the global gradient norm matters.
 CONFIG = train_config(eps=1e-6, batch_size=8, seq_len=8, micro_batches=2, grad_clip_norm=0.5)
 MODELS = {"gpt2": GPT2, "llama": LLAMA}
+# Tensor parallelism up to tp=4: GPT-2 with 4 heads; Llama's 2 key/value
+# heads are shared by 2 ranks each at tp=4. Both vocabularies (29, 31) are
+# padded to a multiple of tp.
+TP_MODELS = {"gpt2": dict(GPT2, n_head=4), "llama": LLAMA}
 
 
 def read_metrics(path):
@@ -69,10 +73,10 @@ class Ranks(unittest.TestCase):
     def path(self, name):
         return os.path.join(self.dir, name)
 
-    def compile(self, family, mesh=None):
-        model = self.path(f"{family}.json")
-        json.dump(MODELS[family], open(model, "w"))
-        out = self.path(f"{family}-{mesh or 'single'}.tgx")
+    def compile(self, family, mesh=None, models=MODELS, tag=""):
+        model = self.path(f"{family}{tag}.json")
+        json.dump(models[family], open(model, "w"))
+        out = self.path(f"{family}{tag}-{mesh or 'single'}.tgx")
         run("tgc", "compile", model, "--train", self.train_json, "--target", "cpu", "-o", out,
             *(["--mesh", mesh] if mesh else []))
         return out
@@ -84,26 +88,103 @@ class Ranks(unittest.TestCase):
             "--save-weights", weights, *extra)
         return read_metrics(metrics), safetensors_io.load(weights)
 
+    def assert_follows(self, steps, weights, single, single_weights):
+        self.assertEqual([s["step"] for s in steps], list(range(1, STEPS + 1)))
+        for a, b in zip(steps, single):
+            self.assertLess(abs(a["loss"] - b["loss"]), 1e-4, (a, b))
+            self.assertLess(abs(a["grad_norm"] - b["grad_norm"]) / b["grad_norm"], 1e-4)
+        self.assertEqual(weights.keys(), single_weights.keys())
+        for name, w in weights.items():
+            self.assertEqual(w.shape, single_weights[name].shape, name)
+            self.assertLess(rel_err(torch.as_tensor(w), torch.as_tensor(single_weights[name])),
+                            1e-3, name)
+
     def check_family(self, family):
         single, single_weights = self.train(self.compile(family), 1, f"{family}-single")
         self.assertEqual(len(single), STEPS)
         for dp in (2, 4):
             with self.subTest(family=family, dp=dp):
                 steps, weights = self.train(self.compile(family, f"dp={dp}"), dp, f"{family}-dp{dp}")
-                self.assertEqual([s["step"] for s in steps], list(range(1, STEPS + 1)))
-                for a, b in zip(steps, single):
-                    self.assertLess(abs(a["loss"] - b["loss"]), 1e-4, (a, b))
-                    self.assertLess(abs(a["grad_norm"] - b["grad_norm"]) / b["grad_norm"], 1e-4)
-                self.assertEqual(weights.keys(), single_weights.keys())
-                for name, w in weights.items():
-                    self.assertLess(rel_err(torch.as_tensor(w), torch.as_tensor(single_weights[name])),
-                                    1e-3, name)
+                self.assert_follows(steps, weights, single, single_weights)
 
     def test_gpt2_data_parallel_follows_one_rank(self):
         self.check_family("gpt2")
 
     def test_llama_data_parallel_follows_one_rank(self):
         self.check_family("llama")
+
+    def check_tensor_parallel(self, family):
+        """Megatron splits with a padded vocabulary (and, for Llama at tp=4,
+        key/value heads shared by two ranks) follow the single-rank run; the
+        saved weights are whole Hugging Face tensors."""
+        compile = lambda mesh=None: self.compile(family, mesh, TP_MODELS, "-tp")
+        single, single_weights = self.train(compile(), 1, f"{family}-tp-single")
+        for mesh, ranks in (("tp=2", 2), ("tp=4", 4), ("dp=2,tp=2", 4)):
+            with self.subTest(family=family, mesh=mesh):
+                steps, weights = self.train(compile(mesh), ranks, f"{family}-{mesh}")
+                self.assert_follows(steps, weights, single, single_weights)
+
+    def test_gpt2_tensor_parallel_follows_one_rank(self):
+        self.check_tensor_parallel("gpt2")
+
+    def test_llama_tensor_parallel_follows_one_rank(self):
+        self.check_tensor_parallel("llama")
+
+    def test_stats_follow_the_analytic_formulas(self):
+        """tgc --stats per rank against Megatron's formulas for GPT-2 (L
+        layers, hidden d, vocabulary V padded to Vp, N tokens per
+        micro-batch of one rank, M micro-batches, f32):
+          parameters: split tensors hold 1/tp of their (padded) elements;
+          tp all-reduces per micro-batch: forward 1 (embedding) + 2L (attention
+            and MLP outputs) of N x d and 3 of N (row max, exp sum, target
+            logit); backward 2L (inputs of the column-parallel layers) + 1
+            (LM head input) of N x d; then the 4-byte sum of squared gradient
+            shares;
+          dp all-reduces: the loss and every (local) gradient once."""
+        model, train = TP_MODELS["gpt2"], self.train_json
+        json.dump(model, open(self.path("gpt2-stats.json"), "w"))
+        L, d, V = model["n_layer"], model["n_embd"], model["vocab_size"]
+        inner, P = 4 * d, model["n_positions"]
+        M = CONFIG["micro_batches"]
+        for dp, tp in ((1, 2), (2, 2), (1, 4)):
+            with self.subTest(dp=dp, tp=tp):
+                out = subprocess.run([os.path.join(BIN, "tgc"), "compile", self.path("gpt2-stats.json"),
+                                      "--train", train, "--mesh", f"dp={dp},tp={tp}", "--stats"],
+                                     capture_output=True, text=True, check=True).stdout
+                stats = json.loads(out)
+                Vp = -(-V // tp) * tp
+                layer = 4 * d + (d * 3 * d + 3 * d + d * inner + inner) // tp \
+                    + d * d // tp + d + inner * d // tp + d
+                params = Vp * d // tp + P * d + L * layer + 2 * d
+                self.assertEqual(stats["param_bytes"], 4 * params)
+                self.assertEqual(stats["optimizer_bytes"], 8 * params)
+                N = CONFIG["batch_size"] // dp // M * CONFIG["seq_len"]
+                per_micro = (1 + 2 * L + 2 * L + 1) * N * d + 3 * N
+                tensor_bytes = 4 * (M * per_micro + 1)
+                data_bytes = 4 * (1 + params) if dp > 1 else 0
+                comm = stats["communication"]
+                self.assertEqual(comm["all_reduce_bytes"], tensor_bytes + data_bytes)
+                self.assertEqual(comm["collectives"],
+                                 M * (4 * L + 5) + 1 + (1 + (4 + 12 * L) if dp > 1 else 0))
+
+    def test_resume_tensor_parallel_on_one_rank(self):
+        """A checkpoint of tp=2 ranks holds whole tensors: one rank resumes
+        it on the single-device trajectory (and a dp=2 x tp=2 run resumes
+        the single rank's)."""
+        compile = lambda mesh=None: self.compile("llama", mesh, TP_MODELS, "-tp")
+        single, _ = self.train(compile(), 1, "tp-resume-single")
+        for first, then in ((("tp=2", 2), (None, 1)), ((None, 1), ("dp=2,tp=2", 4))):
+            with self.subTest(first=first[0], then=then[0]):
+                ckpt = self.path(f"tp-resume-{first[0]}-{then[0]}")
+                metrics = ckpt + ".jsonl"
+                for (mesh, ranks), steps in ((first, 10), (then, STEPS)):
+                    run("tgrun", *(["-n", ranks] if ranks > 1 else []), compile(mesh),
+                        "--data", self.data, "--steps", steps, "--checkpoint-dir", ckpt,
+                        "--metrics", metrics, *(["--resume"] if steps == STEPS else []))
+                resumed = read_metrics(metrics)
+                self.assertEqual([s["step"] for s in resumed], list(range(1, STEPS + 1)))
+                for a, b in zip(resumed, single):
+                    self.assertLess(abs(a["loss"] - b["loss"]), 1e-4, (a, b))
 
     def test_resume_on_another_mesh(self):
         """10 steps on 4 ranks, then 10 more on 2 from its checkpoint: the
