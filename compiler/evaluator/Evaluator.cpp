@@ -70,6 +70,18 @@ private:
   /// Fails unless every element of `t` is an integer in [0, bound).
   LogicalResult checkIndices(Operation *op, StringRef what, const Tensor &t,
                              int64_t bound);
+  /// The block a rank's index selects (index / replicas), checked to lie in
+  /// a whole tensor of `bound` elements along the dim (blocks of `size`).
+  std::optional<int64_t> shardBlock(Operation *op, Value index,
+                                    int64_t replicas, int64_t size,
+                                    int64_t bound) {
+    int64_t block = offsetOf(index) / replicas;
+    if (block >= 0 && (block + 1) * size <= bound)
+      return block;
+    op->emitOpError("rank index ") << offsetOf(index) << " selects block "
+                                   << block << ", outside the whole tensor";
+    return std::nullopt;
+  }
   /// The integer in a [1] offset or rank-index operand; 0 when absent.
   int64_t offsetOf(Value v) {
     return v ? static_cast<int64_t>(get(v).data[0]) : 0;
@@ -280,22 +292,22 @@ Results Interpreter::compute(Operation *op) {
       })
       .Case([&](ShardSliceOp o) -> Results {
         int64_t dim = o.getDim(), size = shapeOf(o.getResult())[dim];
-        int64_t block = offsetOf(o.getIndex()) / o.getReplicas();
-        if (block < 0 || (block + 1) * size > shapeOf(o.getInput())[dim])
-          return o.emitOpError("rank index ")
-                 << offsetOf(o.getIndex()) << " selects block " << block
-                 << ", outside the input";
-        return one(shardSlice(get(o.getInput()), dim, block, size));
+        std::optional<int64_t> block =
+            shardBlock(o, o.getIndex(), o.getReplicas(), size,
+                       shapeOf(o.getInput())[dim]);
+        if (!block)
+          return failure();
+        return one(shardSlice(get(o.getInput()), dim, *block, size));
       })
       .Case([&](ShardUnsliceOp o) -> Results {
         int64_t dim = o.getDim(), size = shapeOf(o.getInput())[dim];
-        int64_t block = offsetOf(o.getIndex()) / o.getReplicas();
-        if (block < 0 || (block + 1) * size > shapeOf(o.getResult())[dim])
-          return o.emitOpError("rank index ")
-                 << offsetOf(o.getIndex()) << " selects block " << block
-                 << ", outside the result";
+        std::optional<int64_t> block =
+            shardBlock(o, o.getIndex(), o.getReplicas(), size,
+                       shapeOf(o.getResult())[dim]);
+        if (!block)
+          return failure();
         return one(shardUnslice(get(o.getInput()), shapeOf(o.getResult()), dim,
-                                block));
+                                *block));
       })
       .Case([&](GradAllReduceOp o) { return one(get(o.getInput())); })
       .Case([&](StopGradientOp o) { return one(get(o.getInput())); })

@@ -10,8 +10,6 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/TypeSwitch.h"
 
-#include <limits>
-
 namespace mlir::tg {
 #define GEN_PASS_DEF_TGPARTITIONTENSORPARALLEL
 #include "tg/Passes/Passes.h.inc"
@@ -32,6 +30,15 @@ struct Sharding {
     return kind == o.kind && (kind != Split || (dim == o.dim && blocks == o.blocks));
   }
 };
+
+/// How a sharding reads in an error message.
+std::string describe(Sharding s) {
+  if (s.kind == Sharding::Replicated)
+    return "whole";
+  if (s.kind == Sharding::Partial)
+    return "a partial sum";
+  return "split along dim " + std::to_string(s.dim);
+}
 
 /// A parameter's split: its dim, its blocks and whether it is a vocabulary
 /// (padded to a multiple of the axis size).
@@ -97,6 +104,14 @@ private:
   /// `v` (replicated) as the input of rank-dependent work: its gradient is
   /// the sum of the ranks' (tg.grad_all_reduce), once per value.
   Value fanOut(Value v);
+  /// The partitioned `old` and its sharding, a partial sum made whole (for
+  /// ops that only move elements: slices, reshapes, transposes).
+  std::pair<Value, Sharding> notPartial(Operation *user, Value old) {
+    Value v = get(old);
+    if (shardingOf(v).kind != Sharding::Partial)
+      return {v, shardingOf(v)};
+    return {*whole(user, v), Sharding()};
+  }
   LogicalResult fail(Operation *op, const Twine &why) {
     return op->emitOpError("cannot be partitioned for tensor parallelism: ")
            << why;
@@ -330,11 +345,8 @@ LogicalResult Partitioner::partitionMatmul(MatmulOp op) {
   if (sl.kind == Sharding::Split && sr.kind == Sharding::Split &&
       sl.dim == lhsK && sr.dim == rhsK && sl.blocks == 1 && sr.blocks == 1)
     return make(lhs, rhs, Sharding::partial());
-  return fail(op, "no Megatron rule for a matmul of operands split as (" +
-                      std::to_string(sl.kind) + ", dim " +
-                      std::to_string(sl.dim) + ") and (" +
-                      std::to_string(sr.kind) + ", dim " +
-                      std::to_string(sr.dim) + ")");
+  return fail(op, "no Megatron rule for a matmul of a left operand " +
+                      describe(sl) + " and a right operand " + describe(sr));
 }
 
 LogicalResult Partitioner::partitionElementwise(Operation &op) {
@@ -396,10 +408,7 @@ LogicalResult Partitioner::partitionElementwise(Operation &op) {
 }
 
 LogicalResult Partitioner::partitionSlice(SliceOp op) {
-  Value in = get(op.getInput());
-  Sharding s = shardingOf(in);
-  if (s.kind == Sharding::Partial)
-    in = *whole(op, in), s = Sharding();
+  auto [in, s] = notPartial(op, op.getInput());
   SmallVector<int64_t> offsets(op.getOffsets()), sizes(op.getSizes());
   if (s.kind == Sharding::Replicated) {
     set(op.getResult(), SliceOp::create(b, op.getLoc(), in, offsets, sizes),
@@ -410,7 +419,7 @@ LogicalResult Partitioner::partitionSlice(SliceOp op) {
   int64_t block = full / s.blocks, local = block / ranks;
   int64_t offset = offsets[s.dim], size = sizes[s.dim];
   if (offset == 0 && size == full) {
-    sizes[s.dim] = full / ranks;
+    sizes[s.dim] = typeOf(in).getDimSize(s.dim);
   } else if (offset % block == 0 && size == block) {
     // One block of a fused projection (GPT-2's q, k or v of c_attn).
     offsets[s.dim] = offset / block * local;
@@ -425,10 +434,7 @@ LogicalResult Partitioner::partitionSlice(SliceOp op) {
 }
 
 LogicalResult Partitioner::partitionReshape(ReshapeOp op) {
-  Value in = get(op.getInput());
-  Sharding s = shardingOf(in);
-  if (s.kind == Sharding::Partial)
-    in = *whole(op, in), s = Sharding();
+  auto [in, s] = notPartial(op, op.getInput());
   auto outType = typeOf(op.getResult());
   if (s.kind == Sharding::Replicated) {
     set(op.getResult(), ReshapeOp::create(b, op.getLoc(), outType, in), s);
@@ -587,10 +593,7 @@ LogicalResult Partitioner::partition(Operation &op) {
         return success();
       })
       .Case([&](TransposeOp o) -> LogicalResult {
-        Value in = get(o.getInput());
-        Sharding s = shardingOf(in);
-        if (s.kind == Sharding::Partial)
-          in = *whole(o, in), s = Sharding();
+        auto [in, s] = notPartial(o, o.getInput());
         if (s.kind == Sharding::Split && s.blocks != 1)
           return fail(o, "it permutes a fused split");
         ArrayRef<int64_t> perm = o.getPermutation();

@@ -156,6 +156,17 @@ const Case kCases[] = {
   // Repeated indices: rows are sums of up to 10 gradient rows.
   {"embedding_grad", "%i: tensor<2x5xi64>, %g: tensor<2x5x4xT>", "tg.embedding_grad %i, %g : tensor<2x5xi64>, tensor<2x5x4xT> -> tensor<6x4xT>", "tensor<6x4xT>", 8, Uniform, 6},
   {"embedding_grad_i32", "%i: tensor<40xi32>, %g: tensor<40x3xT>", "tg.embedding_grad %i, %g : tensor<40xi32>, tensor<40x3xT> -> tensor<5x3xT>", "tensor<5x3xT>", 16, Uniform, 5},
+  // Shares of a vocabulary (tensor parallelism): indices in [0, 10) against
+  // an offset in [0, 10) fall inside and outside the share.
+  {"embedding_offset", "%t: tensor<5x4xT>, %i: tensor<12xi32>, %o: tensor<1xi64>", "tg.embedding %t[%i] offset %o : tensor<1xi64> : tensor<5x4xT>, tensor<12xi32> -> tensor<12x4xT>", "tensor<12x4xT>", 0, Uniform, 10},
+  {"embedding_grad_offset", "%i: tensor<12xi64>, %g: tensor<12x3xT>, %o: tensor<1xi64>", "tg.embedding_grad %i, %g offset %o : tensor<1xi64> : tensor<12xi64>, tensor<12x3xT> -> tensor<5x3xT>", "tensor<5x3xT>", 8, Uniform, 10},
+  {"pick", "%x: tensor<2x3x6xT>, %i: tensor<2x3xi32>", "tg.pick %x[%i] : tensor<2x3x6xT>, tensor<2x3xi32> -> tensor<2x3xT>", "tensor<2x3xT>", 0, Uniform, 6},
+  {"pick_offset", "%x: tensor<8x5xT>, %i: tensor<8xi64>, %o: tensor<1xi64>", "tg.pick %x[%i] offset %o : tensor<1xi64> : tensor<8x5xT>, tensor<8xi64> -> tensor<8xT>", "tensor<8xT>", 0, Uniform, 10},
+  {"pick_grad_offset", "%i: tensor<8xi64>, %g: tensor<8xT>, %o: tensor<1xi64>", "tg.pick_grad %i, %g offset %o : tensor<1xi64> : tensor<8xi64>, tensor<8xT> -> tensor<8x5xT>", "tensor<8x5xT>", 0, Uniform, 10},
+  // A rank's block from its index on a mesh axis (in [0, bound)).
+  {"shard_slice", "%x: tensor<8x3xT>, %k: tensor<1xi64>", "tg.shard_slice %x[%k] {dim = 0 : i64, replicas = 2 : i64} : tensor<8x3xT>, tensor<1xi64> -> tensor<2x3xT>", "tensor<2x3xT>", 0, Uniform, 8},
+  {"shard_slice_inner", "%x: tensor<2x6x3xT>, %k: tensor<1xi64>", "tg.shard_slice %x[%k] {dim = 1 : i64} : tensor<2x6x3xT>, tensor<1xi64> -> tensor<2x2x3xT>", "tensor<2x2x3xT>", 0, Uniform, 3},
+  {"shard_unslice", "%x: tensor<2x2x3xT>, %k: tensor<1xi64>", "tg.shard_unslice %x[%k] {dim = 1 : i64, replicas = 2 : i64} : tensor<2x2x3xT>, tensor<1xi64> -> tensor<2x6x3xT>", "tensor<2x6x3xT>", 0, Uniform, 6},
   // The generated GEMM (loop nest), transposes and batches.
   {"matmul", "%a: tensor<5x7xT>, %b: tensor<7x3xT>", "tg.matmul %a, %b : tensor<5x7xT>, tensor<7x3xT> -> tensor<5x3xT>", "tensor<5x3xT>", 16},
   {"matmul_tl", "%a: tensor<7x5xT>, %b: tensor<7x3xT>", "tg.matmul %a, %b {transpose_lhs = true} : tensor<7x5xT>, tensor<7x3xT> -> tensor<5x3xT>", "tensor<5x3xT>", 16},
