@@ -140,10 +140,13 @@ private:
   /// layout: norms, rope, casts).
   LogicalResult cloneWith(Operation &op, Sharding s);
 
-  /// The rank's [1] index along the tensor axis, and shares of whole
-  /// constants (vocabulary offsets and masks).
-  Value rankIndex() const { return tensorIndex; }
+  /// The rank's share of a whole constant (blocks of `blockSize` along dim 0).
   Value shareOf(Location at, DenseElementsAttr whole, int64_t blockSize);
+  /// The first vocabulary row of the rank's share ([1] i64), built once for
+  /// the embedding and the loss.
+  Value vocabularyOffset();
+  /// Makes every operand of `op` whole (for ops that need them so).
+  LogicalResult makeOperandsWhole(Operation *op);
 
   func::FuncOp forward;
   int64_t ranks;
@@ -155,7 +158,11 @@ private:
   int64_t keyValueReplicas = 1;
   /// Vocabulary size before padding (0 until a vocabulary is split).
   int64_t vocabulary = 0, paddedVocabulary = 0;
+  /// The rank's [1] index along the tensor axis.
   Value tensorIndex;
+  Value vocabOffset;
+  /// The all-reduced value of each partial sum made whole.
+  llvm::DenseMap<Value, Value> summed;
   func::FuncOp result;
 };
 
@@ -267,10 +274,13 @@ FailureOr<Value> Partitioner::whole(Operation *user, Value v) {
                          " but the op needs it whole");
     return failure();
   }
-  Value sum = AllReduceOp::create(b, loc(v.getLoc(), "tp_sum"), v.getType(), v,
-                                  CollectiveReduction::sum,
-                                  b.getStringAttr(kTensorAxis));
-  shardings[sum] = Sharding();
+  Value &sum = summed[v];
+  if (!sum) {
+    sum = AllReduceOp::create(b, loc(v.getLoc(), "tp_sum"), v.getType(), v,
+                              CollectiveReduction::sum,
+                              b.getStringAttr(kTensorAxis));
+    shardings[sum] = Sharding();
+  }
   return sum;
 }
 
@@ -297,8 +307,32 @@ Value Partitioner::shareOf(Location at, DenseElementsAttr value,
   auto type = typeOf(all);
   SmallVector<int64_t> shape(type.getShape());
   shape[0] = blockSize;
-  return ShardSliceOp::create(b, at, type.clone(shape), all, rankIndex(),
+  return ShardSliceOp::create(b, at, type.clone(shape), all, tensorIndex,
                               /*dim=*/0, /*replicas=*/1);
+}
+
+Value Partitioner::vocabularyOffset() {
+  if (!vocabOffset) {
+    SmallVector<int64_t> offsets;
+    for (int64_t r = 0; r < ranks; ++r)
+      offsets.push_back(r * paddedVocabulary / ranks);
+    vocabOffset = shareOf(
+        NameLoc::get(b.getStringAttr("vocab_offset"), forward.getLoc()),
+        DenseElementsAttr::get(RankedTensorType::get({ranks}, b.getI64Type()),
+                               ArrayRef<int64_t>(offsets)),
+        1);
+  }
+  return vocabOffset;
+}
+
+LogicalResult Partitioner::makeOperandsWhole(Operation *op) {
+  for (Value operand : op->getOperands()) {
+    FailureOr<Value> v = whole(op, get(operand));
+    if (failed(v))
+      return failure();
+    mapping.map(operand, *v);
+  }
+  return success();
 }
 
 LogicalResult Partitioner::cloneWith(Operation &op, Sharding s) {
@@ -479,7 +513,7 @@ LogicalResult Partitioner::partitionAttention(AttentionOp op) {
     SmallVector<int64_t> shape(typeOf(x).getShape());
     shape[1] = shape[1] * keyValueReplicas / ranks;
     return ShardSliceOp::create(b, x.getLoc(), typeOf(x).clone(shape), fanOut(x),
-                                rankIndex(), /*dim=*/1, keyValueReplicas);
+                                tensorIndex, /*dim=*/1, keyValueReplicas);
   };
   if (shardingOf(k).kind != Sharding::Replicated && !heads(k))
     return fail(op, "its keys are neither split by head nor whole");
@@ -523,14 +557,6 @@ LogicalResult Partitioner::partitionCrossEntropy(CrossEntropyOp op) {
                               DenseElementsAttr::get(maskType, mask), share);
     logits = AddOp::create(b, loc(op.getOperation(), "logits_masked"), logits, localMask);
   }
-  SmallVector<int64_t> offsets;
-  for (int64_t r = 0; r < ranks; ++r)
-    offsets.push_back(r * share);
-  Value offset = shareOf(
-      loc(op.getOperation(), "vocab_offset"),
-      DenseElementsAttr::get(RankedTensorType::get({ranks}, b.getI64Type()),
-                             ArrayRef<int64_t>(offsets)),
-      1);
   int64_t last = rank - 1;
   Value max = ReduceMaxOp::create(b, loc(op.getOperation(), "row_max"), logits,
                                   ArrayRef<int64_t>{last}, true);
@@ -543,7 +569,7 @@ LogicalResult Partitioner::partitionCrossEntropy(CrossEntropyOp op) {
                                   ArrayRef<int64_t>{last}, false);
   sum = reduceAll("exp_sum_all", sum, CollectiveReduction::sum);
   Value target = PickOp::create(b, loc(op.getOperation(), "target_logit"), typeOf(sum),
-                                shifted, targets, offset);
+                                shifted, targets, vocabularyOffset());
   target = reduceAll("target_logit_all", target, CollectiveReduction::sum);
   Value perToken = SubOp::create(b, loc(op.getOperation(), "token_loss"),
                                  LogOp::create(b, loc(op.getOperation(), "log_exp_sum"), sum),
@@ -579,16 +605,8 @@ LogicalResult Partitioner::partition(Operation &op) {
           return cloneWith(op, Sharding());
         if (!(shardingOf(table) == Sharding::split(0)))
           return fail(o, "its table is split, but not along the vocabulary");
-        Value offset = shareOf(
-            loc(o.getOperation(), "vocab_offset"),
-            DenseElementsAttr::get(
-                RankedTensorType::get({ranks}, b.getI64Type()),
-                ArrayRef<int64_t>(llvm::to_vector(llvm::map_range(
-                    llvm::seq<int64_t>(0, ranks),
-                    [&](int64_t r) { return r * paddedVocabulary / ranks; })))),
-            1);
         Value rows = EmbeddingOp::create(b, o.getLoc(), table,
-                                         get(o.getIndices()), offset);
+                                         get(o.getIndices()), vocabularyOffset());
         set(o.getResult(), rows, Sharding::partial());
         return success();
       })
@@ -611,24 +629,12 @@ LogicalResult Partitioner::partition(Operation &op) {
           return fail(o, "its input is a partial sum");
         return cloneWith(op, s);
       })
-      .Case<LayerNormOp, RmsNormOp>([&](Operation *norm) -> LogicalResult {
-        for (Value operand : norm->getOperands()) {
-          FailureOr<Value> v = whole(norm, get(operand));
-          if (failed(v))
-            return failure();
-          mapping.map(operand, *v);
-        }
-        return cloneWith(op, Sharding());
-      })
       .Default([&](Operation *other) -> LogicalResult {
+        // Norms normalise whole rows; other ops need whole operands too.
         if (other->hasTrait<TgOpTrait::Elementwise>())
           return partitionElementwise(op);
-        for (Value operand : other->getOperands()) {
-          FailureOr<Value> v = whole(other, get(operand));
-          if (failed(v))
-            return failure();
-          mapping.map(operand, *v);
-        }
+        if (failed(makeOperandsWhole(other)))
+          return failure();
         return cloneWith(op, Sharding());
       });
 }

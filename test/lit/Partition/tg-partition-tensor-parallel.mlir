@@ -39,7 +39,7 @@
 // CHECK-NEXT:    %loss_row_max_all = tg.all_reduce max %loss_row_max over "tensor"
 // CHECK-NEXT:    %loss_row_max_const = tg.stop_gradient %loss_row_max_all
 // CHECK:         %loss_exp_sum_all = tg.all_reduce sum %loss_exp_sum over "tensor"
-// CHECK:         %loss_target_logit = tg.pick %loss_shifted[%targets] offset
+// CHECK:         %loss_target_logit = tg.pick %loss_shifted[%targets] offset %[[OFF]] :
 // CHECK-NEXT:    %loss_target_logit_all = tg.all_reduce sum %loss_target_logit over "tensor"
 // CHECK:         %loss = tg.reduce_mean %loss_token_loss [0, 1] : tensor<2x4xf32> -> tensor<f32>
 // CHECK:         return %loss, %logits : tensor<f32>, tensor<2x4x3xf32>
