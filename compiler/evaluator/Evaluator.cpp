@@ -368,7 +368,7 @@ Results Interpreter::compute(Operation *op) {
       // The evaluator runs one rank: a collective over an axis of size 1
       // (or on a module without a mesh) is the identity; over a larger axis
       // its result depends on ranks it does not run.
-      .Case([&](AllReduceOp o) -> Results {
+      .Case<AllReduceOp, ReduceScatterOp, AllGatherOp>([&](auto o) -> Results {
         std::optional<Mesh> mesh = getMesh(o);
         int64_t ranks =
             mesh ? mesh->getAxisSize(o.getAxis()).value_or(1) : 1;

@@ -220,6 +220,26 @@ private:
     }
     if (auto allReduce = dyn_cast<AllReduceOp>(op))
       return lowerAllReduce(allReduce);
+    if (auto scatter = dyn_cast<ReduceScatterOp>(op)) {
+      Value target = resultBuffer(scatter.getResult());
+      exec::ReduceScatterOp::create(
+          b, op.getLoc(), exec::TimepointType::get(b.getContext()),
+          buffers[scatter.getInput()], target, scatter.getAxis(),
+          execReduction(scatter.getReduction()), /*awaits=*/ValueRange{},
+          /*stream=*/0);
+      buffers[scatter.getResult()] = target;
+      return success();
+    }
+    if (auto gather = dyn_cast<AllGatherOp>(op)) {
+      Value target = resultBuffer(gather.getResult());
+      exec::AllGatherOp::create(b, op.getLoc(),
+                                exec::TimepointType::get(b.getContext()),
+                                buffers[gather.getInput()], target,
+                                gather.getAxis(), /*awaits=*/ValueRange{},
+                                /*stream=*/0);
+      buffers[gather.getResult()] = target;
+      return success();
+    }
     if (auto region = dyn_cast<exec::DispatchRegionOp>(op))
       return lowerRegion(region);
     return op.emitOpError("cannot be lowered to exec")
@@ -227,6 +247,10 @@ private:
                    ? ": run tg-decompose-attention first"
                    : ": run tg-form-dispatch-regions first, or it has no "
                      "kernel lowering");
+  }
+
+  static exec::Reduction execReduction(CollectiveReduction reduction) {
+    return *exec::symbolizeReduction(stringifyCollectiveReduction(reduction));
   }
 
   /// An exec.all_reduce into a new buffer, or in place over its input when
@@ -240,11 +264,10 @@ private:
                    !storage.getUpdates();
     Value target = inPlace ? source : resultBuffer(op.getResult());
     buffers[op.getResult()] = target;
-    auto reduction = exec::symbolizeReduction(
-        stringifyCollectiveReduction(op.getReduction()));
     exec::AllReduceOp::create(b, op.getLoc(),
                               exec::TimepointType::get(b.getContext()), source,
-                              target, op.getAxis(), *reduction,
+                              target, op.getAxis(),
+                              execReduction(op.getReduction()),
                               /*awaits=*/ValueRange{}, /*stream=*/0);
     return success();
   }

@@ -132,6 +132,28 @@ func.func @train_step(%x: tensor<8xf32> {tg.input = "x"},
 
 // -----
 
+// A reduce-scatter and an all-gather write new buffers of their own sizes.
+// CHECK-LABEL: exec.program @train_step
+// CHECK:         %[[S:.+]] = exec.resource scratch : memref<4xf32>
+// CHECK-NEXT:    exec.reduce_scatter avg %{{.+}} -> %[[S]] over "data" : memref<8xf32> -> memref<4xf32>
+// CHECK:         %[[G:.+]] = exec.resource output "gathered" : memref<8xf32>
+// CHECK-NEXT:    exec.all_gather %{{.+}} -> %[[G]] over "data" : memref<4xf32> -> memref<8xf32>
+module attributes {tg.mesh_axes = ["data"], tg.mesh_shape = array<i64: 2>} {
+func.func @train_step(%x: tensor<8xf32> {tg.input = "x"},
+                      %tokens: tensor<2x3xi32> {tg.input = "tokens"})
+    -> (tensor<8xf32> {tg.output = "gathered"}) {
+  %s = tg.reduce_scatter avg %x over "data" : tensor<8xf32> -> tensor<4xf32>
+  %d = exec.dispatch_region -> (tensor<4xf32>) {
+    %m = tg.mul %s, %s : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+    exec.yield %m : tensor<4xf32>
+  }
+  %g = tg.all_gather %d over "data" : tensor<4xf32> -> tensor<8xf32>
+  return %g : tensor<8xf32>
+}
+}
+
+// -----
+
 // Attention must be decomposed first.
 func.func @train_step(%q: tensor<1x2x4x8xf32> {tg.input = "q"}) -> (tensor<1x2x4x8xf32> {tg.output = "o"}) {
   // expected-error @+1 {{'tg.attention' op cannot be lowered to exec: run tg-decompose-attention first}}

@@ -558,13 +558,48 @@ LogicalResult CrossEntropyGradOp::verify() {
 // Collectives
 //===----------------------------------------------------------------------===//
 
+/// The size of the mesh axis a collective runs over (1 without a mesh).
+static FailureOr<int64_t> collectiveAxisSize(Operation *op, StringRef axis) {
+  std::optional<Mesh> mesh = getMesh(op);
+  if (!mesh)
+    return 1;
+  if (std::optional<int64_t> size = mesh->getAxisSize(axis))
+    return *size;
+  return op->emitOpError("runs over mesh axis '")
+         << axis << "', which the module's mesh (" << kMeshAxesAttr << " = "
+         << mesh->axes << ") does not have; use one of its axes";
+}
+
 LogicalResult AllReduceOp::verify() {
-  std::optional<Mesh> mesh = getMesh(*this);
-  if (!mesh || mesh->getAxisSize(getAxis()))
-    return success();
-  return emitOpError("runs over mesh axis '")
-         << getAxis() << "', which the module's mesh (" << kMeshAxesAttr
-         << " = " << mesh->axes << ") does not have; use one of its axes";
+  return collectiveAxisSize(*this, getAxis());
+}
+
+/// `whole` is `block` with dim 0 multiplied by the axis size.
+static LogicalResult verifyBlocks(Operation *op, StringRef axis,
+                                  RankedTensorType whole,
+                                  RankedTensorType block) {
+  FailureOr<int64_t> size = collectiveAxisSize(op, axis);
+  if (failed(size))
+    return failure();
+  if (whole.getRank() == 0 || block.getRank() != whole.getRank() ||
+      whole.getShape().drop_front() != block.getShape().drop_front() ||
+      whole.getDimSize(0) != block.getDimSize(0) * *size ||
+      whole.getElementType() != block.getElementType())
+    return op->emitOpError() << "over '" << axis << "' (" << *size
+                             << " ranks) needs " << whole
+                             << " to be that many blocks of " << block
+                             << " along dim 0";
+  return success();
+}
+
+LogicalResult ReduceScatterOp::verify() {
+  return verifyBlocks(*this, getAxis(), getInput().getType(),
+                      getResult().getType());
+}
+
+LogicalResult AllGatherOp::verify() {
+  return verifyBlocks(*this, getAxis(), getResult().getType(),
+                      getInput().getType());
 }
 
 //===----------------------------------------------------------------------===//

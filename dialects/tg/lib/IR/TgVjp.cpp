@@ -345,6 +345,22 @@ SmallVector<Value> AllReduceOp::buildVjp(OpBuilder &, Location,
   return {grads[0]};
 }
 
+bool ReduceScatterOp::hasVjp() {
+  return getReduction() == CollectiveReduction::sum;
+}
+
+SmallVector<Value> ReduceScatterOp::buildVjp(OpBuilder &b, Location loc,
+                                             ValueRange grads) {
+  return {AllGatherOp::create(b, loc, getInput().getType(), grads[0],
+                              getAxisAttr())};
+}
+
+SmallVector<Value> AllGatherOp::buildVjp(OpBuilder &b, Location loc,
+                                         ValueRange grads) {
+  return {ReduceScatterOp::create(b, loc, getInput().getType(), grads[0],
+                                  CollectiveReduction::sum, getAxisAttr())};
+}
+
 SmallVector<Value> GradAllReduceOp::buildVjp(OpBuilder &b, Location loc,
                                              ValueRange grads) {
   return {AllReduceOp::create(b, loc, grads[0].getType(), grads[0],

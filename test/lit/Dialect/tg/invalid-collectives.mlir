@@ -1,4 +1,4 @@
-// Errors of tg.all_reduce and of the module's device mesh (TgDialect.cpp,
+// Errors of tg.all_reduce, tg.reduce_scatter, tg.all_gather and of the module's device mesh (TgDialect.cpp,
 // TgOps.cpp).
 // RUN: tg-opt %s -split-input-file -verify-diagnostics
 
@@ -32,6 +32,36 @@ func.func @result_type(%x: tensor<8xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{'tg.all_reduce' op requires the same type for all operands and results}}
   %a = "tg.all_reduce"(%x) {reduction = 0 : i32, axis = "data"} : (tensor<8xf32>) -> tensor<4xf32>
   return %a : tensor<4xf32>
+}
+
+// -----
+
+module attributes {tg.mesh_axes = ["data"], tg.mesh_shape = array<i64: 2>} {
+  func.func @scatter_blocks(%x: tensor<6x2xf32>) -> tensor<2x2xf32> {
+    // expected-error @+1 {{'tg.reduce_scatter' op over 'data' (2 ranks) needs 'tensor<6x2xf32>' to be that many blocks of 'tensor<2x2xf32>' along dim 0}}
+    %a = tg.reduce_scatter sum %x over "data" : tensor<6x2xf32> -> tensor<2x2xf32>
+    return %a : tensor<2x2xf32>
+  }
+}
+
+// -----
+
+module attributes {tg.mesh_axes = ["data"], tg.mesh_shape = array<i64: 2>} {
+  func.func @gather_trailing(%x: tensor<2x2xf32>) -> tensor<4x3xf32> {
+    // expected-error @+1 {{'tg.all_gather' op over 'data' (2 ranks) needs 'tensor<4x3xf32>' to be that many blocks of 'tensor<2x2xf32>' along dim 0}}
+    %a = tg.all_gather %x over "data" : tensor<2x2xf32> -> tensor<4x3xf32>
+    return %a : tensor<4x3xf32>
+  }
+}
+
+// -----
+
+module attributes {tg.mesh_axes = ["data"], tg.mesh_shape = array<i64: 2>} {
+  func.func @gather_axis(%x: tensor<2xf32>) -> tensor<4xf32> {
+    // expected-error @+1 {{'tg.all_gather' op runs over mesh axis 'tensor', which the module's mesh}}
+    %a = tg.all_gather %x over "tensor" : tensor<2xf32> -> tensor<4xf32>
+    return %a : tensor<4xf32>
+  }
 }
 
 // -----

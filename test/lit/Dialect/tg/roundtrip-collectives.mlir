@@ -1,4 +1,4 @@
-// Round trip of tg.all_reduce and of the module's device mesh
+// Round trip of tg.all_reduce, tg.reduce_scatter, tg.all_gather and of the module's device mesh
 // (tg.mesh_axes, tg.mesh_shape).
 // RUN: tg-opt %s | tg-opt | FileCheck %s
 // RUN: tg-opt %s -mlir-print-op-generic | tg-opt | FileCheck %s
@@ -16,6 +16,16 @@ module attributes {tg.mesh_axes = ["data", "tensor"], tg.mesh_shape = array<i64:
     %m = tg.all_reduce max %a over "tensor" : tensor<4x8xf32>
     %n = tg.all_reduce min %m over "tensor" : tensor<4x8xf32>
     return %n : tensor<4x8xf32>
+  }
+
+  // Blocks along dim 0: "data" has 4 ranks, "tensor" 2.
+  // CHECK-LABEL: func.func @blocks
+  // CHECK: tg.reduce_scatter avg %{{.*}} over "data" : tensor<8x3xf32> -> tensor<2x3xf32>
+  // CHECK: tg.all_gather %{{.*}} over "tensor" : tensor<2x3xf32> -> tensor<4x3xf32>
+  func.func @blocks(%x: tensor<8x3xf32>) -> tensor<4x3xf32> {
+    %s = tg.reduce_scatter avg %x over "data" : tensor<8x3xf32> -> tensor<2x3xf32>
+    %g = tg.all_gather %s over "tensor" : tensor<2x3xf32> -> tensor<4x3xf32>
+    return %g : tensor<4x3xf32>
   }
 
   // Every float type, scalars too.
@@ -38,4 +48,16 @@ module attributes {tg.mesh_axes = ["data", "tensor"], tg.mesh_shape = array<i64:
 func.func @no_mesh(%x: tensor<8xf32>) -> tensor<8xf32> {
   %a = tg.all_reduce avg %x over "data" : tensor<8xf32>
   return %a : tensor<8xf32>
+}
+
+// -----
+
+// Without a mesh the blocks are the whole tensor.
+// CHECK-LABEL: func.func @no_mesh_blocks
+// CHECK: tg.reduce_scatter sum %{{.*}} over "data" : tensor<8xf32> -> tensor<8xf32>
+// CHECK: tg.all_gather %{{.*}} over "data" : tensor<8xf32> -> tensor<8xf32>
+func.func @no_mesh_blocks(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %s = tg.reduce_scatter sum %x over "data" : tensor<8xf32> -> tensor<8xf32>
+  %g = tg.all_gather %s over "data" : tensor<8xf32> -> tensor<8xf32>
+  return %g : tensor<8xf32>
 }

@@ -380,6 +380,50 @@ def Tg_AllReduceOp : Tg_Op<"all_reduce", [Pure, SameOperandsAndResultType,
   let hasVerifier = 1;
 }
 
+// The rank keeps one block of the reduction. Its VJP (sum only) gathers the
+// result's gradient: each rank's input reached every block's owner.
+def Tg_ReduceScatterOp : Tg_Op<"reduce_scatter", [Pure,
+    DeclareOpInterfaceMethods<Tg_DifferentiableOpInterface, ["hasVjp"]>]> {
+  let summary = "Every rank along a mesh axis gets its block of the "
+                "reduction of all their tensors";
+  let description = [{
+    The ranks that share every mesh coordinate but the one along `axis`
+    each contribute `input`; dim 0 of the element-wise `reduction` is cut
+    into as many blocks as the axis has ranks, and the rank at index i gets
+    block i. Without a mesh (one device) it is the identity.
+
+    ```mlir
+    %g = tg.reduce_scatter avg %grad over "data" : tensor<64xf32> -> tensor<32xf32>
+    ```
+  }];
+  let arguments = (ins Tg_FloatTensor:$input,
+                       Tg_CollectiveReduction:$reduction, StrAttr:$axis);
+  let results = (outs Tg_FloatTensor:$result);
+  let assemblyFormat = "$reduction $input `over` $axis attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+// Its VJP sums the ranks' gradients of the whole result and keeps the
+// rank's block (reduce_scatter sum): the gathered value feeds
+// rank-dependent work, as Megatron's sequence-parallel all-gather does.
+def Tg_AllGatherOp : Tg_Op<"all_gather", [Pure, Differentiable]> {
+  let summary = "Every rank along a mesh axis gets all their tensors, "
+                "concatenated along dim 0";
+  let description = [{
+    The ranks that share every mesh coordinate but the one along `axis`
+    each contribute `input`; each gets the contributions concatenated along
+    dim 0 in the order of their indices on the axis.
+
+    ```mlir
+    %p = tg.all_gather %share over "data" : tensor<32xf32> -> tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Tg_FloatTensor:$input, StrAttr:$axis);
+  let results = (outs Tg_FloatTensor:$result);
+  let assemblyFormat = "$input `over` $axis attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Partitioned programs (tg-partition-tensor-parallel)
 //===----------------------------------------------------------------------===//
