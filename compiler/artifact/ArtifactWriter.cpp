@@ -122,14 +122,25 @@ public:
   }
 
 private:
-  /// The arena bytes of a buffer (views share their storage's offset).
+  /// The arena bytes of a buffer (a view's start in its storage).
   FailureOr<tgx::BufferRange> rangeOf(Value buffer) {
     ResourceOp storage = exec::getStorage(buffer);
     if (!storage || !storage.getOffset())
       return program.emitOpError("has a buffer without an arena offset");
     return tgx::BufferRange(
-        *storage.getOffset(),
+        *storage.getOffset() + exec::getByteOffset(buffer),
         exec::getByteSize(cast<MemRefType>(buffer.getType())));
+  }
+
+  /// The index of mesh axis `name` in the program's mesh; an error on `r`
+  /// when the mesh has no such axis.
+  FailureOr<uint32_t> meshAxisOf(ResourceOp r, StringRef name) {
+    auto axes = llvm::to_vector(program.getMeshAxes().getAsValueRange<StringAttr>());
+    auto axis = llvm::find(axes, name);
+    if (axis == axes.end())
+      return r.emitOpError("is split over mesh axis '")
+             << name << "', which the program's mesh does not have";
+    return uint32_t(axis - axes.begin());
   }
 
   /// A parameter's split over a mesh axis (its tg.shard), or none.
@@ -137,20 +148,40 @@ private:
     auto shard = p->getAttrOfType<tg::ShardAttr>(tg::kShardAttr);
     if (!shard)
       return flatbuffers::Offset<tgx::ParameterShard>();
-    auto axes = llvm::to_vector(program.getMeshAxes().getAsValueRange<StringAttr>());
-    auto axis = llvm::find(axes, shard.getAxis());
-    if (axis == axes.end())
-      return p.emitOpError("is split over mesh axis '")
-             << shard.getAxis() << "', which the program's mesh does not have";
+    FailureOr<uint32_t> axis = meshAxisOf(p, shard.getAxis());
+    if (failed(axis))
+      return failure();
     ArrayRef<int64_t> shape = shard.getFullShape().asArrayRef();
     std::vector<int64_t> full(shape.begin(), shape.end());
     return tgx::CreateParameterShardDirect(
-        fbb, uint32_t(axis - axes.begin()), uint32_t(shard.getDim()), &full,
-        shard.getPaddedSize(), uint32_t(shard.getBlocks()));
+        fbb, *axis, uint32_t(shard.getDim()), &full, shard.getPaddedSize(),
+        uint32_t(shard.getBlocks()));
+  }
+
+  /// The ZeRO-1 chunking of a parameter's moments `m` and `v` (their
+  /// tg.optimizer_shard, which they share), or none.
+  FailureOr<flatbuffers::Offset<tgx::OptimizerShard>>
+  optimizerShardOf(ResourceOp m, ResourceOp v) {
+    auto attrOf = [](ResourceOp r) {
+      return r ? r->getAttrOfType<tg::OptimizerShardAttr>(tg::kOptimizerShardAttr)
+               : tg::OptimizerShardAttr();
+    };
+    tg::OptimizerShardAttr shard = attrOf(m);
+    if (shard != attrOf(v))
+      return (m ? m : v).emitOpError("and the other AdamW moment of its "
+                                     "parameter are split differently (")
+             << kOptimizerShardAttr << ")";
+    if (!shard)
+      return flatbuffers::Offset<tgx::OptimizerShard>();
+    FailureOr<uint32_t> axis = meshAxisOf(m, shard.getAxis());
+    if (failed(axis))
+      return failure();
+    return tgx::CreateOptimizerShard(fbb, *axis, shard.getChunk());
   }
 
   LogicalResult writeResources() {
     llvm::StringMap<unsigned> slotByName;
+    llvm::StringMap<ResourceOp> stateByName;
     SmallVector<ResourceOp> params;
     for (auto r : program.getBlock().getOps<ResourceOp>()) {
       if (r.getKind() == ResourceKind::constant) {
@@ -172,6 +203,7 @@ private:
       std::vector<int64_t> shape(r.getType().getShape().begin(),
                                  r.getType().getShape().end());
       slotByName[name] = slots.size();
+      stateByName[name] = r;
       slots.push_back(
           tgx::CreateSlotDirect(fbb, name.c_str(), *dtype, &shape, &*range));
       if (r.getKind() == ResourceKind::parameter)
@@ -185,13 +217,16 @@ private:
         auto it = slotByName.find(name);
         return it == slotByName.end() ? ~0u : it->second;
       };
-      auto shard = shardOf(p);
-      if (failed(shard))
-        return failure();
       std::string name = p.getName()->str();
+      auto shard = shardOf(p);
+      auto optimizerShard = optimizerShardOf(stateByName.lookup("adam_m:" + name),
+                                             stateByName.lookup("adam_v:" + name));
+      if (failed(shard) || failed(optimizerShard))
+        return failure();
       parameters.push_back(tgx::CreateParameterDirect(
           fbb, name.c_str(), init->first, init->second, slotByName[name],
-          slotOf("adam_m:" + name), slotOf("adam_v:" + name), *shard));
+          slotOf("adam_m:" + name), slotOf("adam_v:" + name), *shard,
+          *optimizerShard));
     }
     return success();
   }

@@ -12,7 +12,8 @@ namespace mlir::tg {
 void buildTrainingStage(OpPassManager &pm, const TrainStepOptions &options) {
   if (options.tensorParallel > 1)
     pm.addPass(createTgPartitionTensorParallel(
-        {"forward", options.tensorParallel, options.dataParallel}));
+        {"forward", options.tensorParallel, options.dataParallel,
+         options.sequenceParallel}));
   pm.addPass(createTgBuildTrainStepPass(options, "forward"));
 }
 
@@ -25,6 +26,7 @@ void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options) {
   if (options.fusion)
     pm.addPass(createExecFuseGemmBias());
   pm.addPass(createExecScheduleCollectives());
+  pm.addPass(createExecBucketGradients({options.bucketBytes}));
   pm.addPass(createExecInsertTimepoints());
   pm.addPass(createExecPlanBuffers());
   pm.addPass(createTgBufferizeKernels());

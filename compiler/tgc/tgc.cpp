@@ -29,12 +29,12 @@
 #include "mlir/Support/Timing.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/Timer.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -122,6 +122,12 @@ static cl::opt<bool> noFusionOpt(
     cl::desc("Turn off the fusion passes (today: bias adds folded into the "
              "GEMMs before them), to compare or to find a fusion at fault"),
     cl::sub(compileCommand), cl::cat(tgcCategory));
+static cl::opt<double> bucketMbOpt(
+    "bucket-mb",
+    cl::desc("Largest bucket of data-parallel gradient all-reduces, in MiB "
+             "(default 25, PyTorch DDP's; 0: one all-reduce per gradient)"),
+    cl::init(25), cl::value_desc("MiB"), cl::sub(compileCommand),
+    cl::cat(tgcCategory));
 static cl::opt<bool> verifyEachOpt(
     "verify-each",
     cl::desc("Verify the IR after every pass, not only before and after the "
@@ -137,14 +143,15 @@ static cl::opt<std::string> meshOpt(
     cl::cat(tgcCategory));
 static cl::opt<bool> sequenceParallelOpt(
     "sequence-parallel",
-    cl::desc("Shard norms and residuals along the sequence across the tp "
-             "ranks (not implemented yet)"),
+    cl::desc("Split norms, residuals and embeddings along the sequence "
+             "over the tp ranks (Megatron's sequence parallelism; needs "
+             "tp > 1)"),
     cl::sub(compileCommand), cl::cat(tgcCategory));
 static cl::opt<int64_t> zeroOpt(
     "zero",
     cl::desc("ZeRO stage: 0 (default: every dp rank holds the whole AdamW "
-             "state) or 1 (state sharded over the dp ranks; not implemented "
-             "yet)"),
+             "state) or 1 (each dp rank holds 1/dp of it; needs --mesh dp=D "
+             "with D > 1)"),
     cl::init(0), cl::value_desc("N"), cl::sub(compileCommand),
     cl::cat(tgcCategory));
 static cl::opt<int64_t> batchOpt("batch", cl::desc("Forward graph batch size without --train"),
@@ -211,19 +218,19 @@ static llvm::Expected<MeshSpec> parseMesh(StringRef text) {
 /// Rejects the parallelism flags that are not implemented yet and a mesh
 /// without the training step it splits.
 static llvm::Error checkParallelismFlags(const Compilation &c) {
-  if (sequenceParallelOpt)
-    return llvm::createStringError(
-        "--sequence-parallel is not implemented yet (it shards the tensor-"
-        "parallel ranks' norms and residuals, and tensor parallelism comes "
-        "first); leave it out");
-  if (zeroOpt == 1)
-    return llvm::createStringError(
-        "--zero 1 (AdamW state sharded over the dp ranks) is not implemented "
-        "yet: data parallelism keeps the whole state on every rank; leave it "
-        "out or use --zero 0");
-  if (zeroOpt != 0)
+  if (zeroOpt != 0 && zeroOpt != 1)
     return llvm::createStringError("--zero %lld: the ZeRO stage is 0 or 1",
                                    (long long)zeroOpt);
+  if (zeroOpt == 1 && (!c.mesh || c.mesh->dp < 2))
+    return llvm::createStringError(
+        "--zero 1 splits the AdamW state over the data-parallel ranks: it "
+        "needs --mesh dp=D with D > 1 (got %s)",
+        c.mesh ? ("dp=" + std::to_string(c.mesh->dp)).c_str()
+               : "no --mesh");
+  if (sequenceParallelOpt && (!c.mesh || c.mesh->tp == 1))
+    return llvm::createStringError(
+        "--sequence-parallel splits the sequence over the tensor-parallel "
+        "ranks: give --mesh ...,tp=T with T > 1");
   if (!c.mesh)
     return llvm::Error::success();
   if (StringRef(inputPath).ends_with(".mlir"))
@@ -287,6 +294,28 @@ static llvm::Error checkTensorParallelModel(const ModelConfig &model,
   return llvm::Error::success();
 }
 
+/// Sequence parallelism splits the sequence over the tp ranks, each of
+/// which then holds whole key/value heads.
+static llvm::Error checkSequenceParallel(const ModelConfig &model,
+                                         const TrainConfig &train, int64_t tp) {
+  if (train.step.seqLen % tp != 0)
+    return llvm::createStringError(
+        "%s: field 'seq_len' (%lld) is not divisible by the mesh axis tp "
+        "(\"tensor\") of size %lld: with --sequence-parallel each "
+        "tensor-parallel rank holds an equal share of the sequence; make "
+        "seq_len a multiple of %lld",
+        trainPath.c_str(), (long long)train.step.seqLen, (long long)tp,
+        (long long)tp);
+  if (model.numKvHeads % tp != 0)
+    return llvm::createStringError(
+        "%s: field 'num_key_value_heads' (%lld) is not divisible by the mesh "
+        "axis tp (\"tensor\") of size %lld: --sequence-parallel with "
+        "key/value heads shared by several ranks is not supported yet; "
+        "choose tp among its divisors or leave out --sequence-parallel",
+        inputPath.c_str(), (long long)model.numKvHeads, (long long)tp);
+  return llvm::Error::success();
+}
+
 /// Builds the module from a config.json (and TRAIN.json when given).
 static llvm::Error buildFromConfig(MLIRContext &ctx, Compilation &c) {
   auto model = parseModelConfig(inputPath);
@@ -306,8 +335,14 @@ static llvm::Error buildFromConfig(MLIRContext &ctx, Compilation &c) {
       if (c.mesh->tp > 1)
         if (llvm::Error error = checkTensorParallelModel(*c.model, c.mesh->tp))
           return error;
+      if (sequenceParallelOpt)
+        if (llvm::Error error =
+                checkSequenceParallel(*c.model, *c.train, c.mesh->tp))
+          return error;
+      c.train->step.sequenceParallel = sequenceParallelOpt;
       c.train->step.dataParallel = c.mesh->dp;
       c.train->step.tensorParallel = c.mesh->tp;
+      c.train->step.zeroStage = zeroOpt;
     }
     // The forward graph is one micro-batch of one rank.
     c.batch = c.train->step.microBatchSize();
@@ -619,6 +654,10 @@ static int compile(MLIRContext &ctx, const char *argv0) {
   if (writesArtifact && outputPath == "-")
     return fail("--emit=tgx and --emit=exe write a binary file: give it a "
                 "name with -o OUT.tgx");
+  if (!(bucketMbOpt >= 0 && bucketMbOpt <= 1 << 20))
+    return fail("--bucket-mb " + llvm::formatv("{0}", double(bucketMbOpt)).str() +
+                ": give a size in MiB from 0 (one all-reduce per gradient) to "
+                "1048576");
   if (lowers && !c.train && !c.module->lookupSymbol("train_step"))
     return fail("--stats, --emit=kernels, --emit=ptx, --emit=tgx and "
                 "--emit=exe compile "
@@ -642,7 +681,8 @@ static int compile(MLIRContext &ctx, const char *argv0) {
   if (lowers) {
     tg::buildLoweringStage(pm, {gemmOpt == GemmLowering::Library,
                                 c.train ? uint64_t(c.train->seed) : 0,
-                                !noFusionOpt});
+                                !noFusionOpt,
+                                int64_t(bucketMbOpt * (1 << 20))});
     pm.addInstrumentation(std::make_unique<PlanClock>(planSeconds));
   }
   if (compilesKernels) {

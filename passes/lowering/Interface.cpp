@@ -32,6 +32,8 @@ FailureOr<StepInterface> readStepInterface(func::FuncOp step) {
     } else if (auto state = step.getArgAttrOfType<StateAttr>(i, kStateAttr)) {
       role.kind = resourceKindOf(state.getKind());
       role.name = state.getName().str();
+      role.optimizerShard =
+          step.getArgAttrOfType<OptimizerShardAttr>(i, kOptimizerShardAttr);
     } else if (auto input = step.getArgAttrOfType<StringAttr>(i, kInputAttr)) {
       role.kind = exec::ResourceKind::input;
       role.name = input.str();

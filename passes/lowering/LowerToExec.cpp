@@ -136,6 +136,9 @@ private:
                                     role.name, {}, role.init);
     if (role.shard)
       resource.getDefiningOp()->setAttr(kShardAttr, role.shard);
+    if (role.optimizerShard)
+      resource.getDefiningOp()->setAttr(kOptimizerShardAttr,
+                                        role.optimizerShard);
     buffers[arg] = resource;
     stateByRole[{role.kind, role.name}] = resource;
   }

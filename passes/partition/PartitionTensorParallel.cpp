@@ -1,7 +1,8 @@
 // tg-partition-tensor-parallel: @forward becomes one rank's program of
-// Megatron-style tensor parallelism (see Passes.td for the strategy). The
-// walk rebuilds the function op by op, knowing for every value whether each
-// rank holds it whole, a split of it along one dim, or a partial sum of it.
+// Megatron-style tensor parallelism, optionally with sequence parallelism
+// (see Passes.td for the strategy). The walk rebuilds the function op by
+// op, knowing for every value whether each rank holds it whole, a split of
+// it along one dim, or a partial sum of it.
 #include "tg/IR/TgDialect.h"
 #include "tg/IR/TgOps.h"
 #include "tg/Passes/Passes.h"
@@ -81,13 +82,15 @@ std::optional<ParamSplit> megatronSplit(StringRef name, bool splitKeyValues) {
 
 class Partitioner {
 public:
-  Partitioner(func::FuncOp forward, int64_t ranks)
-      : forward(forward), ranks(ranks), b(forward.getContext()) {}
+  Partitioner(func::FuncOp forward, int64_t ranks, bool sequenceParallel)
+      : forward(forward), ranks(ranks), sequenceParallel(sequenceParallel),
+        b(forward.getContext()) {}
 
   LogicalResult run();
 
 private:
   LogicalResult checkHeads();
+  LogicalResult checkSequence();
   LogicalResult rewriteSignature();
   LogicalResult partition(Operation &op);
 
@@ -104,6 +107,29 @@ private:
   /// `v` (replicated) as the input of rank-dependent work: its gradient is
   /// the sum of the ranks' (tg.grad_all_reduce), once per value.
   Value fanOut(Value v);
+
+  // Sequence parallelism: activations [batch, sequence, ...] outside the
+  // tensor-parallel layers are split along the sequence (dim 1).
+  /// Whether `v` is such an activation (whole or split along the sequence).
+  bool isSequenceActivation(Value v) const {
+    auto type = typeOf(v);
+    if (!sequenceParallel || type.getRank() != 3)
+      return false;
+    int64_t share = shardingOf(v) == Sharding::split(1) ? ranks : 1;
+    return type.getDimSize(1) * share == sequenceLength;
+  }
+  /// A partial sum's sequence share: reduce-scattered along the sequence
+  /// in place of the all-reduce, once per value.
+  Value scatterSequence(Value v);
+  /// The whole sequence of a split activation, gathered as the input of
+  /// rank-dependent work, once per value. The all-gather's VJP sums the
+  /// ranks' gradients (a reduce-scatter), so it needs no tg.grad_all_reduce.
+  Value gatherSequence(Value v);
+  /// tg.reduce_scatter (sum) or tg.all_gather of `v` along `dim`, which
+  /// moves to the front and back when it is not already the outermost.
+  Value blockCollective(Value v, int64_t dim, bool gather);
+  /// A replicated operand's share along a dim the other operands split.
+  Value shareAlong(Value v, int64_t dim, int64_t share);
   /// The partitioned `old` and its sharding, a partial sum made whole (for
   /// ops that only move elements: slices, reshapes, transposes).
   std::pair<Value, Sharding> notPartial(Operation *user, Value old) {
@@ -135,6 +161,7 @@ private:
   LogicalResult partitionReshape(ReshapeOp op);
   LogicalResult partitionAttention(AttentionOp op);
   LogicalResult partitionCrossEntropy(CrossEntropyOp op);
+  LogicalResult partitionNorm(Operation &op);
   /// Clones `op` on its partitioned operands, each result typed like the
   /// original with the split dim divided (ops that keep their operand's
   /// layout: norms, rope, casts).
@@ -150,6 +177,9 @@ private:
 
   func::FuncOp forward;
   int64_t ranks;
+  bool sequenceParallel;
+  /// The tokens' sequence length (dim 1 of activations).
+  int64_t sequenceLength = 0;
   OpBuilder b;
   IRMapping mapping;
   llvm::DenseMap<Value, Sharding> shardings;
@@ -163,6 +193,8 @@ private:
   Value vocabOffset;
   /// The all-reduced value of each partial sum made whole.
   llvm::DenseMap<Value, Value> summed;
+  /// Sequence parallelism's reduce-scattered and gathered values.
+  llvm::DenseMap<Value, Value> scattered, gathered;
   func::FuncOp result;
 };
 
@@ -188,11 +220,38 @@ LogicalResult Partitioner::checkHeads() {
                        << " ranks) is neither a divisor nor a multiple of it";
       return WalkResult::interrupt();
     }
+    if (sequenceParallel) {
+      op.emitOpError() << "has " << kvHeads
+                       << " key/value heads (num_key_value_heads), fewer "
+                          "than the mesh axis tp ("
+                       << ranks
+                       << " ranks): sequence parallelism with key/value "
+                          "heads shared by several ranks is not supported "
+                          "yet; use a tp that divides the key/value heads "
+                          "or leave out --sequence-parallel";
+      return WalkResult::interrupt();
+    }
     splitKeyValues = false;
     keyValueReplicas = ranks / kvHeads;
     return WalkResult::advance();
   });
   return failure(walk.wasInterrupted());
+}
+
+LogicalResult Partitioner::checkSequence() {
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i) {
+    auto input = forward.getArgAttrOfType<StringAttr>(i, kInputAttr);
+    if (input && input.getValue() == "tokens")
+      sequenceLength = typeOf(forward.getArgument(i)).getDimSize(1);
+  }
+  if (!sequenceParallel || (sequenceLength && sequenceLength % ranks == 0))
+    return success();
+  return forward.emitOpError()
+         << "cannot be partitioned for sequence parallelism: the sequence "
+            "(seq_len "
+         << sequenceLength << ", dim 1 of tg.input \"tokens\") is not "
+         << "divisible by the mesh axis tp (\"tensor\") of " << ranks
+         << " ranks; make seq_len a multiple of " << ranks;
 }
 
 LogicalResult Partitioner::rewriteSignature() {
@@ -301,6 +360,74 @@ Value Partitioner::fanOut(Value v) {
   return it->second;
 }
 
+Value Partitioner::blockCollective(Value v, int64_t dim, bool gather) {
+  auto type = typeOf(v);
+  int64_t rank = type.getRank();
+  // Dim `dim` first: a reshape when only 1s precede it, else a transpose.
+  SmallVector<int64_t> perm = {dim};
+  for (int64_t i = 0; i < rank; ++i)
+    if (i != dim)
+      perm.push_back(i);
+  bool onlyOnesBefore = llvm::all_of(type.getShape().take_front(dim),
+                                     [](int64_t d) { return d == 1; });
+  auto permuted = [&](RankedTensorType t) {
+    SmallVector<int64_t> shape;
+    for (int64_t i : perm)
+      shape.push_back(t.getDimSize(i));
+    return t.clone(shape);
+  };
+  auto move = [&](Value x, RankedTensorType to, ArrayRef<int64_t> order,
+                  StringRef what) -> Value {
+    Location at = loc(v.getLoc(), what);
+    if (onlyOnesBefore)
+      return ReshapeOp::create(b, at, to, x);
+    return TransposeOp::create(b, at, x, order);
+  };
+  SmallVector<int64_t> shape(type.getShape());
+  shape[dim] = gather ? shape[dim] * ranks : shape[dim] / ranks;
+  auto resultType = type.clone(shape);
+  Value front = dim == 0 ? v : move(v, permuted(type), perm, "sp_front");
+  auto axis = b.getStringAttr(kTensorAxis);
+  auto frontResult = dim == 0 ? resultType : permuted(resultType);
+  Value r = gather ? Value(AllGatherOp::create(b, loc(v.getLoc(), "sp_gather"),
+                                               frontResult, front, axis))
+                   : Value(ReduceScatterOp::create(
+                         b, loc(v.getLoc(), "sp_scatter"), frontResult, front,
+                         CollectiveReduction::sum, axis));
+  if (dim == 0)
+    return r;
+  SmallVector<int64_t> inverse(rank);
+  for (int64_t i = 0; i < rank; ++i)
+    inverse[perm[i]] = i;
+  return move(r, resultType, inverse, "sp_back");
+}
+
+Value Partitioner::scatterSequence(Value v) {
+  Value &share = scattered[v];
+  if (!share) {
+    share = blockCollective(v, /*dim=*/1, /*gather=*/false);
+    shardings[share] = Sharding::split(1);
+  }
+  return share;
+}
+
+Value Partitioner::gatherSequence(Value v) {
+  Value &whole = gathered[v];
+  if (!whole) {
+    whole = blockCollective(v, /*dim=*/1, /*gather=*/true);
+    shardings[whole] = Sharding();
+  }
+  return whole;
+}
+
+Value Partitioner::shareAlong(Value v, int64_t dim, int64_t share) {
+  auto type = typeOf(v);
+  SmallVector<int64_t> shape(type.getShape());
+  shape[dim] = share;
+  return ShardSliceOp::create(b, loc(v.getLoc(), "tp_share"), type.clone(shape),
+                              fanOut(v), tensorIndex, dim, /*replicas=*/1);
+}
+
 Value Partitioner::shareOf(Location at, DenseElementsAttr value,
                            int64_t blockSize) {
   Value all = ConstantOp::create(b, at, value);
@@ -371,10 +498,20 @@ LogicalResult Partitioner::partitionMatmul(MatmulOp op) {
   int64_t outRank = typeOf(op.getResult()).getRank();
   if (sl.kind == Sharding::Replicated && sr.kind == Sharding::Replicated)
     return make(lhs, rhs, Sharding());
+  bool columnParallel = sr.kind == Sharding::Split && sr.dim == rhsN;
+  // Sequence parallelism: the column-parallel layer reads the whole
+  // sequence, gathered.
+  if (columnParallel && sl == Sharding::split(1) && isSequenceActivation(lhs))
+    return make(gatherSequence(lhs), rhs,
+                Sharding::split(outRank - 1, sr.blocks));
   // Column-parallel: the weight's output features are split.
-  if (sl.kind == Sharding::Replicated && sr.kind == Sharding::Split &&
-      sr.dim == rhsN)
+  if (sl.kind == Sharding::Replicated && columnParallel)
     return make(fanOut(lhs), rhs, Sharding::split(outRank - 1, sr.blocks));
+  // Rows split along a dim other than the contraction by a whole weight:
+  // each rank multiplies its rows.
+  if (sl.kind == Sharding::Split && sl.dim != lhsK && sl.blocks == 1 && !tl &&
+      sr.kind == Sharding::Replicated && rhsRank == 2)
+    return make(lhs, fanOut(rhs), sl);
   // Row-parallel: both contraction dims split; each rank has a partial sum.
   if (sl.kind == Sharding::Split && sr.kind == Sharding::Split &&
       sl.dim == lhsK && sr.dim == rhsK && sl.blocks == 1 && sr.blocks == 1)
@@ -387,14 +524,16 @@ LogicalResult Partitioner::partitionElementwise(Operation &op) {
   int64_t rank = typeOf(op.getResult(0)).getRank();
   // A linear op of partial sums is a partial sum only when every operand is
   // one; otherwise (bias after a row-parallel matmul) they become whole.
+  // With sequence parallelism, a partial activation is reduce-scattered
+  // along the sequence instead.
   std::optional<Sharding> split;
   SmallVector<Value> operands;
   for (Value old : op.getOperands()) {
     Value v = get(old);
     Sharding s = shardingOf(v);
     if (s.kind == Sharding::Partial) {
-      v = *whole(&op, v);
-      s = Sharding();
+      v = isSequenceActivation(v) ? scatterSequence(v) : *whole(&op, v);
+      s = shardingOf(v);
     }
     if (s.kind == Sharding::Split) {
       Sharding aligned = Sharding::split(s.dim + rank - typeOf(v).getRank(),
@@ -414,25 +553,33 @@ LogicalResult Partitioner::partitionElementwise(Operation &op) {
       set(old, now, Sharding());
     return success();
   }
-  // Replicated operands broadcast along the split dim, or they would have to
-  // be split too.
+  int64_t share = 0;
+  for (Value v : operands)
+    if (shardingOf(v).kind == Sharding::Split)
+      share = typeOf(v).getDimSize(shardingOf(v).dim);
+  // Replicated operands broadcast along the split dim, or each rank takes
+  // its share of them (GPT-2's position embeddings under sequence
+  // parallelism).
   for (Value &v : operands) {
     if (shardingOf(v).kind == Sharding::Split)
       continue;
     int64_t at = split->dim - (rank - typeOf(v).getRank());
-    if (at >= 0 && typeOf(v).getDimSize(at) != 1)
-      return fail(&op, "a replicated operand of type " +
+    if (at < 0 || typeOf(v).getDimSize(at) == 1) {
+      v = fanOut(v);
+      continue;
+    }
+    if (split->blocks != 1 || typeOf(v).getDimSize(at) != share * ranks)
+      return fail(&op, "a replicated operand of " +
                            std::to_string(typeOf(v).getDimSize(at)) +
-                           " elements along the split dim is not broadcast");
-    v = fanOut(v);
+                           " elements along the split dim is neither "
+                           "broadcast nor " +
+                           std::to_string(ranks) + " shares of " +
+                           std::to_string(share));
+    v = shareAlong(v, at, share);
   }
   IRMapping local;
-  int64_t share = 0;
-  for (auto [old, v] : llvm::zip(op.getOperands(), operands)) {
+  for (auto [old, v] : llvm::zip(op.getOperands(), operands))
     local.map(old, v);
-    if (shardingOf(v).kind == Sharding::Split)
-      share = typeOf(v).getDimSize(shardingOf(v).dim);
-  }
   Operation *copy = b.clone(op, local);
   SmallVector<int64_t> shape(typeOf(op.getResult(0)).getShape());
   shape[split->dim] = share;
@@ -582,6 +729,29 @@ LogicalResult Partitioner::partitionCrossEntropy(CrossEntropyOp op) {
   return success();
 }
 
+/// A norm of rows split along another dim normalises each rank's rows; its
+/// weights' gradients are the sum of the ranks'.
+LogicalResult Partitioner::partitionNorm(Operation &op) {
+  Value input = get(op.getOperand(0));
+  if (shardingOf(input).kind == Sharding::Partial && isSequenceActivation(input))
+    input = scatterSequence(input);
+  Sharding s = shardingOf(input);
+  int64_t rank = typeOf(input).getRank();
+  if (s.kind != Sharding::Split || s.dim == rank - 1 || s.blocks != 1) {
+    if (failed(makeOperandsWhole(&op)))
+      return failure();
+    return cloneWith(op, Sharding());
+  }
+  mapping.map(op.getOperand(0), input);
+  for (Value weight : op.getOperands().drop_front()) {
+    FailureOr<Value> v = whole(&op, get(weight));
+    if (failed(v))
+      return failure();
+    mapping.map(weight, fanOut(*v));
+  }
+  return cloneWith(op, s);
+}
+
 LogicalResult Partitioner::partition(Operation &op) {
   b.setInsertionPointToEnd(&result.getBody().front());
   if (auto ret = dyn_cast<func::ReturnOp>(op)) {
@@ -599,6 +769,8 @@ LogicalResult Partitioner::partition(Operation &op) {
       .Case([&](ReshapeOp o) { return partitionReshape(o); })
       .Case([&](AttentionOp o) { return partitionAttention(o); })
       .Case([&](CrossEntropyOp o) { return partitionCrossEntropy(o); })
+      .Case<LayerNormOp, RmsNormOp>(
+          [&](Operation *) { return partitionNorm(op); })
       .Case([&](EmbeddingOp o) -> LogicalResult {
         Value table = get(o.getTable());
         if (shardingOf(table).kind == Sharding::Replicated)
@@ -640,7 +812,8 @@ LogicalResult Partitioner::partition(Operation &op) {
 }
 
 LogicalResult Partitioner::run() {
-  if (failed(checkHeads()) || failed(rewriteSignature()))
+  if (failed(checkHeads()) || failed(checkSequence()) ||
+      failed(rewriteSignature()))
     return failure();
   for (Operation &op : forward.getBody().front())
     if (failed(partition(op)))
@@ -675,7 +848,7 @@ struct PartitionTensorParallelPass
       return signalPassFailure();
     }
     setMesh(module, {kDataAxis, kTensorAxis}, {dataParallel, tensorParallel});
-    if (failed(Partitioner(forward, tensorParallel).run()))
+    if (failed(Partitioner(forward, tensorParallel, sequenceParallel).run()))
       return signalPassFailure();
   }
 };

@@ -26,6 +26,7 @@ struct BuildTrainStepPass
     o.seqLen = seqLen;
     o.microBatches = microBatches;
     o.dataParallel = dataParallel;
+    o.zeroStage = zero;
     o.lr = lr;
     o.beta1 = beta1;
     o.beta2 = beta2;
@@ -77,6 +78,7 @@ mlir::tg::createTgBuildTrainStepPass(const TrainStepOptions &options,
   o.seqLen = options.seqLen;
   o.microBatches = options.microBatches;
   o.dataParallel = options.dataParallel;
+  o.zero = options.zeroStage;
   o.lr = options.lr;
   o.beta1 = options.beta1;
   o.beta2 = options.beta2;

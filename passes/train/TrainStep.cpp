@@ -7,6 +7,7 @@
 #include "llvm/ADT/StringExtras.h"
 
 #include <cmath>
+#include <map>
 
 using namespace mlir;
 using namespace mlir::tg;
@@ -38,6 +39,12 @@ LogicalResult mlir::tg::verifyTrainStepOptions(
     return bad("micro-batches") << "must be > 0, got " << c.microBatches;
   if (c.dataParallel <= 0)
     return bad("data-parallel") << "must be > 0, got " << c.dataParallel;
+  if (c.zeroStage != 0 && c.zeroStage != 1)
+    return bad("zero") << "must be 0 or 1, got " << c.zeroStage;
+  if (c.zeroStage == 1 && c.dataParallel < 2)
+    return bad("zero") << "1 splits the AdamW state over the data-parallel "
+                          "ranks and needs data-parallel > 1, got "
+                       << c.dataParallel;
   if (c.batchSize % c.dataParallel != 0)
     return bad("data-parallel") << "(" << c.dataParallel
                                 << ") must divide batch-size (" << c.batchSize
@@ -112,6 +119,27 @@ public:
       axes.push_back(i);
     return make<ReduceSumOp>(name, v, axes, /*keep_dims=*/false);
   }
+  /// `v` flattened and padded with zeros to `size` elements.
+  Value flattenPadded(const Twine &name, Value v, int64_t size) {
+    auto type = cast<RankedTensorType>(v.getType());
+    int64_t n = type.getNumElements();
+    Value flat = type.getRank() == 1
+                     ? v
+                     : make<ReshapeOp>(name + "_flat", type.clone({n}), v);
+    if (size == n)
+      return flat;
+    return make<PadOp>(name + "_padded", flat, ArrayRef<int64_t>{0},
+                       ArrayRef<int64_t>{size - n});
+  }
+  /// The first elements of the flat `v` as a tensor of `type`.
+  Value unflatten(const Twine &name, Value v, RankedTensorType type) {
+    int64_t n = type.getNumElements();
+    bool reshaped = type.getRank() != 1;
+    if (cast<RankedTensorType>(v.getType()).getNumElements() != n)
+      v = make<SliceOp>(reshaped ? name + "_unpadded" : name, v,
+                        ArrayRef<int64_t>{0}, ArrayRef<int64_t>{n});
+    return reshaped ? make<ReshapeOp>(name, type, v) : v;
+  }
   Value castTo(const Twine &name, Value v, Type element) {
     auto type = cast<RankedTensorType>(v.getType());
     if (type.getElementType() == element)
@@ -130,6 +158,14 @@ struct Param {
   DictionaryAttr attrs;
   RankedTensorType type; // in the master element type
   std::string shortName;
+  /// ZeRO-1: the elements of the rank's chunk of the flattened parameter
+  /// (and of its moments); 0 without ZeRO.
+  int64_t chunk = 0;
+
+  /// The type of the AdamW moments: the parameter's, or its chunk's.
+  RankedTensorType momentType() const {
+    return chunk ? RankedTensorType::get({chunk}, type.getElementType()) : type;
+  }
 };
 } // namespace
 
@@ -207,8 +243,14 @@ LogicalResult mlir::tg::buildTrainStep(func::FuncOp forward,
               "f32 or f64 scalar loss first";
   // Masters, optimizer state and the loss share the loss's precision.
   Type master = lossType.getElementType();
-  for (auto &entry : params)
-    entry.second.type = entry.second.type.clone(master);
+  for (auto &entry : params) {
+    Param &p = entry.second;
+    p.type = p.type.clone(master);
+    // C = ceil(N / D): the D chunks cover the N elements with the fewest
+    // zeros of padding.
+    if (c.zeroStage == 1)
+      p.chunk = (p.type.getNumElements() + c.dataParallel - 1) / c.dataParallel;
+  }
   auto microTokens = cast<RankedTensorType>(fwdType.getInput(tokensArg));
   int64_t micro = microTokens.getShape()[0], seq = microTokens.getShape()[1];
   if (micro != c.microBatchSize() || seq != c.seqLen)
@@ -233,6 +275,13 @@ LogicalResult mlir::tg::buildTrainStep(func::FuncOp forward,
     setMesh(forward->getParentOfType<ModuleOp>(), {kDataAxis},
             {c.dataParallel});
   }
+  // ZeRO-1 picks the rank's chunk by its index along "data": the
+  // "mesh_coordinate" input a partitioned forward already has, or a new one.
+  bool needsCoordinate =
+      c.zeroStage == 1 &&
+      llvm::none_of(sharedInputs, [](const auto &input) {
+        return input.second.getValue() == kMeshCoordinateInput;
+      });
   // One rank's rows of the batch (all of it without data parallelism).
   auto rankTokens = microTokens.clone({c.rankBatchSize(), seq});
 
@@ -252,10 +301,14 @@ LogicalResult mlir::tg::buildTrainStep(func::FuncOp forward,
   for (auto [state, kind] : {std::pair<StringRef, StateKind>{"adam_m", StateKind::AdamM},
                              {"adam_v", StateKind::AdamV}})
     for (auto &[_, p] : params) {
-      argTypes.push_back(p.type);
+      argTypes.push_back(p.momentType());
       argLocs.push_back(s.loc(state + "_" + p.shortName));
-      argAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
-          kStateAttr, StateAttr::get(ctx, kind, p.hfName))));
+      NamedAttrList attrs;
+      attrs.set(kStateAttr, StateAttr::get(ctx, kind, p.hfName));
+      if (p.chunk)
+        attrs.set(kOptimizerShardAttr,
+                  OptimizerShardAttr::get(ctx, kDataAxis, p.chunk));
+      argAttrs.push_back(attrs.getDictionary(ctx));
     }
   auto scalarI32 = RankedTensorType::get({}, b.getI32Type());
   auto scalarMaster = lossType;
@@ -268,10 +321,17 @@ LogicalResult mlir::tg::buildTrainStep(func::FuncOp forward,
     argLocs.push_back(s.loc(name.getValue()));
     argAttrs.push_back(named(kInputAttr, name.getValue()));
   }
+  std::optional<Mesh> mesh = getMesh(forward);
+  if (needsCoordinate) {
+    argTypes.push_back(RankedTensorType::get(
+        {int64_t(mesh->shape.size())}, b.getI64Type()));
+    argLocs.push_back(s.loc(kMeshCoordinateInput));
+    argAttrs.push_back(named(kInputAttr, kMeshCoordinateInput));
+  }
   SmallVector<Type> resultTypes;
   for (StateKind kind : {StateKind::Param, StateKind::AdamM, StateKind::AdamV})
     for (auto &[_, p] : params) {
-      resultTypes.push_back(p.type);
+      resultTypes.push_back(kind == StateKind::Param ? p.type : p.momentType());
       resultAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
           kUpdatesAttr, StateAttr::get(ctx, kind, p.hfName))));
     }
@@ -293,6 +353,20 @@ LogicalResult mlir::tg::buildTrainStep(func::FuncOp forward,
   Value stepArg = entry->getArgument(3 * n);
   Value tokens = entry->getArgument(3 * n + 1);
   Value targets = entry->getArgument(3 * n + 2);
+  // The rank's index along "data" ([1] i64), for ZeRO-1.
+  Value dataIndex;
+  if (c.zeroStage == 1) {
+    Value coordinate;
+    for (auto [k, input] : llvm::enumerate(sharedInputs))
+      if (input.second.getValue() == kMeshCoordinateInput)
+        coordinate = entry->getArgument(3 * n + 3 + k);
+    if (!coordinate)
+      coordinate = entry->getArguments().back();
+    int64_t axis = llvm::find(mesh->axes, b.getStringAttr(kDataAxis)) -
+                   mesh->axes.begin();
+    dataIndex = s.make<SliceOp>("data_index", coordinate,
+                                ArrayRef<int64_t>{axis}, ArrayRef<int64_t>{1});
+  }
 
   // Parameters in the compute precision (bf16 copies of f32 masters).
   SmallVector<Value> computeParams;
@@ -366,6 +440,8 @@ LogicalResult mlir::tg::buildTrainStep(func::FuncOp forward,
   // have as many rows, so the mean of the ranks' means is the mean over the
   // whole batch. Averaging before the norm gives every rank the global norm
   // and the single-device update.
+  // Under ZeRO-1 each rank keeps only the average of its chunk of each
+  // gradient (reduce-scatter: half the traffic of an all-reduce).
   if (c.dataParallel > 1) {
     auto average = [&](const Twine &name, Value v) {
       return s.make<AllReduceOp>(name, v.getType(), v,
@@ -373,28 +449,53 @@ LogicalResult mlir::tg::buildTrainStep(func::FuncOp forward,
                                  b.getStringAttr(kDataAxis));
     };
     loss = average("loss_avg", loss);
-    for (size_t i = 0; i < n; ++i)
-      grads[i] =
-          average("grad_" + params[i].second.shortName + "_avg", grads[i]);
+    for (size_t i = 0; i < n; ++i) {
+      const Param &p = params[i].second;
+      std::string name = "grad_" + p.shortName;
+      if (!p.chunk) {
+        grads[i] = average(name + "_avg", grads[i]);
+        continue;
+      }
+      Value padded =
+          s.flattenPadded(name, grads[i], p.chunk * c.dataParallel);
+      grads[i] = s.make<ReduceScatterOp>(
+          name + "_shard", p.momentType(), padded, CollectiveReduction::avg,
+          b.getStringAttr(kDataAxis));
+    }
   }
 
   // Global gradient norm and clipping (torch.nn.utils.clip_grad_norm_).
-  // A parameter split over a mesh axis (tg.shard) contributes the sum over
-  // that axis's ranks of their shares; a replicated one counts once.
+  // A rank holds part of a gradient along each axis it is split over: the
+  // tensor-parallel share (tg.shard) and the ZeRO-1 chunk (over "data",
+  // zero in the padding). The squares are summed per set of such axes,
+  // then over those axes' ranks; what a rank holds whole along an axis
+  // counts once.
   Value sumSq;
-  llvm::StringMap<Value> splitSumSq;
+  std::map<std::string, std::pair<SmallVector<StringRef>, Value>>
+      partialSumSq; // key: the axes joined by "_"
   for (size_t i = 0; i < n; ++i) {
-    Value sq = s.sumAll("grad_sq_" + params[i].second.shortName,
+    const Param &p = params[i].second;
+    Value sq = s.sumAll("grad_sq_" + p.shortName,
                         s.make<MulOp>("grad_sq", grads[i], grads[i]));
+    SmallVector<StringRef> axes;
+    if (p.chunk)
+      axes.push_back(kDataAxis);
+    if (auto shard = p.attrs.getAs<ShardAttr>(kShardAttr))
+      axes.push_back(shard.getAxis());
     Value *total = &sumSq;
-    if (auto shard = params[i].second.attrs.getAs<ShardAttr>(kShardAttr))
-      total = &splitSumSq[shard.getAxis()];
+    if (!axes.empty()) {
+      auto &group = partialSumSq[llvm::join(axes, "_")];
+      group.first = axes;
+      total = &group.second;
+    }
     *total = *total ? s.make<AddOp>("grad_sq_sum", *total, sq) : sq;
   }
-  for (auto &[axis, partial] : splitSumSq) {
-    Value all = s.make<AllReduceOp>("grad_sq_sum_" + axis, partial.getType(),
-                                    partial, CollectiveReduction::sum,
-                                    b.getStringAttr(axis));
+  for (auto &[key, group] : partialSumSq) {
+    Value all = group.second;
+    for (StringRef axis : group.first)
+      all = s.make<AllReduceOp>("grad_sq_sum_" + key, all.getType(), all,
+                                CollectiveReduction::sum,
+                                b.getStringAttr(axis));
     sumSq = sumSq ? s.make<AddOp>("grad_sq_sum", sumSq, all) : all;
   }
   Value gradNorm = s.make<SqrtOp>("grad_norm", sumSq);
@@ -423,11 +524,19 @@ LogicalResult mlir::tg::buildTrainStep(func::FuncOp forward,
                               s.make<MulOp>("adam_lr_wd", lr, s.constant(c.weightDecay)));
   SmallVector<Value> newParams, newM, newV;
   for (size_t i = 0; i < n; ++i) {
-    const std::string &name = params[i].second.shortName;
+    const Param &param = params[i].second;
+    const std::string &name = param.shortName;
     Value g = grads[i];
     Value p = paramArg(i);
+    // ZeRO-1: the rank updates its chunk of the parameter, the one its
+    // moments and gradient chunk cover.
+    if (param.chunk)
+      p = s.make<ShardSliceOp>(
+          name + "_shard", param.momentType(),
+          s.flattenPadded(name, p, param.chunk * c.dataParallel), dataIndex,
+          /*dim=*/0, /*replicas=*/1);
     // Decoupled weight decay on matrices only (not on norms and biases).
-    if (params[i].second.type.getRank() >= 2 && c.weightDecay != 0)
+    if (param.type.getRank() >= 2 && c.weightDecay != 0)
       p = s.make<MulOp>(name + "_decayed", p, decay);
     Value m = s.make<AddOp>(
         "adam_m_" + name + "_new",
@@ -447,7 +556,16 @@ LogicalResult mlir::tg::buildTrainStep(func::FuncOp forward,
     Value update = s.make<MulOp>(
         "adam_update_" + name, s.make<DivOp>("adam_ratio_" + name, m, denom),
         stepSize);
-    newParams.push_back(s.make<SubOp>(name + "_new", p, update));
+    if (!param.chunk) {
+      newParams.push_back(s.make<SubOp>(name + "_new", p, update));
+    } else {
+      Value chunk = s.make<SubOp>(name + "_new_shard", p, update);
+      Value gathered = s.make<AllGatherOp>(
+          name + "_new_gathered",
+          RankedTensorType::get({param.chunk * c.dataParallel}, master),
+          chunk, b.getStringAttr(kDataAxis));
+      newParams.push_back(s.unflatten(name + "_new", gathered, param.type));
+    }
     newM.push_back(m);
     newV.push_back(v);
   }

@@ -185,8 +185,9 @@ bool createSession(std::vector<uint8_t> bytes, const std::string &source,
                    error))
       return false;
   }
+  auto splitOver = [&](auto *split) { return split && mesh.shape()->Get(split->axis()) > 1; };
   for (const tgx::Parameter *p : *program.parameters())
-    if (p->shard() && mesh.shape()->Get(p->shard()->axis()) > 1) {
+    if (splitOver(p->shard()) || splitOver(p->optimizer_shard())) {
       session->gatherer = createMpiCommunicator(program, source, error);
       if (!session->gatherer)
         return false;

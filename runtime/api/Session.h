@@ -20,8 +20,8 @@ struct tg_session_s {
   tg::runtime::RankPlacement placement;
   // Gathers sharded parameters to rank 0 for the files it writes
   // (ShardedState.cpp). The session's own communicator: it moves host
-  // memory whatever the backend's device. Null unless some parameter is
-  // split over a mesh axis of several ranks.
+  // memory whatever the backend's device. Null unless some parameter or
+  // its moments (ZeRO-1) are split over a mesh axis of several ranks.
   std::unique_ptr<tg::runtime::Communicator> gatherer;
   int64_t firstRow = 0, rows = 0; // this rank's rows of the batch
   // The interface slots every verified program has.

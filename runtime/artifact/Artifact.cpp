@@ -226,11 +226,51 @@ private:
       const tgx::Slot &v = *program.slots()->Get(p.adam_v_slot());
       if (!isFloat(value.dtype()) || !isFloat(m.dtype()) || !isFloat(v.dtype()))
         return fail(field, "has a slot of a non-float dtype");
-      if (!sameShape(value, m) || !sameShape(value, v))
+      if (p.optimizer_shard()) {
+        if (!checkOptimizerShard(*p.optimizer_shard(), value, m, v,
+                                 field + ".optimizer_shard"))
+          return false;
+      } else if (!sameShape(value, m) || !sameShape(value, v)) {
         return fail(field, "has AdamW moment slots whose shape differs from the parameter's");
+      }
       if (p.shard() && !checkShard(*p.shard(), value, field + ".shard"))
         return false;
     }
+    return true;
+  }
+
+  /// ZeRO-1 moments (tgx.fbs): slots of `chunk` elements whose chunks over
+  /// the axis's ranks cover the parameter slot's elements.
+  bool checkOptimizerShard(const tgx::OptimizerShard &s, const tgx::Slot &value,
+                           const tgx::Slot &m, const tgx::Slot &v, const std::string &field) {
+    const tgx::Mesh &mesh = *program.mesh();
+    if (s.axis() >= mesh.axes()->size())
+      return fail(field + ".axis", "is " + std::to_string(s.axis()) + ", but the mesh has " +
+                                       std::to_string(mesh.axes()->size()) + " axes");
+    if (s.chunk() < 1)
+      return fail(field + ".chunk", "is " + std::to_string(s.chunk()) +
+                                        " (a chunk has at least 1 element)");
+    const std::vector<int64_t> expected = {s.chunk()};
+    for (const tgx::Slot *moment : {&m, &v})
+      if (!std::equal(moment->shape()->begin(), moment->shape()->end(), expected.begin(),
+                      expected.end()))
+        return fail(field, "splits the AdamW moments into chunks of " +
+                               std::to_string(s.chunk()) + " elements, but slot '" +
+                               moment->name()->str() + "' has shape " +
+                               shapeText(*moment->shape()));
+    // Slot shapes were checked: the element count cannot overflow.
+    int64_t elements = 1;
+    for (int64_t d : *value.shape())
+      elements *= d;
+    int64_t ranks = mesh.shape()->Get(s.axis());
+    uint64_t covered;
+    if (mulOverflows(uint64_t(s.chunk()), uint64_t(ranks), covered) ||
+        covered < uint64_t(elements))
+      return fail(field + ".chunk",
+                  "is " + std::to_string(s.chunk()) + ": its " + std::to_string(ranks) +
+                      " chunks over mesh axis '" + mesh.axes()->Get(s.axis())->str() +
+                      "' do not cover the parameter's " + std::to_string(elements) +
+                      " elements");
     return true;
   }
 

@@ -1,5 +1,6 @@
 #include "tg/runtime/ParameterShard.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace tg::runtime {
@@ -56,6 +57,25 @@ void ShardLayout::copyLocalToFull(const uint8_t *localData, uint8_t *fullData,
       std::memcpy(fullData + std::size_t(f) * elementSize,
                   localData + std::size_t(l) * elementSize, rowBytes);
   });
+}
+
+int64_t OptimizerChunk::heldElements() const {
+  return std::max<int64_t>(0, std::min(chunk, local - first));
+}
+
+void OptimizerChunk::copyLocalToChunk(const uint8_t *localData, uint8_t *chunkData,
+                                      std::size_t elementSize) const {
+  std::size_t held = std::size_t(heldElements()) * elementSize;
+  if (held)
+    std::memcpy(chunkData, localData + std::size_t(first) * elementSize, held);
+  std::memset(chunkData + held, 0, std::size_t(chunk) * elementSize - held);
+}
+
+void OptimizerChunk::copyChunkToLocal(const uint8_t *chunkData, uint8_t *localData,
+                                      std::size_t elementSize) const {
+  if (int64_t held = heldElements())
+    std::memcpy(localData + std::size_t(first) * elementSize, chunkData,
+                std::size_t(held) * elementSize);
 }
 
 } // namespace tg::runtime

@@ -55,7 +55,10 @@ def compile_gpt2(tmp, seed, meshes):
     return data, artifacts
 
 
-class Ranks(unittest.TestCase):
+class RankRuns:
+    """Compiling the test models and training them on one or several ranks
+    in a shared scratch directory (test_tgrun_zero.py reuses it)."""
+
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
@@ -73,12 +76,12 @@ class Ranks(unittest.TestCase):
     def path(self, name):
         return os.path.join(self.dir, name)
 
-    def compile(self, family, mesh=None, models=MODELS, tag=""):
+    def compile(self, family, mesh=None, models=MODELS, tag="", flags=()):
         model = self.path(f"{family}{tag}.json")
         json.dump(models[family], open(model, "w"))
-        out = self.path(f"{family}{tag}-{mesh or 'single'}.tgx")
+        out = self.path(f"{family}{tag}-{mesh or 'single'}{''.join(flags)}.tgx")
         run("tgc", "compile", model, "--train", self.train_json, "--target", "cpu", "-o", out,
-            *(["--mesh", mesh] if mesh else []))
+            *(["--mesh", mesh] if mesh else []), *flags)
         return out
 
     def train(self, artifact, ranks, tag, *extra):
@@ -99,6 +102,8 @@ class Ranks(unittest.TestCase):
             self.assertLess(rel_err(torch.as_tensor(w), torch.as_tensor(single_weights[name])),
                             1e-3, name)
 
+
+class Ranks(RankRuns, unittest.TestCase):
     def check_family(self, family):
         single, single_weights = self.train(self.compile(family), 1, f"{family}-single")
         self.assertEqual(len(single), STEPS)
@@ -117,11 +122,14 @@ class Ranks(unittest.TestCase):
         """Megatron splits with a padded vocabulary (and, for Llama at tp=4,
         key/value heads shared by two ranks) follow the single-rank run; the
         saved weights are whole Hugging Face tensors."""
-        compile = lambda mesh=None: self.compile(family, mesh, TP_MODELS, "-tp")
+        compile = lambda mesh=None, flags=(): self.compile(family, mesh, TP_MODELS, "-tp", flags)
         single, single_weights = self.train(compile(), 1, f"{family}-tp-single")
-        for mesh, ranks in (("tp=2", 2), ("tp=4", 4), ("dp=2,tp=2", 4)):
-            with self.subTest(family=family, mesh=mesh):
-                steps, weights = self.train(compile(mesh), ranks, f"{family}-{mesh}")
+        sequence = ("--sequence-parallel",)
+        for mesh, ranks, flags in (("tp=2", 2, ()), ("tp=4", 4, ()), ("dp=2,tp=2", 4, ()),
+                                   ("tp=2", 2, sequence), ("dp=2,tp=2", 4, sequence)):
+            with self.subTest(family=family, mesh=mesh, flags=flags):
+                steps, weights = self.train(compile(mesh, flags), ranks,
+                                            f"{family}-{mesh}{''.join(flags)}")
                 self.assert_follows(steps, weights, single, single_weights)
 
     def test_gpt2_tensor_parallel_follows_one_rank(self):
@@ -140,16 +148,30 @@ class Ranks(unittest.TestCase):
             logit); backward 2L (inputs of the column-parallel layers) + 1
             (LM head input) of N x d; then the 4-byte sum of squared gradient
             shares;
-          dp all-reduces: the loss and every (local) gradient once."""
+          dp all-reduces: the loss and every (local) gradient once, the
+            gradients in one bucket.
+        With sequence parallelism (Megatron's), per micro-batch: 4L + 2
+        reduce-scatters of N x d (forward: the embedding and 2L row-parallel
+        outputs; backward: the VJPs of the gathers) and as many all-gathers
+        of N x d / tp (the inputs of the 2L column-parallel layers and of
+        the LM head, and in the backward the VJPs of the reduce-scatters); of
+        the all-reduces only the 3 per token of the loss stay, and the
+        gradients of the weights that see a share of the sequence are
+        summed over the ranks: 2 norms per layer and the final one (2d
+        each), the 2L row-parallel biases (d) and the T positions used (T x
+        d)."""
         model, train = TP_MODELS["gpt2"], self.train_json
         json.dump(model, open(self.path("gpt2-stats.json"), "w"))
         L, d, V = model["n_layer"], model["n_embd"], model["vocab_size"]
         inner, P = 4 * d, model["n_positions"]
         M = CONFIG["micro_batches"]
-        for dp, tp in ((1, 2), (2, 2), (1, 4)):
-            with self.subTest(dp=dp, tp=tp):
+        T = CONFIG["seq_len"]
+        for dp, tp, sequence in ((1, 2, False), (2, 2, False), (1, 4, False), (1, 2, True),
+                                 (2, 2, True)):
+            with self.subTest(dp=dp, tp=tp, sequence=sequence):
                 out = subprocess.run([os.path.join(BIN, "tgc"), "compile", self.path("gpt2-stats.json"),
-                                      "--train", train, "--mesh", f"dp={dp},tp={tp}", "--stats"],
+                                      "--train", train, "--mesh", f"dp={dp},tp={tp}", "--stats",
+                                      *(["--sequence-parallel"] if sequence else [])],
                                      capture_output=True, text=True, check=True).stdout
                 stats = json.loads(out)
                 Vp = -(-V // tp) * tp
@@ -158,14 +180,25 @@ class Ranks(unittest.TestCase):
                 params = Vp * d // tp + P * d + L * layer + 2 * d
                 self.assertEqual(stats["param_bytes"], 4 * params)
                 self.assertEqual(stats["optimizer_bytes"], 8 * params)
-                N = CONFIG["batch_size"] // dp // M * CONFIG["seq_len"]
-                per_micro = (1 + 2 * L + 2 * L + 1) * N * d + 3 * N
-                tensor_bytes = 4 * (M * per_micro + 1)
+                N = CONFIG["batch_size"] // dp // M * T
+                blocks = 1 + 2 * L + 2 * L + 1
                 data_bytes = 4 * (1 + params) if dp > 1 else 0
+                # The loss, and every gradient in one bucket (under 25 MiB).
+                data_collectives = 2 if dp > 1 else 0
                 comm = stats["communication"]
+                if sequence:
+                    shared = (4 * L + 2) * d + 2 * L * d + T * d
+                    self.assertEqual(comm["reduce_scatter_bytes"], 4 * M * blocks * N * d)
+                    self.assertEqual(comm["all_gather_bytes"], 4 * M * blocks * N * d // tp)
+                    self.assertEqual(comm["all_reduce_bytes"],
+                                     4 * (M * (3 * N + shared) + 1) + data_bytes)
+                    self.assertEqual(comm["collectives"],
+                                     M * (2 * blocks + 3 + 6 * L + 3) + 1 + data_collectives)
+                    continue
+                self.assertEqual(comm["reduce_scatter_bytes"] + comm["all_gather_bytes"], 0)
+                tensor_bytes = 4 * (M * (blocks * N * d + 3 * N) + 1)
                 self.assertEqual(comm["all_reduce_bytes"], tensor_bytes + data_bytes)
-                self.assertEqual(comm["collectives"],
-                                 M * (4 * L + 5) + 1 + (1 + (4 + 12 * L) if dp > 1 else 0))
+                self.assertEqual(comm["collectives"], M * (4 * L + 5) + 1 + data_collectives)
 
     def test_resume_tensor_parallel_on_one_rank(self):
         """A checkpoint of tp=2 ranks holds whole tensors: one rank resumes

@@ -227,18 +227,41 @@ public:
 
   bool gatherToRankZero(uint32_t axisIndex, const void *data, uint64_t bytes, void *out,
                         const std::string &what, std::string &error) override {
+    return gather(axisIndex, data, bytes, out, /*everyGroup=*/false, what, error);
+  }
+
+  bool gatherAlongAxis(uint32_t axisIndex, const void *data, uint64_t bytes, void *out,
+                       const std::string &what, std::string &error) override {
+    return gather(axisIndex, data, bytes, out, /*everyGroup=*/true, what, error);
+  }
+
+  void progress() override {
+    for (uint32_t command : inFlight) {
+      Pending &p = pending[command];
+      int done = 0;
+      if (p.request != MPI_REQUEST_NULL)
+        MPI_Test(&p.request, &done, MPI_STATUS_IGNORE);
+    }
+  }
+
+private:
+  /// Gathers to the member with coordinate 0 on the axis, in every group of
+  /// the axis or only in rank 0's (the others only count the collective).
+  bool gather(uint32_t axisIndex, const void *data, uint64_t bytes, void *out,
+              bool everyGroup, const std::string &what, std::string &error) {
     int64_t index = countCollectiveStarted();
     const Axis &axis = axes[axisIndex];
     // Each group's first member is its rank with coordinate 0 on this
     // axis: rank 0 only in rank 0's group.
-    if (axis.members[0] != 0)
+    if (!everyGroup && axis.members[0] != 0)
       return true;
-    const bool root = ranks().placement.rank == 0;
+    const bool root = ranks().placement.rank == axis.members[0];
     const std::size_t members = axis.members.size();
     std::string described = what + " (a gather over mesh axis '" +
-                            program->mesh()->axes()->Get(axisIndex)->str() + "' to rank 0)";
-    // In pieces: MPI counts are ints, and rank 0 stages one piece from
-    // every member before placing it.
+                            program->mesh()->axes()->Get(axisIndex)->str() + "' to rank " +
+                            std::to_string(axis.members[0]) + ")";
+    // In pieces: MPI counts are ints, and the group's root stages one piece
+    // from every member before placing it.
     std::vector<uint8_t> staging(root ? members * std::min<uint64_t>(bytes, kGatherPiece) : 0);
     for (uint64_t done = 0; done < bytes; done += kGatherPiece) {
       int piece = int(std::min<uint64_t>(bytes - done, kGatherPiece));
@@ -260,16 +283,6 @@ public:
     return true;
   }
 
-  void progress() override {
-    for (uint32_t command : inFlight) {
-      Pending &p = pending[command];
-      int done = 0;
-      if (p.request != MPI_REQUEST_NULL)
-        MPI_Test(&p.request, &done, MPI_STATUS_IGNORE);
-    }
-  }
-
-private:
   struct Axis {
     MPI_Comm comm = MPI_COMM_NULL;
     std::vector<int> members; // world ranks, in axis order

@@ -128,3 +128,46 @@ module @kernels {
 // expected-error @+1 {{'exec.program' op is already planned: run exec-schedule-collectives before exec-plan-buffers}}
 exec.program @planned attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>, arena_size = 0 : i64} {
 }
+
+// -----
+
+// ZeRO-1's collectives: a gradient's reduce-scatter moves up to just after
+// the command writing the gradient, and the all-gather of an updated chunk
+// to just after the update; both on the communication stream. The slice of
+// the gathered parameter stays after its all-gather.
+// CHECK-LABEL: exec.program @zero
+// CHECK:         exec.dispatch @kernels::@k_grad(%{{.+}}) -> (%[[G:[0-9]+]])
+// CHECK-NEXT:    %[[S:.+]] = exec.resource scratch : memref<4xf32>
+// CHECK-NEXT:    exec.reduce_scatter avg %[[G]] -> %[[S]] over "data" on 1 : memref<8xf32> -> memref<4xf32>
+// CHECK-NEXT:    exec.resource scratch : memref<f32>
+// CHECK-NEXT:    exec.dispatch @kernels::@k_loss
+// CHECK:         exec.dispatch @kernels::@k_update(%[[S]]) -> (%[[U:[0-9]+]])
+// CHECK-NEXT:    %[[A:.+]] = exec.resource scratch : memref<8xf32>
+// CHECK-NEXT:    exec.all_gather %[[U]] -> %[[A]] over "data" on 1 : memref<4xf32> -> memref<8xf32>
+// CHECK-NEXT:    exec.resource scratch : memref<f32>
+// CHECK-NEXT:    exec.dispatch @kernels::@k_norm
+// CHECK:         exec.dispatch @kernels::@k_slice(%[[A]])
+exec.program @zero attributes {batch_size = 4 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 2>} {
+  %x = exec.resource input "x" : memref<8xf32>
+  %g = exec.resource scratch : memref<8xf32>
+  %t0 = exec.dispatch @kernels::@k_grad(%x) -> (%g) : (memref<8xf32>) -> (memref<8xf32>)
+  %l = exec.resource scratch : memref<f32>
+  %t1 = exec.dispatch @kernels::@k_loss(%x) -> (%l) : (memref<8xf32>) -> (memref<f32>)
+  %s = exec.resource scratch : memref<4xf32>
+  %t2 = exec.reduce_scatter avg %g -> %s over "data" : memref<8xf32> -> memref<4xf32>
+  %u = exec.resource scratch : memref<4xf32>
+  %t3 = exec.dispatch @kernels::@k_update(%s) -> (%u) : (memref<4xf32>) -> (memref<4xf32>)
+  %n = exec.resource scratch : memref<f32>
+  %t4 = exec.dispatch @kernels::@k_norm(%x) -> (%n) : (memref<8xf32>) -> (memref<f32>)
+  %a = exec.resource scratch : memref<8xf32>
+  %t5 = exec.all_gather %u -> %a over "data" : memref<4xf32> -> memref<8xf32>
+  %p = exec.resource scratch : memref<8xf32>
+  %t6 = exec.dispatch @kernels::@k_slice(%a) -> (%p) : (memref<8xf32>) -> (memref<8xf32>)
+}
+module @kernels {
+  func.func @k_grad(%in: memref<8xf32>, %out: memref<8xf32>) { return }
+  func.func @k_loss(%in: memref<8xf32>, %out: memref<f32>) { return }
+  func.func @k_update(%in: memref<4xf32>, %out: memref<4xf32>) { return }
+  func.func @k_norm(%in: memref<8xf32>, %out: memref<f32>) { return }
+  func.func @k_slice(%in: memref<8xf32>, %out: memref<8xf32>) { return }
+}

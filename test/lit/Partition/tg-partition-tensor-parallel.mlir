@@ -1,9 +1,19 @@
 // RUN: tg-opt %s --split-input-file --verify-diagnostics --mlir-use-nameloc-as-prefix \
 // RUN:   --tg-partition-tensor-parallel="tensor-parallel=2 data-parallel=2" | FileCheck %s
-// RUN: tg-opt %s --split-input-file --mlir-use-nameloc-as-prefix \
+// RUN: not tg-opt %s --split-input-file --mlir-use-nameloc-as-prefix \
 // RUN:   --tg-partition-tensor-parallel="tensor-parallel=2" --tg-build-train-step="batch-size=2 seq-len=4 lr=0.001 grad-clip-norm=1.0" \
-// RUN:   | FileCheck %s --check-prefix=STEP
+// RUN:   2>%t.step.err | FileCheck %s --check-prefix=STEP
+// RUN: FileCheck %s --check-prefix=STEP-ERR --implicit-check-not=error: < %t.step.err
 // RUN: not tg-opt %s --split-input-file --tg-partition-tensor-parallel="tensor-parallel=3" 2>&1 | FileCheck %s --check-prefix=HEADS
+// RUN: not tg-opt %s --split-input-file --mlir-use-nameloc-as-prefix \
+// RUN:   --tg-partition-tensor-parallel="tensor-parallel=2 sequence-parallel=true" 2>%t.err | FileCheck %s --check-prefix=SEQ
+// RUN: FileCheck %s --check-prefix=SEQ-ERR < %t.err
+// RUN: not tg-opt %s --split-input-file --mlir-use-nameloc-as-prefix \
+// RUN:   --tg-partition-tensor-parallel="tensor-parallel=2 sequence-parallel=true" \
+// RUN:   --tg-build-train-step="batch-size=2 seq-len=4 lr=0.001" 2>&1 >/dev/null | FileCheck %s --check-prefix=SEQ-ERR
+// RUN: not tg-opt %s --split-input-file --mlir-use-nameloc-as-prefix \
+// RUN:   --tg-partition-tensor-parallel="tensor-parallel=2 sequence-parallel=true" \
+// RUN:   --tg-build-train-step="batch-size=2 seq-len=4 lr=0.001" 2>/dev/null | FileCheck %s --check-prefix=SEQ-STEP
 
 // A GPT-2 block (names as the frontend gives them): the vocabulary (5 rows,
 // padded to 6) and the MLP are split; the embedding is a partial sum
@@ -58,6 +68,40 @@
 // STEP-NEXT:     %grad_sq_sum{{.*}} = tg.add %{{.+}}, %grad_sq_sum_tensor
 // STEP:          %grad_norm = tg.sqrt
 
+// Sequence parallelism: the embedding's partial sum is reduce-scattered
+// along the sequence (dim 1, moved to the front around the collective), the
+// norm and the residual run on the rank's half of the sequence with their
+// weights and bias fanned out, the column-parallel MLP and the LM head read
+// the gathered sequence, and the row-parallel product is reduce-scattered
+// before its bias.
+// SEQ-LABEL:   func.func @forward(
+// SEQ:           %tok = tg.embedding %wte[%tokens] offset
+// SEQ-NEXT:      %tok_sp_front = tg.transpose %tok [1, 0, 2] : tensor<2x4x8xf32> -> tensor<4x2x8xf32>
+// SEQ-NEXT:      %tok_sp_scatter = tg.reduce_scatter sum %tok_sp_front over "tensor" : tensor<4x2x8xf32> -> tensor<2x2x8xf32>
+// SEQ-NEXT:      %tok_sp_back = tg.transpose %tok_sp_scatter [1, 0, 2] : tensor<2x2x8xf32> -> tensor<2x2x8xf32>
+// SEQ-NEXT:      %ln = tg.layer_norm %tok_sp_back, %ln_w_tp_in, %ln_b_tp_in {{.*}} -> tensor<2x2x8xf32>
+// SEQ-NEXT:      %ln_sp_front = tg.transpose %ln [1, 0, 2]
+// SEQ-NEXT:      %ln_sp_gather = tg.all_gather %ln_sp_front over "tensor" : tensor<2x2x8xf32> -> tensor<4x2x8xf32>
+// SEQ-NEXT:      %ln_sp_back = tg.transpose %ln_sp_gather [1, 0, 2] : tensor<4x2x8xf32> -> tensor<2x4x8xf32>
+// SEQ-NEXT:      %fc = tg.matmul %ln_sp_back, %fc_w : tensor<2x4x8xf32>, tensor<8x8xf32> -> tensor<2x4x8xf32>
+// SEQ:           %proj = tg.matmul %gelu, %proj_w
+// SEQ-NEXT:      %proj_sp_front = tg.transpose %proj [1, 0, 2]
+// SEQ-NEXT:      %proj_sp_scatter = tg.reduce_scatter sum %proj_sp_front over "tensor"
+// SEQ-NEXT:      %proj_sp_back = tg.transpose %proj_sp_scatter
+// SEQ-NEXT:      %proj_b{{.*}} = tg.add %proj_sp_back, %proj_b_tp_in : tensor<2x2x8xf32>, tensor<8xf32> -> tensor<2x2x8xf32>
+// SEQ-NEXT:      %h = tg.add %tok_sp_back, %proj_b{{.*}} : tensor<2x2x8xf32>, tensor<2x2x8xf32> -> tensor<2x2x8xf32>
+// SEQ:           %h_sp_gather = tg.all_gather
+// SEQ:           %logits = tg.matmul %h_sp_back, %wte {transpose_rhs = true} : tensor<2x4x8xf32>, tensor<3x8xf32> -> tensor<2x4x3xf32>
+// SEQ-NOT:       tg.all_reduce sum %{{.*}} : tensor<2x4x8xf32>
+// SEQ:           return %loss, %logits
+
+// Autodiff: an all-gather's VJP is a reduce-scatter, a reduce-scatter's an
+// all-gather.
+// SEQ-STEP-LABEL: func.func @train_step(
+// SEQ-STEP:         tg.reduce_scatter sum %{{.+}} over "tensor" : tensor<4x2x8xf32> -> tensor<2x2x8xf32>
+// SEQ-STEP:         tg.all_gather %{{.+}} over "tensor" : tensor<2x2x8xf32> -> tensor<4x2x8xf32>
+// SEQ-STEP:         tg.embedding_grad
+
 // Features the axis does not divide are refused, naming the parameter.
 // HEADS: error: 'func.func' op parameter 'transformer.h.0.mlp.c_fc.weight' has 16 features along dim 1, which the mesh axis tp (3 ranks) does not divide
 func.func @forward(%tokens: tensor<2x4xi32> {tg.input = "tokens"} loc("tokens"),
@@ -91,6 +135,32 @@ func.func @forward(%tokens: tensor<2x4xi32> {tg.input = "tokens"},
                    %targets: tensor<2x4xi32> {tg.input = "targets"},
                    %q: tensor<1x2x4x4xf32> {tg.param = "q"}) -> tensor<f32> {
   %0 = tg.attention %q, %q, %q {scale = 0.5 : f64, causal = true} : tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32> -> tensor<1x2x4x4xf32>
+  %1 = tg.reduce_mean %0 [0, 1, 2, 3] : tensor<1x2x4x4xf32> -> tensor<f32>
+  return %1 : tensor<f32>
+}
+
+// -----
+
+// Sequence parallelism needs a sequence the ranks divide (tokens 2x3; the
+// step of seq-len 4 does not take them either).
+// STEP-ERR: error: 'func.func' op tokens are 2x3, expected (batch_size / (data_parallel x micro_batches)) x seq_len = 2x4
+// SEQ-ERR: error: 'func.func' op cannot be partitioned for sequence parallelism: the sequence (seq_len 3, dim 1 of tg.input "tokens") is not divisible by the mesh axis tp ("tensor") of 2 ranks; make seq_len a multiple of 2
+func.func @forward(%tokens: tensor<2x3xi32> {tg.input = "tokens"},
+                   %targets: tensor<2x3xi32> {tg.input = "targets"},
+                   %w: tensor<3x8xf32> {tg.param = "w"}) -> tensor<f32> {
+  %0 = tg.reduce_mean %w [0, 1] : tensor<3x8xf32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// ... and key/value heads of their own on each rank (one head for two).
+// SEQ-ERR: error: 'tg.attention' op has 1 key/value heads (num_key_value_heads), fewer than the mesh axis tp (2 ranks): sequence parallelism with key/value heads shared by several ranks is not supported yet
+func.func @forward(%tokens: tensor<2x4xi32> {tg.input = "tokens"},
+                   %targets: tensor<2x4xi32> {tg.input = "targets"},
+                   %q: tensor<1x2x4x4xf32> {tg.param = "q"},
+                   %k: tensor<1x1x4x4xf32> {tg.param = "k"}) -> tensor<f32> {
+  %0 = tg.attention %q, %k, %k {scale = 0.5 : f64, causal = true} : tensor<1x2x4x4xf32>, tensor<1x1x4x4xf32>, tensor<1x1x4x4xf32> -> tensor<1x2x4x4xf32>
   %1 = tg.reduce_mean %0 [0, 1, 2, 3] : tensor<1x2x4x4xf32> -> tensor<f32>
   return %1 : tensor<f32>
 }

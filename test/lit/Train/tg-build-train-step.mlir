@@ -7,6 +7,10 @@
 // RUN: not tg-opt %s --tg-build-train-step="batch-size=4 seq-len=4 data-parallel=2 micro-batches=3 lr=0.001" 2>&1 | FileCheck %s --check-prefix=DP-MICRO
 // RUN: not tg-opt %s --tg-build-train-step="batch-size=8 seq-len=4 data-parallel=2 lr=0.001" 2>&1 | FileCheck %s --check-prefix=DP-TOKENS
 // RUN: sed -e '1i module attributes {tg.mesh_axes = ["data"], tg.mesh_shape = array<i64: 2>} {' -e '$a }' %s | not tg-opt --tg-build-train-step="batch-size=2 seq-len=4 lr=0.001" 2>&1 | FileCheck %s --check-prefix=DP-MESH
+// RUN: tg-opt %S/Inputs/zero-forward.mlir --split-input-file --mlir-use-nameloc-as-prefix \
+// RUN:   --tg-build-train-step="batch-size=4 seq-len=4 data-parallel=2 zero=1 lr=0.001 grad-clip-norm=1.0" | FileCheck %s --check-prefix=ZERO
+// RUN: not tg-opt %s --tg-build-train-step="batch-size=4 seq-len=4 zero=1 lr=0.001" 2>&1 | FileCheck %s --check-prefix=ZERO-DP
+// RUN: not tg-opt %s --tg-build-train-step="batch-size=4 seq-len=4 data-parallel=2 zero=2 lr=0.001" 2>&1 | FileCheck %s --check-prefix=ZERO-STAGE
 
 // The options, not a file, set the step: the forward and backward run in a
 // tg.micro_batches loop over 2 slices of the 4-sequence batch, the gradient
@@ -44,6 +48,63 @@
 // DP:        %grad_clipped_wte = tg.mul %grad_wte_avg, %clip_coef_clamped
 // DP:        %adam_m_wte_grad = tg.mul %grad_clipped_wte
 // DP:        return %wte_new, %adam_m_wte_new, %adam_v_wte_new, %loss_avg, %grad_norm, %lr
+
+// ZeRO-1 over 2 data ranks (forwards in Inputs/zero-forward.mlir). Each
+// moment is the rank's chunk of the flattened parameter: C = ceil(N / 2),
+// 32 of wte's 64 elements, 3 of head_b's 5 (padded to 6), and carries
+// tg.optimizer_shard. Without a partitioned forward's mesh_coordinate the
+// step gets one (["data"]) to find its chunk.
+// ZERO-LABEL: func.func @train_step(
+// ZERO-SAME:    %adam_m_wte: tensor<32xf32> {tg.optimizer_shard = #tg.optimizer_shard<axis = "data", chunk = 32>, tg.state = #tg.state<adam_m, "wte">}
+// ZERO-SAME:    %adam_v_head_b: tensor<3xf32> {tg.optimizer_shard = #tg.optimizer_shard<axis = "data", chunk = 3>, tg.state = #tg.state<adam_v, "head_b">}
+// ZERO-SAME:    %mesh_coordinate: tensor<1xi64> {tg.input = "mesh_coordinate"}
+// ZERO-SAME:    -> (tensor<8x8xf32> {tg.updates = #tg.state<param, "wte">}, tensor<8x5xf32> {tg.updates = #tg.state<param, "head">}, tensor<5xf32> {tg.updates = #tg.state<param, "head_b">}, tensor<32xf32> {tg.updates = #tg.state<adam_m, "wte">}
+// ZERO:         %data_index = tg.slice %mesh_coordinate{{\[\[}}0]] {{\[\[}}1]] : tensor<1xi64> -> tensor<1xi64>
+// The loss is still all-reduced; each gradient is flattened, padded with
+// zeros and reduce-scattered instead.
+// ZERO:         %loss_avg = tg.all_reduce avg %[[L:.+]]#0 over "data" : tensor<f32>
+// ZERO-NEXT:    %grad_wte_flat = tg.reshape %[[L]]#1 : tensor<8x8xf32> -> tensor<64xf32>
+// ZERO-NEXT:    %grad_wte_shard = tg.reduce_scatter avg %grad_wte_flat over "data" : tensor<64xf32> -> tensor<32xf32>
+// ZERO:         %grad_head_b_padded = tg.pad %[[L]]#3 low [0] high [1] : tensor<5xf32> -> tensor<6xf32>
+// ZERO-NEXT:    %grad_head_b_shard = tg.reduce_scatter avg %grad_head_b_padded over "data" : tensor<6xf32> -> tensor<3xf32>
+// ZERO-NOT:     tg.all_reduce avg
+// The norm: the chunks' squares summed over "data".
+// ZERO:         %grad_sq_head_b = tg.reduce_sum %{{.+}} [0] : tensor<3xf32> -> tensor<f32>
+// ZERO-NEXT:    %[[SQ:.+]] = tg.add %grad_sq_sum{{.*}}, %grad_sq_head_b
+// ZERO-NEXT:    %grad_sq_sum_data = tg.all_reduce sum %[[SQ]] over "data" : tensor<f32>
+// ZERO-NEXT:    %grad_norm = tg.sqrt %grad_sq_sum_data
+// AdamW on the rank's chunk, then the chunks all-gathered into the
+// parameter; weight decay for the matrix, not for the bias.
+// ZERO:         %wte_shard = tg.shard_slice %wte_flat[%data_index] {dim = 0 : i64} : tensor<64xf32>, tensor<1xi64> -> tensor<32xf32>
+// ZERO-NEXT:    %wte_decayed = tg.mul %wte_shard, %adam_decay
+// ZERO:         %wte_new_shard = tg.sub %wte_decayed, %adam_update_wte : tensor<32xf32>
+// ZERO-NEXT:    %wte_new_gathered = tg.all_gather %wte_new_shard over "data" : tensor<32xf32> -> tensor<64xf32>
+// ZERO-NEXT:    %wte_new = tg.reshape %wte_new_gathered : tensor<64xf32> -> tensor<8x8xf32>
+// ZERO:         %head_b_padded = tg.pad %head_b low [0] high [1] : tensor<5xf32> -> tensor<6xf32>
+// ZERO-NEXT:    %head_b_shard = tg.shard_slice %head_b_padded[%data_index] {dim = 0 : i64} : tensor<6xf32>, tensor<1xi64> -> tensor<3xf32>
+// ZERO-NOT:     tg.mul %head_b_shard
+// ZERO:         %head_b_new_shard = tg.sub %head_b_shard, %adam_update_head_b
+// ZERO-NEXT:    %head_b_new_gathered = tg.all_gather %head_b_new_shard over "data" : tensor<3xf32> -> tensor<6xf32>
+// ZERO-NEXT:    %head_b_new = tg.slice %head_b_new_gathered{{\[\[}}0]] {{\[\[}}5]] : tensor<6xf32> -> tensor<5xf32>
+// ZERO:         return %wte_new, %head_new, %head_b_new, %adam_m_wte_new, %adam_m_head_new, %adam_m_head_b_new, %adam_v_wte_new, %adam_v_head_new, %adam_v_head_b_new, %loss_avg, %grad_norm, %lr
+// With tensor parallelism the chunk is one of the tp share (fc_w: 32 of
+// 64 elements, chunks of 16), the data index the partitioned forward's
+// mesh_coordinate[0]. The norm sums fc_w's squares over "data" and
+// "tensor", wte's (replicated over "tensor") over "data" only.
+// ZERO-LABEL: func.func @train_step(
+// ZERO-SAME:    %adam_m_fc_w: tensor<16xf32> {tg.optimizer_shard = #tg.optimizer_shard<axis = "data", chunk = 16>, tg.state = #tg.state<adam_m, "fc_w">}
+// ZERO-NOT:     %mesh_coordinate: tensor<1xi64>
+// ZERO:         %data_index = tg.slice %mesh_coordinate{{\[\[}}0]] {{\[\[}}1]] : tensor<2xi64> -> tensor<1xi64>
+// ZERO:         %grad_fc_w_shard = tg.reduce_scatter avg %grad_fc_w_flat over "data" : tensor<32xf32> -> tensor<16xf32>
+// ZERO:         %grad_sq_sum_data = tg.all_reduce sum %grad_sq_wte over "data" : tensor<f32>
+// ZERO-NEXT:    %[[DT:.+]] = tg.all_reduce sum %grad_sq_fc_w over "data" : tensor<f32>
+// ZERO-NEXT:    %[[T:.+]] = tg.all_reduce sum %[[DT]] over "tensor" : tensor<f32>
+// ZERO-NEXT:    %grad_sq_sum = tg.add %grad_sq_sum_data, %[[T]]
+// ZERO-NEXT:    %grad_norm = tg.sqrt %grad_sq_sum
+// ZERO:         %fc_w_new_gathered = tg.all_gather %fc_w_new_shard over "data" : tensor<16xf32> -> tensor<32xf32>
+// ZERO-NEXT:    %fc_w_new = tg.reshape %fc_w_new_gathered : tensor<32xf32> -> tensor<8x4xf32>
+// ZERO-DP: option 'zero' 1 splits the AdamW state over the data-parallel ranks and needs data-parallel > 1, got 1
+// ZERO-STAGE: option 'zero' must be 0 or 1, got 2
 
 // Bad options are errors naming the option.
 // DP-BATCH: option 'data-parallel' (3) must divide batch-size (4)

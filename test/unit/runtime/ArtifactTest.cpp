@@ -277,6 +277,63 @@ TEST(Artifact, ChecksParameterShards) {
       cAttn + " has AdamW moment slots whose shape differs from the parameter's", tp2);
 }
 
+// ZeRO-1 moments: [chunk] slots whose chunks over the axis cover the
+// parameter's elements.
+TEST(Artifact, ChecksOptimizerShards) {
+  ProgramSpec dp2 = test::fixtureSpec();
+  dp2.mesh = {{"data", 2}};
+  dp2.batchSize = 4; // the token slots hold one data rank's 2 rows
+  // 5 elements, padded to 2 chunks of 3.
+  dp2.addChunkedParameter("zero.bias", {5}, {0, 3}, tgx::InitKind_Zeros);
+  EXPECT_EQ(verifyError([](ProgramSpec &) {}, dp2), "");
+  auto zero = [](ProgramSpec &s) -> test::OptimizerShardSpec & {
+    return *s.parameters.back().optimizerShard;
+  };
+  // Resizes both moment slots to `chunk` elements (their ranges too).
+  auto chunkSlots = [](ProgramSpec &s, int64_t chunk) {
+    for (uint32_t slot : {s.parameters.back().adamM, s.parameters.back().adamV}) {
+      s.slots[slot].shape = {chunk};
+      s.slots[slot].range.size = uint64_t(chunk) * 4;
+    }
+  };
+  const std::string bias = "model.tgx: parameters[2] 'zero.bias'";
+  expectRejected([&](ProgramSpec &s) { zero(s).axis = 1; },
+                 bias + ".optimizer_shard.axis is 1, but the mesh has 1 axes", dp2);
+  expectRejected(
+      [&](ProgramSpec &s) {
+        zero(s).chunk = 0;
+        chunkSlots(s, 0);
+      },
+      bias + ".optimizer_shard.chunk is 0 (a chunk has at least 1 element)", dp2);
+  expectRejected(
+      [&](ProgramSpec &s) {
+        zero(s).chunk = -3;
+      },
+      bias + ".optimizer_shard.chunk is -3 (a chunk has at least 1 element)", dp2);
+  expectRejected(
+      [&](ProgramSpec &s) {
+        zero(s).chunk = 2;
+        chunkSlots(s, 2);
+      },
+      bias + ".optimizer_shard.chunk is 2: its 2 chunks over mesh axis 'data' do not cover "
+             "the parameter's 5 elements",
+      dp2);
+  expectRejected([&](ProgramSpec &s) { zero(s).chunk = 4; },
+                 bias + ".optimizer_shard splits the AdamW moments into chunks of 4 elements, "
+                        "but slot 'adam_m:zero.bias' has shape [3]",
+                 dp2);
+  expectRejected(
+      [&](ProgramSpec &s) {
+        s.slots[s.parameters.back().adamV].shape = {1, 3};
+      },
+      bias + ".optimizer_shard splits the AdamW moments into chunks of 3 elements, but slot "
+             "'adam_v:zero.bias' has shape [1, 3]",
+      dp2);
+  // Chunked moments without the table are moments of the wrong shape.
+  expectRejected([&](ProgramSpec &s) { s.parameters.back().optimizerShard.reset(); },
+                 bias + " has AdamW moment slots whose shape differs from the parameter's", dp2);
+}
+
 TEST(Artifact, ChecksTheMeshCoordinateSlot) {
   const ProgramSpec tp2 = test::tensorParallelSpec(2, true);
   auto coordinate = [](ProgramSpec &s) -> test::SlotSpec & {

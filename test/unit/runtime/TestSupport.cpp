@@ -62,6 +62,15 @@ void ProgramSpec::addShardedParameter(const std::string &name, const ShardSpec &
   parameters.back().shard = shard;
 }
 
+void ProgramSpec::addChunkedParameter(const std::string &name, std::vector<int64_t> shape,
+                                      const OptimizerShardSpec &zero, tgx::InitKind init,
+                                      double initStd) {
+  uint32_t value = addSlot(name, tgx::DType_F32, std::move(shape));
+  uint32_t m = addSlot("adam_m:" + name, tgx::DType_F32, {zero.chunk});
+  uint32_t v = addSlot("adam_v:" + name, tgx::DType_F32, {zero.chunk});
+  parameters.push_back({name, init, initStd, value, m, v, std::nullopt, zero});
+}
+
 const SlotSpec &ProgramSpec::slot(const std::string &name) const {
   for (const SlotSpec &s : slots)
     if (s.name == name)
@@ -113,8 +122,12 @@ std::vector<uint8_t> build(const ProgramSpec &spec) {
       shard = tgx::CreateParameterShard(b, p.shard->axis, p.shard->dim,
                                         b.CreateVector(p.shard->fullShape), p.shard->paddedSize,
                                         p.shard->blocks);
+    flatbuffers::Offset<tgx::OptimizerShard> optimizerShard;
+    if (p.optimizerShard)
+      optimizerShard =
+          tgx::CreateOptimizerShard(b, p.optimizerShard->axis, p.optimizerShard->chunk);
     parameters.push_back(tgx::CreateParameter(b, b.CreateString(p.name), p.init, p.initStd,
-                                              p.slot, p.adamM, p.adamV, shard));
+                                              p.slot, p.adamM, p.adamV, shard, optimizerShard));
   }
   std::vector<flatbuffers::Offset<tgx::Constant>> constants;
   for (const ConstantSpec &c : spec.constants) {

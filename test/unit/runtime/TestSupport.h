@@ -35,12 +35,19 @@ struct ShardSpec {
   uint32_t blocks = 1;
 };
 
+/// A tgx::OptimizerShard.
+struct OptimizerShardSpec {
+  uint32_t axis = 0;
+  int64_t chunk = 1;
+};
+
 struct ParameterSpec {
   std::string name;
   tgx::InitKind init;
   double initStd;
   uint32_t slot, adamM, adamV;
   std::optional<ShardSpec> shard; // none: replicated
+  std::optional<OptimizerShardSpec> optimizerShard; // none: whole moments
 };
 
 struct MeshAxisSpec {
@@ -111,6 +118,11 @@ struct ProgramSpec {
   /// exist): slots of one rank's shape.
   void addShardedParameter(const std::string &name, const ShardSpec &shard,
                            tgx::InitKind init, double initStd = 0);
+  /// Appends a parameter whose AdamW moments are chunked by `zero` (ZeRO-1):
+  /// moment slots of [zero.chunk].
+  void addChunkedParameter(const std::string &name, std::vector<int64_t> shape,
+                           const OptimizerShardSpec &zero, tgx::InitKind init,
+                           double initStd = 0);
   /// The slot called `name` (which must exist).
   const SlotSpec &slot(const std::string &name) const;
   /// step, tokens, targets, loss, grad_norm (F32) and lr (F64).

@@ -25,13 +25,15 @@ struct LoweringOptions {
   uint64_t seed = 0;
   /// Fusion passes (today: GEMM bias epilogues); off for `tgc --no-fusion`.
   bool fusion = true;
+  /// Largest gradient bucket of data parallelism (exec-bucket-gradients).
+  int64_t bucketBytes = 25 << 20;
 };
 
 /// @train_step (tg) -> exec.program with planned resources, timepoints and
 /// a kernel module on memrefs: tg-unroll-micro-batches,
 /// tg-decompose-attention, tg-form-dispatch-regions, tg-lower-to-exec,
 /// exec-fuse-gemm-bias (with fusion), exec-schedule-collectives,
-/// exec-insert-timepoints,
+/// exec-bucket-gradients, exec-insert-timepoints,
 /// exec-plan-buffers, tg-bufferize-kernels.
 void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options);
 

@@ -81,6 +81,16 @@ SmallVector<Value> getWrittenBuffers(Operation *command) {
       .Default([](Operation *) { return SmallVector<Value>{}; });
 }
 
+int64_t getByteOffset(Value buffer) {
+  int64_t bytes = 0;
+  while (auto view = buffer.getDefiningOp<ViewOp>()) {
+    bytes += view.getOffset().value_or(0) *
+             getByteSize(MemRefType::get({1}, view.getType().getElementType()));
+    buffer = view.getSource();
+  }
+  return bytes;
+}
+
 ResourceOp getStorage(Value buffer) {
   while (auto view = buffer.getDefiningOp<ViewOp>())
     buffer = view.getSource();
@@ -162,10 +172,20 @@ LogicalResult ResourceOp::verify() {
 
 LogicalResult ViewOp::verify() {
   auto from = getSource().getType(), to = getResult().getType();
-  if (from.getElementType() != to.getElementType() ||
-      from.getNumElements() != to.getNumElements())
+  if (from.getElementType() != to.getElementType())
     return emitOpError("cannot view ") << from << " as " << to
-                                       << ": element types and counts differ";
+                                       << ": element types differ";
+  if (!getOffset()) {
+    if (from.getNumElements() != to.getNumElements())
+      return emitOpError("cannot view ")
+             << from << " as " << to
+             << ": element counts differ (a part of a buffer needs an offset)";
+    return success();
+  }
+  if (*getOffset() + to.getNumElements() > from.getNumElements())
+    return emitOpError("cannot view ")
+           << to.getNumElements() << " elements from element " << *getOffset()
+           << " of " << from << ": it has " << from.getNumElements();
   return success();
 }
 

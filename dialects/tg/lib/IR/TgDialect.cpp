@@ -428,6 +428,35 @@ static LogicalResult verifyShard(Operation *op, unsigned argIndex,
   return success();
 }
 
+/// A moment's tg.optimizer_shard: the argument is a [chunk] tensor of
+/// optimizer state, split over an axis of the module's mesh.
+static LogicalResult verifyOptimizerShard(Operation *op, unsigned argIndex,
+                                          Attribute value) {
+  auto shard = dyn_cast<OptimizerShardAttr>(value);
+  auto fail = [&]() {
+    return op->emitOpError() << "argument #" << argIndex << ": '"
+                             << kOptimizerShardAttr << "' ";
+  };
+  if (!shard)
+    return fail() << "must be a #tg.optimizer_shard<...>, got " << value;
+  auto func = dyn_cast<FunctionOpInterface>(op);
+  if (!func)
+    return success();
+  if (!func.getArgAttr(argIndex, kStateAttr))
+    return fail() << "is only for AdamW moments (arguments with "
+                  << kStateAttr << ")";
+  auto type = dyn_cast<RankedTensorType>(func.getArgumentTypes()[argIndex]);
+  if (shard.getChunk() < 1 || !type || type.getRank() != 1 ||
+      type.getDimSize(0) != shard.getChunk())
+    return fail() << value << " needs a 1-D argument of " << shard.getChunk()
+                  << " elements, got " << func.getArgumentTypes()[argIndex];
+  std::optional<Mesh> mesh = getMesh(op);
+  if (!mesh || !mesh->getAxisSize(shard.getAxis()))
+    return fail() << "splits over mesh axis '" << shard.getAxis()
+                  << "', which the module's mesh does not have";
+  return success();
+}
+
 LogicalResult TgDialect::verifyRegionArgAttribute(Operation *op,
                                                   unsigned regionIndex,
                                                   unsigned argIndex,
@@ -449,6 +478,9 @@ LogicalResult TgDialect::verifyRegionArgAttribute(Operation *op,
              << attr.getValue();
   } else if (key == kShardAttr) {
     if (failed(verifyShard(op, argIndex, attr.getValue())))
+      return failure();
+  } else if (key == kOptimizerShardAttr) {
+    if (failed(verifyOptimizerShard(op, argIndex, attr.getValue())))
       return failure();
   } else if (key == kStateAttr) {
     auto state = dyn_cast<StateAttr>(attr.getValue());

@@ -24,6 +24,9 @@ struct InterfaceRole {
   Attribute init;
   /// A parameter's split over a mesh axis (tg.shard); null when replicated.
   Attribute shard;
+  /// A moment's ZeRO-1 chunking over a mesh axis (tg.optimizer_shard); null
+  /// when the rank holds the whole moment.
+  Attribute optimizerShard;
 };
 
 struct StepInterface {

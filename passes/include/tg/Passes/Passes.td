@@ -51,6 +51,19 @@ def TgPartitionTensorParallel
       sum of exponentials and the target logit (tg.pick) are all-reduced
       per token.
 
+    * Sequence parallelism (option `sequence-parallel`, Megatron's): the
+      activations [batch, sequence, hidden] between the tensor-parallel
+      layers (embeddings, residuals, norms, biases of row-parallel layers)
+      are split along the sequence over the same ranks. A partial sum is
+      reduce-scattered along the sequence in place of the all-reduce, and
+      a column-parallel layer all-gathers the sequence it reads (once per
+      value); the all-gather's VJP is a reduce-scatter, the
+      reduce-scatter's an all-gather. Both run on dim 0, so a sequence
+      with batch rows before it moves to the front and back (transposes).
+      Norm weights and the position embeddings' shares are marked
+      tg.grad_all_reduce. The sequence must divide by the axis size, and
+      key/value heads shared by several ranks are refused.
+
     The rank's index comes from a new input "mesh_coordinate" (I64, one
     entry per mesh axis). The module's mesh becomes ["data", "tensor"] =
     [data-parallel, tensor-parallel]. Head counts, feature sizes and
@@ -66,6 +79,8 @@ def TgPartitionTensorParallel
            "Ranks along the mesh axis \"tensor\"">,
     Option<"dataParallel", "data-parallel", "int64_t", /*default=*/"1",
            "Ranks along the mesh axis \"data\" (recorded in the mesh)">,
+    Option<"sequenceParallel", "sequence-parallel", "bool", /*default=*/"false",
+           "Split norms, residuals and embeddings along the sequence">,
   ];
 }
 
@@ -83,6 +98,16 @@ def TgBuildTrainStep : Pass<"tg-build-train-step", "ModuleOp"> {
     tokens and targets are its batch-size / D rows, and the loss and each
     gradient go through `tg.all_reduce avg over "data"` before clipping and
     AdamW, so every rank applies the single-device update.
+
+    With `zero=1` as well (ZeRO-1, Megatron's distributed optimizer) each
+    parameter's AdamW moments are split over "data": a moment is the rank's
+    [C] chunk of the parameter's N local elements, flattened and padded
+    with zeros to D x C (C = ceil(N / D)), marked `tg.optimizer_shard`.
+    Each gradient is flattened, padded and reduce-scattered (`tg.reduce_scatter
+    avg`), the global norm sums the chunks' squares over "data" (and over
+    "tensor" for split parameters), AdamW updates the rank's chunk of the
+    parameter (`tg.shard_slice` by its index along "data"), and
+    `tg.all_gather` reassembles the new parameter.
   }];
   let options = [
     Option<"function", "function", "std::string", /*default=*/"\"forward\"",
@@ -95,6 +120,9 @@ def TgBuildTrainStep : Pass<"tg-build-train-step", "ModuleOp"> {
            "Micro-batches each rank's rows of the batch are split into">,
     Option<"dataParallel", "data-parallel", "int64_t", /*default=*/"1",
            "Ranks along the mesh axis \"data\" the batch is split over">,
+    Option<"zero", "zero", "int64_t", /*default=*/"0",
+           "ZeRO stage: 0, or 1 to split the AdamW moments over the "
+           "\"data\" ranks (needs data-parallel > 1)">,
     Option<"lr", "lr", "double", /*default=*/"0.0", "Peak learning rate">,
     Option<"beta1", "beta1", "double", /*default=*/"0.9", "AdamW beta1">,
     Option<"beta2", "beta2", "double", /*default=*/"0.999", "AdamW beta2">,
@@ -210,6 +238,30 @@ def ExecScheduleCollectives : Pass<"exec-schedule-collectives", "ModuleOp"> {
   let options = [
     Option<"commStream", "comm-stream", "int64_t", /*default=*/"1",
            "The stream collectives over the data axis run on">,
+  ];
+}
+
+def ExecBucketGradients : Pass<"exec-bucket-gradients", "ModuleOp"> {
+  let summary = "Gradient all-reduces of consecutive gradients share one "
+                "buffer and one collective";
+  let description = [{
+    After exec-schedule-collectives, before exec-insert-timepoints: walking
+    each exec.program in order, consecutive in-place all-reduces over the
+    mesh axis "data" of scratch resources (the gradients of data
+    parallelism) with one reduction, stream and element type join a bucket
+    of at most `bucket-bytes`. The bucket becomes one scratch resource: each
+    gradient is an exec.view of it at its offset, so the commands that
+    compute the gradients write into it directly, and one all-reduce of the
+    whole bucket replaces the members', where the last member's was (just
+    after the last gradient is complete). A bucket closes before a command
+    that touches one of its gradients, which must see it reduced. Buckets
+    fill in the order the backward pass completes gradients, as PyTorch DDP
+    and Megatron fill theirs; 0 bytes, or a single member, keeps one
+    all-reduce per gradient.
+  }];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"26214400",
+           "Largest bucket in bytes (PyTorch DDP's 25 MiB by default)">,
   ];
 }
 

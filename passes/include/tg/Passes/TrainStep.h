@@ -29,6 +29,15 @@ struct TrainStepOptions {
   /// Ranks along the mesh axis "tensor" (tg-partition-tensor-parallel runs
   /// before the step is built when > 1).
   int64_t tensorParallel = 1;
+  /// With tensorParallel > 1: activations between the tensor-parallel
+  /// layers are split along the sequence over the same ranks.
+  bool sequenceParallel = false;
+  /// ZeRO stage, 0 or 1. Stage 1 (Megatron's distributed optimizer, needs
+  /// dataParallel > 1) splits each parameter's AdamW moments over the
+  /// "data" ranks: gradients are reduce-scattered instead of all-reduced,
+  /// each rank updates its chunk of the parameter, and the chunks are
+  /// all-gathered into the new parameter.
+  int64_t zeroStage = 0;
 
   // AdamW, with torch.optim.AdamW semantics.
   double lr = 0;
@@ -81,7 +90,13 @@ LogicalResult verifyTrainStepOptions(const TrainStepOptions &options,
 /// rows, and the loss and every gradient are averaged over the "data" axis
 /// (tg.all_reduce avg) right after the loop, so every rank clips by the
 /// global norm and applies the update a single-rank step over the whole
-/// batch would. Global-norm clipping, AdamW as torch.optim.AdamW computes
+/// batch would. With `options.zeroStage` 1 each moment is the rank's
+/// [chunk] of its parameter's local share, flattened and padded to chunk x
+/// dataParallel (tg.optimizer_shard on the argument): every gradient goes
+/// through tg.reduce_scatter avg instead, the rank updates its chunk (its
+/// index along "data" read from a "mesh_coordinate" input, added when the
+/// forward has none) and tg.all_gather reassembles the new parameter.
+/// Global-norm clipping, AdamW as torch.optim.AdamW computes
 /// it and the learning-rate schedule follow. Parameters, optimizer state and
 /// the loss are in the loss's precision (f32, or f64 for an f64 graph); the forward and backward
 /// run in the forward's element type (bf16 under `precision: bf16`).

@@ -80,10 +80,24 @@ exec.program @p attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size 
 
 // -----
 
-// A view keeps the element type and count.
+// A view without an offset keeps the element count.
 %r = exec.resource scratch : memref<4x2xf32>
-// expected-error @+1 {{'exec.view' op cannot view 'memref<4x2xf32>' as 'memref<6xf32>': element types and counts differ}}
+// expected-error @+1 {{'exec.view' op cannot view 'memref<4x2xf32>' as 'memref<6xf32>': element counts differ (a part of a buffer needs an offset)}}
 %v = exec.view %r : memref<4x2xf32> to memref<6xf32>
+
+// -----
+
+// ... and the element type.
+%r = exec.resource scratch : memref<4x2xf32>
+// expected-error @+1 {{'exec.view' op cannot view 'memref<4x2xf32>' as 'memref<8xi32>': element types differ}}
+%v = exec.view %r : memref<4x2xf32> to memref<8xi32>
+
+// -----
+
+// A view at an offset stays inside its source.
+%r = exec.resource scratch : memref<4x2xf32>
+// expected-error @+1 {{'exec.view' op cannot view 6 elements from element 4 of 'memref<4x2xf32>': it has 8}}
+%v = exec.view %r[4] : memref<4x2xf32> to memref<6xf32>
 
 // -----
 

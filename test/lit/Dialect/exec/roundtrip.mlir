@@ -31,6 +31,8 @@ exec.program @step attributes {batch_size = 2 : i64, seq_len = 4 : i64,
   %w_new = exec.resource scratch updates(%w : memref<4x8xf32>) at 0 : memref<4x8xf32>
   // CHECK: %[[FLAT:.+]] = exec.view %[[Y]] : memref<2x8xf32> to memref<16xf32>
   %flat = exec.view %y : memref<2x8xf32> to memref<16xf32>
+  // CHECK: exec.view %[[Y]][8] : memref<2x8xf32> to memref<2x4xf32>
+  %half = exec.view %y[8] : memref<2x8xf32> to memref<2x4xf32>
   // CHECK: %[[T0:.+]] = exec.gemm(%[[X]], %[[W]]) -> %[[Y]] {batch = 1 : i64, k = 4 : i64, m = 2 : i64, n = 8 : i64, stride_a = 8 : i64, stride_b = 0 : i64, stride_c = 16 : i64} : memref<2x4xf32>, memref<4x8xf32> -> memref<2x8xf32>
   %t0 = exec.gemm(%x, %w) -> %y {m = 2, n = 8, k = 4, batch = 1, stride_a = 8, stride_b = 0, stride_c = 16} : memref<2x4xf32>, memref<4x8xf32> -> memref<2x8xf32>
   // The weight gradient x^T dy, on stream 1: transposes are unit attributes.

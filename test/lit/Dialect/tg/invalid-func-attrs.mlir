@@ -235,3 +235,37 @@ func.func @duplicate_output(%x: tensor<f32>) -> (tensor<f32> {tg.output = "loss"
 func.func @duplicate_updates(%w: tensor<4xf32> {tg.param = "w"}) -> (tensor<4xf32> {tg.updates = #tg.state<param, "w">}, tensor<4xf32> {tg.updates = #tg.state<param, "w">}) {
   return %w, %w : tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// A ZeRO-1 moment (tg.optimizer_shard) is a [chunk] tensor of optimizer
+// state, split over an axis of the module's mesh.
+module attributes {tg.mesh_axes = ["data"], tg.mesh_shape = array<i64: 2>} {
+// expected-error @+1 {{'func.func' op argument #1: 'tg.optimizer_shard' #tg.optimizer_shard<axis = "data", chunk = 3> needs a 1-D argument of 3 elements, got 'tensor<4xf32>'}}
+func.func @optimizer_shard_size(%w: tensor<5xf32> {tg.param = "w"}, %m: tensor<4xf32> {tg.state = #tg.state<adam_m, "w">, tg.optimizer_shard = #tg.optimizer_shard<axis = "data", chunk = 3>}) {
+  return
+}
+}
+
+// -----
+
+module attributes {tg.mesh_axes = ["data"], tg.mesh_shape = array<i64: 2>} {
+// expected-error @+1 {{'func.func' op argument #0: 'tg.optimizer_shard' is only for AdamW moments (arguments with tg.state)}}
+func.func @optimizer_shard_param(%w: tensor<3xf32> {tg.param = "w", tg.optimizer_shard = #tg.optimizer_shard<axis = "data", chunk = 3>}) {
+  return
+}
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #1: 'tg.optimizer_shard' splits over mesh axis 'data', which the module's mesh does not have}}
+func.func @optimizer_shard_no_mesh(%w: tensor<5xf32> {tg.param = "w"}, %m: tensor<3xf32> {tg.state = #tg.state<adam_m, "w">, tg.optimizer_shard = #tg.optimizer_shard<axis = "data", chunk = 3>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #0: 'tg.optimizer_shard' must be a #tg.optimizer_shard<...>, got "data"}}
+func.func @optimizer_shard_not_attr(%m: tensor<3xf32> {tg.state = #tg.state<adam_m, "w">, tg.optimizer_shard = "data"}) {
+  return
+}

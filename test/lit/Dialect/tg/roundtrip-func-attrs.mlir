@@ -59,3 +59,13 @@ func.func @step(%w: tensor<4xf32> {tg.param = "w", tg.init = #tg.init<normal, st
         tensor<f32> {tg.output = "loss"}) {
   return %w, %m, %v, %loss : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>
 }
+
+// A ZeRO-1 moment (tg.optimizer_shard): the rank's chunk of 3 of the parameter's 5 elements.
+// CHECK-LABEL: func.func @optimizer_shard
+// CHECK-SAME: %{{[^:]+}}: tensor<3xf32> {tg.optimizer_shard = #tg.optimizer_shard<axis = "data", chunk = 3>, tg.state = #tg.state<adam_m, "w">}
+module attributes {tg.mesh_axes = ["data"], tg.mesh_shape = array<i64: 2>} {
+func.func @optimizer_shard(%w: tensor<5xf32> {tg.param = "w"},
+                           %m: tensor<3xf32> {tg.state = #tg.state<adam_m, "w">, tg.optimizer_shard = #tg.optimizer_shard<axis = "data", chunk = 3>}) {
+  return
+}
+}

@@ -107,4 +107,19 @@ def Tg_ShardAttr : Tg_Attr<"Shard", "shard"> {
   let assemblyFormat = "`<` struct(params) `>`";
 }
 
+def Tg_OptimizerShardAttr : Tg_Attr<"OptimizerShard", "optimizer_shard"> {
+  let summary = "An AdamW moment split over a mesh axis (ZeRO-1; the value "
+                "of tg.optimizer_shard)";
+  let description = [{
+    `#tg.optimizer_shard<axis = "data", chunk = 96>`: the moment argument
+    holds the rank's `chunk` elements of its parameter's local share (the
+    whole tensor, or its tg.shard share), flattened and padded with zeros
+    to `chunk` x the ranks of `axis`; the rank at index i of `axis` holds
+    elements [i x chunk, (i + 1) x chunk). The artifact's OptimizerShard
+    (runtime/artifact/tgx.fbs) carries it to the runtime.
+  }];
+  let parameters = (ins StringRefParameter<>:$axis, "int64_t":$chunk);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
 #endif // TG_ATTRS_TD

@@ -23,6 +23,10 @@ inline constexpr llvm::StringLiteral kParamAttr = "tg.param";
 inline constexpr llvm::StringLiteral kInitAttr = "tg.init";
 /// Argument attribute of a parameter split over a mesh axis (a ShardAttr).
 inline constexpr llvm::StringLiteral kShardAttr = "tg.shard";
+/// Argument attribute of an AdamW moment split over a mesh axis (ZeRO-1),
+/// an OptimizerShardAttr: the argument is the rank's chunk of the flattened,
+/// padded moment.
+inline constexpr llvm::StringLiteral kOptimizerShardAttr = "tg.optimizer_shard";
 /// The axis tensor parallelism splits over.
 inline constexpr llvm::StringLiteral kTensorAxis = "tensor";
 /// The input holding the rank's index along each mesh axis (I64 [axes]).

@@ -71,6 +71,34 @@ private:
   int64_t blocks = 1, blockRows = 1, rankRows = 1, coordinate = 0;
 };
 
+/// One rank's chunk of a parameter's AdamW moment under ZeRO-1 (tgx.fbs,
+/// OptimizerShard): the rank's part of the moment along the other axes
+/// (ShardLayout::localElements(), N elements), flattened and padded with
+/// zeros to chunk x ranks, holds elements [coordinate x chunk, +chunk) of it
+/// in its slot. Elements >= N are padding.
+class OptimizerChunk {
+public:
+  OptimizerChunk(int64_t localElements, int64_t chunk, int64_t coordinate)
+      : local(localElements), chunk(chunk), first(coordinate * chunk) {}
+
+  int64_t chunkElements() const { return chunk; }
+  /// The elements of the local part this chunk holds; the rest of the
+  /// chunk is padding.
+  int64_t heldElements() const;
+
+  /// Fills `chunkData` (chunkElements() of `elementSize` bytes) with this
+  /// chunk of `localData` (N elements), zeros in padding.
+  void copyLocalToChunk(const uint8_t *localData, uint8_t *chunkData,
+                        std::size_t elementSize) const;
+  /// Writes the chunk's elements of `chunkData` to their places in
+  /// `localData`; padding is dropped, other chunks' elements are left alone.
+  void copyChunkToLocal(const uint8_t *chunkData, uint8_t *localData,
+                        std::size_t elementSize) const;
+
+private:
+  int64_t local, chunk, first;
+};
+
 } // namespace tg::runtime
 
 #endif

@@ -64,6 +64,11 @@ public:
   /// timeout like `wait`.
   virtual bool gatherToRankZero(uint32_t axis, const void *data, uint64_t bytes, void *out,
                                 const std::string &what, std::string &error) = 0;
+  /// The same gather in every group of ranks along `axis`, each to its
+  /// member with coordinate 0 on the axis (where `out` is used): the chunks
+  /// of a ZeRO-1 moment, before its tensor-parallel shards go to rank 0.
+  virtual bool gatherAlongAxis(uint32_t axis, const void *data, uint64_t bytes, void *out,
+                               const std::string &what, std::string &error) = 0;
 };
 
 /// Host-memory collectives over MPI for a verified `program` whose mesh has

@@ -31,6 +31,8 @@ SmallVector<Value> getReadBuffers(Operation *command);
 SmallVector<Value> getWrittenBuffers(Operation *command);
 /// The resource a buffer lives in (views resolved).
 ResourceOp getStorage(Value buffer);
+/// Where a buffer starts in its storage, in bytes (the views' offsets).
+int64_t getByteOffset(Value buffer);
 /// Bytes of a static memref type.
 int64_t getByteSize(MemRefType type);
 /// The buffer a ranked tensor of `tensorType` is stored in (identity layout).

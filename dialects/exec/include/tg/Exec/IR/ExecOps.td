@@ -131,10 +131,23 @@ def Exec_ResourceOp : Exec_Op<"resource", [Pure]> {
 }
 
 def Exec_ViewOp : Exec_Op<"view", [Pure]> {
-  let summary = "The same bytes with another static shape";
-  let arguments = (ins Exec_Buffer:$source);
+  let summary = "Bytes of a buffer with another static shape";
+  let description = [{
+    The result's elements are the source's from element `offset` (0 when
+    absent) on, in another shape of the same element type; without an
+    offset it covers the whole source. A gradient bucket holds its
+    gradients this way (exec-bucket-gradients).
+
+    ```mlir
+    %g = exec.view %bucket[64] : memref<256xf32> to memref<8x8xf32>
+    ```
+  }];
+  let arguments = (ins Exec_Buffer:$source,
+      OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$offset);
   let results = (outs Exec_Buffer:$result);
-  let assemblyFormat = "$source attr-dict `:` type($source) `to` type($result)";
+  let assemblyFormat = [{
+    $source (`[` $offset^ `]`)? attr-dict `:` type($source) `to` type($result)
+  }];
   let hasVerifier = 1;
 }
 

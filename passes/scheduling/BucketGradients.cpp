@@ -1,0 +1,138 @@
+// exec-bucket-gradients: consecutive in-place gradient all-reduces over the
+// data axis share one buffer and one collective (a bucket), as PyTorch DDP
+// and Megatron do, so a model of many small tensors pays a collective's
+// latency once per bucket instead of once per tensor.
+#include "tg/Exec/IR/ExecOps.h"
+#include "tg/IR/TgDialect.h"
+#include "tg/Passes/Passes.h"
+
+#include "llvm/ADT/SmallPtrSet.h"
+
+namespace mlir::tg {
+#define GEN_PASS_DEF_EXECBUCKETGRADIENTS
+#include "tg/Passes/Passes.h.inc"
+
+namespace {
+/// An all-reduce over "data" of a scratch resource of its own, in place:
+/// the gradient lives nowhere else, so it can live in a bucket instead.
+exec::ResourceOp bucketableGradient(Operation *op) {
+  auto allReduce = dyn_cast<exec::AllReduceOp>(op);
+  if (!allReduce || allReduce.getAxis() != kDataAxis ||
+      allReduce.getSource() != allReduce.getTarget())
+    return {};
+  auto resource = allReduce.getSource().getDefiningOp<exec::ResourceOp>();
+  if (!resource || resource.getKind() != exec::ResourceKind::scratch ||
+      resource.getUpdates())
+    return {};
+  return resource;
+}
+
+class Bucketer {
+public:
+  Bucketer(exec::ProgramOp program, int64_t bucketBytes)
+      : program(program), bucketBytes(bucketBytes) {}
+
+  void run() {
+    for (Operation &op : llvm::make_early_inc_range(program.getBlock())) {
+      if (exec::ResourceOp gradient = bucketableGradient(&op)) {
+        auto allReduce = cast<exec::AllReduceOp>(op);
+        if (!members.empty() && !fits(allReduce, gradient))
+          flush();
+        members.push_back(allReduce);
+        storages.insert(gradient);
+        bytes += gradient.getByteSize();
+        continue;
+      }
+      // A command that touches a member's gradient between the member's
+      // all-reduce and the bucket's would see it unreduced: the bucket
+      // closes before it.
+      if (exec::isCommand(&op) && touchesMembers(&op))
+        flush();
+    }
+    flush();
+  }
+
+private:
+  bool fits(exec::AllReduceOp allReduce, exec::ResourceOp gradient) {
+    exec::AllReduceOp first = members.front();
+    return bytes + gradient.getByteSize() <= bucketBytes &&
+           allReduce.getReduction() == first.getReduction() &&
+           allReduce.getStream() == first.getStream() &&
+           gradient.getType().getElementType() ==
+               first.getSource().getType().getElementType();
+  }
+
+  bool touchesMembers(Operation *command) {
+    for (Value buffer : exec::getReadBuffers(command))
+      if (storages.contains(exec::getStorage(buffer)))
+        return true;
+    for (Value buffer : exec::getWrittenBuffers(command))
+      if (storages.contains(exec::getStorage(buffer)))
+        return true;
+    return false;
+  }
+
+  /// One buffer for the members' gradients (each a view at its offset) and
+  /// one all-reduce where the last member's was.
+  void flush() {
+    if (members.size() > 1) {
+      exec::AllReduceOp last = members.back();
+      Type element = last.getSource().getType().getElementType();
+      int64_t elements = 0;
+      for (exec::AllReduceOp member : members)
+        elements += member.getSource().getType().getNumElements();
+      OpBuilder b(program.getContext());
+      b.setInsertionPointToStart(&program.getBlock());
+      Location at = NameLoc::get(b.getStringAttr("gradient_bucket"),
+                                 last.getLoc());
+      auto bucket = exec::ResourceOp::create(
+          b, at, MemRefType::get({elements}, element),
+          exec::ResourceKind::scratch, StringAttr(), Value(), Attribute(),
+          ElementsAttr(), IntegerAttr());
+      int64_t offset = 0;
+      for (exec::AllReduceOp member : members) {
+        auto gradient = member.getSource().getDefiningOp<exec::ResourceOp>();
+        auto view = exec::ViewOp::create(b, gradient.getLoc(),
+                                         gradient.getType(), bucket,
+                                         b.getI64IntegerAttr(offset));
+        offset += gradient.getType().getNumElements();
+        gradient.replaceAllUsesWith(view.getResult());
+        gradient.erase();
+      }
+      b.setInsertionPoint(last);
+      auto allReduce = exec::AllReduceOp::create(
+          b, at, last.getType(), bucket, bucket, last.getAxis(),
+          last.getReduction(), ValueRange{}, last.getStream());
+      for (exec::AllReduceOp member : members) {
+        member.replaceAllUsesWith(allReduce.getResult());
+        member.erase();
+      }
+    }
+    members.clear();
+    storages.clear();
+    bytes = 0;
+  }
+
+  exec::ProgramOp program;
+  int64_t bucketBytes;
+  SmallVector<exec::AllReduceOp> members;
+  llvm::SmallPtrSet<Operation *, 8> storages;
+  int64_t bytes = 0;
+};
+
+struct BucketGradientsPass
+    : impl::ExecBucketGradientsBase<BucketGradientsPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    if (bucketBytes < 0) {
+      getOperation().emitError() << "exec-bucket-gradients: option "
+                                    "'bucket-bytes' must be >= 0, got "
+                                 << int64_t(bucketBytes);
+      return signalPassFailure();
+    }
+    getOperation().walk(
+        [&](exec::ProgramOp program) { Bucketer(program, bucketBytes).run(); });
+  }
+};
+} // namespace
+} // namespace mlir::tg
