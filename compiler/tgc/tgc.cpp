@@ -215,8 +215,8 @@ static llvm::Expected<MeshSpec> parseMesh(StringRef text) {
   return mesh;
 }
 
-/// Rejects the parallelism flags that are not implemented yet and a mesh
-/// without the training step it splits.
+/// Rejects parallelism flags that do not fit together and a mesh without
+/// the training step it splits.
 static llvm::Error checkParallelismFlags(const Compilation &c) {
   if (zeroOpt != 0 && zeroOpt != 1)
     return llvm::createStringError("--zero %lld: the ZeRO stage is 0 or 1",

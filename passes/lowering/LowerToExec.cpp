@@ -223,24 +223,21 @@ private:
     }
     if (auto allReduce = dyn_cast<AllReduceOp>(op))
       return lowerAllReduce(allReduce);
-    if (auto scatter = dyn_cast<ReduceScatterOp>(op)) {
-      Value target = resultBuffer(scatter.getResult());
-      exec::ReduceScatterOp::create(
-          b, op.getLoc(), exec::TimepointType::get(b.getContext()),
-          buffers[scatter.getInput()], target, scatter.getAxis(),
-          execReduction(scatter.getReduction()), /*awaits=*/ValueRange{},
-          /*stream=*/0);
-      buffers[scatter.getResult()] = target;
-      return success();
-    }
-    if (auto gather = dyn_cast<AllGatherOp>(op)) {
-      Value target = resultBuffer(gather.getResult());
-      exec::AllGatherOp::create(b, op.getLoc(),
-                                exec::TimepointType::get(b.getContext()),
-                                buffers[gather.getInput()], target,
-                                gather.getAxis(), /*awaits=*/ValueRange{},
-                                /*stream=*/0);
-      buffers[gather.getResult()] = target;
+    // A reduce-scatter or an all-gather changes the size: a new buffer.
+    if (isa<ReduceScatterOp, AllGatherOp>(op)) {
+      Value input = buffers[op.getOperand(0)];
+      Value target = resultBuffer(op.getResult(0));
+      buffers[op.getResult(0)] = target;
+      auto timepoint = exec::TimepointType::get(b.getContext());
+      if (auto scatter = dyn_cast<ReduceScatterOp>(op))
+        exec::ReduceScatterOp::create(b, op.getLoc(), timepoint, input, target,
+                                      scatter.getAxis(),
+                                      execReduction(scatter.getReduction()),
+                                      /*awaits=*/ValueRange{}, /*stream=*/0);
+      else
+        exec::AllGatherOp::create(b, op.getLoc(), timepoint, input, target,
+                                  cast<AllGatherOp>(op).getAxis(),
+                                  /*awaits=*/ValueRange{}, /*stream=*/0);
       return success();
     }
     if (auto region = dyn_cast<exec::DispatchRegionOp>(op))
@@ -256,14 +253,28 @@ private:
     return *exec::symbolizeReduction(stringifyCollectiveReduction(reduction));
   }
 
+  /// Whether `value` is the only value stored in its buffer: the chain of
+  /// reshapes (views) that leads to it from the op that wrote the buffer
+  /// has no other use.
+  static bool ownsItsBuffer(Value value) {
+    for (;; value = value.getDefiningOp<ReshapeOp>().getInput()) {
+      if (!value.hasOneUse())
+        return false;
+      if (!value.getDefiningOp<ReshapeOp>())
+        return true;
+    }
+  }
+
   /// An exec.all_reduce into a new buffer, or in place over its input when
-  /// the input is a scratch resource of its own that nothing else reads
-  /// (a gradient: no second copy of it lives until the optimizer).
+  /// the input is a scratch resource of its own (perhaps reshaped, as a
+  /// bias's gradient is) that nothing else reads (a gradient: no second
+  /// copy of it lives until the optimizer).
   LogicalResult lowerAllReduce(AllReduceOp op) {
     Value source = buffers[op.getInput()];
-    auto storage = source.getDefiningOp<exec::ResourceOp>();
-    bool inPlace = op.getInput().hasOneUse() && !claims.count(op.getResult()) &&
-                   storage && storage.getKind() == ResourceKind::scratch &&
+    exec::ResourceOp storage = exec::getStorage(source);
+    bool inPlace = ownsItsBuffer(op.getInput()) &&
+                   !claims.count(op.getResult()) && storage &&
+                   storage.getKind() == ResourceKind::scratch &&
                    !storage.getUpdates();
     Value target = inPlace ? source : resultBuffer(op.getResult());
     buffers[op.getResult()] = target;

@@ -125,9 +125,9 @@ private:
   /// rank-dependent work, once per value. The all-gather's VJP sums the
   /// ranks' gradients (a reduce-scatter), so it needs no tg.grad_all_reduce.
   Value gatherSequence(Value v);
-  /// tg.reduce_scatter (sum) or tg.all_gather of `v` along `dim`, which
-  /// moves to the front and back when it is not already the outermost.
-  Value blockCollective(Value v, int64_t dim, bool gather);
+  /// tg.reduce_scatter (sum) or tg.all_gather of an activation along the
+  /// sequence (dim 1), which moves to the front and back around it.
+  Value sequenceCollective(Value v, bool gather);
   /// A replicated operand's share along a dim the other operands split.
   Value shareAlong(Value v, int64_t dim, int64_t share);
   /// The partitioned `old` and its sharding, a partial sum made whole (for
@@ -241,11 +241,16 @@ LogicalResult Partitioner::checkHeads() {
 LogicalResult Partitioner::checkSequence() {
   for (unsigned i = 0; i < forward.getNumArguments(); ++i) {
     auto input = forward.getArgAttrOfType<StringAttr>(i, kInputAttr);
-    if (input && input.getValue() == "tokens")
+    if (input && input.getValue() == "tokens" &&
+        typeOf(forward.getArgument(i)).getRank() == 2)
       sequenceLength = typeOf(forward.getArgument(i)).getDimSize(1);
   }
   if (!sequenceParallel || (sequenceLength && sequenceLength % ranks == 0))
     return success();
+  if (!sequenceLength)
+    return forward.emitOpError()
+           << "cannot be partitioned for sequence parallelism: it has no "
+              "[batch, sequence] tg.input \"tokens\" to split";
   return forward.emitOpError()
          << "cannot be partitioned for sequence parallelism: the sequence "
             "(seq_len "
@@ -360,16 +365,16 @@ Value Partitioner::fanOut(Value v) {
   return it->second;
 }
 
-Value Partitioner::blockCollective(Value v, int64_t dim, bool gather) {
+Value Partitioner::sequenceCollective(Value v, bool gather) {
   auto type = typeOf(v);
-  int64_t rank = type.getRank();
-  // Dim `dim` first: a reshape when only 1s precede it, else a transpose.
+  int64_t rank = type.getRank(), dim = 1;
+  // The sequence first: a reshape when the batch has one row, else a
+  // transpose.
   SmallVector<int64_t> perm = {dim};
   for (int64_t i = 0; i < rank; ++i)
     if (i != dim)
       perm.push_back(i);
-  bool onlyOnesBefore = llvm::all_of(type.getShape().take_front(dim),
-                                     [](int64_t d) { return d == 1; });
+  bool oneRow = type.getDimSize(0) == 1;
   auto permuted = [&](RankedTensorType t) {
     SmallVector<int64_t> shape;
     for (int64_t i : perm)
@@ -379,23 +384,21 @@ Value Partitioner::blockCollective(Value v, int64_t dim, bool gather) {
   auto move = [&](Value x, RankedTensorType to, ArrayRef<int64_t> order,
                   StringRef what) -> Value {
     Location at = loc(v.getLoc(), what);
-    if (onlyOnesBefore)
+    if (oneRow)
       return ReshapeOp::create(b, at, to, x);
     return TransposeOp::create(b, at, x, order);
   };
   SmallVector<int64_t> shape(type.getShape());
   shape[dim] = gather ? shape[dim] * ranks : shape[dim] / ranks;
   auto resultType = type.clone(shape);
-  Value front = dim == 0 ? v : move(v, permuted(type), perm, "sp_front");
+  Value front = move(v, permuted(type), perm, "sp_front");
   auto axis = b.getStringAttr(kTensorAxis);
-  auto frontResult = dim == 0 ? resultType : permuted(resultType);
+  auto frontResult = permuted(resultType);
   Value r = gather ? Value(AllGatherOp::create(b, loc(v.getLoc(), "sp_gather"),
                                                frontResult, front, axis))
                    : Value(ReduceScatterOp::create(
                          b, loc(v.getLoc(), "sp_scatter"), frontResult, front,
                          CollectiveReduction::sum, axis));
-  if (dim == 0)
-    return r;
   SmallVector<int64_t> inverse(rank);
   for (int64_t i = 0; i < rank; ++i)
     inverse[perm[i]] = i;
@@ -405,7 +408,7 @@ Value Partitioner::blockCollective(Value v, int64_t dim, bool gather) {
 Value Partitioner::scatterSequence(Value v) {
   Value &share = scattered[v];
   if (!share) {
-    share = blockCollective(v, /*dim=*/1, /*gather=*/false);
+    share = sequenceCollective(v, /*gather=*/false);
     shardings[share] = Sharding::split(1);
   }
   return share;
@@ -414,7 +417,7 @@ Value Partitioner::scatterSequence(Value v) {
 Value Partitioner::gatherSequence(Value v) {
   Value &whole = gathered[v];
   if (!whole) {
-    whole = blockCollective(v, /*dim=*/1, /*gather=*/true);
+    whole = sequenceCollective(v, /*gather=*/true);
     shardings[whole] = Sharding();
   }
   return whole;
@@ -522,10 +525,10 @@ LogicalResult Partitioner::partitionMatmul(MatmulOp op) {
 
 LogicalResult Partitioner::partitionElementwise(Operation &op) {
   int64_t rank = typeOf(op.getResult(0)).getRank();
-  // A linear op of partial sums is a partial sum only when every operand is
-  // one; otherwise (bias after a row-parallel matmul) they become whole.
-  // With sequence parallelism, a partial activation is reduce-scattered
-  // along the sequence instead.
+  // A partial sum becomes whole (all-reduced) before an element-wise op
+  // (the bias after a row-parallel matmul, a non-linearity); with sequence
+  // parallelism a partial activation is reduce-scattered along the
+  // sequence instead.
   std::optional<Sharding> split;
   SmallVector<Value> operands;
   for (Value old : op.getOperands()) {

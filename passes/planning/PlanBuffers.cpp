@@ -19,10 +19,9 @@ namespace mlir::tg {
 namespace {
 using exec::ResourceOp;
 
-constexpr uint64_t kAlignment = 64;
-
 uint64_t alignUp(uint64_t bytes) {
-  return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  constexpr uint64_t alignment = exec::kBufferAlignment;
+  return (bytes + alignment - 1) / alignment * alignment;
 }
 
 /// First-fit allocation with coalescing of freed neighbours.

@@ -13,16 +13,19 @@ namespace mlir::tg {
 #include "tg/Passes/Passes.h.inc"
 
 namespace {
-/// An all-reduce over "data" of a scratch resource of its own, in place:
-/// the gradient lives nowhere else, so it can live in a bucket instead.
+/// An all-reduce over "data" of all of a scratch resource (perhaps
+/// through a reshaping view), in place: the gradient lives nowhere else, so
+/// it can live in a bucket instead.
 exec::ResourceOp bucketableGradient(Operation *op) {
   auto allReduce = dyn_cast<exec::AllReduceOp>(op);
   if (!allReduce || allReduce.getAxis() != kDataAxis ||
       allReduce.getSource() != allReduce.getTarget())
     return {};
-  auto resource = allReduce.getSource().getDefiningOp<exec::ResourceOp>();
+  exec::ResourceOp resource = exec::getStorage(allReduce.getSource());
   if (!resource || resource.getKind() != exec::ResourceKind::scratch ||
-      resource.getUpdates())
+      resource.getUpdates() || exec::getByteOffset(allReduce.getSource()) ||
+      exec::getByteSize(allReduce.getSource().getType()) !=
+          resource.getByteSize())
     return {};
   return resource;
 }
@@ -32,13 +35,18 @@ public:
   Bucketer(exec::ProgramOp program, int64_t bucketBytes)
       : program(program), bucketBytes(bucketBytes) {}
 
-  void run() {
+  LogicalResult run() {
+    // Buckets lay gradients out in a new resource: the planner places it.
+    if (program.getArenaSize())
+      return program.emitOpError(
+          "is already planned: run exec-bucket-gradients before "
+          "exec-plan-buffers");
     for (Operation &op : llvm::make_early_inc_range(program.getBlock())) {
       if (exec::ResourceOp gradient = bucketableGradient(&op)) {
         auto allReduce = cast<exec::AllReduceOp>(op);
         if (!members.empty() && !fits(allReduce, gradient))
           flush();
-        members.push_back(allReduce);
+        members.push_back({allReduce, gradient});
         storages.insert(gradient);
         bytes += gradient.getByteSize();
         continue;
@@ -50,11 +58,12 @@ public:
         flush();
     }
     flush();
+    return success();
   }
 
 private:
   bool fits(exec::AllReduceOp allReduce, exec::ResourceOp gradient) {
-    exec::AllReduceOp first = members.front();
+    exec::AllReduceOp first = members.front().allReduce;
     return bytes + gradient.getByteSize() <= bucketBytes &&
            allReduce.getReduction() == first.getReduction() &&
            allReduce.getStream() == first.getStream() &&
@@ -63,24 +72,32 @@ private:
   }
 
   bool touchesMembers(Operation *command) {
-    for (Value buffer : exec::getReadBuffers(command))
-      if (storages.contains(exec::getStorage(buffer)))
-        return true;
-    for (Value buffer : exec::getWrittenBuffers(command))
-      if (storages.contains(exec::getStorage(buffer)))
-        return true;
-    return false;
+    auto isMember = [&](Value buffer) {
+      return storages.contains(exec::getStorage(buffer));
+    };
+    return llvm::any_of(exec::getReadBuffers(command), isMember) ||
+           llvm::any_of(exec::getWrittenBuffers(command), isMember);
+  }
+
+  /// Each gradient starts on a buffer boundary (exec::kBufferAlignment),
+  /// as every arena buffer does.
+  static int64_t aligned(int64_t elements, Type element) {
+    int64_t perLine = std::max<int64_t>(
+        1, exec::kBufferAlignment /
+               exec::getByteSize(MemRefType::get({1}, element)));
+    return (elements + perLine - 1) / perLine * perLine;
   }
 
   /// One buffer for the members' gradients (each a view at its offset) and
   /// one all-reduce where the last member's was.
   void flush() {
     if (members.size() > 1) {
-      exec::AllReduceOp last = members.back();
+      exec::AllReduceOp last = members.back().allReduce;
       Type element = last.getSource().getType().getElementType();
       int64_t elements = 0;
-      for (exec::AllReduceOp member : members)
-        elements += member.getSource().getType().getNumElements();
+      for (Member member : members)
+        elements = aligned(elements, element) +
+                   member.gradient.getType().getNumElements();
       OpBuilder b(program.getContext());
       b.setInsertionPointToStart(&program.getBlock());
       Location at = NameLoc::get(b.getStringAttr("gradient_bucket"),
@@ -90,12 +107,15 @@ private:
           exec::ResourceKind::scratch, StringAttr(), Value(), Attribute(),
           ElementsAttr(), IntegerAttr());
       int64_t offset = 0;
-      for (exec::AllReduceOp member : members) {
-        auto gradient = member.getSource().getDefiningOp<exec::ResourceOp>();
+      SmallVector<Value> awaits;
+      for (Member member : members) {
+        exec::ResourceOp gradient = member.gradient;
+        offset = aligned(offset, element);
         auto view = exec::ViewOp::create(b, gradient.getLoc(),
                                          gradient.getType(), bucket,
                                          b.getI64IntegerAttr(offset));
         offset += gradient.getType().getNumElements();
+        llvm::append_range(awaits, exec::getAwaits(member.allReduce));
         gradient.replaceAllUsesWith(view.getResult());
         gradient.erase();
       }
@@ -103,9 +123,10 @@ private:
       auto allReduce = exec::AllReduceOp::create(
           b, at, last.getType(), bucket, bucket, last.getAxis(),
           last.getReduction(), ValueRange{}, last.getStream());
-      for (exec::AllReduceOp member : members) {
-        member.replaceAllUsesWith(allReduce.getResult());
-        member.erase();
+      exec::addAwaits(allReduce, awaits);
+      for (Member member : members) {
+        member.allReduce.replaceAllUsesWith(allReduce.getResult());
+        member.allReduce.erase();
       }
     }
     members.clear();
@@ -115,7 +136,12 @@ private:
 
   exec::ProgramOp program;
   int64_t bucketBytes;
-  SmallVector<exec::AllReduceOp> members;
+  /// A gradient's all-reduce and the resource it lives in.
+  struct Member {
+    exec::AllReduceOp allReduce;
+    exec::ResourceOp gradient;
+  };
+  SmallVector<Member> members;
   llvm::SmallPtrSet<Operation *, 8> storages;
   int64_t bytes = 0;
 };
@@ -130,8 +156,13 @@ struct BucketGradientsPass
                                  << int64_t(bucketBytes);
       return signalPassFailure();
     }
-    getOperation().walk(
-        [&](exec::ProgramOp program) { Bucketer(program, bucketBytes).run(); });
+    auto result = getOperation().walk([&](exec::ProgramOp program) {
+      return failed(Bucketer(program, bucketBytes).run())
+                 ? WalkResult::interrupt()
+                 : WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      signalPassFailure();
   }
 };
 } // namespace

@@ -9,6 +9,16 @@
 namespace tg::runtime {
 namespace {
 
+/// createSession gives a session whose program splits state over several
+/// ranks a gatherer; a session without one cannot assemble such a tensor.
+bool hasGatherer(const tg_session &session, const std::string &name, std::string &error) {
+  if (session.gatherer)
+    return true;
+  error = "saving tensor '" + name +
+          "' needs the other ranks' parts, but this session has no communicator";
+  return false;
+}
+
 int64_t axisSize(const tg_session &session, uint32_t axis) {
   return session.program->mesh()->shape()->Get(axis);
 }
@@ -48,10 +58,10 @@ bool readShard(const tg_session &session, const tgx::Parameter &p, const tgx::Sl
   bool groupRoot =
       meshCoordinate(*session.program->mesh(), session.placement.rank, zero->axis()) == 0;
   std::vector<uint8_t> chunks(groupRoot ? std::size_t(ranks) * local.size() : 0);
-  // Chunks over several ranks gave the session a gatherer (createSession).
   if (ranks > 1 &&
-      !session.gatherer->gatherAlongAxis(zero->axis(), local.data(), local.size(),
-                                         chunks.data(), "saving tensor '" + name + "'", error))
+      (!hasGatherer(session, name, error) ||
+       !session.gatherer->gatherAlongAxis(zero->axis(), local.data(), local.size(),
+                                         chunks.data(), "saving tensor '" + name + "'", error)))
     return false;
   if (ranks == 1)
     chunks = std::move(local);
@@ -100,9 +110,9 @@ bool gatherFullTensor(const tg_session &session, const tgx::Parameter &p,
   if (ranks == 1) {
     gathered = std::move(local);
   } else {
-    // A split over several ranks gave the session a gatherer (createSession).
     gathered.resize(root ? std::size_t(ranks) * local.size() : 0);
-    if (!session.gatherer->gatherToRankZero(p.shard()->axis(), local.data(), local.size(),
+    if (!hasGatherer(session, name, error) ||
+        !session.gatherer->gatherToRankZero(p.shard()->axis(), local.data(), local.size(),
                                             gathered.data(), "saving tensor '" + name + "'",
                                             error))
       return false;

@@ -230,6 +230,11 @@ private:
         if (!checkOptimizerShard(*p.optimizer_shard(), value, m, v,
                                  field + ".optimizer_shard"))
           return false;
+        if (p.shard() && p.shard()->axis() == p.optimizer_shard()->axis())
+          return fail(field + ".optimizer_shard.axis",
+                      "is the axis that splits the parameter itself (shard.axis " +
+                          std::to_string(p.shard()->axis()) +
+                          "): the moments are split over another axis");
       } else if (!sameShape(value, m) || !sameShape(value, v)) {
         return fail(field, "has AdamW moment slots whose shape differs from the parameter's");
       }

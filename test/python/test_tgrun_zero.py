@@ -52,11 +52,14 @@ class Zero(RankRuns, unittest.TestCase):
 
     def test_resume_across_meshes(self):
         """10 steps on dp=2 x tp=2 with ZeRO, then 10 on one rank from its
-        checkpoint (whole moments); and 10 on one rank, then 10 on dp=2 x
-        tp=2 with ZeRO: both on the single-rank trajectory."""
+        checkpoint (whole moments); 10 on one rank, then 10 on dp=2 x tp=2
+        with ZeRO; and 10 on dp=4, then 10 on dp=2, both with ZeRO (chunks
+        of another size, and no tensor-parallel split at all): all on the
+        single-rank trajectory."""
         single, _ = self.single("llama")
         for first, then in (((zero("dp=2,tp=2"), 4), ((None, ()), 1)),
-                            (((None, ()), 1), (zero("dp=2,tp=2"), 4))):
+                            (((None, ()), 1), (zero("dp=2,tp=2"), 4)),
+                            ((zero("dp=4"), 4), (zero("dp=2"), 2))):
             with self.subTest(first=first[0][0], then=then[0][0]):
                 ckpt = self.path(f"zero-resume-{first[0][0]}-{then[0][0]}")
                 metrics = ckpt + ".jsonl"

@@ -132,6 +132,49 @@ func.func @train_step(%x: tensor<8xf32> {tg.input = "x"},
 
 // -----
 
+// A bias's gradient, a sum reshaped (a view of its buffer), is all-reduced
+// in place when nothing else reads that buffer; a reshaped value that is
+// read elsewhere gets a new buffer.
+// CHECK-LABEL: exec.program @train_step
+// CHECK:         %[[SUM:.+]] = exec.resource scratch : memref<1x8xf32>
+// CHECK-NEXT:    exec.dispatch @kernels::@k0_reduce_sum(%{{.+}}) -> (%[[SUM]])
+// CHECK-NEXT:    %[[FLAT:.+]] = exec.view %[[SUM]] : memref<1x8xf32> to memref<8xf32>
+// CHECK-NEXT:    exec.all_reduce avg %[[FLAT]] -> %[[FLAT]] over "data"
+// CHECK:         %[[SUM2:.+]] = exec.resource scratch : memref<1x8xf32>
+// CHECK-NEXT:    exec.dispatch @kernels::@k0_reduce_sum(%{{.+}}) -> (%[[SUM2]])
+// CHECK-NEXT:    %[[FLAT2:.+]] = exec.view %[[SUM2]] : memref<1x8xf32> to memref<8xf32>
+// CHECK-NEXT:    %[[AVG2:.+]] = exec.resource output "g2" : memref<8xf32>
+// CHECK-NEXT:    exec.all_reduce avg %[[FLAT2]] -> %[[AVG2]] over "data"
+module attributes {tg.mesh_axes = ["data"], tg.mesh_shape = array<i64: 2>} {
+func.func @train_step(%x: tensor<4x8xf32> {tg.input = "x"},
+                      %tokens: tensor<2x3xi32> {tg.input = "tokens"})
+    -> (tensor<8xf32> {tg.output = "g"}, tensor<8xf32> {tg.output = "g2"}, tensor<1x8xf32> {tg.output = "sq2"}) {
+  %s = exec.dispatch_region -> (tensor<1x8xf32>) {
+    %r = tg.reduce_sum %x [0] {keep_dims = true} : tensor<4x8xf32> -> tensor<1x8xf32>
+    exec.yield %r : tensor<1x8xf32>
+  }
+  %flat = tg.reshape %s : tensor<1x8xf32> -> tensor<8xf32>
+  %g = tg.all_reduce avg %flat over "data" : tensor<8xf32>
+  %d = exec.dispatch_region -> (tensor<8xf32>) {
+    %m = tg.mul %g, %g : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>
+    exec.yield %m : tensor<8xf32>
+  }
+  %s2 = exec.dispatch_region -> (tensor<1x8xf32>) {
+    %r = tg.reduce_sum %x [0] {keep_dims = true} : tensor<4x8xf32> -> tensor<1x8xf32>
+    exec.yield %r : tensor<1x8xf32>
+  }
+  %flat2 = tg.reshape %s2 : tensor<1x8xf32> -> tensor<8xf32>
+  %g2 = tg.all_reduce avg %flat2 over "data" : tensor<8xf32>
+  %sq2 = exec.dispatch_region -> (tensor<1x8xf32>) {
+    %m = tg.mul %s2, %s2 : tensor<1x8xf32>, tensor<1x8xf32> -> tensor<1x8xf32>
+    exec.yield %m : tensor<1x8xf32>
+  }
+  return %d, %g2, %sq2 : tensor<8xf32>, tensor<8xf32>, tensor<1x8xf32>
+}
+}
+
+// -----
+
 // A reduce-scatter and an all-gather write new buffers of their own sizes.
 // CHECK-LABEL: exec.program @train_step
 // CHECK:         %[[S:.+]] = exec.resource scratch : memref<4xf32>

@@ -182,7 +182,7 @@ LogicalResult ViewOp::verify() {
              << ": element counts differ (a part of a buffer needs an offset)";
     return success();
   }
-  if (*getOffset() + to.getNumElements() > from.getNumElements())
+  if (*getOffset() > from.getNumElements() - to.getNumElements())
     return emitOpError("cannot view ")
            << to.getNumElements() << " elements from element " << *getOffset()
            << " of " << from << ": it has " << from.getNumElements();

@@ -60,7 +60,8 @@ def TgPartitionTensorParallel
       value); the all-gather's VJP is a reduce-scatter, the
       reduce-scatter's an all-gather. Both run on dim 0, so a sequence
       with batch rows before it moves to the front and back (transposes).
-      Norm weights and the position embeddings' shares are marked
+      Norm weights, row-parallel biases and the position embeddings'
+      shares see a share of the sequence, so they are marked
       tg.grad_all_reduce. The sequence must divide by the axis size, and
       key/value heads shared by several ranks are refused.
 

@@ -20,6 +20,9 @@
 #include "tg/Exec/IR/ExecOps.h.inc"
 
 namespace mlir::tg::exec {
+/// Every buffer starts on this many bytes in the arena: kernels load and
+/// store vectors assuming it.
+inline constexpr int64_t kBufferAlignment = 64;
 /// Ops that run on a stream and return a timepoint.
 bool isCommand(Operation *op);
 /// The timepoints a command awaits (its `awaits` operands).
