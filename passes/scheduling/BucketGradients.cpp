@@ -156,12 +156,9 @@ struct BucketGradientsPass
                                  << int64_t(bucketBytes);
       return signalPassFailure();
     }
-    auto result = getOperation().walk([&](exec::ProgramOp program) {
-      return failed(Bucketer(program, bucketBytes).run())
-                 ? WalkResult::interrupt()
-                 : WalkResult::advance();
-    });
-    if (result.wasInterrupted())
+    if (failed(exec::forEachProgram(getOperation(), [&](exec::ProgramOp program) {
+          return Bucketer(program, bucketBytes).run();
+        })))
       signalPassFailure();
   }
 };

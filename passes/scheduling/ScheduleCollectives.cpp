@@ -137,12 +137,9 @@ struct ScheduleCollectivesPass
                                  << commStream;
       return signalPassFailure();
     }
-    auto result = getOperation().walk([&](exec::ProgramOp program) {
-      return failed(CollectiveScheduler(program, commStream).run())
-                 ? WalkResult::interrupt()
-                 : WalkResult::advance();
-    });
-    if (result.wasInterrupted())
+    if (failed(exec::forEachProgram(getOperation(), [&](exec::ProgramOp program) {
+          return CollectiveScheduler(program, commStream).run();
+        })))
       signalPassFailure();
   }
 };

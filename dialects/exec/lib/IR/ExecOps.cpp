@@ -91,6 +91,15 @@ int64_t getByteOffset(Value buffer) {
   return bytes;
 }
 
+LogicalResult forEachProgram(Operation *root,
+                             function_ref<LogicalResult(ProgramOp)> fn) {
+  return failure(root->walk([&](ProgramOp program) {
+                       return failed(fn(program)) ? WalkResult::interrupt()
+                                                  : WalkResult::advance();
+                     })
+                     .wasInterrupted());
+}
+
 ResourceOp getStorage(Value buffer) {
   while (auto view = buffer.getDefiningOp<ViewOp>())
     buffer = view.getSource();

@@ -36,6 +36,10 @@ SmallVector<Value> getWrittenBuffers(Operation *command);
 ResourceOp getStorage(Value buffer);
 /// Where a buffer starts in its storage, in bytes (the views' offsets).
 int64_t getByteOffset(Value buffer);
+/// Runs `fn` on every exec.program under `root`, stopping at the first
+/// failure (a pass over programs).
+LogicalResult forEachProgram(Operation *root,
+                             function_ref<LogicalResult(ProgramOp)> fn);
 /// Bytes of a static memref type.
 int64_t getByteSize(MemRefType type);
 /// The buffer a ranked tensor of `tensorType` is stored in (identity layout).
