@@ -294,10 +294,8 @@ static llvm::Error checkTensorParallelModel(const ModelConfig &model,
   return llvm::Error::success();
 }
 
-/// Sequence parallelism splits the sequence over the tp ranks, each of
-/// which then holds whole key/value heads.
-static llvm::Error checkSequenceParallel(const ModelConfig &model,
-                                         const TrainConfig &train, int64_t tp) {
+/// Sequence parallelism splits the sequence over the tp ranks.
+static llvm::Error checkSequenceParallel(const TrainConfig &train, int64_t tp) {
   if (train.step.seqLen % tp != 0)
     return llvm::createStringError(
         "%s: field 'seq_len' (%lld) is not divisible by the mesh axis tp "
@@ -306,13 +304,6 @@ static llvm::Error checkSequenceParallel(const ModelConfig &model,
         "seq_len a multiple of %lld",
         trainPath.c_str(), (long long)train.step.seqLen, (long long)tp,
         (long long)tp);
-  if (model.numKvHeads % tp != 0)
-    return llvm::createStringError(
-        "%s: field 'num_key_value_heads' (%lld) is not divisible by the mesh "
-        "axis tp (\"tensor\") of size %lld: --sequence-parallel with "
-        "key/value heads shared by several ranks is not supported yet; "
-        "choose tp among its divisors or leave out --sequence-parallel",
-        inputPath.c_str(), (long long)model.numKvHeads, (long long)tp);
   return llvm::Error::success();
 }
 
@@ -337,7 +328,7 @@ static llvm::Error buildFromConfig(MLIRContext &ctx, Compilation &c) {
           return error;
       if (sequenceParallelOpt)
         if (llvm::Error error =
-                checkSequenceParallel(*c.model, *c.train, c.mesh->tp))
+                checkSequenceParallel(*c.train, c.mesh->tp))
           return error;
       c.train->step.sequenceParallel = sequenceParallelOpt;
       c.train->step.dataParallel = c.mesh->dp;

@@ -105,7 +105,9 @@ private:
   /// rejected (it would need an all-gather, which no strategy here uses).
   FailureOr<Value> whole(Operation *user, Value v);
   /// `v` (replicated) as the input of rank-dependent work: its gradient is
-  /// the sum of the ranks' (tg.grad_all_reduce), once per value.
+  /// the sum of the ranks' (tg.grad_all_reduce), once per value. A value
+  /// whose gradient is already summed that way (`summedGradient`) is
+  /// itself.
   Value fanOut(Value v);
 
   // Sequence parallelism: activations [batch, sequence, ...] outside the
@@ -121,13 +123,14 @@ private:
   /// A partial sum's sequence share: reduce-scattered along the sequence
   /// in place of the all-reduce, once per value.
   Value scatterSequence(Value v);
-  /// The whole sequence of a split activation, gathered as the input of
-  /// rank-dependent work, once per value. The all-gather's VJP sums the
-  /// ranks' gradients (a reduce-scatter), so it needs no tg.grad_all_reduce.
-  Value gatherSequence(Value v);
-  /// tg.reduce_scatter (sum) or tg.all_gather of an activation along the
-  /// sequence (dim 1), which moves to the front and back around it.
-  Value sequenceCollective(Value v, bool gather);
+  /// The whole sequence of a value split along it (dim `dim`), gathered as
+  /// the input of rank-dependent work, once per value. The all-gather's VJP
+  /// sums the ranks' gradients (a reduce-scatter), so it needs no
+  /// tg.grad_all_reduce (`summedGradient`).
+  Value gatherSequence(Value v, int64_t dim = 1);
+  /// tg.reduce_scatter (sum) or tg.all_gather of `v` along the sequence
+  /// (dim `dim`), which moves to the front and back around it.
+  Value sequenceCollective(Value v, int64_t dim, bool gather);
   /// A replicated operand's share along a dim the other operands split.
   Value shareAlong(Value v, int64_t dim, int64_t share);
   /// The partitioned `old` and its sharding, a partial sum made whole (for
@@ -184,6 +187,10 @@ private:
   IRMapping mapping;
   llvm::DenseMap<Value, Sharding> shardings;
   llvm::DenseMap<Value, Value> fannedOut;
+  /// Replicated values whose gradient is each rank's share, summed over
+  /// the ranks by the VJP of the collective that made them whole (gathered
+  /// sequences, and what rotates them): they only feed rank-dependent work.
+  llvm::DenseSet<Value> summedGradient;
   bool splitKeyValues = true;
   int64_t keyValueReplicas = 1;
   /// Vocabulary size before padding (0 until a vocabulary is split).
@@ -218,17 +225,6 @@ LogicalResult Partitioner::checkHeads() {
                           "mesh axis tp ("
                        << ranks
                        << " ranks) is neither a divisor nor a multiple of it";
-      return WalkResult::interrupt();
-    }
-    if (sequenceParallel) {
-      op.emitOpError() << "has " << kvHeads
-                       << " key/value heads (num_key_value_heads), fewer "
-                          "than the mesh axis tp ("
-                       << ranks
-                       << " ranks): sequence parallelism with key/value "
-                          "heads shared by several ranks is not supported "
-                          "yet; use a tp that divides the key/value heads "
-                          "or leave out --sequence-parallel";
       return WalkResult::interrupt();
     }
     splitKeyValues = false;
@@ -350,7 +346,7 @@ FailureOr<Value> Partitioner::whole(Operation *user, Value v) {
 
 Value Partitioner::fanOut(Value v) {
   if (!isa<FloatType>(typeOf(v).getElementType()) ||
-      v.getDefiningOp<ConstantOp>())
+      v.getDefiningOp<ConstantOp>() || summedGradient.contains(v))
     return v;
   auto [it, inserted] = fannedOut.try_emplace(v, Value());
   if (inserted) {
@@ -365,16 +361,17 @@ Value Partitioner::fanOut(Value v) {
   return it->second;
 }
 
-Value Partitioner::sequenceCollective(Value v, bool gather) {
+Value Partitioner::sequenceCollective(Value v, int64_t dim, bool gather) {
   auto type = typeOf(v);
-  int64_t rank = type.getRank(), dim = 1;
-  // The sequence first: a reshape when the batch has one row, else a
+  int64_t rank = type.getRank();
+  // The sequence first: a reshape when only 1s precede it, else a
   // transpose.
   SmallVector<int64_t> perm = {dim};
   for (int64_t i = 0; i < rank; ++i)
     if (i != dim)
       perm.push_back(i);
-  bool oneRow = type.getDimSize(0) == 1;
+  bool oneRow = llvm::all_of(type.getShape().take_front(dim),
+                             [](int64_t d) { return d == 1; });
   auto permuted = [&](RankedTensorType t) {
     SmallVector<int64_t> shape;
     for (int64_t i : perm)
@@ -408,17 +405,18 @@ Value Partitioner::sequenceCollective(Value v, bool gather) {
 Value Partitioner::scatterSequence(Value v) {
   Value &share = scattered[v];
   if (!share) {
-    share = sequenceCollective(v, /*gather=*/false);
+    share = sequenceCollective(v, /*dim=*/1, /*gather=*/false);
     shardings[share] = Sharding::split(1);
   }
   return share;
 }
 
-Value Partitioner::gatherSequence(Value v) {
+Value Partitioner::gatherSequence(Value v, int64_t dim) {
   Value &whole = gathered[v];
   if (!whole) {
-    whole = sequenceCollective(v, /*gather=*/true);
+    whole = sequenceCollective(v, dim, /*gather=*/true);
     shardings[whole] = Sharding();
+    summedGradient.insert(whole);
   }
   return whole;
 }
@@ -660,13 +658,22 @@ LogicalResult Partitioner::partitionAttention(AttentionOp op) {
   auto ownHead = [&](Value x) -> Value {
     if (heads(x))
       return x;
+    // Sequence parallelism with a whole k_proj/v_proj: each rank projected
+    // its share of the sequence.
+    if (shardingOf(x) == Sharding::split(2))
+      x = gatherSequence(x, 2);
     SmallVector<int64_t> shape(typeOf(x).getShape());
     shape[1] = shape[1] * keyValueReplicas / ranks;
     return ShardSliceOp::create(b, x.getLoc(), typeOf(x).clone(shape), fanOut(x),
                                 tensorIndex, /*dim=*/1, keyValueReplicas);
   };
-  if (shardingOf(k).kind != Sharding::Replicated && !heads(k))
-    return fail(op, "its keys are neither split by head nor whole");
+  auto usable = [&](Value x) {
+    return heads(x) || shardingOf(x).kind == Sharding::Replicated ||
+           shardingOf(x) == Sharding::split(2);
+  };
+  if (!usable(k) || !usable(v))
+    return fail(op, "its keys or values are neither split by head, nor by "
+                    "sequence, nor whole");
   Value out = AttentionOp::create(b, op.getLoc(), q, ownHead(k), ownHead(v),
                                   op.getScaleAttr(), op.getCausalAttr());
   set(op.getResult(), out, Sharding::split(1));
@@ -796,7 +803,19 @@ LogicalResult Partitioner::partition(Operation &op) {
         return success();
       })
       .Case([&](RopeOp o) -> LogicalResult {
-        Sharding s = shardingOf(get(o.getInput()));
+        Value input = get(o.getInput());
+        Sharding s = shardingOf(input);
+        // A rotation needs each row's position: a sequence split (keys of
+        // a whole k_proj under sequence parallelism) is gathered first,
+        // and the rotated keys still feed only rank-dependent work.
+        if (s == Sharding::split(2)) {
+          IRMapping local;
+          local.map(o.getInput(), gatherSequence(input, 2));
+          Value rotated = b.clone(op, local)->getResult(0);
+          set(o.getResult(), rotated, Sharding());
+          summedGradient.insert(rotated);
+          return success();
+        }
         if (s.kind == Sharding::Split && s.dim != 1)
           return fail(o, "it rotates a tensor split along dim " +
                              std::to_string(s.dim) + " (only heads split)");

@@ -126,7 +126,8 @@ class Ranks(RankRuns, unittest.TestCase):
         single, single_weights = self.train(compile(), 1, f"{family}-tp-single")
         sequence = ("--sequence-parallel",)
         for mesh, ranks, flags in (("tp=2", 2, ()), ("tp=4", 4, ()), ("dp=2,tp=2", 4, ()),
-                                   ("tp=2", 2, sequence), ("dp=2,tp=2", 4, sequence)):
+                                   ("tp=2", 2, sequence), ("tp=4", 4, sequence),
+                                   ("dp=2,tp=2", 4, sequence)):
             with self.subTest(family=family, mesh=mesh, flags=flags):
                 steps, weights = self.train(compile(mesh, flags), ranks,
                                             f"{family}-{mesh}{''.join(flags)}")

@@ -152,15 +152,3 @@ func.func @forward(%tokens: tensor<2x3xi32> {tg.input = "tokens"},
   return %0 : tensor<f32>
 }
 
-// -----
-
-// ... and key/value heads of their own on each rank (one head for two).
-// SEQ-ERR: error: 'tg.attention' op has 1 key/value heads (num_key_value_heads), fewer than the mesh axis tp (2 ranks): sequence parallelism with key/value heads shared by several ranks is not supported yet
-func.func @forward(%tokens: tensor<2x4xi32> {tg.input = "tokens"},
-                   %targets: tensor<2x4xi32> {tg.input = "targets"},
-                   %q: tensor<1x2x4x4xf32> {tg.param = "q"},
-                   %k: tensor<1x1x4x4xf32> {tg.param = "k"}) -> tensor<f32> {
-  %0 = tg.attention %q, %k, %k {scale = 0.5 : f64, causal = true} : tensor<1x2x4x4xf32>, tensor<1x1x4x4xf32>, tensor<1x1x4x4xf32> -> tensor<1x2x4x4xf32>
-  %1 = tg.reduce_mean %0 [0, 1, 2, 3] : tensor<1x2x4x4xf32> -> tensor<f32>
-  return %1 : tensor<f32>
-}

@@ -62,8 +62,10 @@ def TgPartitionTensorParallel
       with batch rows before it moves to the front and back (transposes).
       Norm weights, row-parallel biases and the position embeddings'
       shares see a share of the sequence, so they are marked
-      tg.grad_all_reduce. The sequence must divide by the axis size, and
-      key/value heads shared by several ranks are refused.
+      tg.grad_all_reduce. Key/value heads shared by several ranks come
+      from each rank's share of the sequence (a whole k_proj/v_proj),
+      gathered along the sequence before the rotation. The sequence must
+      divide by the axis size.
 
     The rank's index comes from a new input "mesh_coordinate" (I64, one
     entry per mesh axis). The module's mesh becomes ["data", "tensor"] =
