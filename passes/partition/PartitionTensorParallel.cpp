@@ -131,7 +131,8 @@ private:
   /// tg.reduce_scatter (sum) or tg.all_gather of `v` along the sequence
   /// (dim `dim`), which moves to the front and back around it.
   Value sequenceCollective(Value v, int64_t dim, bool gather);
-  /// A replicated operand's share along a dim the other operands split.
+  /// The rank's block of `share` elements along `dim` of a replicated
+  /// value (its gradient summed over the ranks, unless it is a constant).
   Value shareAlong(Value v, int64_t dim, int64_t share);
   /// The partitioned `old` and its sharding, a partial sum made whole (for
   /// ops that only move elements: slices, reshapes, transposes).
@@ -431,12 +432,7 @@ Value Partitioner::shareAlong(Value v, int64_t dim, int64_t share) {
 
 Value Partitioner::shareOf(Location at, DenseElementsAttr value,
                            int64_t blockSize) {
-  Value all = ConstantOp::create(b, at, value);
-  auto type = typeOf(all);
-  SmallVector<int64_t> shape(type.getShape());
-  shape[0] = blockSize;
-  return ShardSliceOp::create(b, at, type.clone(shape), all, tensorIndex,
-                              /*dim=*/0, /*replicas=*/1);
+  return shareAlong(ConstantOp::create(b, at, value), /*dim=*/0, blockSize);
 }
 
 Value Partitioner::vocabularyOffset() {

@@ -471,29 +471,26 @@ LogicalResult mlir::tg::buildTrainStep(func::FuncOp forward,
   // then over those axes' ranks; what a rank holds whole along an axis
   // counts once.
   Value sumSq;
-  std::map<std::string, std::pair<SmallVector<StringRef>, Value>>
-      partialSumSq; // key: the axes joined by "_"
+  std::map<SmallVector<StringRef, 2>, Value> partialSumSq; // by split axes
   for (size_t i = 0; i < n; ++i) {
     const Param &p = params[i].second;
     Value sq = s.sumAll("grad_sq_" + p.shortName,
                         s.make<MulOp>("grad_sq", grads[i], grads[i]));
-    SmallVector<StringRef> axes;
+    SmallVector<StringRef, 2> axes;
     if (p.chunk)
       axes.push_back(kDataAxis);
     if (auto shard = p.attrs.getAs<ShardAttr>(kShardAttr))
       axes.push_back(shard.getAxis());
     Value *total = &sumSq;
-    if (!axes.empty()) {
-      auto &group = partialSumSq[llvm::join(axes, "_")];
-      group.first = axes;
-      total = &group.second;
-    }
+    if (!axes.empty())
+      total = &partialSumSq[axes];
     *total = *total ? s.make<AddOp>("grad_sq_sum", *total, sq) : sq;
   }
-  for (auto &[key, group] : partialSumSq) {
-    Value all = group.second;
-    for (StringRef axis : group.first)
-      all = s.make<AllReduceOp>("grad_sq_sum_" + key, all.getType(), all,
+  for (auto &[axes, partial] : partialSumSq) {
+    Value all = partial;
+    for (StringRef axis : axes)
+      all = s.make<AllReduceOp>("grad_sq_sum_" + llvm::join(axes, "_"),
+                                all.getType(), all,
                                 CollectiveReduction::sum,
                                 b.getStringAttr(axis));
     sumSq = sumSq ? s.make<AddOp>("grad_sq_sum", sumSq, all) : all;
