@@ -1,7 +1,6 @@
-// Checkpoints: a safetensors file with every state slot (parameters and
-// AdamW moments, under their slot names) as full tensors (a sharded
-// parameter's shards assembled, without padding), so that a checkpoint
-// loads on any mesh, and metadata
+// Checkpoints of a single rank: a safetensors file with every state slot
+// (parameters and AdamW moments, under their slot names) as full tensors
+// (without padding), so that a checkpoint loads on any mesh, and metadata
 //   tg.step           steps taken, in [0, 2^31 - 1] (the int32 step slot)
 //   tg.data_position  the caller's position in its data (tgrun: next batch),
 //                     in [0, 2^62]
@@ -9,7 +8,9 @@
 //                     shapes)
 //   tg.checksum       FNV-1a 64 over the tensors and the other metadata
 // written atomically by safetensors::writeFile (temporary file, fsync,
-// rename, directory fsync).
+// rename, directory fsync). A multi-rank run writes a directory instead
+// (ShardedCheckpoint.cpp); loading takes either.
+#include "Checkpoint.h"
 #include "tg/runtime/CheckpointFormat.h"
 #include "tg/runtime/Hash.h"
 #include "Session.h"
@@ -18,10 +19,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
-#include <limits>
 
 namespace tg::runtime {
 namespace {
@@ -30,46 +29,6 @@ constexpr const char *kStep = "tg.step";
 constexpr const char *kDataPosition = "tg.data_position";
 constexpr const char *kProgram = "tg.program";
 constexpr const char *kChecksum = kCheckpointChecksumKey;
-/// The largest tg.data_position (2^62): checked on save and load.
-constexpr int64_t kMaxDataPosition = int64_t(1) << 62;
-
-/// A tensor of the training state: a parameter or one of its moments.
-struct StateTensor {
-  const tgx::Parameter *parameter;
-  const tgx::Slot *slot;
-};
-
-/// The training state, in program order.
-std::vector<StateTensor> stateTensors(const tg_session &session) {
-  std::vector<StateTensor> state;
-  for (const tgx::Parameter *p : *session.program->parameters())
-    for (uint32_t index : {p->slot(), p->adam_m_slot(), p->adam_v_slot()})
-      state.push_back({p, &slotAt(session, index)});
-  return state;
-}
-
-std::string hex(uint64_t value) {
-  char text[17];
-  std::snprintf(text, sizeof(text), "%016" PRIx64, value);
-  return text;
-}
-
-/// Only the state layout, not the activations, with the full (Hugging
-/// Face) shapes the file holds: a checkpoint stays loadable by the same
-/// model compiled with another batch size, schedule or mesh.
-std::string fingerprint(const tg_session &session) {
-  Fnv1a64 hash;
-  for (const StateTensor &t : stateTensors(session)) {
-    std::vector<int64_t> shape = parameterLayout(session, *t.parameter).fullShape();
-    hash.update(t.slot->name()->string_view());
-    hash.update(uint64_t(t.slot->dtype()));
-    hash.update(uint64_t(shape.size()));
-    for (int64_t d : shape)
-      hash.update(uint64_t(d));
-  }
-  return hex(hash.value());
-}
-
 
 /// Metadata `key` as an integer in [0, max]; otherwise sets `error` to a
 /// message naming the field and `path`.
@@ -92,19 +51,8 @@ bool parseCount(const safetensors::File &file, const std::string &path, const ch
   return false;
 }
 
-bool checkFinite(const std::string &path, const tgx::Slot &slot, const uint8_t *data,
-                 std::size_t size, const std::string &advice, std::string &error) {
-  int64_t index = findNonFinite(slot.dtype(), data, size);
-  if (index < 0)
-    return true;
-  error = path + ": tensor '" + slot.name()->str() + "' holds a non-finite value (" +
-          valueText(elementAt(slot.dtype(), data, index)) + " at element " +
-          std::to_string(index) + ")" + advice;
-  return false;
-}
-
-/// A collective in multi-rank programs (see gatherFullTensor): every rank
-/// checks alike, and only rank 0 writes.
+/// A collective in multi-rank programs: every rank checks alike, then
+/// writes its part of a sharded checkpoint.
 bool save(const tg_session &session, const std::string &path, int64_t dataPosition,
           std::string &error) {
   if (dataPosition < 0 || dataPosition > kMaxDataPosition) {
@@ -119,37 +67,33 @@ bool save(const tg_session &session, const std::string &path, int64_t dataPositi
             "; the previous checkpoint is kept";
     return false;
   }
-  // Rank 0 writes the full tensors; the others help gather them.
+  if (session.placement.size > 1)
+    return saveShardedCheckpoint(session, path, dataPosition, error);
   safetensors::File file;
-  std::vector<StateTensor> state = stateTensors(session);
-  for (const StateTensor &s : state) {
+  for (const StateTensor &s : stateTensors(session)) {
     file.tensors.emplace_back();
-    if (!gatherFullTensor(session, *s.parameter, *s.slot, s.slot->name()->str(),
-                          file.tensors.back(), error))
-      return false;
-  }
-  if (!writesFiles(session))
-    return true;
-  for (std::size_t i = 0; i < state.size(); ++i) {
-    const std::vector<uint8_t> &data = file.tensors[i].data;
-    if (!checkFinite(path, *state[i].slot, data.data(), data.size(),
-                     "; not written: training diverged after step " +
-                         std::to_string(session.stepsDone) + ", the previous checkpoint is kept",
+    safetensors::Tensor &t = file.tensors.back();
+    // One rank holds everything, but a padded or chunked slot still needs
+    // its full tensor assembled.
+    if (!gatherFullTensor(session, *s.parameter, *s.slot, s.slot->name()->str(), t, error) ||
+        !checkFinite(path, *s.slot, t.data.data(), t.data.size(), divergedAdvice(session),
                      error))
       return false;
   }
   file.metadata[kStep] = std::to_string(session.stepsDone);
   file.metadata[kDataPosition] = std::to_string(dataPosition);
-  file.metadata[kProgram] = fingerprint(session);
+  file.metadata[kProgram] = stateFingerprint(session);
   file.metadata[kChecksum] = checkpointChecksum(file);
   return safetensors::writeFile(path, file, error);
 }
 
 bool load(tg_session &session, const std::string &path, int64_t *dataPosition,
           std::string &error) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    return loadShardedCheckpoint(session, path, dataPosition, error);
   // A path that cannot be opened (missing, a FIFO or device) is not a
   // corrupt checkpoint: say so.
-  struct stat st;
   std::string problem;
   int fd = openRegularFile(path, st, problem);
   if (fd < 0) {
@@ -174,14 +118,12 @@ bool load(tg_session &session, const std::string &path, int64_t *dataPosition,
   if (stored->second != checkpointChecksum(file))
     return fail("checksum mismatch: the checkpoint is corrupt; use an older checkpoint");
   auto program = file.metadata.find(kProgram);
-  if (program == file.metadata.end() || program->second != fingerprint(session))
+  if (program == file.metadata.end() || program->second != stateFingerprint(session))
     return fail("the checkpoint belongs to a different program (other parameter names, "
                 "dtypes or shapes than " + session.source + "); resume with the artifact "
                 "that wrote it");
-  // The step slot is an int32; the data position stays far from overflow
-  // however many steps follow.
   int64_t steps, position;
-  if (!parseCount(file, path, kStep, std::numeric_limits<int32_t>::max(), steps, error) ||
+  if (!parseCount(file, path, kStep, kMaxCheckpointStep, steps, error) ||
       !parseCount(file, path, kDataPosition, kMaxDataPosition, position, error))
     return false;
   // The fingerprint matched, so every state tensor is present with its
@@ -196,8 +138,7 @@ bool load(tg_session &session, const std::string &path, int64_t *dataPosition,
       return fail("tensor '" + s.slot->name()->str() + "' is missing or has the wrong dtype or "
                   "shape; the checkpoint is corrupt");
     if (!checkFinite(path, *s.slot, t->data.data(), t->data.size(),
-                     "; the checkpoint was written after training diverged, use an older one",
-                     error))
+                     kWrittenAfterDivergence, error))
       return false;
     writes.emplace_back(s, t);
   }
@@ -213,6 +154,43 @@ bool load(tg_session &session, const std::string &path, int64_t *dataPosition,
 }
 
 } // namespace
+
+std::vector<StateTensor> stateTensors(const tg_session &session) {
+  std::vector<StateTensor> state;
+  for (const tgx::Parameter *p : *session.program->parameters())
+    for (uint32_t index : {p->slot(), p->adam_m_slot(), p->adam_v_slot()})
+      state.push_back({p, &slotAt(session, index)});
+  return state;
+}
+
+std::string stateFingerprint(const tg_session &session) {
+  Fnv1a64 hash;
+  for (const StateTensor &t : stateTensors(session)) {
+    std::vector<int64_t> shape = parameterLayout(session, *t.parameter).fullShape();
+    hash.update(t.slot->name()->string_view());
+    hash.update(uint64_t(t.slot->dtype()));
+    hash.update(uint64_t(shape.size()));
+    for (int64_t d : shape)
+      hash.update(uint64_t(d));
+  }
+  return hexDigits(hash.value());
+}
+
+bool checkFinite(const std::string &path, const tgx::Slot &slot, const uint8_t *data,
+                 std::size_t size, const std::string &advice, std::string &error) {
+  int64_t index = findNonFinite(slot.dtype(), data, size);
+  if (index < 0)
+    return true;
+  error = path + ": tensor '" + slot.name()->str() + "' holds a non-finite value (" +
+          valueText(elementAt(slot.dtype(), data, index)) + " at element " +
+          std::to_string(index) + ")" + advice;
+  return false;
+}
+
+std::string divergedAdvice(const tg_session &session) {
+  return "; not written: training diverged after step " + std::to_string(session.stepsDone) +
+         ", the previous checkpoint is kept";
+}
 
 std::string checkpointChecksum(const safetensors::File &file) {
   std::vector<const safetensors::Tensor *> tensors;
@@ -234,7 +212,7 @@ std::string checkpointChecksum(const safetensors::File &file) {
       hash.update(key);
       hash.update(value);
     }
-  return hex(hash.value());
+  return hexDigits(hash.value());
 }
 } // namespace tg::runtime
 

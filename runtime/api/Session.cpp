@@ -185,14 +185,11 @@ bool createSession(std::vector<uint8_t> bytes, const std::string &source,
                    error))
       return false;
   }
-  auto splitOver = [&](auto *split) { return split && mesh.shape()->Get(split->axis()) > 1; };
-  for (const tgx::Parameter *p : *program.parameters())
-    if (splitOver(p->shard()) || splitOver(p->optimizer_shard())) {
-      session->gatherer = createMpiCommunicator(program, source, error);
-      if (!session->gatherer)
-        return false;
-      break;
-    }
+  if (session->placement.size > 1) {
+    session->stateComm = createMpiCommunicator(program, source, error);
+    if (!session->stateComm)
+      return false;
+  }
   *out = session.release();
   return true;
 }

@@ -18,11 +18,12 @@ struct tg_session_s {
   const tg::tgx::Program *program = nullptr;
   std::unique_ptr<tg::runtime::Backend> backend;
   tg::runtime::RankPlacement placement;
-  // Gathers sharded parameters to rank 0 for the files it writes
-  // (ShardedState.cpp). The session's own communicator: it moves host
-  // memory whatever the backend's device. Null unless some parameter or
-  // its moments (ZeRO-1) are split over a mesh axis of several ranks.
-  std::unique_ptr<tg::runtime::Communicator> gatherer;
+  // Saving state in a multi-rank program: gathers split parameters to rank
+  // 0 for the weights it writes (ShardedState.cpp), and lets the ranks
+  // agree on a checkpoint each wrote part of (ShardedCheckpoint.cpp). The
+  // session's own communicator: it moves host memory whatever the
+  // backend's device. Null on a single rank.
+  std::unique_ptr<tg::runtime::Communicator> stateComm;
   int64_t firstRow = 0, rows = 0; // this rank's rows of the batch
   // The interface slots every verified program has.
   const tg::tgx::Slot *stepSlot = nullptr, *tokens = nullptr, *targets = nullptr,
@@ -65,7 +66,10 @@ bool writeSlot(tg_session &session, const tgx::Slot &slot, const void *data,
 /// This rank's part of parameter `p` and of its AdamW moments: its shard,
 /// or the whole tensor when `p` is replicated.
 ShardLayout parameterLayout(const tg_session &session, const tgx::Parameter &p);
-/// Whether this rank writes the run's weights and checkpoints: rank 0.
+/// This rank's chunk of `p`'s moments, split by `zero` (ZeRO-1).
+OptimizerChunk chunkOf(const tg_session &session, const tgx::Parameter &p,
+                       const tgx::OptimizerShard &zero);
+/// Whether this rank writes the run's weights: rank 0.
 bool writesFiles(const tg_session &session);
 /// The full tensor of `slot` (`p`'s value or one of its moments) as
 /// `name`, on rank 0; `out` is left empty on the other ranks. A replicated

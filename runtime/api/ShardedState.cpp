@@ -1,18 +1,19 @@
 // Tensor-parallel parameters and ZeRO-1 moments: each rank's slots hold its
-// shard (and of a moment only its chunk of that), while weights and
-// checkpoints hold full tensors, so that a file written on one mesh loads
-// on any other. Rank 0 writes the files; the ranks that share its other
-// coordinates send it their shards, each assembled first from the chunks
-// of the ranks along the moment's axis.
+// shard (and of a moment only its chunk of that), while weights files and
+// single-file checkpoints hold full tensors, so that a file written on one
+// mesh loads on any other. Rank 0 writes weights; the ranks that share its
+// other coordinates send it their shards, each assembled first from the
+// chunks of the ranks along the moment's axis. (A multi-rank checkpoint is
+// written without gathering: ShardedCheckpoint.cpp.)
 #include "Session.h"
 
 namespace tg::runtime {
 namespace {
 
-/// createSession gives a session whose program splits state over several
-/// ranks a gatherer; a session without one cannot assemble such a tensor.
-bool hasGatherer(const tg_session &session, const std::string &name, std::string &error) {
-  if (session.gatherer)
+/// createSession gives a multi-rank session a communicator; a session
+/// without one cannot assemble a tensor split over several ranks.
+bool hasCommunicator(const tg_session &session, const std::string &name, std::string &error) {
+  if (session.stateComm)
     return true;
   error = "saving tensor '" + name +
           "' needs the other ranks' parts, but this session has no communicator";
@@ -35,14 +36,6 @@ const tgx::OptimizerShard *optimizerShardOf(const tg_session &session, const tgx
   return &slot == &slotAt(session, p.slot()) ? nullptr : p.optimizer_shard();
 }
 
-/// This rank's chunk of the moment `slot` of `p`, split by `zero`.
-OptimizerChunk chunkOf(const tg_session &session, const tgx::Parameter &p,
-                       const tgx::OptimizerShard &zero) {
-  return OptimizerChunk(parameterLayout(session, p).localElements(), zero.chunk(),
-                        meshCoordinate(*session.program->mesh(), session.placement.rank,
-                                       zero.axis()));
-}
-
 /// This rank's shard of `slot` (`p`'s value or one of its moments) in
 /// `local`. A ZeRO-1 moment's shard is assembled from the chunks of the
 /// ranks along its axis on the one with coordinate 0 there; `local` is left
@@ -59,8 +52,8 @@ bool readShard(const tg_session &session, const tgx::Parameter &p, const tgx::Sl
       meshCoordinate(*session.program->mesh(), session.placement.rank, zero->axis()) == 0;
   std::vector<uint8_t> chunks(groupRoot ? std::size_t(ranks) * local.size() : 0);
   if (ranks > 1 &&
-      (!hasGatherer(session, name, error) ||
-       !session.gatherer->gatherAlongAxis(zero->axis(), local.data(), local.size(),
+      (!hasCommunicator(session, name, error) ||
+       !session.stateComm->gatherAlongAxis(zero->axis(), local.data(), local.size(),
                                          chunks.data(), "saving tensor '" + name + "'", error)))
     return false;
   if (ranks == 1)
@@ -91,6 +84,13 @@ ShardLayout parameterLayout(const tg_session &session, const tgx::Parameter &p) 
                      meshCoordinate(*session.program->mesh(), session.placement.rank, axis));
 }
 
+OptimizerChunk chunkOf(const tg_session &session, const tgx::Parameter &p,
+                       const tgx::OptimizerShard &zero) {
+  return OptimizerChunk(parameterLayout(session, p).localElements(), zero.chunk(),
+                        meshCoordinate(*session.program->mesh(), session.placement.rank,
+                                       zero.axis()));
+}
+
 bool writesFiles(const tg_session &session) { return session.placement.rank == 0; }
 
 bool gatherFullTensor(const tg_session &session, const tgx::Parameter &p,
@@ -111,8 +111,8 @@ bool gatherFullTensor(const tg_session &session, const tgx::Parameter &p,
     gathered = std::move(local);
   } else {
     gathered.resize(root ? std::size_t(ranks) * local.size() : 0);
-    if (!hasGatherer(session, name, error) ||
-        !session.gatherer->gatherToRankZero(p.shard()->axis(), local.data(), local.size(),
+    if (!hasCommunicator(session, name, error) ||
+        !session.stateComm->gatherToRankZero(p.shard()->axis(), local.data(), local.size(),
                                             gathered.data(), "saving tensor '" + name + "'",
                                             error))
       return false;

@@ -2,19 +2,23 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace tg::runtime {
 
 ShardLayout::ShardLayout(const tgx::ParameterShard &shard, int64_t ranks, int64_t coordinate)
-    : full(shard.full_shape()->begin(), shard.full_shape()->end()), local(full),
-      blocks(shard.blocks()), coordinate(coordinate) {
-  uint32_t dim = shard.dim();
+    : ShardLayout(std::vector<int64_t>(shard.full_shape()->begin(), shard.full_shape()->end()),
+                  shard.dim(), shard.padded_size(), shard.blocks(), ranks, coordinate) {}
+
+ShardLayout::ShardLayout(std::vector<int64_t> fullShape, uint32_t dim, int64_t paddedSize,
+                         int64_t blocks, int64_t ranks, int64_t coordinate)
+    : full(std::move(fullShape)), local(full), blocks(blocks), coordinate(coordinate) {
   for (uint32_t i = 0; i < dim; ++i)
     outer *= full[i];
   for (uint32_t i = dim + 1; i < full.size(); ++i)
     inner *= full[i];
   fullRows = full[dim];
-  blockRows = shard.padded_size() / blocks;
+  blockRows = paddedSize / blocks;
   rankRows = blockRows / ranks;
   localRows = blocks * rankRows;
   local[dim] = localRows;

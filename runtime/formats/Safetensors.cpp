@@ -538,7 +538,11 @@ bool writeFileAtomically(const std::string &path, const std::vector<uint8_t> &by
     ::unlink(temp.c_str());
     return false;
   }
-  // The rename is durable only once the directory entry is on disk too.
+  syncParentDirectory(path);
+  return true;
+}
+
+void syncParentDirectory(const std::string &path) {
   // Best effort: some file systems refuse fsync on directories.
   std::size_t slash = path.rfind('/');
   std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
@@ -547,7 +551,6 @@ bool writeFileAtomically(const std::string &path, const std::vector<uint8_t> &by
     ::fsync(dirFd);
     ::close(dirFd);
   }
-  return true;
 }
 
 } // namespace tg::safetensors

@@ -12,11 +12,12 @@ within a few steps.
 """
 import json
 import os
+import shutil
 import subprocess
 import unittest
 
 from test_tgrun_ranks import CONFIG, STEPS, TP_MODELS, RankRuns, read_metrics
-from tgtest.tools import BIN, run
+from tgtest.tools import BIN, run, run_status
 
 
 def zero(mesh):
@@ -72,6 +73,59 @@ class Zero(RankRuns, unittest.TestCase):
                 self.assertEqual([s["step"] for s in resumed], list(range(1, STEPS + 1)))
                 for a, b in zip(resumed, single):
                     self.assertLess(abs(a["loss"] - b["loss"]), 1e-4, (a, b))
+
+    def test_each_rank_writes_its_part_of_a_checkpoint(self):
+        """On dp=2 x tp=2 with ZeRO a checkpoint is a directory in which
+        every rank wrote the pieces of the state it holds (its shard of the
+        parameters, its chunk of the moments), each piece once, beside an
+        index: together the four files hold the single-rank checkpoint's
+        bytes (headers and padding aside), each about a quarter. (The resume test
+        above shows that they hold the right state.) A damaged piece, a
+        missing one or a changed index stops a resume on every rank with
+        the file named."""
+        ckpt = self.path("sharded-ckpt")
+        run("tgrun", "-n", 4, self.compile_tp("gpt2", *zero("dp=2,tp=2")), "--data", self.data,
+            "--steps", 2, "--checkpoint-dir", ckpt)
+        step = os.path.join(ckpt, "step-00000002")
+        names = sorted(os.listdir(step))
+        self.assertEqual(names, ["checkpoint.index.json"] +
+                         [f"rank-0000{r}.safetensors" for r in range(4)])
+        whole_dir = self.path("whole-ckpt")
+        run("tgrun", self.compile_tp("gpt2"), "--data", self.data, "--steps", 2,
+            "--checkpoint-dir", whole_dir)
+        whole = os.path.getsize(os.path.join(whole_dir, "step-00000002.safetensors"))
+        sizes = [os.path.getsize(os.path.join(step, n)) for n in names[1:]]
+        # Four headers and the padding are ~13% of this tiny model's state.
+        self.assertLess(abs(sum(sizes) / whole - 1), 0.2, (sizes, whole))
+        for size in sizes:
+            self.assertLess(abs(size / sum(sizes) - 0.25), 0.1, sizes)
+
+        def damaged(name, damage):
+            copy = self.path(f"damaged-{name}")
+            shutil.copytree(ckpt, copy)
+            damage(os.path.join(copy, "step-00000002", name))
+            return copy
+
+        def flip_last_byte(path):
+            data = bytearray(open(path, "rb").read())
+            data[-1] ^= 1
+            open(path, "wb").write(data)
+
+        for ranks, name, damage, message in (
+                (4, "rank-00002.safetensors", flip_last_byte, "checksum mismatch"),
+                (1, "rank-00001.safetensors", os.remove, "No such file"),
+                (1, "checkpoint.index.json", flip_last_byte, "is not a JSON object")):
+            with self.subTest(name=name, ranks=ranks):
+                program = self.compile_tp("gpt2", *(zero("dp=2,tp=2") if ranks > 1 else ()))
+                code, _, err = run_status("tgrun", *(["-n", ranks] if ranks > 1 else []),
+                                          program, "--data", self.data, "--steps", 3,
+                                          "--checkpoint-dir", damaged(name, damage), "--resume")
+                self.assertNotEqual(code, 0)
+                self.assertIn("cannot resume from the newest checkpoint", err)
+                self.assertIn(f"step-00000002/{name}", err)
+                self.assertIn(message, err)
+                if ranks > 1:  # the launcher may stop the others before they say it
+                    self.assertRegex(err, r"rank \d: cannot resume")
 
     def test_stats_follow_the_analytic_formulas(self):
         """tgc --stats per rank for GPT-2 (L layers, hidden d, vocabulary V

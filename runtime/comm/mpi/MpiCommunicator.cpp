@@ -156,6 +156,14 @@ public:
         return false;
       }
     }
+    // Every rank, on a communicator of its own: nothing else's collectives
+    // can interleave with this object's.
+    if (MPI_Comm_dup(MPI_COMM_WORLD, &world.comm) != MPI_SUCCESS) {
+      error = sourceName + ": cannot form the communicator of all ranks";
+      return false;
+    }
+    for (int r = 0; r < ranks().placement.size; ++r)
+      world.members.push_back(r);
     pending.resize(program.commands()->size());
     return true;
   }
@@ -163,6 +171,8 @@ public:
   ~MpiCommunicator() override {
     for (Axis &a : axes)
       MPI_Comm_free(&a.comm);
+    if (world.comm != MPI_COMM_NULL)
+      MPI_Comm_free(&world.comm);
   }
 
   bool start(uint32_t command, const void *sourceData, void *target,
@@ -233,6 +243,20 @@ public:
   bool gatherAlongAxis(uint32_t axisIndex, const void *data, uint64_t bytes, void *out,
                        const std::string &what, std::string &error) override {
     return gather(axisIndex, data, bytes, out, /*everyGroup=*/true, what, error);
+  }
+
+  bool exchange(const std::vector<uint64_t> &mine, std::vector<uint64_t> &all,
+                const std::string &what, std::string &error) override {
+    int64_t index = countCollectiveStarted();
+    all.assign(mine.size() * world.members.size(), 0);
+    std::string described = what + " (an exchange among all ranks)";
+    MPI_Request request = MPI_REQUEST_NULL;
+    if (MPI_Iallgather(mine.data(), int(mine.size()), MPI_UINT64_T, all.data(),
+                       int(mine.size()), MPI_UINT64_T, world.comm, &request) != MPI_SUCCESS) {
+      error = source + ": " + described + " could not start";
+      return false;
+    }
+    return await(request, world, index, described, error);
   }
 
   void progress() override {
@@ -409,7 +433,8 @@ private:
 
   const tgx::Program *program = nullptr;
   std::string source;
-  std::vector<Axis> axes;
+  std::vector<Axis> axes; // one per mesh axis
+  Axis world;             // every rank
   std::vector<Pending> pending; // by command index
   std::vector<uint32_t> inFlight; // started, not yet waited for
 };

@@ -21,10 +21,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -260,32 +263,49 @@ int parseArguments(int argc, char **argv, bool embedded, Options &o) {
 // Checkpoint directory
 //===----------------------------------------------------------------------===//
 
-std::string checkpointPath(const std::string &dir, int64_t step) {
+/// A checkpoint in the checkpoint directory: a file (one rank) or a
+/// directory (several ranks, each wrote its part).
+struct Checkpoint {
+  int64_t step;
+  std::string path;
+  bool operator<(const Checkpoint &o) const {
+    return std::tie(step, path) < std::tie(o.step, o.path);
+  }
+};
+
+/// DIR/step-NNNNNNNN.safetensors, or DIR/step-NNNNNNNN for a run of several
+/// ranks.
+std::string checkpointPath(const std::string &dir, int64_t step, bool sharded) {
   char name[64];
-  std::snprintf(name, sizeof(name), "/step-%08" PRId64 ".safetensors", step);
+  std::snprintf(name, sizeof(name), "/step-%08" PRId64 "%s", step,
+                sharded ? "" : ".safetensors");
   return dir + name;
 }
 
-/// The steps of the checkpoints in `dir`, ascending.
-std::vector<int64_t> listCheckpoints(const std::string &dir) {
-  std::vector<int64_t> steps;
+/// The checkpoints in `dir`, by step. Leftovers of an interrupted save
+/// (a .partial directory, a .tmp file) are not checkpoints.
+std::vector<Checkpoint> listCheckpoints(const std::string &dir) {
+  std::vector<Checkpoint> found;
   DIR *d = ::opendir(dir.c_str());
   if (!d)
-    return steps;
+    return found;
   const std::string prefix = "step-", suffix = ".safetensors";
   while (dirent *entry = ::readdir(d)) {
     std::string name = entry->d_name;
-    if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) ||
-        name.compare(name.size() - suffix.size(), suffix.size(), suffix))
+    if (name.compare(0, prefix.size(), prefix))
       continue;
-    std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+    std::string digits = name.substr(prefix.size());
+    if (digits.size() > suffix.size() &&
+        !digits.compare(digits.size() - suffix.size(), suffix.size(), suffix))
+      digits.resize(digits.size() - suffix.size());
     int64_t step;
-    if (std::all_of(digits.begin(), digits.end(), ::isdigit) && parseInteger(digits, 0, step))
-      steps.push_back(step);
+    if (!digits.empty() && std::all_of(digits.begin(), digits.end(), ::isdigit) &&
+        parseInteger(digits, 0, step))
+      found.push_back({step, dir + "/" + name});
   }
   ::closedir(d);
-  std::sort(steps.begin(), steps.end());
-  return steps;
+  std::sort(found.begin(), found.end());
+  return found;
 }
 
 bool makeDirectories(const std::string &dir) {
@@ -299,21 +319,29 @@ bool makeDirectories(const std::string &dir) {
   return ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/// Writes the checkpoint of the current step and, on `primary` (rank 0,
-/// which writes it), drops all but the newest. Every rank calls it: saving
-/// gathers the shards of tensor-parallel parameters to rank 0.
+/// Writes the checkpoint of the current step and, on `primary` (rank 0),
+/// drops all but the newest (and another form of this step's). Every rank
+/// calls it: in a run of several ranks each writes its part.
 bool writeCheckpoint(tg_session *session, const std::string &dir, int64_t dataPosition,
-                     bool primary, int &exitCode) {
+                     bool primary, bool sharded, int &exitCode) {
   int64_t step = tg_session_steps_done(session);
-  if (!check(tg_session_save_checkpoint(session, checkpointPath(dir, step).c_str(),
-                                        dataPosition),
-             exitCode))
+  std::string written = checkpointPath(dir, step, sharded);
+  if (!check(tg_session_save_checkpoint(session, written.c_str(), dataPosition), exitCode))
     return false;
   if (!primary)
     return true;
-  std::vector<int64_t> steps = listCheckpoints(dir);
-  for (std::size_t i = 0; i + kKeepCheckpoints < steps.size(); ++i)
-    std::remove(checkpointPath(dir, steps[i]).c_str());
+  std::vector<Checkpoint> checkpoints = listCheckpoints(dir);
+  std::set<int64_t> steps;
+  for (const Checkpoint &c : checkpoints)
+    steps.insert(c.step);
+  // The kKeepCheckpoints-th newest step (the written one is among them).
+  int64_t oldestKept = *std::next(
+      steps.rbegin(), std::min<std::ptrdiff_t>(kKeepCheckpoints, std::ptrdiff_t(steps.size())) - 1);
+  for (const Checkpoint &c : checkpoints)
+    if (c.step < oldestKept || (c.step == step && c.path != written)) {
+      std::error_code ignored;
+      std::filesystem::remove_all(c.path, ignored);
+    }
   return true;
 }
 
@@ -567,12 +595,12 @@ struct DatasetCloser {
 /// an error: silently training from an older state would lose work unseen.
 bool resume(tg_session *session, const std::string &dir, bool &resumed, int64_t &dataPosition,
             int &exitCode) {
-  std::vector<int64_t> steps = listCheckpoints(dir);
-  if (steps.empty()) {
+  std::vector<Checkpoint> checkpoints = listCheckpoints(dir);
+  if (checkpoints.empty()) {
     std::printf("tgrun: no checkpoint in %s, starting from step 0\n", dir.c_str());
     return true;
   }
-  std::string path = checkpointPath(dir, steps.back());
+  std::string path = checkpoints.back().path;
   if (tg_status status = tg_session_load_checkpoint(session, path.c_str(), &dataPosition)) {
     exitCode = error(std::string("cannot resume from the newest checkpoint: ") +
                      tg_status_message(status) + " (delete " + path +
@@ -640,9 +668,11 @@ int run(const Options &o, const std::vector<uint8_t> &embedded, const char *prog
   const std::string program = embedded.empty() ? o.artifact : programName;
   Profiler profiler;
   const bool profiling = primary && !o.profile.empty();
-  // Saving is collective (the session gathers shards to rank 0, which
-  // alone writes), so every rank checkpoints and saves the weights.
+  // Saving is collective (each rank writes its part of a checkpoint; the
+  // session gathers shards of weights to rank 0, which alone writes them),
+  // so every rank checkpoints and saves the weights.
   const bool checkpointing = !o.checkpointDir.empty();
+  const bool sharded = rank.num_ranks > 1;
   if (profiling) {
     std::string problem;
     if (!profiler.open(o.profile, program, problem))
@@ -704,14 +734,14 @@ int run(const Options &o, const std::vector<uint8_t> &embedded, const char *prog
     }
     progress.report(r, std::chrono::duration<double>(stepEnd - start).count());
     if (checkpointing && o.checkpointEvery && r.step % o.checkpointEvery == 0) {
-      if (!writeCheckpoint(session.get(), o.checkpointDir, dataPosition, primary, exitCode))
+      if (!writeCheckpoint(session.get(), o.checkpointDir, dataPosition, primary, sharded, exitCode))
         return exitCode;
       lastCheckpoint = r.step;
     }
   }
   int64_t last = tg_session_steps_done(session.get());
   if (checkpointing && lastCheckpoint != last &&
-      !writeCheckpoint(session.get(), o.checkpointDir, dataPosition, primary, exitCode))
+      !writeCheckpoint(session.get(), o.checkpointDir, dataPosition, primary, sharded, exitCode))
     return exitCode;
   if (!o.saveWeights.empty() &&
       !check(tg_session_save_weights_sharded(session.get(), o.saveWeights.c_str(),

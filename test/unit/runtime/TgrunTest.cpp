@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -200,29 +201,47 @@ TEST_F(Tgrun, TensorParallelRunMatchesOneDevice) {
     return o;
   };
   Outputs one = train(single, "single", ""), two = train(split, "tp2", "");
-  const std::vector<std::string> checkpoints = {"step-00000002.safetensors",
-                                                "step-00000004.safetensors"};
-  EXPECT_EQ(listDirectory(two.dir), checkpoints);
-  for (const std::string &name : checkpoints)
-    EXPECT_EQ(differingTensors(two.dir + "/" + name, one.dir + "/" + name), "") << name;
+  // One rank writes files of full tensors; two ranks write directories in
+  // which each wrote its shard, with an index.
+  const std::vector<std::string> files = {"step-00000002.safetensors",
+                                          "step-00000004.safetensors"};
+  const std::vector<std::string> directories = {"step-00000002", "step-00000004"};
+  EXPECT_EQ(listDirectory(one.dir), files);
+  EXPECT_EQ(listDirectory(two.dir), directories);
+  for (const std::string &name : directories)
+    EXPECT_EQ(listDirectory(two.dir + "/" + name),
+              (std::vector<std::string>{"checkpoint.index.json", "rank-00000.safetensors",
+                                        "rank-00001.safetensors"}));
   EXPECT_EQ(differingTensors(two.weights, one.weights), "");
   EXPECT_EQ(metricsWithoutTimes(two.metrics), metricsWithoutTimes(one.metrics));
 
-  // Resuming at step 2 on the other mesh ends in the same state.
-  for (const auto &[which, from] : {std::pair{split, one.dir}, std::pair{single, two.dir}}) {
+  // Resuming at step 2 on the other mesh ends in the same state, and the
+  // step-4 checkpoint is the one written without the move.
+  struct Move {
+    std::string which, from, name, to;
+  };
+  for (const Move &m : {Move{split, one.dir, files[0], directories[1]},
+                        Move{single, two.dir, directories[0], files[1]}}) {
     std::string dir = test::scratchPath("resume-checkpoints");
     ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
-    test::writeFile(dir + "/" + checkpoints[0], test::readFile(from + "/" + checkpoints[0]));
+    std::filesystem::copy(m.from + "/" + m.name, dir + "/" + m.name,
+                          std::filesystem::copy_options::recursive);
     std::string weights = test::scratchPath("resumed.safetensors");
-    Result r = run(TG_TGRUN, which + " --data " + data + " --steps 4 --checkpoint-dir " + dir +
+    Result r = run(TG_TGRUN, m.which + " --data " + data + " --steps 4 --checkpoint-dir " + dir +
                                  " --resume --save-weights " + weights);
-    ASSERT_EQ(r.exitCode, 0) << which << ": " << r.err;
-    EXPECT_NE(r.out.find("resumed from " + dir + "/" + checkpoints[0] + " (step 2)"),
-              std::string::npos)
+    ASSERT_EQ(r.exitCode, 0) << m.which << ": " << r.err;
+    EXPECT_NE(r.out.find("resumed from " + dir + "/" + m.name + " (step 2)"), std::string::npos)
         << r.out;
-    EXPECT_EQ(differingTensors(weights, one.weights), "") << which;
-    EXPECT_EQ(differingTensors(dir + "/" + checkpoints[1], one.dir + "/" + checkpoints[1]), "")
-        << which;
+    EXPECT_EQ(differingTensors(weights, one.weights), "") << m.which;
+    const std::string &reference = m.to == files[1] ? one.dir : two.dir;
+    if (m.to == files[1]) {
+      EXPECT_EQ(differingTensors(dir + "/" + m.to, reference + "/" + m.to), "") << m.which;
+    } else {
+      for (const std::string &file : listDirectory(reference + "/" + m.to))
+        EXPECT_EQ(test::readFile(dir + "/" + m.to + "/" + file),
+                  test::readFile(reference + "/" + m.to + "/" + file))
+            << m.to << "/" << file;
+    }
   }
 }
 

@@ -113,10 +113,12 @@ tg_status tg_session_profile(const tg_session *session,
 /* Saving weights and checkpoints is collective in a multi-rank program:
  * every rank must call tg_session_save_weights(_sharded) and
  * tg_session_save_checkpoint with the same arguments, in the same order.
- * The files hold full tensors (a tensor-parallel parameter's shards are
- * gathered to rank 0), so they load on any mesh; rank 0 alone writes them.
- * The other ranks return once they have sent their part, and their status
- * says nothing of rank 0's writing.
+ * Both load on any mesh.
+ *
+ * Weights hold full tensors: a tensor-parallel parameter's shards are
+ * gathered to rank 0, which alone writes them. The other ranks return once
+ * they have sent their part, and their status says nothing of rank 0's
+ * writing.
  *
  * Final weights as safetensors, Hugging Face names and layouts: `path`
  * (STEM.safetensors) when they take at most `max_shard_bytes`, otherwise
@@ -129,11 +131,19 @@ tg_status tg_session_save_weights_sharded(const tg_session *session, const char 
                                           uint64_t max_shard_bytes);
 
 /* Full training state: parameters, AdamW moments, step count and the data
- * position (in [0, 2^62]; non-finite state is never written). Written to a
- * temporary file, fsynced and renamed, with a checksum over the contents;
- * loading verifies the checksum and that the checkpoint belongs to this
- * program (the same model, on any mesh). Saving is collective (above);
- * every rank loads, reading the whole file. */
+ * position (in [0, 2^62]; non-finite state is never written), with
+ * checksums over the contents. On one rank `path` is a safetensors file of
+ * full tensors, written to a temporary file, fsynced and renamed. In a
+ * multi-rank program `path` is a directory: every rank writes the pieces of
+ * the state it holds (each piece by one of the ranks holding it) to
+ * path/rank-RRRRR.safetensors, in parallel, and rank 0 writes
+ * path/checkpoint.index.json, which describes how the pieces make up each
+ * full tensor; the files are gathered in path.partial and the directory
+ * renamed to `path` only once every rank has written its part, and every
+ * rank's status says whether the whole checkpoint was written. Loading
+ * takes either form, on any mesh (the same model), verifies the checksums
+ * and that the checkpoint belongs to this program; every rank loads by
+ * itself, reading the whole checkpoint. */
 tg_status tg_session_save_checkpoint(const tg_session *session,
                                      const char *path, int64_t data_position);
 tg_status tg_session_load_checkpoint(tg_session *session, const char *path,

@@ -6,8 +6,11 @@
 #ifndef TG_RUNTIME_HASH_H
 #define TG_RUNTIME_HASH_H
 
+#include <cinttypes>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <string>
 #include <string_view>
 
 namespace tg::runtime {
@@ -36,6 +39,14 @@ public:
 private:
   uint64_t hash = 0xcbf29ce484222325ull;
 };
+
+/// `value` as 16 lowercase hex digits, as checksums and fingerprints are
+/// written.
+inline std::string hexDigits(uint64_t value) {
+  char text[17];
+  std::snprintf(text, sizeof(text), "%016" PRIx64, value);
+  return text;
+}
 
 } // namespace tg::runtime
 

@@ -25,6 +25,11 @@ public:
   /// The rank at index `coordinate` of the `ranks` ranks along the shard's
   /// mesh axis, for a verified shard.
   ShardLayout(const tgx::ParameterShard &shard, int64_t ranks, int64_t coordinate);
+  /// The same from the shard's fields (a checkpoint index's description):
+  /// `fullShape` split along `dim`, padded to `paddedSize` rows in `blocks`
+  /// blocks, each divisible by `ranks`.
+  ShardLayout(std::vector<int64_t> fullShape, uint32_t dim, int64_t paddedSize, int64_t blocks,
+              int64_t ranks, int64_t coordinate);
   /// A replicated tensor of `shape`.
   explicit ShardLayout(std::vector<int64_t> shape);
 
@@ -82,6 +87,8 @@ public:
       : local(localElements), chunk(chunk), first(coordinate * chunk) {}
 
   int64_t chunkElements() const { return chunk; }
+  /// The element of the local part the chunk starts at.
+  int64_t firstElement() const { return first; }
   /// The elements of the local part this chunk holds; the rest of the
   /// chunk is padding.
   int64_t heldElements() const;

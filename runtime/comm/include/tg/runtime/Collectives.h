@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace tg::runtime {
 
@@ -69,6 +70,12 @@ public:
   /// of a ZeRO-1 moment, before its tensor-parallel shards go to rank 0.
   virtual bool gatherAlongAxis(uint32_t axis, const void *data, uint64_t bytes, void *out,
                                const std::string &what, std::string &error) = 0;
+  /// Every rank of the run gives `mine` (as many words on every rank) and
+  /// gets every rank's in `all`, in rank order: how the ranks agree that
+  /// each did its part of a checkpoint. Blocking; fails after the
+  /// collective timeout like `wait`.
+  virtual bool exchange(const std::vector<uint64_t> &mine, std::vector<uint64_t> &all,
+                        const std::string &what, std::string &error) = 0;
 };
 
 /// Host-memory collectives over MPI for a verified `program` whose mesh has

@@ -64,6 +64,9 @@ bool writeFile(const std::string &path, const File &file, std::string &error);
 /// Writes `bytes` to `path` that way.
 bool writeFileAtomically(const std::string &path, const std::vector<uint8_t> &bytes,
                          std::string &error);
+/// Makes a rename to `path` durable: the directory entry is on disk only
+/// once `path`'s directory is fsynced (done here, best effort).
+void syncParentDirectory(const std::string &path);
 
 /// Hugging Face's sharded weights: `STEM.safetensors.index.json`
 /// ({"metadata": {"total_size": BYTES}, "weight_map": {TENSOR: FILE}}) beside
