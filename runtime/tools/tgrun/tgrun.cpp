@@ -44,6 +44,7 @@ constexpr std::size_t kTopCommands = 15;
 
 struct Options {
   std::string artifact, data, init, metrics, saveWeights, checkpointDir, profile;
+  std::string dataFormat = "auto";
   int64_t steps = 100, checkpointEvery = 0, threads = 0, logEvery = 0, ranks = 1;
   uint64_t maxShardBytes = TG_DEFAULT_MAX_SHARD_BYTES;
   double collectiveTimeout = 60;
@@ -55,8 +56,8 @@ void printHelp(const char *program, bool embedded) {
   std::printf(
       "usage: %s [-n RANKS] %s--data TOKENS.bin [options]\n"
       "\n"
-      "Trains with a compiled training program%s on a token file (flat\n"
-      "little-endian uint16 tokens).\n"
+      "Trains with a compiled training program%s on token data (flat\n"
+      "little-endian uint16 or uint32 token ids, or a Megatron-LM indexed dataset).\n"
       "\n"
       "A program compiled for several devices (tgc compile --mesh dp=N) runs as N\n"
       "ranks: -n N starts them on this machine (through Open MPI's mpirun); under\n"
@@ -69,7 +70,12 @@ void printHelp(const char *program, bool embedded) {
       "  --collective-timeout S seconds a collective may wait for the other ranks\n"
       "                         before the run fails, naming the missing ones\n"
       "                         (default 60)\n"
-      "  --data FILE            token file (required)\n"
+      "  --data FILE            token data (required): a flat token file, or a\n"
+      "                         Megatron-LM indexed dataset (PREFIX, PREFIX.bin or\n"
+      "                         PREFIX.idx)\n"
+      "  --data-format F        auto (default: megatron where PREFIX.idx is there,\n"
+      "                         else uint16 if the vocabulary fits, else uint32),\n"
+      "                         uint16, uint32 or megatron\n"
       "  --steps N              total steps of the run, counting steps restored by\n"
       "                         --resume (default 100): after a run that stopped at\n"
       "                         step 10, --resume --steps 20 takes 10 more\n"
@@ -211,6 +217,7 @@ int parseArguments(int argc, char **argv, bool embedded, Options &o) {
     };
     int status = 0;
     if (arg == "--data") o.data = value;
+    else if (arg == "--data-format") o.dataFormat = value;
     else if (arg == "--init") o.init = value;
     else if (arg == "--metrics") o.metrics = value;
     else if (arg == "--save-weights") o.saveWeights = value;
@@ -250,6 +257,10 @@ int parseArguments(int argc, char **argv, bool embedded, Options &o) {
                                          : "more than one program given");
   if (!embedded)
     o.artifact = positional[0];
+  if (o.dataFormat != "auto" && o.dataFormat != "uint16" && o.dataFormat != "uint32" &&
+      o.dataFormat != "megatron")
+    return usageError("--data-format must be auto, uint16, uint32 or megatron, not '" +
+                      o.dataFormat + "'");
   if (o.data.empty())
     return usageError("--data TOKENS.bin is required");
   if ((o.checkpointEvery || o.resume) && o.checkpointDir.empty())
@@ -593,6 +604,47 @@ struct DatasetCloser {
   void operator()(tg_dataset *d) const { tg_dataset_close(d); }
 };
 
+/// --data-format, or for `auto` a Megatron dataset where its index is
+/// there, else flat uint16 tokens where the vocabulary fits, uint32 where
+/// it does not.
+tg_data_format dataFormat(const Options &o, int64_t vocabSize) {
+  if (o.dataFormat == "uint16")
+    return TG_DATA_UINT16;
+  if (o.dataFormat == "uint32")
+    return TG_DATA_UINT32;
+  if (o.dataFormat == "megatron")
+    return TG_DATA_MEGATRON;
+  auto endsWith = [&](const char *suffix) {
+    std::size_t n = std::strlen(suffix);
+    return o.data.size() > n && o.data.compare(o.data.size() - n, n, suffix) == 0;
+  };
+  struct stat st;
+  std::string prefix = endsWith(".bin") || endsWith(".idx") ? o.data.substr(0, o.data.size() - 4)
+                                                            : o.data;
+  if (endsWith(".idx") || ::stat((prefix + ".idx").c_str(), &st) == 0)
+    return TG_DATA_MEGATRON;
+  return vocabSize > 65535 ? TG_DATA_UINT32 : TG_DATA_UINT16;
+}
+
+/// Warns when the run reads its data more than once: the steps up to
+/// data position `end` need more samples than one pass holds.
+void warnIfWrapping(const tg_dataset *dataset, const std::string &path,
+                    const tg_program_info &info, int64_t end) {
+  int64_t n = tg_dataset_num_tokens(dataset), t = info.seq_len, b = info.batch_size;
+  if (n <= t)
+    return; // the first batch says why
+  // Sample k starts at k*T mod (N - T): the first pass holds ceil((N-T)/T).
+  int64_t samples = (n - t + t - 1) / t, steps = samples / b;
+  if (end <= steps)
+    return;
+  std::fprintf(stderr,
+               "tgrun: warning: %s holds %" PRId64 " tokens: one pass over it is %" PRId64
+               " steps of %" PRId64 " x %" PRId64 " tokens, and this run reads up to step %" PRId64
+               " of it, so it trains on the same tokens again (%.1f passes); pass more data or "
+               "fewer --steps to avoid it\n",
+               path.c_str(), n, steps, b, t, end, double(end * b) / double(samples));
+}
+
 /// Restores the newest checkpoint of `dir`, if any. A corrupt newest one is
 /// an error: silently training from an older state would lose work unseen.
 bool resume(tg_session *session, const std::string &dir, bool &resumed, int64_t &dataPosition,
@@ -642,7 +694,9 @@ int run(const Options &o, const std::vector<uint8_t> &embedded, const char *prog
     tg_set_num_threads(int(std::min<int64_t>(o.threads, 1 << 16)));
 
   tg_dataset *rawDataset = nullptr;
-  if (!check(tg_dataset_open(o.data.c_str(), &rawDataset), exitCode))
+  if (!check(tg_dataset_open_format(o.data.c_str(), dataFormat(o, info.vocab_size),
+                                    &rawDataset),
+             exitCode))
     return exitCode;
   std::unique_ptr<tg_dataset, DatasetCloser> dataset(rawDataset);
 
@@ -684,15 +738,21 @@ int run(const Options &o, const std::vector<uint8_t> &embedded, const char *prog
   }
 
   int64_t first = tg_session_steps_done(session.get());
+  int64_t documents = tg_dataset_num_documents(dataset.get());
+  std::string data = std::to_string(tg_dataset_num_tokens(dataset.get())) + " tokens of data (" +
+                     (documents ? "Megatron, " + std::to_string(documents) + " documents, " : "") +
+                     (tg_dataset_token_bytes(dataset.get()) == 2 ? "uint16" : "32-bit") + ")";
   std::printf("tgrun: %s: %s parameters, batch %" PRId64 " x %" PRId64
-              " tokens, %" PRId64 " tokens of data, steps %" PRId64 " to %" PRId64 "\n",
+              " tokens, %s, steps %" PRId64 " to %" PRId64 "\n",
               program.c_str(), count(info.num_parameters).c_str(), info.batch_size, info.seq_len,
-              tg_dataset_num_tokens(dataset.get()), std::min(first + 1, o.steps), o.steps);
+              data.c_str(), std::min(first + 1, o.steps), o.steps);
   if (rank.num_ranks > 1)
     std::printf("tgrun: %d ranks, %" PRId64 " rows of each batch per data rank\n",
                 rank.num_ranks, rank.rows);
   if (first >= o.steps)
     std::printf("tgrun: already at step %" PRId64 ", nothing to train (raise --steps)\n", first);
+  else if (primary)
+    warnIfWrapping(dataset.get(), o.data, info, dataPosition + (o.steps - first));
 
   std::size_t batchElements = std::size_t(info.batch_size * info.seq_len);
   std::vector<int32_t> tokens(batchElements), targets(batchElements);

@@ -176,17 +176,32 @@ void tg_finish_ranks(int clean);
  * a call, OpenBLAS's default (its OPENBLAS_NUM_THREADS or all cores). */
 void tg_set_num_threads(int threads);
 
-/* Token files (the data contract): a flat array of little-endian uint16
- * tokens. With N tokens, sample i of step s (0-based) starts at
- * o = ((s*B + i)*T) mod (N - T); its inputs are tokens[o : o+T] and its
- * targets tokens[o+1 : o+T+1]. */
+/* Token data (the data contract): a stream of N token ids. Sample i of step
+ * s (0-based) starts at o = ((s*B + i)*T) mod (N - T); its inputs are
+ * tokens[o : o+T] and its targets tokens[o+1 : o+T+1]. */
+typedef enum {
+  TG_DATA_UINT16 = 0,   /* a flat array of little-endian uint16 ids */
+  TG_DATA_UINT32 = 1,   /* a flat array of little-endian uint32 ids */
+  TG_DATA_MEGATRON = 2, /* Megatron-LM's indexed dataset, PREFIX.bin and
+                         * PREFIX.idx (`path`: PREFIX, or either file; uint16
+                         * or int32 ids): its sequences, concatenated in
+                         * order, are the stream */
+} tg_data_format;
 typedef struct tg_dataset_s tg_dataset;
+/* A flat uint16 token file. */
 tg_status tg_dataset_open(const char *path, tg_dataset **out);
+tg_status tg_dataset_open_format(const char *path, tg_data_format format,
+                                 tg_dataset **out);
 void tg_dataset_close(tg_dataset *dataset);
 int64_t tg_dataset_num_tokens(const tg_dataset *dataset);
+/* Bytes per token id: 2 or 4. */
+int tg_dataset_token_bytes(const tg_dataset *dataset);
+/* Documents of a Megatron dataset; 0 for flat files. */
+int64_t tg_dataset_num_documents(const tg_dataset *dataset);
 /* Fills `tokens` and `targets` (batch_size * seq_len each) for 0-based step
- * `step`; fails if a token is >= vocab_size or the file is shorter than
- * seq_len + 1 tokens. */
+ * `step`; fails if a token is negative or >= vocab_size, if the data holds
+ * fewer than seq_len + 1 tokens, or if its ids are uint16 and vocab_size is
+ * above 65,535 (such ids cannot be stored in it). */
 tg_status tg_dataset_batch(const tg_dataset *dataset, int64_t step,
                            int64_t batch_size, int64_t seq_len,
                            int64_t vocab_size, int32_t *tokens,
