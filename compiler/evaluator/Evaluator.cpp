@@ -350,8 +350,12 @@ Results Interpreter::compute(Operation *op) {
             o.getCausal()));
       })
       .Case([&](RopeOp o) {
-        return one(rope(get(o.getInput()), o.getTheta().convertToDouble(),
-                        o.getInverse()));
+        const Tensor &x = get(o.getInput());
+        int64_t dim = x.shape.size() == 4 ? x.shape[3] : 0;
+        std::vector<double> frequencies;
+        for (int64_t i = 0; i < dim / 2; ++i)
+          frequencies.push_back(o.frequency(i, dim));
+        return one(rope(x, frequencies, o.getInverse()));
       })
       .Case([&](CrossEntropyOp o) -> Results {
         const Tensor &logits = get(o.getLogits()), &targets = get(o.getTargets());

@@ -498,13 +498,14 @@ std::vector<Tensor> attentionGrad(const Tensor &q, const Tensor &k,
 // RoPE, cross-entropy, embedding
 //===----------------------------------------------------------------------===//
 
-Tensor rope(const Tensor &x, double theta, bool inverse) {
+Tensor rope(const Tensor &x, const std::vector<double> &frequencies,
+            bool inverse) {
   int64_t seq = x.shape[2], dim = x.shape[3], half = dim / 2;
   int64_t planes = x.numElements() / (seq * dim == 0 ? 1 : seq * dim);
   Tensor out = zeros(x.shape);
   for (int64_t t = 0; t < seq; ++t)
     for (int64_t i = 0; i < half; ++i) {
-      double angle = t * std::pow(theta, -2.0 * i / dim) * (inverse ? -1 : 1);
+      double angle = t * frequencies[i] * (inverse ? -1 : 1);
       double c = std::cos(angle), s = std::sin(angle);
       for (int64_t p = 0; p < planes; ++p) {
         int64_t row = (p * seq + t) * dim;

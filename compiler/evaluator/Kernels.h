@@ -67,7 +67,9 @@ std::vector<Tensor> attentionGrad(const Tensor &q, const Tensor &k,
                                   double scale, bool causal);
 
 /// x [B, H, T, D], Hugging Face rotate_half convention.
-Tensor rope(const Tensor &x, double theta, bool inverse);
+/// Rotates pairs (i, i + D/2) at position t by t * frequencies[i].
+Tensor rope(const Tensor &x, const std::vector<double> &frequencies,
+            bool inverse);
 
 /// Mean over tokens of logsumexp(logits) - logits[target]; a rank-0 result.
 Tensor crossEntropy(const Tensor &logits, const Tensor &targets);

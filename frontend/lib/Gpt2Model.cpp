@@ -70,7 +70,14 @@ Value mlir::tg::frontend::buildGpt2Logits(GraphBuilder &g, const ModelConfig &c,
       return g.splitHeads(n + "attn_" + what, part, c.numHeads);
     };
     Value q = slice("q", 0), k = slice("k", 1), v = slice("v", 2);
-    double scale = 1.0 / std::sqrt(double(c.headDim()));
+    // Hugging Face's GPT2Attention: scores / sqrt(head dim) unless
+    // scale_attn_weights is false, and / (layer index + 1) with
+    // scale_attn_by_inverse_layer_idx. reorder_and_upcast_attn only moves
+    // the scaling before the product and computes it in f32: the same
+    // function in an f32 or f64 step (tgc refuses it under bf16).
+    double scale = c.scaleAttnWeights ? 1.0 / std::sqrt(double(c.headDim())) : 1.0;
+    if (c.scaleAttnByInverseLayerIdx)
+      scale /= double(i + 1);
     Value o = g.create<tg::AttentionOp>(n + "attn", q, k, v,
                                         g.builder().getF64FloatAttr(scale),
                                         g.builder().getBoolAttr(true));

@@ -59,8 +59,7 @@ std::string JsonFieldReader::fieldName(StringRef key) const {
 
 void JsonFieldReader::fail(StringRef key, const Twine &message) {
   if (firstError->empty())
-    *firstError =
-        (file + ": field '" + fieldName(key) + "': " + message).str();
+    *firstError = describe(key, message);
 }
 
 bool JsonFieldReader::has(StringRef key) const {
@@ -195,6 +194,22 @@ void JsonFieldReader::rejectUnknownKeys(ArrayRef<StringRef> known) {
     if (!llvm::is_contained(known, entry.first.str()))
       fail(entry.first.str(),
            "unknown field; expected one of: " + llvm::join(known, ", "));
+}
+
+std::vector<std::string>
+JsonFieldReader::keysOutside(ArrayRef<StringRef> known) const {
+  std::vector<std::string> keys;
+  if (fields)
+    for (const auto &entry : *fields)
+      if (!llvm::is_contained(known, entry.first.str()))
+        keys.push_back(entry.first.str());
+  llvm::sort(keys);
+  return keys;
+}
+
+std::string JsonFieldReader::describe(StringRef key,
+                                      const Twine &message) const {
+  return (file + ": field '" + fieldName(key) + "': " + message).str();
 }
 
 Error JsonFieldReader::takeError() {

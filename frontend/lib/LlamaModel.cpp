@@ -1,5 +1,7 @@
-// Llama (model_type "llama"): RMSNorm, RoPE, grouped-query attention, SwiGLU
-// MLP, no biases. nn.Linear weights are [out, in].
+// Llama (model_type "llama"): RMSNorm, RoPE (optionally scaled: linear or
+// Llama 3.1's bands), grouped-query attention, SwiGLU MLP, biases only with
+// attention_bias / mlp_bias. nn.Linear weights are [out, in]; the heads are
+// head_dim wide, which need not be hidden_size / num_attention_heads.
 #include "Families.h"
 
 using namespace mlir;
@@ -7,23 +9,28 @@ using namespace mlir::tg::frontend;
 
 std::vector<ParamSpec> mlir::tg::frontend::llamaParameters(const ModelConfig &c) {
   int64_t d = c.hiddenSize, inner = c.intermediateSize;
-  int64_t kv = c.numKvHeads * c.headDim();
+  int64_t q = c.numHeads * c.headDim(), kv = c.numKvHeads * c.headDim();
   ParamInit normal = normalInit(c, false), residual = normalInit(c, true);
+  ParamInit zeros{mlir::tg::InitKind::Zeros};
   std::vector<ParamSpec> specs = {
       {"model.embed_tokens.weight", {c.vocabSize, d}, normal}};
   for (int64_t i = 0; i < c.numLayers; ++i) {
     std::string p = "model.layers." + std::to_string(i) + ".";
-    std::vector<ParamSpec> layer = {
-        {p + "input_layernorm.weight", {d}, ParamInit{mlir::tg::InitKind::Ones}},
-        {p + "self_attn.q_proj.weight", {d, d}, normal},
-        {p + "self_attn.k_proj.weight", {kv, d}, normal},
-        {p + "self_attn.v_proj.weight", {kv, d}, normal},
-        {p + "self_attn.o_proj.weight", {d, d}, residual},
-        {p + "post_attention_layernorm.weight", {d}, ParamInit{mlir::tg::InitKind::Ones}},
-        {p + "mlp.gate_proj.weight", {inner, d}, normal},
-        {p + "mlp.up_proj.weight", {inner, d}, normal},
-        {p + "mlp.down_proj.weight", {d, inner}, residual}};
-    specs.insert(specs.end(), layer.begin(), layer.end());
+    auto linear = [&](const std::string &name, int64_t out, int64_t in,
+                      ParamInit init, bool bias) {
+      specs.push_back({p + name + ".weight", {out, in}, init});
+      if (bias)
+        specs.push_back({p + name + ".bias", {out}, zeros});
+    };
+    specs.push_back({p + "input_layernorm.weight", {d}, ParamInit{mlir::tg::InitKind::Ones}});
+    linear("self_attn.q_proj", q, d, normal, c.attentionBias);
+    linear("self_attn.k_proj", kv, d, normal, c.attentionBias);
+    linear("self_attn.v_proj", kv, d, normal, c.attentionBias);
+    linear("self_attn.o_proj", d, q, residual, c.attentionBias);
+    specs.push_back({p + "post_attention_layernorm.weight", {d}, ParamInit{mlir::tg::InitKind::Ones}});
+    linear("mlp.gate_proj", inner, d, normal, c.mlpBias);
+    linear("mlp.up_proj", inner, d, normal, c.mlpBias);
+    linear("mlp.down_proj", d, inner, residual, c.mlpBias);
   }
   specs.push_back({"model.norm.weight", {d}, ParamInit{mlir::tg::InitKind::Ones}});
   if (!c.tieWordEmbeddings)
@@ -38,12 +45,27 @@ Value mlir::tg::frontend::buildLlamaLogits(GraphBuilder &g, const ModelConfig &c
     return g.create<tg::RmsNormOp>(name, x, g.param(weight),
                                    b.getF64FloatAttr(c.normEpsilon));
   };
-  auto proj = [&](const Twine &name, Value x, const std::string &weight) {
-    return g.linear(name, x, g.param(weight), Value(), /*weightIsOutIn=*/true);
+  // `weight` names an nn.Linear's weight; its bias, when `bias`, is the
+  // sibling ".bias".
+  auto proj = [&](const Twine &name, Value x, const std::string &weight,
+                  bool bias) {
+    Value biasValue =
+        bias ? g.param(StringRef(weight).drop_back(6).str() + "bias") : Value();
+    return g.linear(name, x, g.param(weight), biasValue,
+                    /*weightIsOutIn=*/true);
   };
+  FloatAttr factor, low, high, context;
+  if (c.ropeScaling != ModelConfig::RopeScaling::None)
+    factor = b.getF64FloatAttr(c.ropeFactor);
+  if (c.ropeScaling == ModelConfig::RopeScaling::Llama3) {
+    low = b.getF64FloatAttr(c.ropeLowFreqFactor);
+    high = b.getF64FloatAttr(c.ropeHighFreqFactor);
+    context = b.getF64FloatAttr(double(c.ropeOriginalMaxPositions));
+  }
   auto rope = [&](const Twine &name, Value x) {
     return g.create<tg::RopeOp>(name, x, b.getF64FloatAttr(c.ropeTheta),
-                                /*inverse=*/nullptr);
+                                /*inverse=*/nullptr, factor, low, high,
+                                context);
   };
 
   Value embed = g.param("model.embed_tokens.weight");
@@ -52,9 +74,10 @@ Value mlir::tg::frontend::buildLlamaLogits(GraphBuilder &g, const ModelConfig &c
     std::string p = "model.layers." + std::to_string(i) + ".";
     std::string n = "h" + std::to_string(i) + "_";
     Value a = rmsNorm(n + "input_norm", h, p + "input_layernorm.weight");
-    Value q = g.splitHeads(n + "attn_q", proj(n + "attn_q", a, p + "self_attn.q_proj.weight"), c.numHeads);
-    Value k = g.splitHeads(n + "attn_k", proj(n + "attn_k", a, p + "self_attn.k_proj.weight"), c.numKvHeads);
-    Value v = g.splitHeads(n + "attn_v", proj(n + "attn_v", a, p + "self_attn.v_proj.weight"), c.numKvHeads);
+    bool ab = c.attentionBias, mb = c.mlpBias;
+    Value q = g.splitHeads(n + "attn_q", proj(n + "attn_q", a, p + "self_attn.q_proj.weight", ab), c.numHeads);
+    Value k = g.splitHeads(n + "attn_k", proj(n + "attn_k", a, p + "self_attn.k_proj.weight", ab), c.numKvHeads);
+    Value v = g.splitHeads(n + "attn_v", proj(n + "attn_v", a, p + "self_attn.v_proj.weight", ab), c.numKvHeads);
     q = rope(n + "attn_q_rope", q);
     k = rope(n + "attn_k_rope", k);
     double scale = 1.0 / std::sqrt(double(c.headDim()));
@@ -62,14 +85,14 @@ Value mlir::tg::frontend::buildLlamaLogits(GraphBuilder &g, const ModelConfig &c
                                         b.getF64FloatAttr(scale),
                                         b.getBoolAttr(true));
     o = proj(n + "attn_o", g.mergeHeads(n + "attn", o),
-             p + "self_attn.o_proj.weight");
+             p + "self_attn.o_proj.weight", ab);
     h = g.create<tg::AddOp>(n + "attn_residual", h, o);
     Value m = rmsNorm(n + "post_norm", h, p + "post_attention_layernorm.weight");
-    Value gate = proj(n + "mlp_gate", m, p + "mlp.gate_proj.weight");
-    Value up = proj(n + "mlp_up", m, p + "mlp.up_proj.weight");
+    Value gate = proj(n + "mlp_gate", m, p + "mlp.gate_proj.weight", mb);
+    Value up = proj(n + "mlp_up", m, p + "mlp.up_proj.weight", mb);
     Value act = g.create<tg::MulOp>(n + "mlp_swiglu",
                                     g.create<tg::SiluOp>(n + "mlp_silu", gate), up);
-    m = proj(n + "mlp_down", act, p + "mlp.down_proj.weight");
+    m = proj(n + "mlp_down", act, p + "mlp.down_proj.weight", mb);
     h = g.create<tg::AddOp>(n + "mlp_residual", h, m);
   }
   h = rmsNorm("norm", h, "model.norm.weight");

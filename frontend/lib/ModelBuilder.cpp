@@ -13,7 +13,7 @@ using namespace mlir::tg::frontend;
 
 ParamInit mlir::tg::frontend::normalInit(const ModelConfig &config,
                                          bool residualProjection) {
-  double std = 0.02;
+  double std = config.initializerRange;
   if (residualProjection)
     std /= std::sqrt(2.0 * double(config.numLayers));
   // Rounded to the 9 significant digits the former "normal:STD" string

@@ -61,7 +61,8 @@ static void checkParameterSizes(JsonFieldReader &fields,
                 "n_embd x 3 * n_embd", {c.hiddenSize, 3, c.hiddenSize});
   } else {
     checkTensor(fields, hidden, c.hiddenSize, "self_attn.q_proj.weight",
-                "hidden_size x hidden_size", {c.hiddenSize, c.hiddenSize});
+                "num_attention_heads * head_dim x hidden_size",
+                {c.numHeads, c.headDim(), c.hiddenSize});
   }
   if (!gpt2)
     checkTensor(fields, "intermediate_size", c.intermediateSize,
@@ -87,6 +88,73 @@ static void checkParameterSizes(JsonFieldReader &fields,
                             Twine(total) + " parameters, over the limit of " +
                             limitText(kMaxParameters) +
                             "; lower " + layers + " or the layer sizes");
+}
+
+/// Keys of Hugging Face's PretrainedConfig (and its generation settings)
+/// that do not change what a training step computes: ids, names, dtypes,
+/// generation and output options, task heads. Accepted quietly.
+static constexpr StringRef kHarmlessKeys[] = {
+    "model_type", "architectures", "torch_dtype", "dtype",
+    "transformers_version", "use_cache", "bos_token_id", "eos_token_id",
+    "pad_token_id", "sep_token_id", "decoder_start_token_id",
+    "_name_or_path", "name_or_path", "output_attentions",
+    "output_hidden_states", "return_dict", "use_return_dict", "id2label",
+    "label2id", "num_labels", "problem_type", "tokenizer_class", "prefix",
+    "task_specific_params", "finetuning_task", "torchscript", "use_bfloat16",
+    "is_decoder", "tie_encoder_decoder", "chunk_size_feed_forward",
+    "tf_legacy_loss", "attn_implementation", "_attn_implementation",
+    "_attn_implementation_autoset", "cross_attention_hidden_size",
+    "max_length", "min_length", "do_sample", "early_stopping", "num_beams",
+    "num_beam_groups", "diversity_penalty", "temperature", "top_k", "top_p",
+    "typical_p", "repetition_penalty", "length_penalty",
+    "no_repeat_ngram_size", "encoder_no_repeat_ngram_size", "bad_words_ids",
+    "num_return_sequences", "output_scores", "return_dict_in_generate",
+    "forced_bos_token_id", "forced_eos_token_id", "remove_invalid_values",
+    "exponential_decay_length_penalty", "suppress_tokens",
+    "begin_suppress_tokens"};
+
+/// Keys every family reads: the initialisation's std and the PretrainedConfig
+/// switches that would change the model (refused unless off).
+static void readCommon(JsonFieldReader &fields, ModelConfig &config) {
+  config.initializerRange =
+      fields.optionalNumber("initializer_range", 0.02, 0, /*minExclusive=*/true);
+  if (fields.optionalBool("is_encoder_decoder", false))
+    fields.fail("is_encoder_decoder",
+                "is true: TGC builds decoder-only language models; set it to "
+                "false");
+  if (fields.optionalBool("add_cross_attention", false))
+    fields.fail("add_cross_attention",
+                "is true: cross-attention layers are not supported; set it to "
+                "false");
+  if (const json::Value *pruned = fields.raw("pruned_heads")) {
+    const json::Object *object = pruned->getAsObject();
+    if (!object || !object->empty())
+      fields.fail("pruned_heads",
+                  "pruned heads are not supported (every layer keeps all its "
+                  "heads); remove it or make it {}");
+  }
+}
+
+/// Records an error for a dropout probability above zero: the step has no
+/// dropout. Absent keys count as 0, not as Hugging Face's defaults.
+static void refuseDropout(JsonFieldReader &fields, StringRef key) {
+  double p = fields.optionalNumber(key, 0.0, 0.0, /*minExclusive=*/false);
+  if (p > 0)
+    fields.fail(key, "is " + formatNumber(p) +
+                         ": TGC trains without dropout; set it to 0 (0.0 is "
+                         "supported)");
+}
+
+/// Warnings for the keys of `fields` outside `used` and kHarmlessKeys.
+static void warnUnknown(JsonFieldReader &fields, ModelConfig &config,
+                        ArrayRef<StringRef> used, StringRef family) {
+  std::vector<StringRef> known(used.begin(), used.end());
+  known.insert(known.end(), std::begin(kHarmlessKeys), std::end(kHarmlessKeys));
+  for (const std::string &key : fields.keysOutside(known))
+    config.warnings.push_back(fields.describe(
+        key, "unknown to TGC's " + family +
+                 " reader, ignored (if it changes the model, the step will "
+                 "differ from Hugging Face's)"));
 }
 
 /// GPT-2 fields, with Hugging Face's GPT2Config defaults for the optional ones.
@@ -120,7 +188,89 @@ static ModelConfig readGpt2(JsonFieldReader &fields) {
     fields.fail("n_head", "n_embd (" + Twine(config.hiddenSize) +
                               ") must be divisible by n_head (" +
                               Twine(config.numHeads) + ")");
+  config.scaleAttnWeights = fields.optionalBool("scale_attn_weights", true);
+  config.scaleAttnByInverseLayerIdx =
+      fields.optionalBool("scale_attn_by_inverse_layer_idx", false);
+  config.reorderAndUpcastAttn =
+      fields.optionalBool("reorder_and_upcast_attn", false);
+  for (StringRef key : {"resid_pdrop", "embd_pdrop", "attn_pdrop"})
+    refuseDropout(fields, key);
+  readCommon(fields, config);
+  warnUnknown(fields, config,
+              {"vocab_size", "n_positions", "n_embd", "n_layer", "n_head",
+               "n_inner", "layer_norm_epsilon", "tie_word_embeddings",
+               "activation_function", "scale_attn_weights",
+               "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn",
+               "resid_pdrop", "embd_pdrop", "attn_pdrop", "initializer_range",
+               "is_encoder_decoder", "add_cross_attention", "pruned_heads",
+               // Unused by GPT2LMHeadModel: n_ctx (n_positions sets the
+               // positions), the double-heads model's sequence summary.
+               "n_ctx", "summary_type", "summary_use_proj",
+               "summary_activation", "summary_proj_to_labels",
+               "summary_first_dropout"},
+              "gpt2");
   return config;
+}
+
+/// Llama's `rope_scaling` (null or absent: none). Hugging Face takes the
+/// type from "rope_type" or, in older files, "type".
+static void readRopeScaling(JsonFieldReader &fields, ModelConfig &config) {
+  if (!fields.has("rope_scaling"))
+    return;
+  JsonFieldReader scaling = fields.object("rope_scaling", /*required=*/false);
+  if (fields.failed())
+    return;
+  StringRef typeKey = scaling.has("rope_type") ? "rope_type" : "type";
+  if (!scaling.has(typeKey)) {
+    fields.fail("rope_scaling", "has no rope_type; use {\"rope_type\": "
+                                "\"linear\", \"factor\": F} or Llama 3.1's "
+                                "{\"rope_type\": \"llama3\", ...}");
+    return;
+  }
+  std::string type = scaling.requiredString(typeKey);
+  if (scaling.has("rope_type") && scaling.has("type")) {
+    std::string other = scaling.optionalString("type", "");
+    if (other != type)
+      scaling.fail("type", "is '" + other + "' but rope_type is '" + type +
+                               "'; give one of them");
+  }
+  if (fields.failed())
+    return;
+  if (type == "default") {
+    scaling.rejectUnknownKeys({"rope_type", "type"});
+    return;
+  }
+  if (type == "linear") {
+    config.ropeScaling = ModelConfig::RopeScaling::Linear;
+    config.ropeFactor =
+        scaling.requiredNumber("factor", 0, /*minExclusive=*/true);
+    scaling.rejectUnknownKeys({"rope_type", "type", "factor"});
+    return;
+  }
+  if (type == "llama3") {
+    config.ropeScaling = ModelConfig::RopeScaling::Llama3;
+    config.ropeFactor =
+        scaling.requiredNumber("factor", 0, /*minExclusive=*/true);
+    config.ropeLowFreqFactor =
+        scaling.requiredNumber("low_freq_factor", 0, /*minExclusive=*/true);
+    config.ropeHighFreqFactor =
+        scaling.requiredNumber("high_freq_factor", 0, /*minExclusive=*/true);
+    config.ropeOriginalMaxPositions = scaling.requiredInt(
+        "original_max_position_embeddings", 1, kMaxDimension);
+    if (!fields.failed() &&
+        config.ropeHighFreqFactor <= config.ropeLowFreqFactor)
+      scaling.fail("high_freq_factor",
+                   "is " + formatNumber(config.ropeHighFreqFactor) +
+                       ", expected a number above low_freq_factor (" +
+                       formatNumber(config.ropeLowFreqFactor) + ")");
+    scaling.rejectUnknownKeys({"rope_type", "type", "factor",
+                               "low_freq_factor", "high_freq_factor",
+                               "original_max_position_embeddings"});
+    return;
+  }
+  scaling.fail(typeKey, "'" + type +
+                            "' is not supported; TGC implements the rope "
+                            "types default, linear and llama3");
 }
 
 /// Llama fields, with Hugging Face's LlamaConfig defaults for the optional ones.
@@ -147,15 +297,50 @@ static ModelConfig readLlama(JsonFieldReader &fields) {
   if (activation != "silu")
     fields.fail("hidden_act", "'" + activation +
                                   "' is not supported; Llama models use silu");
-  if (config.numHeads > 0 && config.hiddenSize % config.numHeads != 0)
+  config.explicitHeadDim = fields.optionalInt("head_dim", 0, 1, kMaxDimension);
+  if (config.explicitHeadDim) {
+    if (config.explicitHeadDim % 2 != 0)
+      fields.fail("head_dim", "is " + Twine(config.explicitHeadDim) +
+                                  ": the head dim must be even for RoPE");
+  } else if (config.numHeads > 0 &&
+             config.hiddenSize % config.numHeads != 0) {
     fields.fail("num_attention_heads",
                 "hidden_size (" + Twine(config.hiddenSize) +
                     ") must be divisible by num_attention_heads (" +
-                    Twine(config.numHeads) + ")");
-  else if (config.numHeads > 0 && config.headDim() % 2 != 0)
+                    Twine(config.numHeads) + "), or give head_dim");
+  } else if (config.numHeads > 0 && config.headDim() % 2 != 0) {
     fields.fail("num_attention_heads",
                 "the head dim hidden_size / num_attention_heads = " +
                     Twine(config.headDim()) + " must be even for RoPE");
+  }
+  config.attentionBias = fields.optionalBool("attention_bias", false);
+  config.mlpBias = fields.optionalBool("mlp_bias", false);
+  refuseDropout(fields, "attention_dropout");
+  double partial = fields.optionalNumber("partial_rotary_factor", 1.0, 0,
+                                         /*minExclusive=*/true);
+  if (partial != 1.0)
+    fields.fail("partial_rotary_factor",
+                "is " + formatNumber(partial) +
+                    ": Llama rotates the whole head; only 1.0 is supported");
+  // Hugging Face's pretraining_tp > 1 splits each projection into that many
+  // slices and sums their products: the same function, other rounding.
+  fields.optionalInt("pretraining_tp", 1, 1, kMaxDimension);
+  if (fields.has("rope_parameters"))
+    fields.fail("rope_parameters",
+                "is not supported (transformers 5's form); give rope_theta "
+                "and rope_scaling instead");
+  readRopeScaling(fields, config);
+  readCommon(fields, config);
+  warnUnknown(fields, config,
+              {"vocab_size", "hidden_size", "intermediate_size",
+               "num_hidden_layers", "num_attention_heads",
+               "num_key_value_heads", "max_position_embeddings",
+               "rms_norm_eps", "rope_theta", "tie_word_embeddings",
+               "hidden_act", "head_dim", "attention_bias", "mlp_bias",
+               "attention_dropout", "partial_rotary_factor", "pretraining_tp",
+               "rope_parameters", "rope_scaling", "initializer_range",
+               "is_encoder_decoder", "add_cross_attention", "pruned_heads"},
+              "llama");
   if (config.numKvHeads > 0 && config.numHeads % config.numKvHeads != 0)
     fields.fail("num_key_value_heads",
                 "num_attention_heads (" + Twine(config.numHeads) +
@@ -206,6 +391,12 @@ Error mlir::tg::frontend::checkGraphSizes(const ModelConfig &c, int64_t batch,
       {"the logits", {{b, batch}, {t, seqLen}, {vocab, c.vocabSize}}},
       {"the attention scores",
        {{b, batch}, {heads, c.numHeads}, {t, seqLen}, {t, seqLen}}},
+      {"the queries",
+       {{b, batch},
+        {t, seqLen},
+        {heads, c.numHeads},
+        {gpt2 || !c.explicitHeadDim ? hidden + " / " + heads : "head_dim",
+         c.headDim()}}},
       {"the widest activation",
        {{b, batch},
         {t, seqLen},

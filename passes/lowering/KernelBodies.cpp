@@ -737,6 +737,38 @@ void emitShardCopy(Emitter &e, Value whole, Value block, Value rankIndex,
   });
 }
 
+/// The frequency `f` (f64) under the op's scaling, as RopeOp::frequency
+/// computes it: f / factor (linear), or Llama 3's wavelength bands.
+Value scaleRopeFrequency(Emitter &e, RopeOp op, Value f) {
+  if (!op.getScalingFactor())
+    return f;
+  Type f64 = e.b.getF64Type();
+  auto c = [&](double v) { return e.constant(f64, v); };
+  Value scaled = e.div(f, c(op.getScalingFactor()->convertToDouble()));
+  if (!op.getLowFreqFactor())
+    return scaled;
+  double low = op.getLowFreqFactor()->convertToDouble();
+  double high = op.getHighFreqFactor()->convertToDouble();
+  double context = op.getOriginalMaxPositions()->convertToDouble();
+  Value wavelength = e.div(c(2 * M_PI), f);
+  Value smooth = e.div(e.sub(e.div(c(context), wavelength), c(low)),
+                       c(high - low));
+  Value middle = e.add(e.mul(e.sub(c(1.0), smooth), scaled), e.mul(smooth, f));
+  auto above = [&](Value x, double bound) {
+    return arith::CmpFOp::create(e.b, e.loc, arith::CmpFPredicate::OGT, x,
+                                 c(bound));
+  };
+  auto below = [&](Value x, double bound) {
+    return arith::CmpFOp::create(e.b, e.loc, arith::CmpFPredicate::OLT, x,
+                                 c(bound));
+  };
+  Value result = arith::SelectOp::create(e.b, e.loc,
+                                         below(wavelength, context / high), f,
+                                         middle);
+  return arith::SelectOp::create(e.b, e.loc, above(wavelength, context / low),
+                                 scaled, result);
+}
+
 /// Rotates pairs (i, i + D/2) at position t by t * theta^(-2i/D). The angle,
 /// cosine and sine are computed in f64, as the reference does, then rounded.
 void emitRope(Emitter &e, RopeOp op, Value x, Value y) {
@@ -758,6 +790,7 @@ void emitRope(Emitter &e, RopeOp op, Value x, Value y) {
       Value exponent = e.mul(toF64(i), e.constant(f64, -2.0 / dim));
       Value frequency = math::PowFOp::create(
           e.b, e.loc, e.constant(f64, op.getTheta().convertToDouble()), exponent);
+      frequency = scaleRopeFrequency(e, op, frequency);
       Value angle = e.mul(e.mul(toF64(t), frequency), e.constant(f64, sign));
       Value c = narrow(math::CosOp::create(e.b, e.loc, angle));
       Value s = narrow(math::SinOp::create(e.b, e.loc, angle));

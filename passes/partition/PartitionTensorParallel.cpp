@@ -69,11 +69,16 @@ std::optional<ParamSplit> megatronSplit(StringRef name, bool splitKeyValues) {
     return ParamSplit{0};
   if (endsWith(".attn.c_proj.weight") || endsWith(".mlp.c_proj.weight"))
     return ParamSplit{0};
-  // nn.Linear weights are [out, in].
+  // nn.Linear weights are [out, in]; the column-parallel layers' biases
+  // (Llama's attention_bias / mlp_bias) split like their outputs, the
+  // row-parallel ones (o_proj, down_proj) stay whole, added once after the
+  // all-reduce, as GPT-2's c_proj biases.
   if (endsWith(".self_attn.q_proj.weight") || endsWith(".mlp.gate_proj.weight") ||
-      endsWith(".mlp.up_proj.weight"))
+      endsWith(".mlp.up_proj.weight") || endsWith(".self_attn.q_proj.bias") ||
+      endsWith(".mlp.gate_proj.bias") || endsWith(".mlp.up_proj.bias"))
     return ParamSplit{0};
-  if (endsWith(".self_attn.k_proj.weight") || endsWith(".self_attn.v_proj.weight"))
+  if (endsWith(".self_attn.k_proj.weight") || endsWith(".self_attn.v_proj.weight") ||
+      endsWith(".self_attn.k_proj.bias") || endsWith(".self_attn.v_proj.bias"))
     return splitKeyValues ? std::optional<ParamSplit>(ParamSplit{0}) : std::nullopt;
   if (endsWith(".self_attn.o_proj.weight") || endsWith(".mlp.down_proj.weight"))
     return ParamSplit{1};

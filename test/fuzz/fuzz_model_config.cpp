@@ -21,7 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       config->numLayers < 1 || config->numHeads < 1 || config->numKvHeads < 1 ||
       config->intermediateSize < 1)
     tg::fuzz::invariantFailed("an accepted config has a size below 1");
-  if (config->hiddenSize % config->numHeads != 0 || config->headDim() < 1)
+  if ((!config->explicitHeadDim && config->hiddenSize % config->numHeads != 0) ||
+      config->headDim() < 1)
     tg::fuzz::invariantFailed("an accepted config has heads that do not divide the width");
   if (config->numHeads % config->numKvHeads != 0)
     tg::fuzz::invariantFailed("an accepted config has query heads that do not divide into "

@@ -32,6 +32,35 @@ CASES = {
                         "tie_word_embeddings": True}, 1, 8),
 }
 
+# Issue 13: config fields that change the math, one case each (plus one with
+# all of a family's at once). Each fails when its field is ignored.
+_G = CASES["gpt2-odd-vocab"][0]
+_L = CASES["llama-gqa-2kv"][0]
+# Head dim 16, theta 1e4: wavelengths 6.3, 20, 63, 199, 628, 1987, 6283,
+# 19869; with 512 original positions and factors 0.5 / 8 the bands are
+# below 64 (kept), 64..1024 (smoothed: 199, 628) and above (divided by 8).
+_LLAMA3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 0.5,
+           "high_freq_factor": 8.0, "original_max_position_embeddings": 512}
+CASES.update({
+    "gpt2-no-scale-attn-weights": (dict(_G, scale_attn_weights=False), 2, 7),
+    "gpt2-scale-by-inverse-layer-idx": (dict(_G, n_layer=3, scale_attn_by_inverse_layer_idx=True), 2, 7),
+    "gpt2-reorder-and-upcast-attn": (dict(_G, reorder_and_upcast_attn=True), 2, 7),
+    "gpt2-all-attention-options": (dict(_G, n_layer=3, scale_attn_weights=False,
+                                        scale_attn_by_inverse_layer_idx=True,
+                                        reorder_and_upcast_attn=True, resid_pdrop=0.0,
+                                        embd_pdrop=0.0, attn_pdrop=0.0), 2, 7),
+    "llama-head-dim": (dict(_L, head_dim=12), 2, 11),
+    "llama-attention-bias": (dict(_L, attention_bias=True), 2, 11),
+    "llama-mlp-bias": (dict(_L, mlp_bias=True), 2, 11),
+    "llama-rope-linear": (dict(_L, rope_scaling={"type": "linear", "factor": 4.0}), 2, 11),
+    "llama-rope-llama3": (dict(_L, max_position_embeddings=64, rope_scaling=_LLAMA3), 2, 30),
+    "llama-rope-default": (dict(_L, rope_scaling={"rope_type": "default"}), 2, 11),
+    "llama3.1-like-all": (dict(_L, head_dim=6, attention_bias=True, mlp_bias=True,
+                               rope_theta=500000.0, max_position_embeddings=64,
+                               rope_scaling=dict(_LLAMA3, factor=2.0), attention_dropout=0.0,
+                               pretraining_tp=1, rope_parameters=None), 2, 30),
+})
+
 
 class ForwardVsTorch(unittest.TestCase):
     def check(self, name):

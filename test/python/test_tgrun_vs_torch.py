@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from tgtest import safetensors_io
-from tgtest.configs import GPT2, LLAMA, train_config
+from tgtest.configs import GPT2, GPT2_FIELDS, LLAMA, LLAMA_FIELDS, train_config
 from tgtest.reference import torch_training
 from tgtest.tools import model_param_specs, random_params, rel_err, run
 
@@ -49,6 +49,9 @@ CASES = {
         dict(LLAMA, vocab_size=23, hidden_size=24, intermediate_size=20, num_attention_heads=3,
              num_key_value_heads=1, tie_word_embeddings=True),
         tgrun_config(batch_size=3, seq_len=5)),
+    # Issue 13's fields, compiled (the scaled RoPE kernel, the bias epilogues).
+    "llama-head-dim-biases-llama3": (LLAMA_FIELDS, tgrun_config()),
+    "gpt2-attention-scales": (GPT2_FIELDS, tgrun_config()),
 }
 
 
@@ -103,6 +106,12 @@ class TgrunVsTorch(unittest.TestCase):
 
     def test_llama_mqa_odd_shapes(self):
         self.check("llama-mqa-tied-odd")
+
+    def test_llama_head_dim_biases_llama3(self):
+        self.check("llama-head-dim-biases-llama3")
+
+    def test_gpt2_attention_scales(self):
+        self.check("gpt2-attention-scales")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from tgtest import safetensors_io
-from tgtest.configs import GPT2, LLAMA, train_config
+from tgtest.configs import GPT2, GPT2_FIELDS, LLAMA, LLAMA_FIELDS, train_config
 from tgtest.reference import batch, learning_rate, torch_training
 from tgtest.tools import param_specs, random_params, rel_err, run
 
@@ -32,6 +32,11 @@ CASES = {
     "llama-tied-micro": (
         dict(LLAMA, tie_word_embeddings=True, num_key_value_heads=1, vocab_size=19),
         train_config(batch_size=4, micro_batches=2, seq_len=5)),
+    # Issue 13: head_dim, attention/MLP biases and llama3 rope scaling; GPT-2
+    # without 1/sqrt(d) and with 1/(layer + 1).
+    "llama-head-dim-biases-llama3": (LLAMA_FIELDS, train_config(grad_clip_norm=0.5)),
+    "llama-rope-linear": (dict(LLAMA, rope_scaling={"type": "linear", "factor": 3.0}), train_config()),
+    "gpt2-attention-scales": (GPT2_FIELDS, train_config(grad_clip_norm=0.5)),
 }
 
 

@@ -18,3 +18,13 @@ def train_config(eps=1e-8, **overrides):
            "micro_batches": 1}
     cfg.update(overrides)
     return cfg
+
+# Issue 13's config fields that change the math, on the small models above.
+# Head dim 6 (not 16 / 4), theta 1e4: wavelengths 6.3, 135, 2920; with 256
+# original positions and factors 1 / 8 the three llama3 bands are all used
+# (below 32 kept, 32..256 smoothed, above divided by the factor).
+LLAMA_FIELDS = dict(LLAMA, head_dim=6, attention_bias=True, mlp_bias=True,
+                    rope_scaling={"rope_type": "llama3", "factor": 4.0, "low_freq_factor": 1.0,
+                                  "high_freq_factor": 8.0, "original_max_position_embeddings": 256})
+GPT2_FIELDS = dict(GPT2, n_layer=3, scale_attn_weights=False, scale_attn_by_inverse_layer_idx=True,
+                   reorder_and_upcast_attn=True)

@@ -7,13 +7,20 @@ import torch
 import torch.nn.functional as F
 
 
-def _attention(q, k, v):
-    """Causal attention; k/v heads are shared by groups of query heads."""
+def _attention(q, k, v, scale_weights=True, layer_divisor=None):
+    """Causal attention; k/v heads are shared by groups of query heads.
+    GPT2Attention's options: scores / sqrt(head dim) only when
+    `scale_weights` (scale_attn_weights), then / `layer_divisor` (layer_idx + 1
+    under scale_attn_by_inverse_layer_idx)."""
     group = q.shape[1] // k.shape[1]
     k = k.repeat_interleave(group, dim=1)
     v = v.repeat_interleave(group, dim=1)
     t = q.shape[2]
-    scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+    scores = q @ k.transpose(-2, -1)
+    if scale_weights:
+        scores = scores / math.sqrt(q.shape[-1])
+    if layer_divisor is not None:
+        scores = scores / float(layer_divisor)
     mask = torch.ones(t, t, dtype=torch.bool).tril()
     scores = scores.masked_fill(~mask, float("-inf"))
     return F.softmax(scores, dim=-1) @ v
@@ -39,7 +46,9 @@ def gpt2_logits(cfg, p, tokens):
         a = F.layer_norm(x, (d,), p[pre + "ln_1.weight"], p[pre + "ln_1.bias"], eps)
         qkv = a @ p[pre + "attn.c_attn.weight"] + p[pre + "attn.c_attn.bias"]
         q, k, v = (_heads(z, h) for z in qkv.split(d, dim=2))
-        o = _merge(_attention(q, k, v))
+        # reorder_and_upcast_attn only changes the precision (float64 here).
+        o = _merge(_attention(q, k, v, cfg.get("scale_attn_weights", True),
+                              i + 1 if cfg.get("scale_attn_by_inverse_layer_idx", False) else None))
         x = x + o @ p[pre + "attn.c_proj.weight"] + p[pre + "attn.c_proj.bias"]
         m = F.layer_norm(x, (d,), p[pre + "ln_2.weight"], p[pre + "ln_2.bias"], eps)
         m = F.gelu(m @ p[pre + "mlp.c_fc.weight"] + p[pre + "mlp.c_fc.bias"], approximate=approx)
@@ -58,9 +67,35 @@ def _rotate_half(x):
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
-def _rope(x, theta):
-    dh, t = x.shape[-1], x.shape[2]
+def _inv_freq(cfg, dh):
+    """transformers' ROPE_INIT_FUNCTIONS for rope_scaling None/default,
+    linear and llama3 (_compute_llama3_parameters), in float64."""
+    theta = cfg.get("rope_theta", 10000.0)
     inv_freq = 1.0 / (theta ** (torch.arange(0, dh, 2, dtype=torch.float64) / dh))
+    scaling = cfg.get("rope_scaling")
+    kind = None if scaling is None else scaling.get("rope_type", scaling.get("type"))
+    if kind in (None, "default"):
+        return inv_freq
+    factor = scaling["factor"]
+    if kind == "linear":
+        return inv_freq / factor
+    assert kind == "llama3", kind
+    low_freq_factor = scaling["low_freq_factor"]
+    high_freq_factor = scaling["high_freq_factor"]
+    old_context_len = scaling["original_max_position_embeddings"]
+    low_freq_wavelen = old_context_len / low_freq_factor
+    high_freq_wavelen = old_context_len / high_freq_factor
+    wavelen = 2 * math.pi / inv_freq
+    inv_freq_llama = torch.where(wavelen > low_freq_wavelen, inv_freq / factor, inv_freq)
+    smooth_factor = (old_context_len / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)
+    smoothed_inv_freq = (1 - smooth_factor) * inv_freq_llama / factor + smooth_factor * inv_freq_llama
+    is_medium_freq = ~(wavelen < high_freq_wavelen) * ~(wavelen > low_freq_wavelen)
+    return torch.where(is_medium_freq, smoothed_inv_freq, inv_freq_llama)
+
+
+def _rope(x, cfg):
+    dh, t = x.shape[-1], x.shape[2]
+    inv_freq = _inv_freq(cfg, dh)
     freqs = torch.outer(torch.arange(t, dtype=torch.float64), inv_freq)
     emb = torch.cat((freqs, freqs), dim=-1)
     return x * emb.cos() + _rotate_half(x) * emb.sin()
@@ -69,18 +104,42 @@ def _rope(x, theta):
 def llama_logits(cfg, p, tokens):
     h = cfg["num_attention_heads"]
     kv = cfg.get("num_key_value_heads", h)
-    eps, theta = cfg.get("rms_norm_eps", 1e-6), cfg.get("rope_theta", 10000.0)
+    eps = cfg.get("rms_norm_eps", 1e-6)
+    attn_bias, mlp_bias = cfg.get("attention_bias", False), cfg.get("mlp_bias", False)
     x = p["model.embed_tokens.weight"][tokens]
+
+    def linear(x, name, bias):
+        # nn.Linear(in, out, bias=bias): [out, in] weight, [out] bias.
+        y = x @ p[name + ".weight"].T
+        return y + p[name + ".bias"] if bias else y
+
+    # LlamaAttention's shapes: head_dim from the config, else hidden / heads.
+    d = cfg["hidden_size"]
+    hd = cfg.get("head_dim") or d // h
+    shapes = {"self_attn.q_proj": (h * hd, d), "self_attn.k_proj": (kv * hd, d),
+              "self_attn.v_proj": (kv * hd, d), "self_attn.o_proj": (d, h * hd),
+              "mlp.gate_proj": (cfg["intermediate_size"], d), "mlp.up_proj": (cfg["intermediate_size"], d),
+              "mlp.down_proj": (d, cfg["intermediate_size"])}
+    for i in range(cfg["num_hidden_layers"]):
+        pre = f"model.layers.{i}."
+        for name, shape in shapes.items():
+            assert tuple(p[pre + name + ".weight"].shape) == shape, (name, p[pre + name + ".weight"].shape, shape)
+            bias = attn_bias if name.startswith("self_attn") else mlp_bias
+            assert (pre + name + ".bias" in p) == bias, name
+            if bias:
+                assert tuple(p[pre + name + ".bias"].shape) == shape[:1], name
     for i in range(cfg["num_hidden_layers"]):
         pre = f"model.layers.{i}."
         a = _rms_norm(x, p[pre + "input_layernorm.weight"], eps)
-        q = _rope(_heads(a @ p[pre + "self_attn.q_proj.weight"].T, h), theta)
-        k = _rope(_heads(a @ p[pre + "self_attn.k_proj.weight"].T, kv), theta)
-        v = _heads(a @ p[pre + "self_attn.v_proj.weight"].T, kv)
-        x = x + _merge(_attention(q, k, v)) @ p[pre + "self_attn.o_proj.weight"].T
+        # _heads splits the projection's width: heads * head_dim, whatever
+        # head_dim is (hidden / heads or the config's head_dim).
+        q = _rope(_heads(linear(a, pre + "self_attn.q_proj", attn_bias), h), cfg)
+        k = _rope(_heads(linear(a, pre + "self_attn.k_proj", attn_bias), kv), cfg)
+        v = _heads(linear(a, pre + "self_attn.v_proj", attn_bias), kv)
+        x = x + linear(_merge(_attention(q, k, v)), pre + "self_attn.o_proj", attn_bias)
         m = _rms_norm(x, p[pre + "post_attention_layernorm.weight"], eps)
-        m = F.silu(m @ p[pre + "mlp.gate_proj.weight"].T) * (m @ p[pre + "mlp.up_proj.weight"].T)
-        x = x + m @ p[pre + "mlp.down_proj.weight"].T
+        m = F.silu(linear(m, pre + "mlp.gate_proj", mlp_bias)) * linear(m, pre + "mlp.up_proj", mlp_bias)
+        x = x + linear(m, pre + "mlp.down_proj", mlp_bias)
     x = _rms_norm(x, p["model.norm.weight"], eps)
     head = p["model.embed_tokens.weight"] if cfg.get("tie_word_embeddings", False) else p["lm_head.weight"]
     return x @ head.T

@@ -598,6 +598,22 @@ void addTransformerCases(std::vector<Case> &cases, std::mt19937 &rng) {
                      in});
   }
 
+  // rope with Hugging Face's scalings (fixed shapes, so the cases after
+  // these draw the same sizes): linear, and llama3 with its three bands
+  // (theta 100, head dim 6: wavelengths 6.3 kept, 29 smoothed, 135 divided).
+  for (const char *scaling :
+       {"scaling_factor = 3.0 : f64",
+        "scaling_factor = 8.0 : f64, low_freq_factor = 1.0 : f64, "
+        "high_freq_factor = 4.0 : f64, original_max_positions = 64.0 : f64"}) {
+    bool llama3 = std::string(scaling).find("low_freq") != std::string::npos;
+    Shape in{1, 2, 8, 6};
+    cases.push_back({llama3 ? "Rope_llama3" : "Rope_linear",
+                     {floats(in)},
+                     std::string("%y = tg.rope %a0 {theta = 100.0 : f64, ") +
+                         scaling + "} : $0",
+                     in});
+  }
+
   // cross_entropy: the gradient with respect to the logits.
   {
     int64_t vocab = dim(rng, 3, 6);

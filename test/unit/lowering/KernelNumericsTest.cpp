@@ -189,6 +189,11 @@ const Case kCases[] = {
   {"softmax_grad", "%y: tensor<3x300xT>, %g: tensor<3x300xT>", "tg.softmax_grad %y, %g : tensor<3x300xT>", "tensor<3x300xT>", 64},
   {"rope", "%x: tensor<1x2x40x16xT>", "tg.rope %x {theta = 1.0e+04 : f64} : tensor<1x2x40x16xT>", "tensor<1x2x40x16xT>", 8},
   {"rope_inverse", "%x: tensor<2x1x6x4xT>", "tg.rope %x {inverse, theta = 5.0e+02 : f64} : tensor<2x1x6x4xT>", "tensor<2x1x6x4xT>", 8},
+  // Hugging Face's rope_scaling: linear, and llama3's three bands (head dim
+  // 16, theta 1e4: wavelengths 6.3 .. 19869; 512 positions with factors
+  // 0.5 / 8 keep three, smooth two and divide three).
+  {"rope_linear_inverse", "%x: tensor<2x1x6x4xT>", "tg.rope %x {inverse, scaling_factor = 3.0 : f64, theta = 5.0e+02 : f64} : tensor<2x1x6x4xT>", "tensor<2x1x6x4xT>", 8},
+  {"rope_llama3", "%x: tensor<1x2x40x16xT>", "tg.rope %x {high_freq_factor = 8.0 : f64, low_freq_factor = 0.5 : f64, original_max_positions = 512.0 : f64, scaling_factor = 8.0 : f64, theta = 1.0e+04 : f64} : tensor<1x2x40x16xT>", "tensor<1x2x40x16xT>", 8},
   {"cross_entropy", "%l: tensor<4x10xT>, %t: tensor<4xi64>", "tg.cross_entropy %l, %t : tensor<4x10xT>, tensor<4xi64> -> tensor<T>", "tensor<T>", 64, Wide, 10},
   {"cross_entropy_vocab", "%l: tensor<6x500xT>, %t: tensor<6xi64>", "tg.cross_entropy %l, %t : tensor<6x500xT>, tensor<6xi64> -> tensor<T>", "tensor<T>", 64, Wide, 500},
   {"cross_entropy_3d", "%l: tensor<2x3x12xT>, %t: tensor<2x3xi32>", "tg.cross_entropy %l, %t : tensor<2x3x12xT>, tensor<2x3xi32> -> tensor<T>", "tensor<T>", 64, Wide, 12},

@@ -513,7 +513,49 @@ LogicalResult RopeOp::verify() {
   double theta = getTheta().convertToDouble();
   if (!std::isfinite(theta) || theta <= 0)
     return emitOpError() << "theta must be positive and finite, got " << theta;
+  std::pair<const char *, std::optional<APFloat>> scalings[] = {
+      {"scaling_factor", getScalingFactor()},
+      {"low_freq_factor", getLowFreqFactor()},
+      {"high_freq_factor", getHighFreqFactor()},
+      {"original_max_positions", getOriginalMaxPositions()}};
+  for (auto &[name, value] : scalings)
+    if (value && (!std::isfinite(value->convertToDouble()) ||
+                  value->convertToDouble() <= 0))
+      return emitOpError() << name << " must be positive and finite, got "
+                           << value->convertToDouble();
+  bool llama3 = getLowFreqFactor() || getHighFreqFactor() ||
+                getOriginalMaxPositions();
+  if (llama3 && !(getLowFreqFactor() && getHighFreqFactor() &&
+                  getOriginalMaxPositions() && getScalingFactor()))
+    return emitOpError() << "the llama3 scaling needs scaling_factor, "
+                            "low_freq_factor, high_freq_factor and "
+                            "original_max_positions";
+  if (llama3 && getHighFreqFactor()->convertToDouble() <=
+                    getLowFreqFactor()->convertToDouble())
+    return emitOpError() << "high_freq_factor ("
+                         << getHighFreqFactor()->convertToDouble()
+                         << ") must be above low_freq_factor ("
+                         << getLowFreqFactor()->convertToDouble() << ")";
   return success();
+}
+
+double RopeOp::frequency(int64_t i, int64_t dim) {
+  double f = std::pow(getTheta().convertToDouble(), -2.0 * double(i) / double(dim));
+  if (!getScalingFactor())
+    return f;
+  double factor = getScalingFactor()->convertToDouble();
+  if (!getLowFreqFactor())
+    return f / factor;
+  double low = getLowFreqFactor()->convertToDouble();
+  double high = getHighFreqFactor()->convertToDouble();
+  double context = getOriginalMaxPositions()->convertToDouble();
+  double wavelength = 2 * M_PI / f;
+  if (wavelength > context / low)
+    return f / factor;
+  if (wavelength < context / high)
+    return f;
+  double smooth = (context / wavelength - low) / (high - low);
+  return (1 - smooth) * f / factor + smooth * f;
 }
 
 /// Checks logits [..., V] against targets [...].

@@ -324,7 +324,10 @@ SmallVector<Value> RopeOp::buildVjp(OpBuilder &b, Location loc,
                                     ValueRange grads) {
   // A rotation's transpose is the rotation by the negated angle.
   return {RopeOp::create(b, loc, grads[0], getThetaAttr(),
-                         getInverse() ? UnitAttr() : b.getUnitAttr())};
+                         getInverse() ? UnitAttr() : b.getUnitAttr(),
+                         getScalingFactorAttr(), getLowFreqFactorAttr(),
+                         getHighFreqFactorAttr(),
+                         getOriginalMaxPositionsAttr())};
 }
 
 SmallVector<Value> CrossEntropyOp::buildVjp(OpBuilder &b, Location loc,

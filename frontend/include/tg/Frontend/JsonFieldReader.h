@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mlir::tg::frontend {
 
@@ -48,6 +49,10 @@ public:
   void fail(llvm::StringRef key, const llvm::Twine &message);
   /// Records an error for every key not in `known` (catches typos).
   void rejectUnknownKeys(llvm::ArrayRef<llvm::StringRef> known);
+  /// The keys not in `known`, sorted.
+  std::vector<std::string> keysOutside(llvm::ArrayRef<llvm::StringRef> known) const;
+  /// "FILE: field 'KEY': MESSAGE", as errors read (for warnings).
+  std::string describe(llvm::StringRef key, const llvm::Twine &message) const;
   /// Whether an error is recorded.
   bool failed() const { return !firstError->empty(); }
   /// The first recorded error, shared with the readers of nested objects.

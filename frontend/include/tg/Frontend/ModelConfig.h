@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace mlir::tg::frontend {
 
@@ -24,11 +25,38 @@ struct ModelConfig {
   double normEpsilon = 0;
   /// GPT-2 only: true for the tanh approximation of GELU ("gelu_new").
   bool geluTanh = true;
+  /// GPT-2 only: attention scores divided by sqrt(head dim)
+  /// (`scale_attn_weights`) and, in layer i (from 0), by i + 1
+  /// (`scale_attn_by_inverse_layer_idx`).
+  bool scaleAttnWeights = true;
+  bool scaleAttnByInverseLayerIdx = false;
+  /// GPT-2 only: `reorder_and_upcast_attn` (the scores in f32 under bf16).
+  bool reorderAndUpcastAttn = false;
   /// Llama only.
   double ropeTheta = 10000.0;
+  /// Llama's `rope_scaling`: none, "linear" (frequencies / factor) or
+  /// "llama3" (Llama 3.1's wavelength bands).
+  enum class RopeScaling { None, Linear, Llama3 };
+  RopeScaling ropeScaling = RopeScaling::None;
+  double ropeFactor = 1.0;
+  double ropeLowFreqFactor = 0, ropeHighFreqFactor = 0;
+  int64_t ropeOriginalMaxPositions = 0;
+  /// Llama only: `head_dim` when the file gives it (0: hidden / heads).
+  int64_t explicitHeadDim = 0;
+  /// Llama only: biases on q/k/v/o_proj (`attention_bias`) and on
+  /// gate/up/down_proj (`mlp_bias`).
+  bool attentionBias = false;
+  bool mlpBias = false;
+  /// `initializer_range`: the std of the normal initialisation.
+  double initializerRange = 0.02;
   bool tieWordEmbeddings = true;
+  /// Keys the reader does not know (neither used nor known to leave the
+  /// math alone), one message each; tgc prints them as warnings.
+  std::vector<std::string> warnings;
 
-  int64_t headDim() const { return hiddenSize / numHeads; }
+  int64_t headDim() const {
+    return explicitHeadDim ? explicitHeadDim : hiddenSize / numHeads;
+  }
 };
 
 /// Size limits that keep every element and byte count of the graph within

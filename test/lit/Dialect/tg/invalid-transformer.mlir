@@ -436,6 +436,30 @@ func.func @rope_odd_head_dim(%x: tensor<2x4x8x15xf32>) -> tensor<2x4x8x15xf32> {
 
 // -----
 
+func.func @rope_zero_scaling(%x: tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32> {
+  // expected-error @+1 {{'tg.rope' op scaling_factor must be positive and finite, got 0}}
+  %0 = tg.rope %x {theta = 10000.0 : f64, scaling_factor = 0.0 : f64} : tensor<2x4x8x16xf32>
+  return %0 : tensor<2x4x8x16xf32>
+}
+
+// -----
+
+func.func @rope_llama3_incomplete(%x: tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32> {
+  // expected-error @+1 {{'tg.rope' op the llama3 scaling needs scaling_factor, low_freq_factor, high_freq_factor and original_max_positions}}
+  %0 = tg.rope %x {theta = 10000.0 : f64, scaling_factor = 8.0 : f64, low_freq_factor = 1.0 : f64} : tensor<2x4x8x16xf32>
+  return %0 : tensor<2x4x8x16xf32>
+}
+
+// -----
+
+func.func @rope_llama3_bands(%x: tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32> {
+  // expected-error @+1 {{'tg.rope' op high_freq_factor (1.000000e+00) must be above low_freq_factor (4.000000e+00)}}
+  %0 = tg.rope %x {theta = 10000.0 : f64, scaling_factor = 8.0 : f64, low_freq_factor = 4.0 : f64, high_freq_factor = 1.0 : f64, original_max_positions = 8192.0 : f64} : tensor<2x4x8x16xf32>
+  return %0 : tensor<2x4x8x16xf32>
+}
+
+// -----
+
 func.func @rope_zero_theta(%x: tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32> {
   // expected-error @+1 {{'tg.rope' op theta must be positive and finite, got 0}}
   %0 = tg.rope %x {theta = 0.0 : f64} : tensor<2x4x8x16xf32>

@@ -315,14 +315,34 @@ def Tg_RopeOp : Tg_Op<"rope", [Pure, SameOperandsAndResultType, Differentiable,
   let summary = "Rotary position embedding, Hugging Face rotate_half convention";
   let description = [{
     `input` is [B, H, T, D] with D even; position t rotates pair (i, i + D/2)
-    by t * theta^(-2i/D). `inverse` rotates by the negated angle, which is the
-    transpose of the rotation and so the op's own vector-Jacobian product.
+    by t * f_i, f_i = theta^(-2i/D). `inverse` rotates by the negated angle,
+    which is the transpose of the rotation and so the op's own
+    vector-Jacobian product.
+
+    Hugging Face's frequency scalings (`rope_scaling`): with
+    `scaling_factor` alone ("linear"), f_i / scaling_factor; with
+    `low_freq_factor`, `high_freq_factor` and `original_max_positions` too
+    ("llama3", `_compute_llama3_parameters`): for the wavelength
+    w = 2 pi / f_i, f_i where w < original_max_positions / high_freq_factor,
+    f_i / scaling_factor where w > original_max_positions / low_freq_factor,
+    and in between (1 - s) f_i / scaling_factor + s f_i with
+    s = (original_max_positions / w - low_freq_factor) /
+    (high_freq_factor - low_freq_factor).
   }];
   let arguments = (ins Tg_FloatTensor:$input, F64Attr:$theta,
-                       UnitAttr:$inverse);
+                       UnitAttr:$inverse,
+                       OptionalAttr<F64Attr>:$scaling_factor,
+                       OptionalAttr<F64Attr>:$low_freq_factor,
+                       OptionalAttr<F64Attr>:$high_freq_factor,
+                       OptionalAttr<F64Attr>:$original_max_positions);
   let results = (outs Tg_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The rotation frequency of pair (i, i + dim/2), scaling included, in
+    /// f64 (what the evaluator and the kernels compute).
+    double frequency(int64_t i, int64_t dim);
+  }];
 }
 
 def Tg_CrossEntropyOp : Tg_InferredOp<"cross_entropy", [Differentiable, Tg_HasKernelBody]> {
