@@ -381,7 +381,7 @@ def main():
 
         compile_s = compile_tgx(tgc, path("model.json"), path("train.json"), path("m.tgx"))
         stats = json.loads(subprocess.run([tgc, "compile", path("model.json"), "--train", path("train.json"),
-                                           "--stats"], capture_output=True, text=True, check=True).stdout)
+                                           "--stats=json"], capture_output=True, text=True, check=True).stdout)
         print(f"\ntgc compile (--gemm=blas): {compile_s:.2f} s; {stats['flops_per_step'] / 1e9:.1f} GFLOP/step, "
               f"{stats['kernels']} kernels, {stats['kernel_launches']} kernel launches + "
               f"{stats['library_calls']} BLAS calls per step, arena {stats['arena_bytes'] / 2**20:.0f} MiB")

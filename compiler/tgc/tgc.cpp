@@ -28,7 +28,9 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -50,6 +52,25 @@ namespace cl = llvm::cl;
 static cl::SubCommand compileCommand("compile",
                                      "Compile a model description");
 static cl::OptionCategory tgcCategory("tgc compile options");
+
+/// The parser of an enum option that, given another value, names the valid
+/// ones (LLVM's only says it found no such option).
+template <typename T> struct ListingParser : cl::parser<T> {
+  using cl::parser<T>::parser;
+  bool parse(cl::Option &option, llvm::StringRef name, llvm::StringRef arg, T &value) {
+    std::string valid;
+    for (const auto &v : this->Values) {
+      if (v.Name == arg) {
+        value = v.V.getValue();
+        return false;
+      }
+      if (!v.Name.empty()) // the value of a bare --stats
+        valid += (valid.empty() ? "" : ", ") + v.Name.str();
+    }
+    return option.error("'" + arg + "' is not a valid value; use one of: " + valid);
+  }
+};
+template <typename T> using EnumOption = cl::opt<T, false, ListingParser<T>>;
 static cl::opt<std::string> inputPath(cl::Positional, cl::Required,
                                       cl::desc("<MODEL.json | MODEL.mlir>"),
                                       cl::sub(compileCommand), cl::cat(tgcCategory));
@@ -57,7 +78,7 @@ static cl::opt<std::string> trainPath("train", cl::desc("TRAIN.json: build the t
                                       cl::value_desc("TRAIN.json"),
                                       cl::sub(compileCommand), cl::cat(tgcCategory));
 enum class Emit { Auto, Tg, Summary, Kernels, Tgx, Exe, Ptx };
-static cl::opt<Emit> emit(
+static EnumOption<Emit> emit(
     "emit",
     cl::desc("What to write (default: a .tgx artifact when -o ends in .tgx, "
              "else the tg graph)"),
@@ -81,7 +102,7 @@ static cl::opt<std::string> outputPath("o", cl::desc("Output file (default: stdo
                                        cl::value_desc("OUT"), cl::init("-"),
                                        cl::sub(compileCommand), cl::cat(tgcCategory));
 enum class DType { FromConfig, F32, Bf16, F64 };
-static cl::opt<DType> dtypeOpt(
+static EnumOption<DType> dtypeOpt(
     "dtype", cl::desc("Element type of the graph (default: TRAIN.json's precision)"),
     cl::init(DType::FromConfig),
     cl::values(clEnumValN(DType::F32, "f32", "float32"),
@@ -91,7 +112,7 @@ static cl::opt<DType> dtypeOpt(
                           "reference")),
     cl::sub(compileCommand), cl::cat(tgcCategory));
 enum class Target { Cpu, Cuda };
-static cl::opt<Target> targetOpt(
+static EnumOption<Target> targetOpt(
     "target", cl::desc("Where the compiled step runs"), cl::init(Target::Cpu),
     cl::values(clEnumValN(Target::Cpu, "cpu", "this machine's CPU"),
                clEnumValN(Target::Cuda, "cuda",
@@ -103,14 +124,26 @@ static cl::opt<std::string> cudaArchOpt(
     cl::desc("GPU architecture of --target cuda: sm_90a (H100, H200; the "
              "default), sm_90, sm_89 or sm_80"),
     cl::init("sm_90a"), cl::sub(compileCommand), cl::cat(tgcCategory));
-static cl::opt<bool> statsOpt(
+enum class Stats { None, Table, Json };
+static EnumOption<Stats> statsOpt(
     "stats",
-    cl::desc("Print one JSON object with the memory plan, kernel and library "
-             "call counts and FLOPs per step (needs --train); without -o "
-             "nothing else is written"),
+    cl::desc("Print the memory plan per device (and whether it fits in "
+             "--device-memory), kernel and library call counts, FLOPs and "
+             "communication per step (needs --train); without -o nothing "
+             "else is written"),
+    cl::ValueOptional, cl::init(Stats::None),
+    cl::values(clEnumValN(Stats::Table, "", "a table with units (--stats)"),
+               clEnumValN(Stats::Table, "table", "the same"),
+               clEnumValN(Stats::Json, "json", "one JSON object")),
     cl::sub(compileCommand), cl::cat(tgcCategory));
+static cl::opt<double> deviceMemoryOpt(
+    "device-memory",
+    cl::desc("Memory of one device in GB (10^9 bytes), against which "
+             "--stats says whether the step fits (default 80, an H100's)"),
+    cl::init(80), cl::value_desc("GB"), cl::sub(compileCommand),
+    cl::cat(tgcCategory));
 enum class GemmLowering { Library, Generated };
-static cl::opt<GemmLowering> gemmOpt(
+static EnumOption<GemmLowering> gemmOpt(
     "gemm", cl::desc("How matrix products run"), cl::init(GemmLowering::Library),
     cl::values(clEnumValN(GemmLowering::Library, "blas",
                           "calls to the target's BLAS (OpenBLAS on the CPU)"),
@@ -312,6 +345,8 @@ static llvm::Error buildFromConfig(MLIRContext &ctx, Compilation &c) {
   auto model = parseModelConfig(inputPath);
   if (!model)
     return model.takeError();
+  for (const std::string &warning : model->warnings)
+    llvm::WithColor::warning(llvm::errs(), "tgc") << warning << "\n";
   c.model = *model;
   c.batch = batchOpt;
   c.seqLen = seqOpt ? int64_t(seqOpt) : model->maxPositions;
@@ -358,6 +393,12 @@ static llvm::Error buildFromConfig(MLIRContext &ctx, Compilation &c) {
   if (dtype == DType::FromConfig)
     dtype = c.train && c.train->precision == Precision::Bf16 ? DType::Bf16
                                                               : DType::F32;
+  if (dtype == DType::Bf16 && model->reorderAndUpcastAttn)
+    return llvm::createStringError(
+        "%s: field 'reorder_and_upcast_attn' is true: Hugging Face then "
+        "computes the attention scores and softmax in f32, which a bf16 step "
+        "does not; train in f32 (precision fp32) or set it to false",
+        inputPath.c_str());
   Type element = dtype == DType::Bf16  ? Type(BFloat16Type::get(&ctx))
                  : dtype == DType::F64 ? Type(Float64Type::get(&ctx))
                                        : Type(Float32Type::get(&ctx));
@@ -410,6 +451,65 @@ static void printOpCounts(ModuleOp module, llvm::raw_ostream &os) {
     total += count;
   }
   os << " total " << total << "\n";
+}
+
+/// `bytes` with a binary unit: "3.99 GiB".
+static std::string bytesText(int64_t bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = double(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) {
+    value /= 1024;
+    ++unit;
+  }
+  return llvm::formatv(unit ? "{0:f2} {1}" : "{0:f0} {1}", value, units[unit]).str();
+}
+
+/// The stats as a table with units, for people (--stats=json has the same
+/// figures for programs).
+static void printStatsTable(const llvm::json::Object &stats, llvm::raw_ostream &os) {
+  auto number = [&](llvm::StringRef key) { return *stats.getInteger(key); };
+  const llvm::json::Object &comm = *stats.getObject("communication");
+  std::string mesh;
+  for (const auto &[axis, size] : *stats.getObject("mesh"))
+    mesh += (mesh.empty() ? "" : " x ") + axis.str() + "=" +
+            std::to_string(*size.getAsInteger());
+  int64_t devices = 1;
+  for (const auto &entry : *stats.getObject("mesh"))
+    devices *= *entry.second.getAsInteger();
+  int64_t total = number("arena_bytes");
+  double limit = deviceMemoryOpt * 1e9;
+  os << "tgc: the step on " << devices << (devices == 1 ? " device" : " devices") << " ("
+     << mesh << "), per device:\n";
+  auto row = [&](llvm::StringRef what, const std::string &value, llvm::StringRef note = "") {
+    os << llvm::formatv("  {0,-26} {1,14}", what, value);
+    if (!note.empty())
+      os << "  " << note;
+    os << "\n";
+  };
+  row("parameters", bytesText(number("param_bytes")));
+  row("optimizer state (AdamW)", bytesText(number("optimizer_bytes")));
+  row("activations (peak)", bytesText(number("peak_activation_bytes")),
+      "gradients and temporaries at the plan's peak");
+  std::string device = llvm::formatv("{0} GB", llvm::format("%g", double(deviceMemoryOpt)));
+  row("total (the arena)", bytesText(total),
+      double(total) <= limit
+          ? llvm::formatv("fits in {0} ({1:f1}%)", device, 100 * total / limit).str()
+          : llvm::formatv("does NOT fit in {0}: {1:f1} GB over", device, (total - limit) / 1e9)
+                .str());
+  row("FLOPs per step", llvm::formatv("{0:e3}", double(number("flops_per_step"))).str(),
+      "matmul and attention");
+  row("kernels / launches", std::to_string(number("kernels")) + " / " +
+                                std::to_string(number("kernel_launches")));
+  row("library calls (GEMMs)", std::to_string(number("library_calls")));
+  row("commands", std::to_string(number("commands")));
+  if (devices > 1) {
+    row("all-reduce per step", bytesText(*comm.getInteger("all_reduce_bytes")));
+    row("reduce-scatter per step", bytesText(*comm.getInteger("reduce_scatter_bytes")));
+    row("all-gather per step", bytesText(*comm.getInteger("all_gather_bytes")));
+    row("collectives", std::to_string(*comm.getInteger("collectives")));
+  }
+  row("planned in", llvm::formatv("{0:f2} s", *stats.getNumber("plan_seconds")).str());
 }
 
 /// The memory plan and command counts of the compiled program, as JSON.
@@ -474,7 +574,10 @@ static void printStats(ModuleOp module, double planSeconds,
                           {"reduce_scatter_bytes", reduceScatterBytes},
                           {"all_gather_bytes", allGatherBytes},
                           {"collectives", collectives}}}};
-  os << llvm::json::Value(std::move(stats)) << "\n";
+  if (statsOpt == Stats::Json)
+    os << llvm::json::Value(std::move(stats)) << "\n";
+  else
+    printStatsTable(stats, os);
 }
 
 /// The tgrun binary that --emit=exe embeds the artifact into: $TG_TGRUN, or
@@ -534,7 +637,7 @@ private:
 /// whole pipeline has run on.
 static int writeArtifact(Compilation &c, Emit what, const char *argv0) {
   tg::ArtifactInfo info;
-  info.producer = "tgc 0.1";
+  info.producer = "tgc " TG_VERSION;
   if (auto text = llvm::MemoryBuffer::getFile(inputPath))
     info.modelJson = (*text)->getBuffer().str();
   auto artifact = tg::translateToTgx(*c.module, info);
@@ -590,10 +693,15 @@ static llvm::Error checkRegularFile(StringRef path) {
 }
 
 static int compile(MLIRContext &ctx, const char *argv0) {
+  // A Hugging Face model directory: its config.json.
+  if (llvm::sys::fs::is_directory(inputPath.getValue()))
+    inputPath.setValue(inputPath + "/config.json");
   for (StringRef path : {StringRef(inputPath), StringRef(trainPath)})
     if (!path.empty())
       if (llvm::Error error = checkRegularFile(path))
         return fail(llvm::toString(std::move(error)));
+  if (!(deviceMemoryOpt > 0))
+    return fail("--device-memory must be a number of GB > 0");
   Compilation c;
   if (meshOpt.getNumOccurrences()) {
     auto mesh = parseMesh(meshOpt);
@@ -621,7 +729,7 @@ static int compile(MLIRContext &ctx, const char *argv0) {
     what = StringRef(outputPath).ends_with(".tgx") ? Emit::Tgx : Emit::Tg;
   bool writesArtifact = what == Emit::Tgx || what == Emit::Exe;
   bool compilesKernels = writesArtifact || what == Emit::Ptx;
-  bool lowers = statsOpt || what == Emit::Kernels || compilesKernels;
+  bool lowers = statsOpt != Stats::None || what == Emit::Kernels || compilesKernels;
   tg::CudaTargetOptions cuda;
   if (targetOpt == Target::Cuda) {
     // SMs per chip size the grids; PTX 8.0 covers all of these chips.
@@ -689,7 +797,7 @@ static int compile(MLIRContext &ctx, const char *argv0) {
                 "please report it with the input file; --verify-each finds "
                 "the pass at fault)");
 
-  if (statsOpt)
+  if (statsOpt != Stats::None)
     printStats(*c.module, planSeconds, llvm::outs());
   if (what == Emit::Kernels)
     return writeOutput([&](llvm::raw_ostream &os) {
@@ -725,11 +833,16 @@ int main(int argc, char **argv) {
     if (entry.first.starts_with("mlir-"))
       entry.second->addSubCommand(compileCommand);
   cl::HideUnrelatedOptions(tgcCategory, compileCommand);
+  cl::HideUnrelatedOptions(tgcCategory, cl::SubCommand::getTopLevel());
+  cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << "tgc " TG_VERSION " (MLIR/LLVM " LLVM_VERSION_STRING ")\n";
+  });
   cl::ParseCommandLineOptions(
       argc, argv,
       "tgc: the TGC training-graph compiler\n\n"
       "  tgc compile MODEL.json --train TRAIN.json -o OUT.tgx   (then: tgrun "
       "OUT.tgx --data TOKENS.bin)\n"
+      "  tgc compile HF_MODEL_DIR ...                           (its config.json)\n"
       "  tgc compile MODEL.json --train TRAIN.json --emit=exe -o NAME\n"
       "  tgc compile MODEL.json --train TRAIN.json --stats\n"
       "  tgc compile MODEL.json [--train TRAIN.json] --emit=tg|summary\n");

@@ -341,6 +341,16 @@ void tg_session_info(const tg_session *session, tg_program_info *out) {
   out->num_parameters = 0;
   for (const tgx::Parameter *p : *session->program->parameters())
     out->num_parameters += parameterLayout(*session, *p).fullElements();
+  out->target = session->program->target() == tgx::Target_Cuda ? "cuda" : "cpu";
+  out->dtype = "f32";
+  if (session->program->parameters()->size()) {
+    switch (slotAt(*session, session->program->parameters()->Get(0)->slot()).dtype()) {
+    case tgx::DType_BF16: out->dtype = "bf16"; break;
+    case tgx::DType_F16: out->dtype = "f16"; break;
+    case tgx::DType_F64: out->dtype = "f64"; break;
+    default: break;
+    }
+  }
 }
 
 tg_status tg_session_step(tg_session *session, const int32_t *tokens,

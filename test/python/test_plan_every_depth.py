@@ -16,7 +16,7 @@ DEPTHS = range(1, 65)
 
 
 def plan(model_json):
-    result = subprocess.run([os.path.join(BIN, "tgc"), "compile", model_json, "--train", TRAIN, "--stats"],
+    result = subprocess.run([os.path.join(BIN, "tgc"), "compile", model_json, "--train", TRAIN, "--stats=json"],
                             capture_output=True, text=True, timeout=120)
     return result.returncode, result.stdout, result.stderr
 

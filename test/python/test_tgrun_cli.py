@@ -67,6 +67,34 @@ class TgrunCli(unittest.TestCase):
         self.assertEqual(open(self.path("straight.safetensors"), "rb").read(),
                          open(self.path("resumed.safetensors"), "rb").read())
 
+    def test_reports_mfu_and_what_it_loaded_and_saved(self):
+        """With --peak-tflops, MFU (the artifact's FLOPs per step over the
+        step time and the peak) is in the progress lines, the summary and
+        the metrics; the CPU has no peak of its own, and the run says so.
+        tgrun names the initial weights and the files it wrote."""
+        flops = json.loads(run("tgc", "compile", self.path("model.json"), "--train",
+                               self.path("train.json"), "--stats=json"))["flops_per_step"]
+        out = self.train("--steps", 3, "--peak-tflops", 0.5, "--log-every", 1,
+                         "--metrics", self.path("mfu.jsonl"),
+                         "--save-weights", self.path("mfu.safetensors"),
+                         "--checkpoint-dir", self.path("mfu-ckpt"))
+        self.assertIn("against 0.5 TFLOP/s, --peak-tflops", out)
+        self.assertEqual(len(re.findall(r"tok/s  MFU \d+\.\d%", out)), 3, out)
+        self.assertRegex(out, r"tok/s, MFU \d+\.\d%\), final loss")
+        for m in self.metrics("mfu.jsonl"):
+            expected = flops / (m["step_ms"] / 1e3) / 0.5e12
+            self.assertAlmostEqual(m["mfu"], expected, delta=1e-3 + 0.01 * expected)
+        self.assertIn("tgrun: random initial weights (seed 7)", out)
+        self.assertIn("checkpoint of step 3 written to " + self.path("mfu-ckpt") +
+                      "/step-00000003.safetensors", out)
+        self.assertIn("saved the weights of step 3 to " + self.path("mfu.safetensors"), out)
+        out = self.train("--steps", 1, "--init", self.path("mfu.safetensors"),
+                         "--metrics", self.path("no-mfu.jsonl"))
+        self.assertIn("MFU not reported: tgrun knows no peak for the cpu; pass --peak-tflops", out)
+        self.assertIn("initial weights from " + self.path("mfu.safetensors"), out)
+        self.assertNotIn("mfu", self.metrics("no-mfu.jsonl")[0])
+        self.assertIn("TGC", run("tgrun", "--version"))
+
     def test_sharded_weights_round_trip(self):
         """Above --max-shard-size, --save-weights writes Hugging Face shards
         and their index; --init reads the index or the directory and trains

@@ -27,7 +27,7 @@ class TgrunProfile(unittest.TestCase):
         np.random.default_rng(5).integers(0, vocab_size, 4000).astype(np.uint16).tofile(
             cls.path("tokens.bin"))
         run("tgc", "compile", MODEL, "--train", TRAIN, "-o", cls.path("m.tgx"))
-        cls.stats = json.loads(run("tgc", "compile", MODEL, "--train", TRAIN, "--stats"))
+        cls.stats = json.loads(run("tgc", "compile", MODEL, "--train", TRAIN, "--stats=json"))
         cls.out = cls.train("--profile", cls.path("trace.json"),
                             "--metrics", cls.path("profiled.jsonl"))
         cls.trace = json.load(open(cls.path("trace.json")))

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from tgtest import safetensors_io
-from tgtest.configs import GPT2, LLAMA, train_config
+from tgtest.configs import GPT2, LLAMA, LLAMA_FIELDS, train_config
 from tgtest.tools import BIN, rel_err, run, run_status
 
 STEPS = 20
@@ -32,7 +32,9 @@ MODELS = {"gpt2": GPT2, "llama": LLAMA}
 # Tensor parallelism up to tp=4: GPT-2 with 4 heads; Llama's 2 key/value
 # heads are shared by 2 ranks each at tp=4. Both vocabularies (29, 31) are
 # padded to a multiple of tp.
-TP_MODELS = {"gpt2": dict(GPT2, n_head=4), "llama": LLAMA}
+# "llama-fields": head_dim 6, biases on every projection (q/k/v/gate/up
+# split with their weights, o/down whole) and llama3 rope scaling.
+TP_MODELS = {"gpt2": dict(GPT2, n_head=4), "llama": LLAMA, "llama-fields": LLAMA_FIELDS}
 
 
 def read_metrics(path):
@@ -139,6 +141,9 @@ class Ranks(RankRuns, unittest.TestCase):
     def test_llama_tensor_parallel_follows_one_rank(self):
         self.check_tensor_parallel("llama")
 
+    def test_llama_fields_tensor_parallel_follows_one_rank(self):
+        self.check_tensor_parallel("llama-fields")
+
     def test_stats_follow_the_analytic_formulas(self):
         """tgc --stats per rank against Megatron's formulas for GPT-2 (L
         layers, hidden d, vocabulary V padded to Vp, N tokens per
@@ -171,7 +176,7 @@ class Ranks(RankRuns, unittest.TestCase):
                                  (2, 2, True)):
             with self.subTest(dp=dp, tp=tp, sequence=sequence):
                 out = subprocess.run([os.path.join(BIN, "tgc"), "compile", self.path("gpt2-stats.json"),
-                                      "--train", train, "--mesh", f"dp={dp},tp={tp}", "--stats",
+                                      "--train", train, "--mesh", f"dp={dp},tp={tp}", "--stats=json",
                                       *(["--sequence-parallel"] if sequence else [])],
                                      capture_output=True, text=True, check=True).stdout
                 stats = json.loads(out)

@@ -145,7 +145,7 @@ class Zero(RankRuns, unittest.TestCase):
             with self.subTest(dp=dp, tp=tp):
                 out = subprocess.run(
                     [os.path.join(BIN, "tgc"), "compile", self.path("gpt2-stats.json"), "--train",
-                     self.train_json, "--mesh", f"dp={dp},tp={tp}", "--zero", "1", "--stats"],
+                     self.train_json, "--mesh", f"dp={dp},tp={tp}", "--zero", "1", "--stats=json"],
                     capture_output=True, text=True, check=True).stdout
                 stats = json.loads(out)
                 Vp = -(-V // tp) * tp

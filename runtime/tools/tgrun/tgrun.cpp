@@ -45,11 +45,12 @@ constexpr std::size_t kTopCommands = 15;
 struct Options {
   std::string artifact, data, init, metrics, saveWeights, checkpointDir, profile;
   std::string dataFormat = "auto";
+  double peakTflops = 0; // 0: the peak tgrun knows for the program, if any
   int64_t steps = 100, checkpointEvery = 0, threads = 0, logEvery = 0, ranks = 1;
   uint64_t maxShardBytes = TG_DEFAULT_MAX_SHARD_BYTES;
   double collectiveTimeout = 60;
   uint64_t seed = 0;
-  bool hasSeed = false, resume = false, help = false;
+  bool hasSeed = false, resume = false, help = false, version = false;
 };
 
 void printHelp(const char *program, bool embedded) {
@@ -67,6 +68,7 @@ void printHelp(const char *program, bool embedded) {
       "\n"
       "options:\n"
       "  -n N                   start N ranks of this program on this machine\n"
+      "  --version              print the TGC version\n"
       "  --collective-timeout S seconds a collective may wait for the other ranks\n"
       "                         before the run fails, naming the missing ones\n"
       "                         (default 60)\n"
@@ -83,6 +85,9 @@ void printHelp(const char *program, bool embedded) {
       "                         or without the \"transformer.\" prefix): a file, a\n"
       "                         model.safetensors.index.json, or a directory with\n"
       "                         either; default: random\n"
+      "  --peak-tflops T        one device's peak TFLOP/s in the program's dtype, for\n"
+      "                         the MFU next to tokens/s (default: the H100's for\n"
+      "                         CUDA programs; none for the CPU)\n"
       "  --seed S               seed of the random initialisation (default: the\n"
       "                         program's TRAIN.json seed)\n"
       "  --metrics FILE         one JSON line per step: step, loss, grad_norm, lr,\n"
@@ -198,10 +203,10 @@ int parseArguments(int argc, char **argv, bool embedded, Options &o) {
       arg.resize(eq);
       hasValue = true;
     }
-    if (arg == "--help" || arg == "--resume") {
+    if (arg == "--help" || arg == "--resume" || arg == "--version") {
       if (hasValue)
         return usageError(arg + " takes no value");
-      (arg == "--help" ? o.help : o.resume) = true;
+      (arg == "--help" ? o.help : arg == "--resume" ? o.resume : o.version) = true;
       continue;
     }
     if (!hasValue) {
@@ -215,10 +220,18 @@ int parseArguments(int argc, char **argv, bool embedded, Options &o) {
                  : usageError(arg + " needs an integer >= " + std::to_string(min) +
                               ", not '" + value + "'");
     };
+    auto positiveNumber = [&](double &out, const char *unit) {
+      char *end = nullptr;
+      out = std::strtod(value.c_str(), &end);
+      return !value.empty() && !*end && out > 0 && out < 1e9
+                 ? 0
+                 : usageError(arg + " needs a number of " + unit + " > 0, not '" + value + "'");
+    };
     int status = 0;
     if (arg == "--data") o.data = value;
     else if (arg == "--data-format") o.dataFormat = value;
     else if (arg == "--init") o.init = value;
+    else if (arg == "--peak-tflops") status = positiveNumber(o.peakTflops, "TFLOP/s");
     else if (arg == "--metrics") o.metrics = value;
     else if (arg == "--save-weights") o.saveWeights = value;
     else if (arg == "--checkpoint-dir") o.checkpointDir = value;
@@ -231,13 +244,8 @@ int parseArguments(int argc, char **argv, bool embedded, Options &o) {
       if (!parseSize(value, o.maxShardBytes))
         return usageError("--max-shard-size needs a size in bytes > 0 (e.g. 2000000000 or "
                           "2GB), not '" + value + "'");
-    } else if (arg == "--collective-timeout") {
-      char *end = nullptr;
-      o.collectiveTimeout = std::strtod(value.c_str(), &end);
-      if (value.empty() || *end || !(o.collectiveTimeout > 0 && o.collectiveTimeout < 1e9))
-        return usageError("--collective-timeout needs a number of seconds > 0, not '" + value +
-                          "'");
-    }
+    } else if (arg == "--collective-timeout")
+      status = positiveNumber(o.collectiveTimeout, "seconds");
     else if (arg == "--seed") {
       if (!parseUnsigned(value, o.seed))
         return usageError("--seed needs a non-negative integer, not '" + value + "'");
@@ -247,7 +255,7 @@ int parseArguments(int argc, char **argv, bool embedded, Options &o) {
     if (status)
       return status;
   }
-  if (o.help)
+  if (o.help || o.version)
     return 0;
   if (embedded && !positional.empty())
     return usageError("this executable carries its own program, so the argument '" +
@@ -332,6 +340,18 @@ bool makeDirectories(const std::string &dir) {
   return ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/// Where tg_session_save_weights_sharded put the weights asked for at
+/// `path`: the file, or its shards' index when they did not fit in one.
+std::string savedWeightsPath(const std::string &path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0)
+    return path;
+  std::string stem = path.size() > 12 && path.compare(path.size() - 12, 12, ".safetensors") == 0
+                         ? path.substr(0, path.size() - 12)
+                         : path;
+  return stem + ".safetensors.index.json and its shards";
+}
+
 /// Writes the checkpoint of the current step and, on `primary` (rank 0),
 /// drops all but the newest (and another form of this step's). Every rank
 /// calls it: in a run of several ranks each writes its part.
@@ -343,6 +363,8 @@ bool writeCheckpoint(tg_session *session, const std::string &dir, int64_t dataPo
     return false;
   if (!primary)
     return true;
+  if (!::isatty(STDOUT_FILENO)) // a line between live progress redraws would break them
+    std::printf("tgrun: checkpoint of step %" PRId64 " written to %s\n", step, written.c_str());
   std::vector<Checkpoint> checkpoints = listCheckpoints(dir);
   std::set<int64_t> steps;
   for (const Checkpoint &c : checkpoints)
@@ -392,37 +414,72 @@ std::string count(int64_t n) {
   return text;
 }
 
+/// One device's peak for the program, against which MFU is reported.
+struct Peak {
+  double tflops = 0; // 0: none known
+  std::string source;
+};
+
+/// --peak-tflops, else for CUDA programs the dense peak of the H100 (the
+/// CUDA target compiles for sm_90a; the H200's compute peaks are the same)
+/// in the program's dtype, from NVIDIA's datasheet (SXM); none for the CPU.
+Peak devicePeak(const Options &o, const tg_program_info &info) {
+  if (o.peakTflops > 0)
+    return {o.peakTflops, "--peak-tflops"};
+  if (std::strcmp(info.target, "cuda") != 0)
+    return {};
+  if (!std::strcmp(info.dtype, "bf16") || !std::strcmp(info.dtype, "f16"))
+    return {989.4, std::string("the H100's dense ") + info.dtype + " tensor-core peak"};
+  if (!std::strcmp(info.dtype, "f64"))
+    return {66.9, "the H100's f64 tensor-core peak"};
+  return {66.9, "the H100's f32 peak (no TF32)"};
+}
+
+/// `separator` + "MFU 41.2%" of `flopsPerSecond` against `peak`, or ""
+/// without one.
+std::string mfuText(double flopsPerSecond, const Peak &peak, const char *separator = "  ") {
+  if (peak.tflops <= 0)
+    return "";
+  char text[48];
+  std::snprintf(text, sizeof(text), "%sMFU %.1f%%", separator,
+                100 * flopsPerSecond / (peak.tflops * 1e12));
+  return text;
+}
+
 /// Progress on stdout: a live line on a terminal, plain lines otherwise.
 class Progress {
 public:
-  Progress(int64_t first, int64_t total, int64_t logEvery, double tokensPerStep)
-      : first(first), total(total), tokensPerStep(tokensPerStep),
-        live(::isatty(STDOUT_FILENO)),
+  Progress(int64_t first, int64_t total, int64_t logEvery, double tokensPerStep,
+           double flopsPerStep, Peak peak)
+      : first(first), total(total), tokensPerStep(tokensPerStep), flopsPerStep(flopsPerStep),
+        peak(std::move(peak)), live(::isatty(STDOUT_FILENO)),
         logEvery(logEvery ? logEvery : std::max<int64_t>(1, (total - first) / 20)) {}
 
   void report(const tg_step_result &r, double elapsed) {
     elapsed = std::max(elapsed, 1e-9);
     double tokensPerSecond = double(r.step - first) * tokensPerStep / elapsed;
+    std::string mfu = mfuText(double(r.step - first) * flopsPerStep / elapsed, peak);
     if (live) {
       // Redrawing costs more than a tiny model's step: at most 10 per second.
       if (r.step != total && elapsed - lastDraw < 0.1)
         return;
       lastDraw = elapsed;
       double eta = elapsed / double(r.step - first) * double(total - r.step);
-      std::printf("\rstep %" PRId64 "/%" PRId64 "  loss %.4f  %.0f tok/s  ETA %s   ", r.step,
-                  total, r.loss, tokensPerSecond, duration(eta).c_str());
+      std::printf("\rstep %" PRId64 "/%" PRId64 "  loss %.4f  %.0f tok/s%s  ETA %s   ", r.step,
+                  total, r.loss, tokensPerSecond, mfu.c_str(), duration(eta).c_str());
       if (r.step == total)
         std::printf("\n");
     } else if (r.step == first + 1 || r.step == total || (r.step - first) % logEvery == 0) {
-      std::printf("step %" PRId64 "/%" PRId64 "  loss %.4f  grad_norm %.3g  lr %.1e  %.0f tok/s\n",
-                  r.step, total, r.loss, r.grad_norm, r.lr, tokensPerSecond);
+      std::printf("step %" PRId64 "/%" PRId64 "  loss %.4f  grad_norm %.3g  lr %.1e  %.0f tok/s%s\n",
+                  r.step, total, r.loss, r.grad_norm, r.lr, tokensPerSecond, mfu.c_str());
     }
     std::fflush(stdout);
   }
 
 private:
   int64_t first, total;
-  double tokensPerStep;
+  double tokensPerStep, flopsPerStep;
+  Peak peak;
   bool live;
   int64_t logEvery;
   double lastDraw = -1;
@@ -708,10 +765,15 @@ int run(const Options &o, const std::vector<uint8_t> &embedded, const char *prog
   if (o.resume && !resume(session.get(), o.checkpointDir, resumed, dataPosition, exitCode))
     return exitCode;
   if (!resumed) {
-    status = o.init.empty() ? tg_session_init_random(session.get(), o.hasSeed ? o.seed : info.seed)
+    uint64_t seed = o.hasSeed ? o.seed : info.seed;
+    status = o.init.empty() ? tg_session_init_random(session.get(), seed)
                             : tg_session_init_from_safetensors(session.get(), o.init.c_str());
     if (!check(status, exitCode))
       return exitCode;
+    if (o.init.empty())
+      std::printf("tgrun: random initial weights (seed %" PRIu64 ")\n", seed);
+    else
+      std::printf("tgrun: initial weights from %s\n", o.init.c_str());
   }
 
   std::unique_ptr<std::FILE, FileCloser> metrics;
@@ -757,7 +819,15 @@ int run(const Options &o, const std::vector<uint8_t> &embedded, const char *prog
   std::size_t batchElements = std::size_t(info.batch_size * info.seq_len);
   std::vector<int32_t> tokens(batchElements), targets(batchElements);
   double tokensPerStep = double(batchElements);
-  Progress progress(first, o.steps, o.logEvery, tokensPerStep);
+  const Peak peak = devicePeak(o, info);
+  if (peak.tflops > 0)
+    std::printf("tgrun: MFU: %.3g GFLOP a step per device (the artifact's matmul and attention "
+                "FLOPs) against %.4g TFLOP/s, %s\n",
+                info.flops_per_step / 1e9, peak.tflops, peak.source.c_str());
+  else
+    std::printf("tgrun: MFU not reported: tgrun knows no peak for the %s; pass --peak-tflops\n",
+                info.target);
+  Progress progress(first, o.steps, o.logEvery, tokensPerStep, info.flops_per_step, peak);
   using Clock = std::chrono::steady_clock;
   Clock::time_point start = Clock::now();
   int64_t lastCheckpoint = resumed ? first : -1;
@@ -787,11 +857,17 @@ int run(const Options &o, const std::vector<uint8_t> &embedded, const char *prog
     if (metrics) {
       std::fprintf(metrics.get(),
                    "{\"step\": %" PRId64 ", \"loss\": %s, \"grad_norm\": %s, \"lr\": %s, "
-                   "\"step_ms\": %s, \"tokens_per_s\": %s}\n",
+                   "\"step_ms\": %s, \"tokens_per_s\": %s%s}\n",
                    r.step, jsonNumber(r.loss, "%.17g").c_str(),
                    jsonNumber(r.grad_norm, "%.17g").c_str(), jsonNumber(r.lr, "%.17g").c_str(),
                    jsonNumber(stepSeconds * 1e3, "%.3f").c_str(),
-                   jsonNumber(tokensPerStep / stepSeconds, "%.1f").c_str());
+                   jsonNumber(tokensPerStep / stepSeconds, "%.1f").c_str(),
+                   peak.tflops > 0
+                       ? (", \"mfu\": " +
+                          jsonNumber(info.flops_per_step / stepSeconds / (peak.tflops * 1e12),
+                                     "%.4f"))
+                             .c_str()
+                       : "");
       std::fflush(metrics.get());
     }
     progress.report(r, std::chrono::duration<double>(stepEnd - start).count());
@@ -805,11 +881,14 @@ int run(const Options &o, const std::vector<uint8_t> &embedded, const char *prog
   if (checkpointing && lastCheckpoint != last &&
       !writeCheckpoint(session.get(), o.checkpointDir, dataPosition, primary, sharded, exitCode))
     return exitCode;
-  if (!o.saveWeights.empty() &&
-      !check(tg_session_save_weights_sharded(session.get(), o.saveWeights.c_str(),
-                                             o.maxShardBytes),
-             exitCode))
-    return exitCode;
+  if (!o.saveWeights.empty()) {
+    if (!check(tg_session_save_weights_sharded(session.get(), o.saveWeights.c_str(),
+                                               o.maxShardBytes),
+               exitCode))
+      return exitCode;
+    std::printf("tgrun: saved the weights of step %" PRId64 " to %s\n", last,
+                savedWeightsPath(o.saveWeights).c_str());
+  }
   if (profiling) {
     std::string problem;
     if (!profiler.finish(problem))
@@ -818,9 +897,10 @@ int run(const Options &o, const std::vector<uint8_t> &embedded, const char *prog
 
   double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (last > first)
-    std::printf("tgrun: trained steps %" PRId64 " to %" PRId64 " in %.2f s (%.0f tok/s), "
+    std::printf("tgrun: trained steps %" PRId64 " to %" PRId64 " in %.2f s (%.0f tok/s%s), "
                 "final loss %.4f\n",
                 first + 1, last, seconds, double(last - first) * tokensPerStep / seconds,
+                mfuText(double(last - first) * info.flops_per_step / seconds, peak, ", ").c_str(),
                 r.loss);
   if (profiling)
     profiler.printTopCommands();
@@ -900,6 +980,10 @@ int main(int argc, char **argv) {
     return status;
   if (options.help) {
     printHelp(programName, !embedded.empty());
+    return 0;
+  }
+  if (options.version) {
+    std::printf("%s (TGC " TG_VERSION " runtime)\n", programName);
     return 0;
   }
   // -n N starts the ranks, unless this process already is one of them.

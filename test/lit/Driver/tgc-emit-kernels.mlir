@@ -4,7 +4,7 @@
 // reuses buffers.
 // RUN: tgc compile %s --emit=kernels | FileCheck %s
 // RUN: tgc compile %s --emit=kernels --gemm=generated | FileCheck %s --check-prefix=GEN
-// RUN: tgc compile %s --stats | FileCheck %s --check-prefix=STATS
+// RUN: tgc compile %s --stats=json | FileCheck %s --check-prefix=STATS
 
 func.func @train_step(%w: tensor<4x8xf32> {tg.param = "w", tg.init = #tg.init<zeros>},
                       %x: tensor<2x4xf32> {tg.input = "x"},

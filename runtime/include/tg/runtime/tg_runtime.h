@@ -39,9 +39,11 @@ typedef struct {
   int64_t seq_len;
   int64_t vocab_size;
   uint64_t seed;          /* from TRAIN.json */
-  double flops_per_step;
+  double flops_per_step;  /* matmul and attention FLOPs of one rank's step */
   int64_t num_parameters; /* elements over all trainable tensors (the
                              model's: full tensors, whatever the mesh) */
+  const char *target;     /* "cpu" or "cuda" (static strings) */
+  const char *dtype;      /* the parameters': "f32", "bf16", "f16" or "f64" */
 } tg_program_info;
 void tg_session_info(const tg_session *session, tg_program_info *out);
 
