@@ -467,16 +467,10 @@ static std::string bytesText(int64_t bytes) {
 
 /// The stats as a table with units, for people (--stats=json has the same
 /// figures for programs).
-static void printStatsTable(const llvm::json::Object &stats, llvm::raw_ostream &os) {
+static void printStatsTable(const llvm::json::Object &stats, llvm::StringRef mesh,
+                            int64_t devices, llvm::raw_ostream &os) {
   auto number = [&](llvm::StringRef key) { return *stats.getInteger(key); };
   const llvm::json::Object &comm = *stats.getObject("communication");
-  std::string mesh;
-  for (const auto &[axis, size] : *stats.getObject("mesh"))
-    mesh += (mesh.empty() ? "" : " x ") + axis.str() + "=" +
-            std::to_string(*size.getAsInteger());
-  int64_t devices = 1;
-  for (const auto &entry : *stats.getObject("mesh"))
-    devices *= *entry.second.getAsInteger();
   int64_t total = number("arena_bytes");
   double limit = deviceMemoryOpt * 1e9;
   os << "tgc: the step on " << devices << (devices == 1 ? " device" : " devices") << " ("
@@ -552,10 +546,15 @@ static void printStats(ModuleOp module, double planSeconds,
     ++collectives;
   }
   llvm::json::Object mesh;
+  std::string meshText; // in the program's axis order, which JSON loses
+  int64_t devices = 1;
   for (auto [axis, size] :
        llvm::zip(program.getMeshAxes().getAsValueRange<StringAttr>(),
-                 program.getMeshShape()))
+                 program.getMeshShape())) {
     mesh[axis] = size;
+    meshText += (meshText.empty() ? "" : " x ") + axis.str() + "=" + std::to_string(size);
+    devices *= size;
+  }
   int64_t arena = program.getArenaSize().value_or(0);
   llvm::json::Object stats{
       {"param_bytes", params},
@@ -577,7 +576,7 @@ static void printStats(ModuleOp module, double planSeconds,
   if (statsOpt == Stats::Json)
     os << llvm::json::Value(std::move(stats)) << "\n";
   else
-    printStatsTable(stats, os);
+    printStatsTable(stats, meshText, devices, os);
 }
 
 /// The tgrun binary that --emit=exe embeds the artifact into: $TG_TGRUN, or

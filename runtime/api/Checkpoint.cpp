@@ -232,9 +232,19 @@ tg_status tg_session_save_checkpoint(const tg_session *session, const char *path
 tg_status tg_session_load_checkpoint(tg_session *session, const char *path,
                                      int64_t *data_position) {
   return guarded("tg_session_load_checkpoint", [&](std::string &error) {
-    return requireArgument(session, "tg_session_load_checkpoint", "session", error) &&
-           requireArgument(path, "tg_session_load_checkpoint", "path", error) &&
-           load(*session, path, data_position, error);
+    if (!requireArgument(session, "tg_session_load_checkpoint", "session", error) ||
+        !requireArgument(path, "tg_session_load_checkpoint", "path", error))
+      return false;
+    bool ok = load(*session, path, data_position, error);
+    if (!session->stateComm)
+      return ok;
+    // Each rank loads by itself; they agree before training on, so that a
+    // rank that could not load stops them all here, named, rather than in
+    // the first step's collective.
+    std::string problem = error;
+    std::vector<uint64_t> words;
+    return everyRankSucceeded(*session, ok, 0, problem, std::string("loading checkpoint ") + path,
+                              "no rank trains on from it", words, error);
   });
 }
 

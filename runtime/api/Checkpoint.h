@@ -44,6 +44,16 @@ inline constexpr const char *kWrittenAfterDivergence =
 /// The advice of a save that found non-finite state.
 std::string divergedAdvice(const tg_session &session);
 
+/// Every rank says whether its part went well, with one more word (a
+/// checksum, a flag); `words` gets each rank's. Unless every rank
+/// succeeded, fails on every rank: with this rank's `problem`, or naming
+/// the ranks that failed (their own messages say why) and `consequence`.
+/// For a multi-rank session (one with a state communicator).
+bool everyRankSucceeded(const tg_session &session, bool ok, uint64_t word,
+                        const std::string &problem, const std::string &what,
+                        const std::string &consequence, std::vector<uint64_t> &words,
+                        std::string &error);
+
 /// The directory form, for a multi-rank program: a collective, every rank
 /// writes its pieces, rank 0 the index. `dir` must not be a file.
 bool saveShardedCheckpoint(const tg_session &session, const std::string &dir,

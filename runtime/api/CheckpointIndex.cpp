@@ -94,11 +94,15 @@ public:
              CheckpointSplit &out) {
     int64_t dim;
     if (!integer(json, "dim", field, 0, int64_t(shape.size()) - 1, dim) ||
-        !integer(json, "padded_size", field, shape[std::size_t(dim)], kMaxDimension,
-                 out.paddedSize) ||
         !integer(json, "blocks", field, 1, kMaxParts, out.blocks) ||
         !integer(json, "parts", field, 1, kMaxParts, out.parts) ||
         !integer(json, "index", field, 0, out.parts - 1, out.index))
+      return false;
+    // Each block is padded to a multiple of the parts, by fewer rows than
+    // that: no index can make a reader allocate much more than the tensor.
+    int64_t rows = shape[std::size_t(dim)];
+    if (!integer(json, "padded_size", field, rows, rows + out.blocks * out.parts - 1,
+                 out.paddedSize))
       return false;
     out.dim = uint32_t(dim);
     if (out.paddedSize % out.blocks || (out.paddedSize / out.blocks) % out.parts)
@@ -204,16 +208,16 @@ public:
                                          std::to_string(splitParts * chunkParts) +
                                          " parts of the tensor");
     if (first.chunk) {
+      // ZeRO-1's chunks: ceil(part / parts) elements each.
       CheckpointPiece whole = first;
       whole.chunk.reset();
-      int64_t part = pieceElements(entry, whole), capacity;
-      if (__builtin_mul_overflow(first.chunk->size, first.chunk->parts, &capacity) ||
-          capacity < part)
-        return fail(field + ".pieces[0].chunk", "holds " + std::to_string(first.chunk->parts) +
-                                                   " chunks of " +
-                                                   std::to_string(first.chunk->size) +
-                                                   ", fewer than the part's " +
-                                                   std::to_string(part) + " elements");
+      int64_t part = pieceElements(entry, whole), parts = first.chunk->parts;
+      if (first.chunk->size != (part + parts - 1) / parts)
+        return fail(field + ".pieces[0].chunk",
+                    "holds " + std::to_string(parts) + " chunks of " +
+                        std::to_string(first.chunk->size) + ", not of ceil(" +
+                        std::to_string(part) + " / " + std::to_string(parts) +
+                        "), the part's elements over the chunks");
     }
     return true;
   }

@@ -342,15 +342,19 @@ void tg_session_info(const tg_session *session, tg_program_info *out) {
   for (const tgx::Parameter *p : *session->program->parameters())
     out->num_parameters += parameterLayout(*session, *p).fullElements();
   out->target = session->program->target() == tgx::Target_Cuda ? "cuda" : "cpu";
+  // The matrix products' dtype, which the peak depends on: a bf16 step
+  // keeps f32 master parameters.
   out->dtype = "f32";
-  if (session->program->parameters()->size()) {
-    switch (slotAt(*session, session->program->parameters()->Get(0)->slot()).dtype()) {
-    case tgx::DType_BF16: out->dtype = "bf16"; break;
-    case tgx::DType_F16: out->dtype = "f16"; break;
-    case tgx::DType_F64: out->dtype = "f64"; break;
-    default: break;
+  for (const tgx::Command *c : *session->program->commands())
+    if (c->kind() == tgx::CommandKind_Gemm) {
+      switch (c->gemm()->dtype()) {
+      case tgx::DType_BF16: out->dtype = "bf16"; break;
+      case tgx::DType_F16: out->dtype = "f16"; break;
+      case tgx::DType_F64: out->dtype = "f64"; break;
+      default: break;
+      }
+      break;
     }
-  }
 }
 
 tg_status tg_session_step(tg_session *session, const int32_t *tokens,

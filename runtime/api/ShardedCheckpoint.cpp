@@ -40,6 +40,8 @@ constexpr uint64_t kMaxIndexBytes = uint64_t(256) << 20;
 constexpr const char *kProgram = "tg.program";
 constexpr const char *kStep = "tg.step";
 
+constexpr const char *kNotWritten = "the checkpoint was not written, the previous one is kept";
+
 /// One piece of a state tensor: what the ranks with coordinate `split` on
 /// its parameter's shard axis and `chunk` on its ZeRO-1 axis hold.
 struct Piece {
@@ -143,48 +145,33 @@ bool makeEmptyDirectory(const std::string &dir, std::string &problem) {
 }
 
 /// Replaces `dir` (a previous checkpoint of the same step, if any) with the
-/// complete `partial`.
+/// complete `partial`. The previous one waits in DIR.old until the new one
+/// is in place, and comes back if it cannot be; one left there by a crash
+/// between the two renames is put back first.
 bool publish(const std::string &partial, const std::string &dir, std::string &problem) {
   std::error_code ec;
   const std::string old = dir + ".old";
-  fs::remove_all(old, ec);
-  if (!ec && fs::exists(dir, ec))
+  if (fs::exists(old, ec) && !fs::exists(dir, ec))
+    fs::rename(old, dir, ec);
+  else
+    fs::remove_all(old, ec);
+  bool moved = false;
+  if (!ec && fs::exists(dir, ec)) {
     fs::rename(dir, old, ec);
+    moved = !ec;
+  }
   if (!ec)
     fs::rename(partial, dir, ec);
   if (ec) {
     problem = dir + ": cannot put the checkpoint in place (" + ec.message() + ")";
+    std::error_code ignored;
+    if (moved)
+      fs::rename(old, dir, ignored);
     return false;
   }
   safetensors::syncParentDirectory(dir);
   fs::remove_all(old, ec);
   return true;
-}
-
-/// Every rank says whether its part went well, with one more word (a
-/// checksum, a flag); `words` gets each rank's. Unless every rank succeeded,
-/// fails on every rank: with this rank's `problem`, or naming the ranks
-/// that failed (their own messages say why).
-bool everyRankSucceeded(const tg_session &session, bool ok, uint64_t word,
-                        const std::string &problem, const std::string &what,
-                        std::vector<uint64_t> &words, std::string &error) {
-  std::vector<uint64_t> all;
-  if (!session.stateComm->exchange({ok ? 1u : 0u, word}, all, what, error))
-    return false;
-  std::string failed;
-  words.clear();
-  for (std::size_t r = 0; r * 2 < all.size(); ++r) {
-    if (!all[2 * r])
-      failed += (failed.empty() ? "" : ", ") + std::to_string(r);
-    words.push_back(all[2 * r + 1]);
-  }
-  if (failed.empty())
-    return true;
-  error = ok ? what + ": rank(s) " + failed +
-                   " failed (their messages say why); the checkpoint was not written, the "
-                   "previous one is kept"
-             : problem;
-  return false;
 }
 
 uint64_t parseHex(const std::string &text) { return std::strtoull(text.c_str(), nullptr, 16); }
@@ -295,6 +282,27 @@ bool readPieceFiles(const std::string &dir, const CheckpointIndex &index,
 
 } // namespace
 
+bool everyRankSucceeded(const tg_session &session, bool ok, uint64_t word,
+                        const std::string &problem, const std::string &what,
+                        const std::string &consequence, std::vector<uint64_t> &words,
+                        std::string &error) {
+  std::vector<uint64_t> all;
+  if (!session.stateComm->exchange({ok ? 1u : 0u, word}, all, what, error))
+    return false;
+  std::string failed;
+  words.clear();
+  for (std::size_t r = 0; r * 2 < all.size(); ++r) {
+    if (!all[2 * r])
+      failed += (failed.empty() ? "" : ", ") + std::to_string(r);
+    words.push_back(all[2 * r + 1]);
+  }
+  if (failed.empty())
+    return true;
+  error = ok ? what + ": rank(s) " + failed + " failed (their messages say why); " + consequence
+             : problem;
+  return false;
+}
+
 bool saveShardedCheckpoint(const tg_session &session, const std::string &dir,
                            int64_t dataPosition, std::string &error) {
   if (!session.stateComm) {
@@ -310,7 +318,7 @@ bool saveShardedCheckpoint(const tg_session &session, const std::string &dir,
 
   // Rank 0 prepares the directory; every rank learns whether it could.
   bool ok = !root || makeEmptyDirectory(partial, problem);
-  if (!everyRankSucceeded(session, ok, 0, problem, what, words, error))
+  if (!everyRankSucceeded(session, ok, 0, problem, what, kNotWritten, words, error))
     return false;
 
   // Every rank writes its pieces (a rank may have none).
@@ -322,7 +330,7 @@ bool saveShardedCheckpoint(const tg_session &session, const std::string &dir,
                                problem));
   uint64_t checksum =
       mine.tensors.empty() ? 0 : parseHex(mine.metadata[kCheckpointChecksumKey]);
-  if (!everyRankSucceeded(session, ok, checksum, problem, what, words, error)) {
+  if (!everyRankSucceeded(session, ok, checksum, problem, what, kNotWritten, words, error)) {
     std::error_code ignored;
     if (root)
       fs::remove_all(partial, ignored);
@@ -347,8 +355,11 @@ bool saveShardedCheckpoint(const tg_session &session, const std::string &dir,
                                           std::vector<uint8_t>(text.begin(), text.end()),
                                           problem) &&
          publish(partial, dir, problem);
+    std::error_code ignored;
+    if (!ok)
+      fs::remove_all(partial, ignored);
   }
-  return everyRankSucceeded(session, ok, 0, problem, what, words, error);
+  return everyRankSucceeded(session, ok, 0, problem, what, kNotWritten, words, error);
 }
 
 bool loadShardedCheckpoint(tg_session &session, const std::string &dir, int64_t *dataPosition,

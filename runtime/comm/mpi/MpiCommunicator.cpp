@@ -28,6 +28,8 @@ namespace {
 constexpr int kQueryTag = 1, kReplyTag = 2;
 /// How long a rank that timed out waits for the others' answers.
 constexpr double kQuerySeconds = 3.0;
+/// The least time an exchange waits (Communicator::exchange).
+constexpr double kStateExchangeSeconds = 600;
 /// Bytes per MPI_Igather of gatherToRankZero.
 constexpr uint64_t kGatherPiece = 16 << 20;
 
@@ -256,7 +258,10 @@ public:
       error = source + ": " + described + " could not start";
       return false;
     }
-    return await(request, world, index, described, error);
+    // The ranks meet here after writing or reading their parts of a
+    // checkpoint, which takes some longer than others.
+    return await(request, world, index, described, error,
+                 std::max(collectiveTimeout(), kStateExchangeSeconds));
   }
 
   void progress() override {
@@ -321,13 +326,12 @@ private:
   };
 
   /// Waits for `request`, this rank's collective number `index` among
-  /// `axis`'s ranks; past the collective timeout fails with a message
-  /// saying where the others are.
+  /// `axis`'s ranks; past `timeout` seconds (default: the collective
+  /// timeout) fails with a message saying where the others are.
   bool await(MPI_Request &request, const Axis &axis, int64_t index, const std::string &what,
-             std::string &error) {
+             std::string &error, double timeout = collectiveTimeout()) {
     noteWaiting(index, what);
     Clock::time_point begin = Clock::now();
-    double timeout = collectiveTimeout();
     for (int polls = 0;; ++polls) {
       int done = 0;
       MPI_Test(&request, &done, MPI_STATUS_IGNORE);

@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <initializer_list>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -303,30 +304,41 @@ std::string checkpointPath(const std::string &dir, int64_t step, bool sharded) {
   return dir + name;
 }
 
-/// The checkpoints in `dir`, by step. Leftovers of an interrupted save
-/// (a .partial directory, a .tmp file) are not checkpoints.
-std::vector<Checkpoint> listCheckpoints(const std::string &dir) {
+/// The step of a file name "step-DIGITS" + `suffix` in a checkpoint
+/// directory, or -1.
+int64_t stepOf(const std::string &name, const std::string &suffix) {
+  const std::string prefix = "step-";
+  if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) ||
+      name.compare(name.size() - suffix.size(), suffix.size(), suffix))
+    return -1;
+  std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+  int64_t step;
+  return std::all_of(digits.begin(), digits.end(), ::isdigit) && parseInteger(digits, 0, step)
+             ? step
+             : -1;
+}
+
+/// The entries of `dir` named "step-N" + one of `suffixes`, by step.
+/// Checkpoints are "" (a directory) and ".safetensors"; leftovers of an
+/// interrupted save ".partial" and ".old".
+std::vector<Checkpoint> listSteps(const std::string &dir,
+                                  std::initializer_list<const char *> suffixes) {
   std::vector<Checkpoint> found;
   DIR *d = ::opendir(dir.c_str());
   if (!d)
     return found;
-  const std::string prefix = "step-", suffix = ".safetensors";
-  while (dirent *entry = ::readdir(d)) {
-    std::string name = entry->d_name;
-    if (name.compare(0, prefix.size(), prefix))
-      continue;
-    std::string digits = name.substr(prefix.size());
-    if (digits.size() > suffix.size() &&
-        !digits.compare(digits.size() - suffix.size(), suffix.size(), suffix))
-      digits.resize(digits.size() - suffix.size());
-    int64_t step;
-    if (!digits.empty() && std::all_of(digits.begin(), digits.end(), ::isdigit) &&
-        parseInteger(digits, 0, step))
-      found.push_back({step, dir + "/" + name});
-  }
+  while (dirent *entry = ::readdir(d))
+    for (const char *suffix : suffixes)
+      if (int64_t step = stepOf(entry->d_name, suffix); step >= 0)
+        found.push_back({step, dir + "/" + entry->d_name});
   ::closedir(d);
   std::sort(found.begin(), found.end());
   return found;
+}
+
+/// The checkpoints in `dir`, by step.
+std::vector<Checkpoint> listCheckpoints(const std::string &dir) {
+  return listSteps(dir, {"", ".safetensors"});
 }
 
 bool makeDirectories(const std::string &dir) {
@@ -369,14 +381,19 @@ bool writeCheckpoint(tg_session *session, const std::string &dir, int64_t dataPo
   std::set<int64_t> steps;
   for (const Checkpoint &c : checkpoints)
     steps.insert(c.step);
+  if (steps.empty()) // the directory cannot be read back: leave it alone
+    return true;
   // The kKeepCheckpoints-th newest step (the written one is among them).
   int64_t oldestKept = *std::next(
       steps.rbegin(), std::min<std::ptrdiff_t>(kKeepCheckpoints, std::ptrdiff_t(steps.size())) - 1);
+  std::error_code ignored;
   for (const Checkpoint &c : checkpoints)
-    if (c.step < oldestKept || (c.step == step && c.path != written)) {
-      std::error_code ignored;
+    if (c.step < oldestKept || (c.step == step && c.path != written))
       std::filesystem::remove_all(c.path, ignored);
-    }
+  // Leftovers of interrupted saves of earlier steps (ShardedCheckpoint.cpp).
+  for (const Checkpoint &c : listSteps(dir, {".partial", ".old"}))
+    if (c.step < step)
+      std::filesystem::remove_all(c.path, ignored);
   return true;
 }
 
@@ -699,7 +716,7 @@ void warnIfWrapping(const tg_dataset *dataset, const std::string &path,
                " steps of %" PRId64 " x %" PRId64 " tokens, and this run reads up to step %" PRId64
                " of it, so it trains on the same tokens again (%.1f passes); pass more data or "
                "fewer --steps to avoid it\n",
-               path.c_str(), n, steps, b, t, end, double(end * b) / double(samples));
+               path.c_str(), n, steps, b, t, end, double(end) * double(b) / double(samples));
 }
 
 /// Restores the newest checkpoint of `dir`, if any. A corrupt newest one is

@@ -13,7 +13,7 @@ using namespace tg::runtime;
 
 namespace {
 
-/// A [10, 4] weight split along dim 0 (padded to 12 rows, 2 parts), and its
+/// A [11, 4] weight split along dim 0 (padded to 12 rows, 2 parts), and its
 /// moment, also chunked over 2 ranks (12 x 4 / 2 = 24 elements per part,
 /// chunks of 12).
 CheckpointIndex sample() {
@@ -24,12 +24,12 @@ CheckpointIndex sample() {
   index.mesh = "dp=2,tp=2";
   index.files = {{"rank-00000.safetensors", "aaaaaaaaaaaaaaaa"},
                  {"rank-00001.safetensors", "bbbbbbbbbbbbbbbb"}};
-  CheckpointEntry weight{"w", tg::safetensors::DType::F32, {10, 4}, {}};
+  CheckpointEntry weight{"w", tg::safetensors::DType::F32, {11, 4}, {}};
   for (int64_t part = 0; part < 2; ++part)
     weight.pieces.push_back(
         {"rank-0000" + std::to_string(part) + ".safetensors", CheckpointSplit{0, 12, 1, 2, part},
          std::nullopt});
-  CheckpointEntry moment{"adam_m:w", tg::safetensors::DType::F32, {10, 4}, {}};
+  CheckpointEntry moment{"adam_m:w", tg::safetensors::DType::F32, {11, 4}, {}};
   for (int64_t part = 0; part < 2; ++part)
     for (int64_t chunk = 0; chunk < 2; ++chunk)
       moment.pieces.push_back({"rank-0000" + std::to_string(chunk) + ".safetensors",
@@ -74,7 +74,7 @@ TEST(CheckpointIndex, RoundTrips) {
   const CheckpointEntry *moment =
       parsed.tensors[0].name == "adam_m:w" ? &parsed.tensors[0] : &parsed.tensors[1];
   ASSERT_EQ(moment->pieces.size(), 4u);
-  EXPECT_EQ(moment->shape, (std::vector<int64_t>{10, 4}));
+  EXPECT_EQ(moment->shape, (std::vector<int64_t>{11, 4}));
   EXPECT_EQ(pieceElements(*moment, moment->pieces[3]), 12);
   CheckpointPiece whole = moment->pieces[3];
   whole.chunk.reset();
@@ -119,10 +119,15 @@ TEST(CheckpointIndex, RefusesDamageByName) {
        "tensors[\"w\"].pieces[1] holds the same part as an earlier piece"},
       {[](nlohmann::json &j) { j["tensors"]["w"]["pieces"].erase(1); },
        "tensors[\"w\"].pieces hold 1 of the 2 parts of the tensor"},
-      {[](nlohmann::json &j) { j["tensors"]["w"]["pieces"][1]["split"]["padded_size"] = 16; },
+      {[](nlohmann::json &j) { j["tensors"]["w"]["pieces"][1]["split"]["blocks"] = 2; },
        "tensors[\"w\"].pieces[1] is split or chunked unlike pieces[0]"},
       {[](nlohmann::json &j) { j["tensors"]["w"]["pieces"][0]["split"]["padded_size"] = 8; },
-       "tensors[\"w\"].pieces[0].split.padded_size must be an integer in [10,"},
+       "tensors[\"w\"].pieces[0].split.padded_size must be an integer in [11, 12]"},
+      {[](nlohmann::json &j) {
+         for (auto &p : j["tensors"]["w"]["pieces"])
+           p["split"]["padded_size"] = 1 << 30;
+       },
+       "tensors[\"w\"].pieces[0].split.padded_size must be an integer in [11, 12]"},
       {[](nlohmann::json &j) {
          for (auto &p : j["tensors"]["w"]["pieces"])
            p["split"]["padded_size"] = 11;
@@ -134,8 +139,12 @@ TEST(CheckpointIndex, RefusesDamageByName) {
          for (auto &p : j["tensors"]["adam_m:w"]["pieces"])
            p["chunk"]["size"] = 11;
        },
-       "tensors[\"adam_m:w\"].pieces[0].chunk holds 2 chunks of 11, fewer than the part's 24 "
-       "elements"},
+       "tensors[\"adam_m:w\"].pieces[0].chunk holds 2 chunks of 11, not of ceil(24 / 2)"},
+      {[](nlohmann::json &j) {
+         for (auto &p : j["tensors"]["adam_m:w"]["pieces"])
+           p["chunk"]["size"] = 1 << 30;
+       },
+       "tensors[\"adam_m:w\"].pieces[0].chunk holds 2 chunks of 1073741824, not of ceil"},
       {[](nlohmann::json &j) { j["tensors"]["w"]["pieces"][0]["chunk"] = 3; },
        "tensors[\"w\"].pieces[0].chunk must be an object"},
       {[](nlohmann::json &j) { j["tensors"]["w"]["pieces"] = nlohmann::json::array(); },

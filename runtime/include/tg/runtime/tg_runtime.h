@@ -43,7 +43,8 @@ typedef struct {
   int64_t num_parameters; /* elements over all trainable tensors (the
                              model's: full tensors, whatever the mesh) */
   const char *target;     /* "cpu" or "cuda" (static strings) */
-  const char *dtype;      /* the parameters': "f32", "bf16", "f16" or "f64" */
+  const char *dtype;      /* the matrix products': "f32", "bf16", "f16" or
+                             "f64" (a bf16 step keeps f32 master weights) */
 } tg_program_info;
 void tg_session_info(const tg_session *session, tg_program_info *out);
 
@@ -144,8 +145,9 @@ tg_status tg_session_save_weights_sharded(const tg_session *session, const char 
  * renamed to `path` only once every rank has written its part, and every
  * rank's status says whether the whole checkpoint was written. Loading
  * takes either form, on any mesh (the same model), verifies the checksums
- * and that the checkpoint belongs to this program; every rank loads by
- * itself, reading the whole checkpoint. */
+ * and that the checkpoint belongs to this program. Loading is collective
+ * too: every rank reads the whole checkpoint and takes its part, then the
+ * ranks agree, so that all fail (naming the rank) if one could not. */
 tg_status tg_session_save_checkpoint(const tg_session *session,
                                      const char *path, int64_t data_position);
 tg_status tg_session_load_checkpoint(tg_session *session, const char *path,

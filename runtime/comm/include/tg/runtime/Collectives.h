@@ -72,8 +72,9 @@ public:
                                const std::string &what, std::string &error) = 0;
   /// Every rank of the run gives `mine` (as many words on every rank) and
   /// gets every rank's in `all`, in rank order: how the ranks agree that
-  /// each did its part of a checkpoint. Blocking; fails after the
-  /// collective timeout like `wait`.
+  /// each wrote or read its part of a checkpoint. Blocking; fails like
+  /// `wait`, after the collective timeout or 10 minutes, whichever is
+  /// longer (one rank may take much longer over its part than another).
   virtual bool exchange(const std::vector<uint64_t> &mine, std::vector<uint64_t> &all,
                         const std::string &what, std::string &error) = 0;
 };
