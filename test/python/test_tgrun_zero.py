@@ -82,7 +82,8 @@ class Zero(RankRuns, unittest.TestCase):
         bytes (headers and padding aside), each about a quarter. (The resume test
         above shows that they hold the right state.) A damaged piece, a
         missing one or a changed index stops a resume on every rank with
-        the file named."""
+        the file named; a save that fails on one rank fails on all and
+        keeps the previous checkpoint."""
         ckpt = self.path("sharded-ckpt")
         run("tgrun", "-n", 4, self.compile_tp("gpt2", *zero("dp=2,tp=2")), "--data", self.data,
             "--steps", 2, "--checkpoint-dir", ckpt)
@@ -130,6 +131,28 @@ class Zero(RankRuns, unittest.TestCase):
                 self.assertIn(message, err)
                 if ranks > 1:  # the launcher may stop the others before they say it
                     self.assertRegex(err, r"rank \d: cannot resume")
+
+        # A save that cannot be done fails on every rank, in bounded time,
+        # and keeps the previous checkpoint: an immutable file where rank 0
+        # must prepare step 3's directory.
+        blocker = os.path.join(ckpt, "step-00000003.partial")
+        open(blocker, "w").close()
+        if subprocess.run(["chattr", "+i", blocker], capture_output=True).returncode != 0:
+            self.skipTest("chattr +i is not available here (the file system or the container "
+                          "does not allow immutable files)")
+        try:
+            program = self.compile_tp("gpt2", *zero("dp=2,tp=2"))
+            code, _, err = run_status("tgrun", "-n", 4, program, "--data", self.data,
+                                      "--steps", 3, "--checkpoint-dir", ckpt, "--resume")
+        finally:
+            subprocess.run(["chattr", "-i", blocker])
+        self.assertNotEqual(code, 0)
+        self.assertIn("step-00000003.partial: cannot create the checkpoint's directory", err)
+        self.assertIn("rank 0: ", err)  # the launcher may stop the others before they say it
+        self.assertFalse(os.path.exists(os.path.join(ckpt, "step-00000003")))
+        out = run("tgrun", "-n", 4, program, "--data", self.data, "--steps", 2,
+                  "--checkpoint-dir", ckpt, "--resume")
+        self.assertIn("resumed from " + step + " (step 2)", out)
 
     def test_stats_follow_the_analytic_formulas(self):
         """tgc --stats per rank for GPT-2 (L layers, hidden d, vocabulary V
