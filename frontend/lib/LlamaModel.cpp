@@ -1,6 +1,7 @@
-// Llama (model_type "llama"): RMSNorm, RoPE (optionally scaled: linear or
-// Llama 3.1's bands), grouped-query attention, SwiGLU MLP, biases only with
-// attention_bias / mlp_bias. nn.Linear weights are [out, in]; the heads are
+// Llama (model_type "llama", and "qwen2": the same layers with biases on
+// q/k/v): RMSNorm, RoPE (optionally scaled: linear or Llama 3.1's bands),
+// grouped-query attention, SwiGLU MLP, biases only with attention_bias /
+// mlp_bias (Llama) or on q/k/v (Qwen2). nn.Linear weights are [out, in]; the heads are
 // head_dim wide, which need not be hidden_size / num_attention_heads.
 #include "Families.h"
 
@@ -23,10 +24,10 @@ std::vector<ParamSpec> mlir::tg::frontend::llamaParameters(const ModelConfig &c)
         specs.push_back({p + name + ".bias", {out}, zeros});
     };
     specs.push_back({p + "input_layernorm.weight", {d}, ParamInit{mlir::tg::InitKind::Ones}});
-    linear("self_attn.q_proj", q, d, normal, c.attentionBias);
-    linear("self_attn.k_proj", kv, d, normal, c.attentionBias);
-    linear("self_attn.v_proj", kv, d, normal, c.attentionBias);
-    linear("self_attn.o_proj", d, q, residual, c.attentionBias);
+    linear("self_attn.q_proj", q, d, normal, c.qkvBias);
+    linear("self_attn.k_proj", kv, d, normal, c.qkvBias);
+    linear("self_attn.v_proj", kv, d, normal, c.qkvBias);
+    linear("self_attn.o_proj", d, q, residual, c.outputBias);
     specs.push_back({p + "post_attention_layernorm.weight", {d}, ParamInit{mlir::tg::InitKind::Ones}});
     linear("mlp.gate_proj", inner, d, normal, c.mlpBias);
     linear("mlp.up_proj", inner, d, normal, c.mlpBias);
@@ -74,7 +75,7 @@ Value mlir::tg::frontend::buildLlamaLogits(GraphBuilder &g, const ModelConfig &c
     std::string p = "model.layers." + std::to_string(i) + ".";
     std::string n = "h" + std::to_string(i) + "_";
     Value a = rmsNorm(n + "input_norm", h, p + "input_layernorm.weight");
-    bool ab = c.attentionBias, mb = c.mlpBias;
+    bool ab = c.qkvBias, mb = c.mlpBias;
     Value q = g.splitHeads(n + "attn_q", proj(n + "attn_q", a, p + "self_attn.q_proj.weight", ab), c.numHeads);
     Value k = g.splitHeads(n + "attn_k", proj(n + "attn_k", a, p + "self_attn.k_proj.weight", ab), c.numKvHeads);
     Value v = g.splitHeads(n + "attn_v", proj(n + "attn_v", a, p + "self_attn.v_proj.weight", ab), c.numKvHeads);
@@ -85,7 +86,7 @@ Value mlir::tg::frontend::buildLlamaLogits(GraphBuilder &g, const ModelConfig &c
                                         b.getF64FloatAttr(scale),
                                         b.getBoolAttr(true));
     o = proj(n + "attn_o", g.mergeHeads(n + "attn", o),
-             p + "self_attn.o_proj.weight", ab);
+             p + "self_attn.o_proj.weight", c.outputBias);
     h = g.create<tg::AddOp>(n + "attn_residual", h, o);
     Value m = rmsNorm(n + "post_norm", h, p + "post_attention_layernorm.weight");
     Value gate = proj(n + "mlp_gate", m, p + "mlp.gate_proj.weight", mb);

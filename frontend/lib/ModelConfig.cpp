@@ -273,8 +273,33 @@ static void readRopeScaling(JsonFieldReader &fields, ModelConfig &config) {
                             "types default, linear and llama3");
 }
 
-/// Llama fields, with Hugging Face's LlamaConfig defaults for the optional ones.
-static ModelConfig readLlama(JsonFieldReader &fields) {
+/// Qwen2's sliding-window attention, which TGC does not implement: refused
+/// where a layer would use it (use_sliding_window, or a "sliding_attention"
+/// layer type); the window's size alone changes nothing.
+static void readQwen2Window(JsonFieldReader &fields) {
+  if (fields.optionalBool("use_sliding_window", false))
+    fields.fail("use_sliding_window",
+                "is true: sliding-window attention is not implemented; set it "
+                "to false (every layer then attends to the whole prefix)");
+  fields.optionalInt("sliding_window", 0, 0, kMaxDimension);
+  fields.optionalInt("max_window_layers", 0, 0, kMaxLayers);
+  if (const json::Value *types = fields.raw("layer_types")) {
+    const json::Array *list = types->getAsArray();
+    bool full = list != nullptr;
+    for (const json::Value &t : list ? *list : json::Array())
+      full &= t.getAsString() && *t.getAsString() == "full_attention";
+    if (!full)
+      fields.fail("layer_types",
+                  "must list only \"full_attention\": sliding-window "
+                  "attention is not implemented");
+  }
+}
+
+/// Llama fields, with Hugging Face's LlamaConfig defaults for the optional
+/// ones; or, for `qwen2`, Qwen2Config's: the same layers with biases on
+/// q/k/v_proj, and sliding-window attention (refused) instead of
+/// attention_bias, mlp_bias and pretraining_tp.
+static ModelConfig readLlama(JsonFieldReader &fields, bool qwen2) {
   ModelConfig config;
   config.family = ModelFamily::Llama;
   config.vocabSize = fields.requiredInt("vocab_size", 1, kMaxDimension);
@@ -286,8 +311,8 @@ static ModelConfig readLlama(JsonFieldReader &fields) {
   config.numHeads = fields.requiredInt("num_attention_heads", 1, kMaxDimension);
   config.numKvHeads = fields.optionalInt("num_key_value_heads", config.numHeads,
                                          1, kMaxDimension);
-  config.maxPositions =
-      fields.optionalInt("max_position_embeddings", 2048, 1, kMaxDimension);
+  config.maxPositions = fields.optionalInt("max_position_embeddings",
+                                          qwen2 ? 32768 : 2048, 1, kMaxDimension);
   config.normEpsilon =
       fields.optionalNumber("rms_norm_eps", 1e-6, 0, /*minExclusive=*/true);
   config.ropeTheta =
@@ -313,8 +338,17 @@ static ModelConfig readLlama(JsonFieldReader &fields) {
                 "the head dim hidden_size / num_attention_heads = " +
                     Twine(config.headDim()) + " must be even for RoPE");
   }
-  config.attentionBias = fields.optionalBool("attention_bias", false);
-  config.mlpBias = fields.optionalBool("mlp_bias", false);
+  if (qwen2) {
+    config.qkvBias = true;
+    readQwen2Window(fields);
+  } else {
+    config.qkvBias = config.outputBias = fields.optionalBool("attention_bias", false);
+    config.mlpBias = fields.optionalBool("mlp_bias", false);
+    // Hugging Face's pretraining_tp > 1 splits each projection into that
+    // many slices and sums their products: the same function, other
+    // rounding.
+    fields.optionalInt("pretraining_tp", 1, 1, kMaxDimension);
+  }
   refuseDropout(fields, "attention_dropout");
   double partial = fields.optionalNumber("partial_rotary_factor", 1.0, 0,
                                          /*minExclusive=*/true);
@@ -322,25 +356,25 @@ static ModelConfig readLlama(JsonFieldReader &fields) {
     fields.fail("partial_rotary_factor",
                 "is " + formatNumber(partial) +
                     ": Llama rotates the whole head; only 1.0 is supported");
-  // Hugging Face's pretraining_tp > 1 splits each projection into that many
-  // slices and sums their products: the same function, other rounding.
-  fields.optionalInt("pretraining_tp", 1, 1, kMaxDimension);
   if (fields.has("rope_parameters"))
     fields.fail("rope_parameters",
                 "is not supported (transformers 5's form); give rope_theta "
                 "and rope_scaling instead");
   readRopeScaling(fields, config);
   readCommon(fields, config);
-  warnUnknown(fields, config,
-              {"vocab_size", "hidden_size", "intermediate_size",
-               "num_hidden_layers", "num_attention_heads",
-               "num_key_value_heads", "max_position_embeddings",
-               "rms_norm_eps", "rope_theta", "tie_word_embeddings",
-               "hidden_act", "head_dim", "attention_bias", "mlp_bias",
-               "attention_dropout", "partial_rotary_factor", "pretraining_tp",
-               "rope_parameters", "rope_scaling", "initializer_range",
-               "is_encoder_decoder", "add_cross_attention", "pruned_heads"},
-              "llama");
+  std::vector<StringRef> used = {
+      "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+      "num_attention_heads", "num_key_value_heads", "max_position_embeddings",
+      "rms_norm_eps", "rope_theta", "tie_word_embeddings", "hidden_act",
+      "head_dim", "attention_dropout", "partial_rotary_factor",
+      "rope_parameters", "rope_scaling", "initializer_range",
+      "is_encoder_decoder", "add_cross_attention", "pruned_heads"};
+  if (qwen2)
+    used.insert(used.end(), {"use_sliding_window", "sliding_window",
+                             "max_window_layers", "layer_types"});
+  else
+    used.insert(used.end(), {"attention_bias", "mlp_bias", "pretraining_tp"});
+  warnUnknown(fields, config, used, qwen2 ? "qwen2" : "llama");
   if (config.numKvHeads > 0 && config.numHeads % config.numKvHeads != 0)
     fields.fail("num_key_value_heads",
                 "num_attention_heads (" + Twine(config.numHeads) +
@@ -360,12 +394,12 @@ Expected<ModelConfig> mlir::tg::frontend::parseModelConfig(StringRef path) {
   ModelConfig config;
   if (modelType == "gpt2")
     config = readGpt2(fields);
-  else if (modelType == "llama")
-    config = readLlama(fields);
+  else if (modelType == "llama" || modelType == "qwen2")
+    config = readLlama(fields, /*qwen2=*/modelType == "qwen2");
   else
     fields.fail("model_type", "'" + modelType +
-                                  "' is not supported; use \"gpt2\" or "
-                                  "\"llama\"");
+                                  "' is not supported; use \"gpt2\", "
+                                  "\"llama\" or \"qwen2\"");
   if (!fields.failed())
     checkParameterSizes(fields, config);
   if (Error error = fields.takeError())

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from tgtest import safetensors_io
-from tgtest.configs import GPT2, GPT2_FIELDS, LLAMA, LLAMA_FIELDS, train_config
+from tgtest.configs import GPT2, GPT2_FIELDS, LLAMA, LLAMA_FIELDS, QWEN2, train_config
 from tgtest.reference import torch_training
 from tgtest.tools import model_param_specs, random_params, rel_err, run
 
@@ -52,6 +52,7 @@ CASES = {
     # Issue 13's fields, compiled (the scaled RoPE kernel, the bias epilogues).
     "llama-head-dim-biases-llama3": (LLAMA_FIELDS, tgrun_config()),
     "gpt2-attention-scales": (GPT2_FIELDS, tgrun_config()),
+    "qwen2-qkv-biases": (QWEN2, tgrun_config()),
 }
 
 
@@ -112,6 +113,9 @@ class TgrunVsTorch(unittest.TestCase):
 
     def test_gpt2_attention_scales(self):
         self.check("gpt2-attention-scales")
+
+    def test_qwen2_qkv_biases(self):
+        self.check("qwen2-qkv-biases")
 
 
 if __name__ == "__main__":

@@ -28,3 +28,10 @@ LLAMA_FIELDS = dict(LLAMA, head_dim=6, attention_bias=True, mlp_bias=True,
                                   "high_freq_factor": 8.0, "original_max_position_embeddings": 256})
 GPT2_FIELDS = dict(GPT2, n_layer=3, scale_attn_weights=False, scale_attn_by_inverse_layer_idx=True,
                    reorder_and_upcast_attn=True)
+# Qwen2: Llama's layers with biases on q/k/v (Qwen2Config's keys; its sliding
+# window off, as Qwen2's released configs have it).
+QWEN2 = {"model_type": "qwen2", "vocab_size": 33, "hidden_size": 16, "intermediate_size": 24,
+         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+         "max_position_embeddings": 32, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+         "tie_word_embeddings": False, "use_sliding_window": False, "sliding_window": 4096,
+         "max_window_layers": 28, "attention_dropout": 0.0, "hidden_act": "silu"}

@@ -105,7 +105,11 @@ def llama_logits(cfg, p, tokens):
     h = cfg["num_attention_heads"]
     kv = cfg.get("num_key_value_heads", h)
     eps = cfg.get("rms_norm_eps", 1e-6)
-    attn_bias, mlp_bias = cfg.get("attention_bias", False), cfg.get("mlp_bias", False)
+    # Qwen2 (Qwen2Attention): q/k/v_proj with biases, o_proj and the MLP without.
+    qwen2 = cfg["model_type"] == "qwen2"
+    qkv_bias = qwen2 or cfg.get("attention_bias", False)
+    o_bias = not qwen2 and cfg.get("attention_bias", False)
+    mlp_bias = not qwen2 and cfg.get("mlp_bias", False)
     x = p["model.embed_tokens.weight"][tokens]
 
     def linear(x, name, bias):
@@ -124,7 +128,8 @@ def llama_logits(cfg, p, tokens):
         pre = f"model.layers.{i}."
         for name, shape in shapes.items():
             assert tuple(p[pre + name + ".weight"].shape) == shape, (name, p[pre + name + ".weight"].shape, shape)
-            bias = attn_bias if name.startswith("self_attn") else mlp_bias
+            bias = o_bias if name == "self_attn.o_proj" else \
+                qkv_bias if name.startswith("self_attn") else mlp_bias
             assert (pre + name + ".bias" in p) == bias, name
             if bias:
                 assert tuple(p[pre + name + ".bias"].shape) == shape[:1], name
@@ -133,10 +138,10 @@ def llama_logits(cfg, p, tokens):
         a = _rms_norm(x, p[pre + "input_layernorm.weight"], eps)
         # _heads splits the projection's width: heads * head_dim, whatever
         # head_dim is (hidden / heads or the config's head_dim).
-        q = _rope(_heads(linear(a, pre + "self_attn.q_proj", attn_bias), h), cfg)
-        k = _rope(_heads(linear(a, pre + "self_attn.k_proj", attn_bias), kv), cfg)
-        v = _heads(linear(a, pre + "self_attn.v_proj", attn_bias), kv)
-        x = x + linear(_merge(_attention(q, k, v)), pre + "self_attn.o_proj", attn_bias)
+        q = _rope(_heads(linear(a, pre + "self_attn.q_proj", qkv_bias), h), cfg)
+        k = _rope(_heads(linear(a, pre + "self_attn.k_proj", qkv_bias), kv), cfg)
+        v = _heads(linear(a, pre + "self_attn.v_proj", qkv_bias), kv)
+        x = x + linear(_merge(_attention(q, k, v)), pre + "self_attn.o_proj", o_bias)
         m = _rms_norm(x, p[pre + "post_attention_layernorm.weight"], eps)
         m = F.silu(linear(m, pre + "mlp.gate_proj", mlp_bias)) * linear(m, pre + "mlp.up_proj", mlp_bias)
         x = x + linear(m, pre + "mlp.down_proj", mlp_bias)

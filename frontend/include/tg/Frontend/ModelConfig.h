@@ -43,9 +43,11 @@ struct ModelConfig {
   int64_t ropeOriginalMaxPositions = 0;
   /// Llama only: `head_dim` when the file gives it (0: hidden / heads).
   int64_t explicitHeadDim = 0;
-  /// Llama only: biases on q/k/v/o_proj (`attention_bias`) and on
+  /// Llama family only: biases on q/k/v_proj and on o_proj (Llama's
+  /// `attention_bias` sets both; Qwen2 has the first only), and on
   /// gate/up/down_proj (`mlp_bias`).
-  bool attentionBias = false;
+  bool qkvBias = false;
+  bool outputBias = false;
   bool mlpBias = false;
   /// `initializer_range`: the std of the normal initialisation.
   double initializerRange = 0.02;
