@@ -1,5 +1,6 @@
-// Llama (model_type "llama", and "qwen2": the same layers with biases on
-// q/k/v): RMSNorm, RoPE (optionally scaled: linear or Llama 3.1's bands),
+// Llama (model_type "llama"; "qwen2": the same layers with biases on q/k/v;
+// "mistral": the same layers, compiled only for sequences within its
+// attention window): RMSNorm, RoPE (optionally scaled: linear or Llama 3.1's bands),
 // grouped-query attention, SwiGLU MLP, biases only with attention_bias /
 // mlp_bias (Llama) or on q/k/v (Qwen2). nn.Linear weights are [out, in]; the heads are
 // head_dim wide, which need not be hidden_size / num_attention_heads.

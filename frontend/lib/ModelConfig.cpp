@@ -295,11 +295,18 @@ static void readQwen2Window(JsonFieldReader &fields) {
   }
 }
 
+/// The configs whose layers are Llama's.
+enum class LlamaVariant { Llama, Qwen2, Mistral };
+
 /// Llama fields, with Hugging Face's LlamaConfig defaults for the optional
-/// ones; or, for `qwen2`, Qwen2Config's: the same layers with biases on
+/// ones; or, for Qwen2, Qwen2Config's: the same layers with biases on
 /// q/k/v_proj, and sliding-window attention (refused) instead of
-/// attention_bias, mlp_bias and pretraining_tp.
-static ModelConfig readLlama(JsonFieldReader &fields, bool qwen2) {
+/// attention_bias, mlp_bias and pretraining_tp; or, for Mistral,
+/// MistralConfig's: the same layers with a sliding attention window
+/// (tgc refuses sequences longer than it, checkGraphSizes).
+static ModelConfig readLlama(JsonFieldReader &fields, LlamaVariant variant) {
+  const bool qwen2 = variant == LlamaVariant::Qwen2;
+  const bool mistral = variant == LlamaVariant::Mistral;
   ModelConfig config;
   config.family = ModelFamily::Llama;
   config.vocabSize = fields.requiredInt("vocab_size", 1, kMaxDimension);
@@ -311,8 +318,8 @@ static ModelConfig readLlama(JsonFieldReader &fields, bool qwen2) {
   config.numHeads = fields.requiredInt("num_attention_heads", 1, kMaxDimension);
   config.numKvHeads = fields.optionalInt("num_key_value_heads", config.numHeads,
                                          1, kMaxDimension);
-  config.maxPositions = fields.optionalInt("max_position_embeddings",
-                                          qwen2 ? 32768 : 2048, 1, kMaxDimension);
+  config.maxPositions = fields.optionalInt(
+      "max_position_embeddings", qwen2 ? 32768 : mistral ? 131072 : 2048, 1, kMaxDimension);
   config.normEpsilon =
       fields.optionalNumber("rms_norm_eps", 1e-6, 0, /*minExclusive=*/true);
   config.ropeTheta =
@@ -341,6 +348,11 @@ static ModelConfig readLlama(JsonFieldReader &fields, bool qwen2) {
   if (qwen2) {
     config.qkvBias = true;
     readQwen2Window(fields);
+  } else if (mistral) {
+    // MistralConfig's default window is 4096; null means none.
+    const json::Value *window = fields.raw("sliding_window");
+    if (!window || window->kind() != json::Value::Null)
+      config.slidingWindow = fields.optionalInt("sliding_window", 4096, 1, kMaxDimension);
   } else {
     config.qkvBias = config.outputBias = fields.optionalBool("attention_bias", false);
     config.mlpBias = fields.optionalBool("mlp_bias", false);
@@ -372,9 +384,11 @@ static ModelConfig readLlama(JsonFieldReader &fields, bool qwen2) {
   if (qwen2)
     used.insert(used.end(), {"use_sliding_window", "sliding_window",
                              "max_window_layers", "layer_types"});
+  else if (mistral)
+    used.push_back("sliding_window");
   else
     used.insert(used.end(), {"attention_bias", "mlp_bias", "pretraining_tp"});
-  warnUnknown(fields, config, used, qwen2 ? "qwen2" : "llama");
+  warnUnknown(fields, config, used, qwen2 ? "qwen2" : mistral ? "mistral" : "llama");
   if (config.numKvHeads > 0 && config.numHeads % config.numKvHeads != 0)
     fields.fail("num_key_value_heads",
                 "num_attention_heads (" + Twine(config.numHeads) +
@@ -394,12 +408,16 @@ Expected<ModelConfig> mlir::tg::frontend::parseModelConfig(StringRef path) {
   ModelConfig config;
   if (modelType == "gpt2")
     config = readGpt2(fields);
-  else if (modelType == "llama" || modelType == "qwen2")
-    config = readLlama(fields, /*qwen2=*/modelType == "qwen2");
+  else if (modelType == "llama")
+    config = readLlama(fields, LlamaVariant::Llama);
+  else if (modelType == "qwen2")
+    config = readLlama(fields, LlamaVariant::Qwen2);
+  else if (modelType == "mistral")
+    config = readLlama(fields, LlamaVariant::Mistral);
   else
     fields.fail("model_type", "'" + modelType +
                                   "' is not supported; use \"gpt2\", "
-                                  "\"llama\" or \"qwen2\"");
+                                  "\"llama\", \"qwen2\" or \"mistral\"");
   if (!fields.failed())
     checkParameterSizes(fields, config);
   if (Error error = fields.takeError())

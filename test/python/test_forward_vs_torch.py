@@ -13,7 +13,7 @@ import unittest
 import torch
 
 from tgtest import models, safetensors_io
-from tgtest.configs import QWEN2
+from tgtest.configs import MISTRAL, QWEN2
 from tgtest.tools import param_specs, random_params, rel_err, run
 
 CASES = {
@@ -51,6 +51,8 @@ CASES.update({
                                         reorder_and_upcast_attn=True, resid_pdrop=0.0,
                                         embd_pdrop=0.0, attn_pdrop=0.0), 2, 7),
     "qwen2": (QWEN2, 2, 11),
+    "mistral-within-window": (MISTRAL, 2, 8),
+    "mistral-no-window": (dict(MISTRAL, sliding_window=None), 2, 11),
     "qwen2-tied": (dict(QWEN2, tie_word_embeddings=True, num_key_value_heads=4), 2, 9),
     "llama-head-dim": (dict(_L, head_dim=12), 2, 11),
     "llama-attention-bias": (dict(_L, attention_bias=True), 2, 11),

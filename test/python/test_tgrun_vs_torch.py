@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from tgtest import safetensors_io
-from tgtest.configs import GPT2, GPT2_FIELDS, LLAMA, LLAMA_FIELDS, QWEN2, train_config
+from tgtest.configs import GPT2, GPT2_FIELDS, LLAMA, LLAMA_FIELDS, MISTRAL, QWEN2, train_config
 from tgtest.reference import torch_training
 from tgtest.tools import model_param_specs, random_params, rel_err, run
 
@@ -53,6 +53,7 @@ CASES = {
     "llama-head-dim-biases-llama3": (LLAMA_FIELDS, tgrun_config()),
     "gpt2-attention-scales": (GPT2_FIELDS, tgrun_config()),
     "qwen2-qkv-biases": (QWEN2, tgrun_config()),
+    "mistral-within-window": (MISTRAL, tgrun_config()),
 }
 
 
@@ -116,6 +117,9 @@ class TgrunVsTorch(unittest.TestCase):
 
     def test_qwen2_qkv_biases(self):
         self.check("qwen2-qkv-biases")
+
+    def test_mistral_within_window(self):
+        self.check("mistral-within-window")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Float64 PyTorch references of the two model families, with Hugging Face
+"""Float64 PyTorch references of the model families (GPT-2; Llama, Qwen2 and
+Mistral, which share Llama's layers), with Hugging Face
 semantics and parameter names/layouts (GPT-2 Conv1D [in, out]; Llama
 nn.Linear [out, in])."""
 import math
@@ -7,11 +8,12 @@ import torch
 import torch.nn.functional as F
 
 
-def _attention(q, k, v, scale_weights=True, layer_divisor=None):
+def _attention(q, k, v, scale_weights=True, layer_divisor=None, window=None):
     """Causal attention; k/v heads are shared by groups of query heads.
     GPT2Attention's options: scores / sqrt(head dim) only when
     `scale_weights` (scale_attn_weights), then / `layer_divisor` (layer_idx + 1
-    under scale_attn_by_inverse_layer_idx)."""
+    under scale_attn_by_inverse_layer_idx). Mistral's `window`: position i
+    attends to j only where i - window < j."""
     group = q.shape[1] // k.shape[1]
     k = k.repeat_interleave(group, dim=1)
     v = v.repeat_interleave(group, dim=1)
@@ -22,6 +24,8 @@ def _attention(q, k, v, scale_weights=True, layer_divisor=None):
     if layer_divisor is not None:
         scores = scores / float(layer_divisor)
     mask = torch.ones(t, t, dtype=torch.bool).tril()
+    if window is not None:
+        mask &= torch.ones(t, t, dtype=torch.bool).triu(-(window - 1))
     scores = scores.masked_fill(~mask, float("-inf"))
     return F.softmax(scores, dim=-1) @ v
 
@@ -107,6 +111,8 @@ def llama_logits(cfg, p, tokens):
     eps = cfg.get("rms_norm_eps", 1e-6)
     # Qwen2 (Qwen2Attention): q/k/v_proj with biases, o_proj and the MLP without.
     qwen2 = cfg["model_type"] == "qwen2"
+    # MistralConfig's sliding_window: 4096 by default, None for none.
+    window = cfg.get("sliding_window", 4096) if cfg["model_type"] == "mistral" else None
     qkv_bias = qwen2 or cfg.get("attention_bias", False)
     o_bias = not qwen2 and cfg.get("attention_bias", False)
     mlp_bias = not qwen2 and cfg.get("mlp_bias", False)
@@ -141,7 +147,7 @@ def llama_logits(cfg, p, tokens):
         q = _rope(_heads(linear(a, pre + "self_attn.q_proj", qkv_bias), h), cfg)
         k = _rope(_heads(linear(a, pre + "self_attn.k_proj", qkv_bias), kv), cfg)
         v = _heads(linear(a, pre + "self_attn.v_proj", qkv_bias), kv)
-        x = x + linear(_merge(_attention(q, k, v)), pre + "self_attn.o_proj", o_bias)
+        x = x + linear(_merge(_attention(q, k, v, window=window)), pre + "self_attn.o_proj", o_bias)
         m = _rms_norm(x, p[pre + "post_attention_layernorm.weight"], eps)
         m = F.silu(linear(m, pre + "mlp.gate_proj", mlp_bias)) * linear(m, pre + "mlp.up_proj", mlp_bias)
         x = x + linear(m, pre + "mlp.down_proj", mlp_bias)

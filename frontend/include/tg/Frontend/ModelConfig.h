@@ -49,6 +49,9 @@ struct ModelConfig {
   bool qkvBias = false;
   bool outputBias = false;
   bool mlpBias = false;
+  /// Mistral only: each token attends to the last `slidingWindow` positions
+  /// (0: all). TGC compiles only sequences no longer than the window.
+  int64_t slidingWindow = 0;
   /// `initializer_range`: the std of the normal initialisation.
   double initializerRange = 0.02;
   bool tieWordEmbeddings = true;
