@@ -25,9 +25,9 @@
 namespace tg::runtime {
 namespace {
 
-constexpr const char *kStep = "tg.step";
+constexpr const char *kStep = kCheckpointStepKey;
 constexpr const char *kDataPosition = "tg.data_position";
-constexpr const char *kProgram = "tg.program";
+constexpr const char *kProgram = kCheckpointProgramKey;
 constexpr const char *kChecksum = kCheckpointChecksumKey;
 
 /// Metadata `key` as an integer in [0, max]; otherwise sets `error` to a
@@ -119,9 +119,7 @@ bool load(tg_session &session, const std::string &path, int64_t *dataPosition,
     return fail("checksum mismatch: the checkpoint is corrupt; use an older checkpoint");
   auto program = file.metadata.find(kProgram);
   if (program == file.metadata.end() || program->second != stateFingerprint(session))
-    return fail("the checkpoint belongs to a different program (other parameter names, "
-                "dtypes or shapes than " + session.source + "); resume with the artifact "
-                "that wrote it");
+    return fail(otherProgramProblem(session));
   int64_t steps, position;
   if (!parseCount(file, path, kStep, kMaxCheckpointStep, steps, error) ||
       !parseCount(file, path, kDataPosition, kMaxDataPosition, position, error))
@@ -145,11 +143,7 @@ bool load(tg_session &session, const std::string &path, int64_t *dataPosition,
   for (auto &[s, tensor] : writes)
     if (!writeFullTensor(session, *s.parameter, *s.slot, tensor->data.data(), error))
       return false;
-  session.stepsDone = steps;
-  session.initialized = true;
-  session.divergedAt = 0;
-  if (dataPosition)
-    *dataPosition = position;
+  restoreProgress(session, steps, position, dataPosition);
   return true;
 }
 
@@ -185,6 +179,20 @@ bool checkFinite(const std::string &path, const tgx::Slot &slot, const uint8_t *
           valueText(elementAt(slot.dtype(), data, index)) + " at element " +
           std::to_string(index) + ")" + advice;
   return false;
+}
+
+std::string otherProgramProblem(const tg_session &session) {
+  return "the checkpoint belongs to a different program (other parameter names, dtypes or "
+         "shapes than " + session.source + "); resume with the artifact that wrote it";
+}
+
+void restoreProgress(tg_session &session, int64_t steps, int64_t position,
+                     int64_t *dataPosition) {
+  session.stepsDone = steps;
+  session.initialized = true;
+  session.divergedAt = 0;
+  if (dataPosition)
+    *dataPosition = position;
 }
 
 std::string divergedAdvice(const tg_session &session) {

@@ -19,6 +19,12 @@ namespace tg::runtime {
 constexpr int64_t kMaxCheckpointStep = std::numeric_limits<int32_t>::max();
 constexpr int64_t kMaxDataPosition = int64_t(1) << 62;
 
+/// Metadata of a checkpoint file (and of each rank's file of a sharded one):
+/// the steps taken and the state layout's fingerprint, besides its checksum
+/// (kCheckpointChecksumKey).
+inline constexpr const char *kCheckpointStepKey = "tg.step";
+inline constexpr const char *kCheckpointProgramKey = "tg.program";
+
 /// A tensor of the training state: a parameter or one of its moments.
 struct StateTensor {
   const tgx::Parameter *parameter;
@@ -37,6 +43,14 @@ std::string stateFingerprint(const tg_session &session);
 /// `data` (`size` bytes of `slot`'s dtype) holds a NaN or an infinity.
 bool checkFinite(const std::string &path, const tgx::Slot &slot, const uint8_t *data,
                  std::size_t size, const std::string &advice, std::string &error);
+
+/// The problem of a checkpoint whose fingerprint is not `session`'s.
+std::string otherProgramProblem(const tg_session &session);
+
+/// After a load: `steps` taken, the data position for the caller, and the
+/// state usable again.
+void restoreProgress(tg_session &session, int64_t steps, int64_t position,
+                     int64_t *dataPosition);
 
 /// The advice of a load that found non-finite state.
 inline constexpr const char *kWrittenAfterDivergence =

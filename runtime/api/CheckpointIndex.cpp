@@ -12,6 +12,7 @@
 #include "tg/runtime/CheckpointIndex.h"
 #include "tg/runtime/Hash.h"
 #include "tg/runtime/JsonNesting.h"
+#include "tg/runtime/ParameterShard.h"
 
 #include <nlohmann/json.hpp>
 
@@ -232,12 +233,12 @@ private:
 int64_t pieceElements(const CheckpointEntry &entry, const CheckpointPiece &piece) {
   if (piece.chunk)
     return piece.chunk->size;
-  int64_t elements = 1;
-  for (std::size_t d = 0; d < entry.shape.size(); ++d)
-    elements *= piece.split && d == piece.split->dim
-                    ? piece.split->paddedSize / piece.split->parts
-                    : entry.shape[d];
-  return elements;
+  if (!piece.split)
+    return ShardLayout(entry.shape).localElements();
+  const CheckpointSplit &split = *piece.split;
+  return ShardLayout(entry.shape, split.dim, split.paddedSize, split.blocks, split.parts,
+                     split.index)
+      .localElements();
 }
 
 std::string formatCheckpointIndex(const CheckpointIndex &index) {

@@ -3,8 +3,9 @@
 // with its padding, a ZeRO-1 chunk), to DIR/rank-RRRRR.safetensors, in
 // parallel, and rank 0 writes DIR/checkpoint.index.json, which says how the
 // pieces make up each full tensor (tg/runtime/CheckpointIndex.h). Nothing
-// is gathered, so no rank needs more memory than its own state, and the
-// index does not depend on the reader's mesh.
+// is gathered, so a rank needs memory for its own state only (about twice
+// its pieces while it serialises them), and the index does not depend on
+// the reader's mesh.
 //
 // A piece held by several ranks (replicas along the other mesh axes) is
 // written by one of them, chosen so that the ranks write about as much
@@ -34,11 +35,6 @@ namespace fs = std::filesystem;
 /// An index lists every piece of every tensor; at GPT-3 175B on 64 ranks it
 /// takes a few MB. Anything much larger is not one.
 constexpr uint64_t kMaxIndexBytes = uint64_t(256) << 20;
-
-/// The metadata of a rank's file: the state layout it belongs to and the
-/// step, besides its checksum (kCheckpointChecksumKey).
-constexpr const char *kProgram = "tg.program";
-constexpr const char *kStep = "tg.step";
 
 constexpr const char *kNotWritten = "the checkpoint was not written, the previous one is kept";
 
@@ -219,8 +215,8 @@ bool collectPieces(const tg_session &session, const std::vector<PlannedTensor> &
                      divergedAdvice(session), problem))
       return false;
   }
-  file.metadata[kProgram] = stateFingerprint(session);
-  file.metadata[kStep] = std::to_string(session.stepsDone);
+  file.metadata[kCheckpointProgramKey] = stateFingerprint(session);
+  file.metadata[kCheckpointStepKey] = std::to_string(session.stepsDone);
   file.metadata[kCheckpointChecksumKey] = checkpointChecksum(file);
   return true;
 }
@@ -230,10 +226,7 @@ bool collectPieces(const tg_session &session, const std::vector<PlannedTensor> &
 std::vector<uint8_t> assemble(const CheckpointEntry &entry,
                               const std::vector<const safetensors::Tensor *> &data) {
   std::size_t elementSize = safetensors::dtypeSize(entry.dtype);
-  int64_t elements = 1;
-  for (int64_t d : entry.shape)
-    elements *= d;
-  std::vector<uint8_t> full(std::size_t(elements) * elementSize);
+  std::vector<uint8_t> full(std::size_t(ShardLayout(entry.shape).fullElements()) * elementSize);
   const CheckpointPiece &first = entry.pieces.front();
   int64_t splitParts = first.split ? first.split->parts : 1;
   for (int64_t part = 0; part < splitParts; ++part) {
@@ -382,9 +375,7 @@ bool loadShardedCheckpoint(tg_session &session, const std::string &dir, int64_t 
     return false;
   };
   if (index.program != stateFingerprint(session))
-    return fail("the checkpoint belongs to a different program (other parameter names, "
-                "dtypes or shapes than " + session.source + "); resume with the artifact "
-                "that wrote it");
+    return fail(otherProgramProblem(session));
   if (index.step > kMaxCheckpointStep || index.dataPosition > kMaxDataPosition)
     return fail("step or data_position out of range; the checkpoint is corrupt");
   std::vector<StateTensor> state = stateTensors(session);
@@ -430,11 +421,7 @@ bool loadShardedCheckpoint(tg_session &session, const std::string &dir, int64_t 
     if (!writeFullTensor(session, *s.parameter, *s.slot, full.data(), error))
       return false;
   }
-  session.stepsDone = index.step;
-  session.initialized = true;
-  session.divergedAt = 0;
-  if (dataPosition)
-    *dataPosition = index.dataPosition;
+  restoreProgress(session, index.step, index.dataPosition, dataPosition);
   return true;
 }
 
