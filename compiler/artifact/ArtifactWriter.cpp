@@ -88,15 +88,47 @@ public:
       : module(module), info(info), fbb(1 << 20) {}
 
   FailureOr<std::vector<uint8_t>> write() {
-    auto programs = llvm::to_vector(module.getOps<exec::ProgramOp>());
-    if (programs.size() != 1)
-      return module.emitError("a .tgx holds exactly one exec.program; found ")
-             << programs.size();
-    program = programs.front();
+    auto train = module.lookupSymbol<exec::ProgramOp>("train_step");
+    if (!train)
+      return module.emitError("a .tgx holds an exec.program @train_step; "
+                              "the module has none");
+    if (failed(writeBinaries()))
+      return failure();
+    modulesVector = fbb.CreateVector(modules);
+    // The functions beside the training step (@eval_step, @logits), each
+    // a whole program sharing the kernel modules.
+    std::vector<flatbuffers::Offset<tgx::Program>> functions;
+    for (auto other : module.getOps<exec::ProgramOp>()) {
+      if (other == train)
+        continue;
+      auto written = writeProgram(other, {});
+      if (failed(written))
+        return failure();
+      functions.push_back(*written);
+    }
+    auto root = writeProgram(train, functions);
+    if (failed(root))
+      return failure();
+    tgx::FinishProgramBuffer(fbb, *root);
+    std::vector<uint8_t> image(fbb.GetBufferPointer(),
+                               fbb.GetBufferPointer() + fbb.GetSize());
+    // The checksum trailer over the whole file (docs/artifact.md).
+    ::tg::runtime::sealArtifact(image);
+    return image;
+  }
+
+private:
+  FailureOr<flatbuffers::Offset<tgx::Program>>
+  writeProgram(exec::ProgramOp p,
+               const std::vector<flatbuffers::Offset<tgx::Program>> &functions) {
+    program = p;
+    slots.clear();
+    parameters.clear();
+    constants.clear();
+    commands.clear();
     if (!program.getArenaSize())
       return program.emitOpError("is not planned: run exec-plan-buffers");
-    if (failed(writeResources()) || failed(writeBinaries()) ||
-        failed(writeCommands()))
+    if (failed(writeResources()) || failed(writeCommands()))
       return failure();
     std::vector<int64_t> meshShape(program.getMeshShape().begin(),
                                    program.getMeshShape().end());
@@ -108,20 +140,17 @@ public:
         fbb, program.getBatchSize(), program.getSeqLen(),
         program.getVocabSize(), uint64_t(program.getSeed()),
         program.getFlopsPerStep().convertToDouble());
-    auto root = tgx::CreateProgramDirect(
-        fbb, ::tg::runtime::kFormatVersion, target, targetCpu.c_str(),
-        info.producer.c_str(), info.modelJson.c_str(), mesh, train,
-        *program.getArenaSize(), &slots, &parameters, &constants, &modules,
-        &commands);
-    tgx::FinishProgramBuffer(fbb, root);
-    std::vector<uint8_t> image(fbb.GetBufferPointer(),
-                               fbb.GetBufferPointer() + fbb.GetSize());
-    // The checksum trailer over the whole file (docs/artifact.md).
-    ::tg::runtime::sealArtifact(image);
-    return image;
+    return tgx::CreateProgram(
+        fbb, ::tg::runtime::kFormatVersion, target,
+        fbb.CreateString(targetCpu), fbb.CreateString(info.producer),
+        fbb.CreateString(info.modelJson), mesh, train,
+        *program.getArenaSize(), fbb.CreateVector(slots),
+        fbb.CreateVector(parameters), fbb.CreateVector(constants),
+        modulesVector, fbb.CreateVector(commands),
+        fbb.CreateString(program.getSymName().str()),
+        functions.empty() ? 0 : fbb.CreateVector(functions));
   }
 
-private:
   /// The arena bytes of a buffer (a view's start in its storage).
   FailureOr<tgx::BufferRange> rangeOf(Value buffer) {
     ResourceOp storage = exec::getStorage(buffer);
@@ -249,10 +278,11 @@ private:
       // dispatch of a kernel must pass the same sizes; the runtime checks
       // each Kernel command against them). Undispatched kernels: zeros.
       llvm::StringMap<std::vector<uint64_t>> bytesOf;
-      for (auto dispatch : program.getBlock().getOps<exec::DispatchOp>()) {
+      // Every program's dispatches: the programs share the kernel modules.
+      WalkResult walk = module.walk([&](exec::DispatchOp dispatch) {
         if (dispatch.getKernel().getRootReference().getValue() !=
             binary.getSymName())
-          continue;
+          return WalkResult::advance();
         std::vector<uint64_t> sizes;
         for (Value v :
              llvm::concat<Value>(dispatch.getInputs(), dispatch.getOutputs()))
@@ -260,10 +290,15 @@ private:
               uint64_t(exec::getByteSize(cast<MemRefType>(v.getType()))));
         auto [it, inserted] = bytesOf.try_emplace(
             dispatch.getKernel().getLeafReference().getValue(), sizes);
-        if (!inserted && it->second != sizes)
-          return dispatch.emitOpError("passes buffers of other sizes to its "
-                                      "kernel than an earlier dispatch of it");
-      }
+        if (!inserted && it->second != sizes) {
+          dispatch.emitOpError("passes buffers of other sizes to its kernel "
+                               "than an earlier dispatch of it");
+          return WalkResult::interrupt();
+        }
+        return WalkResult::advance();
+      });
+      if (walk.wasInterrupted())
+        return failure();
       std::vector<std::vector<uint64_t>> kernelBytes(counts.size());
       for (auto [i, kernel] : llvm::enumerate(binary.getKernels())) {
         if (i >= counts.size())
@@ -441,6 +476,8 @@ private:
   std::vector<flatbuffers::Offset<tgx::Parameter>> parameters;
   std::vector<flatbuffers::Offset<tgx::Constant>> constants;
   std::vector<flatbuffers::Offset<tgx::KernelModule>> modules;
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<tgx::KernelModule>>>
+      modulesVector;
   std::vector<flatbuffers::Offset<tgx::Command>> commands;
 };
 

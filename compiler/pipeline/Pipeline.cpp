@@ -9,11 +9,16 @@
 
 namespace mlir::tg {
 
-void buildTrainingStage(OpPassManager &pm, const TrainStepOptions &options) {
+void buildTrainingStage(OpPassManager &pm, const TrainStepOptions &options,
+                        EvaluationFunctions functions) {
   if (options.tensorParallel > 1)
     pm.addPass(createTgPartitionTensorParallel(
         {"forward", options.tensorParallel, options.dataParallel,
          options.sequenceParallel}));
+  if (functions.evalStep)
+    pm.addPass(createTgBuildEvalStepPass(options, "forward"));
+  if (functions.logits)
+    pm.addPass(createTgBuildLogits({"forward"}));
   pm.addPass(createTgBuildTrainStepPass(options, "forward"));
 }
 
@@ -22,7 +27,7 @@ void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options) {
   pm.addPass(createTgDecomposeAttention());
   pm.addNestedPass<func::FuncOp>(
       createTgFormDispatchRegions({options.libraryGemm}));
-  pm.addPass(createTgLowerToExec({"train_step", options.seed}));
+  pm.addPass(createTgLowerToExec({/*functions=*/{}, options.seed}));
   if (options.fusion)
     pm.addPass(createExecFuseGemmBias());
   pm.addPass(createExecScheduleCollectives());

@@ -517,7 +517,7 @@ static void printStatsTable(const llvm::json::Object &stats, llvm::StringRef mes
 /// The memory plan and command counts of the compiled program, as JSON.
 static void printStats(ModuleOp module, double planSeconds,
                        llvm::raw_ostream &os) {
-  auto program = *module.getOps<tg::exec::ProgramOp>().begin();
+  auto program = module.lookupSymbol<tg::exec::ProgramOp>("train_step");
   int64_t params = 0, moments = 0, commands = 0, launches = 0, gemms = 0;
   for (auto r : program.getBlock().getOps<tg::exec::ResourceOp>()) {
     using tg::exec::ResourceKind;
@@ -781,8 +781,14 @@ static int compile(MLIRContext &ctx, const char *argv0) {
   pm.enableVerifier(verifyEachOpt);
   TimingScope timingScope = timing.getRootScope();
   pm.enableTiming(timingScope);
-  if (c.train)
-    tg::buildTrainingStage(pm, c.train->step);
+  if (c.train) {
+    // The artifact's evaluation functions; logits only for one device.
+    tg::EvaluationFunctions functions;
+    functions.evalStep = writesArtifact;
+    functions.logits = writesArtifact && c.train->step.dataParallel == 1 &&
+                       c.train->step.tensorParallel == 1;
+    tg::buildTrainingStage(pm, c.train->step, functions);
+  }
   double planSeconds = 0;
   if (lowers) {
     tg::buildLoweringStage(pm, {gemmOpt == GemmLowering::Library,

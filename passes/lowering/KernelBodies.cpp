@@ -109,32 +109,83 @@ public:
     }
     return SmallVector<Value>(forOp.getResults());
   }
-  /// Sums term(i) over i < n. The adds may be reassociated so that LLVM
-  /// vectorizes the loop (lanes of partial sums, in a fixed order: the
-  /// result is deterministic, and float32 rounding stays ~sqrt(n) ulp).
-  template <typename Fn> Value sum(int64_t n, Fn &&term) {
-    return fold(n, {constant(0.0)}, [&](Value i, ValueRange acc) {
-      return SmallVector<Value>{arith::AddFOp::create(
-          b, loc, acc[0], term(i), arith::FastMathFlags::reassoc)};
-    })[0];
-  }
   /// Sums term(i) over i < n in f64, whatever the element type: a sum over
-  /// millions of float32 values (a gradient's squares, the loss over the
-  /// batch) keeps float64's accuracy, where a float32 accumulator drifts by
-  /// ~n ulp. Returns the f64 sum; `narrow` rounds it once.
+  /// many float32 values (a gradient's squares, the loss over the batch, a
+  /// long row) keeps float64's accuracy, where a float32 accumulator drifts
+  /// by up to ~n ulp. The adds may be reassociated so that LLVM vectorizes
+  /// the loop (lanes of partial sums, in a fixed order: the result is
+  /// deterministic). Returns the f64 sum; `narrow` rounds it once.
   template <typename Fn> Value wideSum(int64_t n, Fn &&term) {
+    return wideSums(n, 1, [&](Value i) { return SmallVector<Value>{term(i)}; })
+        [0];
+  }
+  /// `count` sums at once: terms(i) gives the i-th term of each.
+  template <typename Fn>
+  SmallVector<Value> wideSums(int64_t n, int64_t count, Fn &&terms) {
     Type wide = b.getF64Type();
-    return fold(n, {constant(wide, 0.0)}, [&](Value i, ValueRange acc) {
-      Value t = term(i);
-      if (t.getType() != wide)
-        t = arith::ExtFOp::create(b, loc, wide, t);
-      return SmallVector<Value>{arith::AddFOp::create(
-          b, loc, acc[0], t, arith::FastMathFlags::reassoc)};
-    })[0];
+    SmallVector<Value> init(count, constant(wide, 0.0));
+    return fold(n, init, [&](Value i, ValueRange acc) {
+      SmallVector<Value> next;
+      for (auto [a, t] : llvm::zip_equal(acc, terms(i)))
+        next.push_back(arith::AddFOp::create(b, loc, a, widen(t),
+                                             arith::FastMathFlags::reassoc));
+      return next;
+    });
+  }
+  /// Sums term(i) over i < n (accumulated in f64), in the element type.
+  template <typename Fn> Value sum(int64_t n, Fn &&term) {
+    return narrow(wideSum(n, term));
+  }
+  /// `v` in f64.
+  Value widen(Value v) {
+    Type wide = b.getF64Type();
+    return v.getType() == wide ? v : arith::ExtFOp::create(b, loc, wide, v);
   }
   /// `v` in the element type.
   Value narrow(Value v) {
     return v.getType() == element ? v : arith::TruncFOp::create(b, loc, element, v);
+  }
+  /// Per column c < width of a [height, width] layout, the sums over the
+  /// rows of terms(r, c)[k] into outs[k][c], accumulated in f64 and rounded
+  /// once. Columns go in blocks (columnBlock): one loop over the rows keeps
+  /// a block's sums, reading each row's block contiguously; the blocks are
+  /// independent (`rows`: on a GPU, a warp per block).
+  template <typename Fn>
+  void columnSums(int64_t height, int64_t width, ArrayRef<Value> outs,
+                  Fn &&terms) {
+    int64_t w = columnBlock(width), count = outs.size();
+    rows(width / w, [&](Value block) {
+      Value first = mulIndex(block, w);
+      SmallVector<Value> columns;
+      for (int64_t j = 0; j < w; ++j)
+        columns.push_back(addIndex(first, index(j)));
+      SmallVector<Value> sums = wideSums(height, w * count, [&](Value r) {
+        SmallVector<Value> all(w * count);
+        for (int64_t j = 0; j < w; ++j) {
+          SmallVector<Value> column = terms(r, columns[j]);
+          for (int64_t k = 0; k < count; ++k)
+            all[k * w + j] = column[k];
+        }
+        return all;
+      });
+      for (int64_t k = 0; k < count; ++k)
+        for (int64_t j = 0; j < w; ++j)
+          store(narrow(sums[k * w + j]), outs[k], columns[j]);
+    });
+  }
+  /// The columns summed together by `columnSums`: 16 (64 bytes of float32)
+  /// or the largest power of two below that divides `width`.
+  static int64_t columnBlock(int64_t width) {
+    int64_t w = 16;
+    while (width % w != 0)
+      w /= 2;
+    return w;
+  }
+  Value divIndex(Value x, int64_t y) {
+    return arith::DivUIOp::create(b, loc, x, index(y));
+  }
+  Value remIndex(Value x, int64_t y) {
+    return arith::RemUIOp::create(b, loc, x, index(y));
   }
   Value rowMax(Value flat, Value base, int64_t n) {
     return fold(n, {constant(-std::numeric_limits<double>::infinity())},
@@ -352,18 +403,115 @@ void fillZero(OpBuilder &b, Location loc, Value memref) {
 // Reductions and matmul
 //===----------------------------------------------------------------------===//
 
+/// A sum (or mean) over `axes` of `input`, not all of them, in f64 per
+/// output element (Emitter::wideSum), rounded once: a bias gradient sums
+/// thousands of rows into each column. The input's dims, size-1 ones
+/// dropped, merge into groups of consecutive reduced or kept dims; a last
+/// kept group is the contiguous inner block of the outputs, summed a block
+/// of columns at a time (as Emitter::columnSums), the kept groups before it
+/// pick the output row. Each (output row, column block) is one independent
+/// fold over the reduced elements.
+void emitPartialSum(OpBuilder &b, Location loc, Value input, Value result,
+                    const llvm::SmallDenseSet<int64_t> &axes, int64_t count,
+                    bool isMean) {
+  struct Group {
+    int64_t size, stride;
+    bool reduced;
+  };
+  ArrayRef<int64_t> shape = shapeOf(input);
+  SmallVector<Group> groups;
+  for (int64_t d = 0; d < (int64_t)shape.size(); ++d) {
+    if (shape[d] == 1)
+      continue; // its index is always 0
+    bool reduced = axes.contains(d);
+    if (!groups.empty() && groups.back().reduced == reduced)
+      groups.back().size *= shape[d];
+    else
+      groups.push_back({shape[d], 0, reduced});
+  }
+  int64_t stride = 1;
+  for (Group &g : llvm::reverse(groups)) {
+    g.stride = stride;
+    stride *= g.size;
+  }
+  int64_t inner = 1;
+  if (!groups.empty() && !groups.back().reduced)
+    inner = groups.pop_back_val().size;
+  SmallVector<Group> outer, reduced;
+  int64_t outputRows = 1;
+  for (const Group &g : groups) {
+    (g.reduced ? reduced : outer).push_back(g);
+    if (!g.reduced)
+      outputRows *= g.size;
+  }
+  // The element offset of a linear index over `gs` (last fastest).
+  auto offsetOf = [](Emitter &e, Value linear, ArrayRef<Group> gs) {
+    Value offset;
+    for (auto [n, g] : llvm::enumerate(llvm::reverse(gs))) {
+      bool outermost = n + 1 == gs.size();
+      Value i = outermost ? linear : e.remIndex(linear, g.size);
+      if (!outermost)
+        linear = e.divIndex(linear, g.size);
+      Value term = g.stride == 1 ? i : e.mulIndex(i, g.stride);
+      offset = offset ? e.addIndex(offset, term) : term;
+    }
+    return offset ? offset : e.index(0);
+  };
+
+  Emitter e(b, loc, getElementTypeOrSelf(result.getType()));
+  Value in = flatten(b, loc, input), out = flatten(b, loc, result);
+  int64_t w = Emitter::columnBlock(inner), blocks = inner / w;
+  e.rows(outputRows * blocks, [&](Value task) {
+    Value row = blocks == 1 ? task : e.divIndex(task, blocks);
+    Value first =
+        blocks == 1 ? e.index(0) : e.mulIndex(e.remIndex(task, blocks), w);
+    Value inFirst = e.addIndex(offsetOf(e, row, outer), first);
+    Value outFirst = e.addIndex(e.mulIndex(row, inner), first);
+    SmallVector<Value> sums = e.wideSums(count, w, [&](Value r) {
+      Value at = e.addIndex(inFirst, offsetOf(e, r, reduced));
+      SmallVector<Value> terms;
+      for (int64_t j = 0; j < w; ++j)
+        terms.push_back(e.load(in, e.addIndex(at, e.index(j))));
+      return terms;
+    });
+    for (int64_t j = 0; j < w; ++j) {
+      Value total = sums[j];
+      if (isMean)
+        total = e.div(total, e.constant(b.getF64Type(), (double)count));
+      e.store(e.narrow(total), out, e.addIndex(outFirst, e.index(j)));
+    }
+  });
+}
+
 template <typename ReduceOpTy>
 void emitReduce(OpBuilder &b, Location loc, ReduceOpTy op, Value input,
                 Value result) {
   MLIRContext *ctx = b.getContext();
   ArrayRef<int64_t> shape = shapeOf(input);
   llvm::SmallDenseSet<int64_t> axes;
+  for (int64_t axis : op.getAxes()) // the verifier allows [-rank, rank)
+    axes.insert(normaliseAxis(axis, shape.size()));
   int64_t count = 1;
-  for (int64_t axis : op.getAxes()) {
-    axis = normaliseAxis(axis, shape.size()); // the verifier allows [-rank, rank)
-    axes.insert(axis);
+  for (int64_t axis : axes)
     count *= shape[axis];
+  Type element = getElementTypeOrSelf(result.getType());
+  bool isMean = isa<ReduceMeanOp>(op.getOperation());
+  if (!isa<ReduceMaxOp>(op.getOperation())) {
+    if (axes.size() != shape.size()) {
+      emitPartialSum(b, loc, input, result, axes, count, isMean);
+      return;
+    }
+    // A sum over every element (gradient norms, means of whole tensors):
+    // accumulated in f64, rounded once.
+    Emitter e(b, loc, element);
+    Value in = flatten(b, loc, input);
+    Value total = e.wideSum(count, [&](Value i) { return e.load(in, i); });
+    if (isMean)
+      total = e.div(total, e.constant(b.getF64Type(), (double)count));
+    e.store(e.narrow(total), flatten(b, loc, result), e.index(0));
+    return;
   }
+  // A max needs no care for rounding: one linalg reduction.
   SmallVector<AffineExpr> outExprs;
   SmallVector<utils::IteratorType> iterators;
   for (int64_t d = 0; d < (int64_t)shape.size(); ++d) {
@@ -377,46 +525,16 @@ void emitReduce(OpBuilder &b, Location loc, ReduceOpTy op, Value input,
   }
   AffineMap in = AffineMap::getMultiDimIdentityMap(shape.size(), ctx);
   AffineMap out = AffineMap::get(shape.size(), 0, outExprs, ctx);
-  Type element = getElementTypeOrSelf(result.getType());
-  bool isMax = isa<ReduceMaxOp>(op.getOperation());
-  bool isMean = isa<ReduceMeanOp>(op.getOperation());
-  if (!isMax && axes.size() == shape.size()) {
-    // A sum over every element (gradient norms, means of whole tensors):
-    // accumulated in f64, rounded once.
-    Emitter e(b, loc, element);
-    Value in = flatten(b, loc, input);
-    Value total = e.wideSum(count, [&](Value i) { return e.load(in, i); });
-    if (isMean)
-      total = e.div(total, e.constant(b.getF64Type(), (double)count));
-    e.store(e.narrow(total), flatten(b, loc, result), e.index(0));
-    return;
-  }
   Value init = arith::ConstantOp::create(
       b, loc, element,
-      b.getFloatAttr(element, isMax ? -std::numeric_limits<double>::infinity()
-                                    : 0.0));
+      b.getFloatAttr(element, -std::numeric_limits<double>::infinity()));
   linalg::FillOp::create(b, loc, ValueRange{init}, ValueRange{result});
   linalg::GenericOp::create(
       b, loc, TypeRange{}, ValueRange{input}, ValueRange{result},
       ArrayRef<AffineMap>{in, out}, iterators,
       [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        Value v = isMax ? Value(arith::MaximumFOp::create(nb, nloc, args[1], args[0]))
-                        : Value(arith::AddFOp::create(nb, nloc, args[1], args[0]));
-        linalg::YieldOp::create(nb, nloc, v);
-      });
-  if (!isMean)
-    return;
-  auto outShape = shapeOf(result);
-  AffineMap identity = AffineMap::getMultiDimIdentityMap(outShape.size(), ctx);
-  linalg::GenericOp::create(
-      b, loc, TypeRange{}, ValueRange{}, ValueRange{result},
-      ArrayRef<AffineMap>{identity},
-      SmallVector<utils::IteratorType>(outShape.size(),
-                                       utils::IteratorType::parallel),
-      [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        Emitter e(nb, nloc, element);
-        linalg::YieldOp::create(nb, nloc,
-                                e.div(args[0], e.constant((double)count)));
+        Value max = arith::MaximumFOp::create(nb, nloc, args[1], args[0]);
+        linalg::YieldOp::create(nb, nloc, max);
       });
 }
 
@@ -533,30 +651,44 @@ void emitLayerNorm(Emitter &e, LayerNormOp op, Value x, Value w, Value bias,
   });
 }
 
+/// The weight and bias gradients sum over every row (thousands): xhat goes
+/// into dx first, a column pass sums dy * xhat and dy into dw and db (f64,
+/// Emitter::columnSums), then dx is computed over it.
 void emitLayerNormGrad(Emitter &e, LayerNormGradOp op, Value x, Value w,
                        Value dy, Value dx, Value dw, Value db, int64_t rows,
                        int64_t n) {
-  fillZero(e.b, e.loc, dw);
-  fillZero(e.b, e.loc, db);
-  Value count = e.constant((double)n);
-  e.loop(rows, [&](Value r) {
+  double epsilon = op.getEpsilon().convertToDouble();
+  auto xhatOf = [&](Value at, Value mean, Value rstd) {
+    return e.mul(e.sub(e.load(x, at), mean), rstd);
+  };
+  e.rows(rows, [&](Value r) {
     Value base = e.mulIndex(r, n);
-    auto [mean, rstd] = layerNormStats(e, x, base, n, op.getEpsilon().convertToDouble());
+    auto [mean, rstd] = layerNormStats(e, x, base, n, epsilon);
+    e.loop(n, [&, mean = mean, rstd = rstd](Value i) {
+      Value at = e.addIndex(base, i);
+      e.store(xhatOf(at, mean, rstd), dx, at);
+    });
+  });
+  e.columnSums(rows, n, {dw, db}, [&](Value r, Value c) {
+    Value at = e.addIndex(e.mulIndex(r, n), c);
+    Value dyi = e.load(dy, at);
+    return SmallVector<Value>{e.mul(dyi, e.load(dx, at)), dyi};
+  });
+  Value count = e.constant((double)n);
+  e.rows(rows, [&](Value r) {
+    Value base = e.mulIndex(r, n);
+    auto [mean, rstd] = layerNormStats(e, x, base, n, epsilon);
     auto xhatAt = [&, mean = mean, rstd = rstd](Value at) {
-      return e.mul(e.sub(e.load(x, at), mean), rstd);
+      return xhatOf(at, mean, rstd);
     };
     // With g = dy * w: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)).
-    SmallVector<Value> sums = e.fold(
-        n, {e.constant(0.0), e.constant(0.0)}, [&](Value i, ValueRange acc) {
-          Value at = e.addIndex(base, i);
-          Value dyi = e.load(dy, at), xhat = xhatAt(at);
-          Value g = e.mul(dyi, e.load(w, i));
-          e.store(e.add(e.load(dw, i), e.mul(dyi, xhat)), dw, i);
-          e.store(e.add(e.load(db, i), dyi), db, i);
-          return SmallVector<Value>{e.add(acc[0], g),
-                                    e.add(acc[1], e.mul(g, xhat))};
-        });
-    Value meanG = e.div(sums[0], count), meanGXhat = e.div(sums[1], count);
+    SmallVector<Value> sums = e.wideSums(n, 2, [&](Value i) {
+      Value at = e.addIndex(base, i);
+      Value g = e.mul(e.load(dy, at), e.load(w, i));
+      return SmallVector<Value>{g, e.mul(g, xhatAt(at))};
+    });
+    Value meanG = e.div(e.narrow(sums[0]), count);
+    Value meanGXhat = e.div(e.narrow(sums[1]), count);
     e.loop(n, [&](Value i) {
       Value at = e.addIndex(base, i);
       Value g = e.mul(e.load(dy, at), e.load(w, i));
@@ -578,18 +710,30 @@ void emitRmsNorm(Emitter &e, RmsNormOp op, Value x, Value w, Value y,
   });
 }
 
+/// As layer_norm_grad: x * rstd goes into dx first, a column pass sums
+/// dy * x * rstd into dw, then dx is computed over it.
 void emitRmsNormGrad(Emitter &e, RmsNormGradOp op, Value x, Value w, Value dy,
                      Value dx, Value dw, int64_t rows, int64_t n) {
-  fillZero(e.b, e.loc, dw);
-  e.loop(rows, [&](Value r) {
+  double epsilon = op.getEpsilon().convertToDouble();
+  e.rows(rows, [&](Value r) {
     Value base = e.mulIndex(r, n);
-    Value rstd = rmsRstd(e, x, base, n, op.getEpsilon().convertToDouble());
+    Value rstd = rmsRstd(e, x, base, n, epsilon);
+    e.loop(n, [&](Value i) {
+      Value at = e.addIndex(base, i);
+      e.store(e.mul(e.load(x, at), rstd), dx, at);
+    });
+  });
+  e.columnSums(rows, n, {dw}, [&](Value r, Value c) {
+    Value at = e.addIndex(e.mulIndex(r, n), c);
+    return SmallVector<Value>{e.mul(e.load(dy, at), e.load(dx, at))};
+  });
+  e.rows(rows, [&](Value r) {
+    Value base = e.mulIndex(r, n);
+    Value rstd = rmsRstd(e, x, base, n, epsilon);
     // With g = dy * w: dx = rstd * g - rstd^3 * x * mean(g * x).
     Value sumGX = e.sum(n, [&](Value i) {
       Value at = e.addIndex(base, i);
-      Value dyi = e.load(dy, at), xi = e.load(x, at);
-      e.store(e.add(e.load(dw, i), e.mul(e.mul(dyi, xi), rstd)), dw, i);
-      return e.mul(e.mul(dyi, e.load(w, i)), xi);
+      return e.mul(e.mul(e.load(dy, at), e.load(w, i)), e.load(x, at));
     });
     Value meanGX = e.div(sumGX, e.constant((double)n));
     Value rstd3 = e.mul(e.mul(rstd, rstd), rstd);

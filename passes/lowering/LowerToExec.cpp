@@ -1,6 +1,7 @@
-// tg-lower-to-exec: @train_step (tg ops and dispatch regions on tensors)
-// becomes an exec.program of typed resources and commands, with one kernel
-// function on tensors per distinct dispatch region.
+// tg-lower-to-exec: @train_step (tg ops and dispatch regions on tensors),
+// and @eval_step and @logits beside it, become exec.programs of typed
+// resources and commands, with one kernel function on tensors per distinct
+// dispatch region in the kernel module they share.
 #include "tg/Exec/IR/ExecOps.h"
 #include "tg/IR/TgDialect.h"
 #include "tg/IR/TgOps.h"
@@ -49,10 +50,17 @@ exec::GemmOp createGemm(OpBuilder &b, MatmulOp op, Value lhs, Value rhs,
       /*stream=*/0);
 }
 
+/// The kernel module the programs of a module share, and its kernels by
+/// what they compute (regionKey).
+struct KernelModule {
+  ModuleOp module;
+  llvm::StringMap<func::FuncOp> byKey;
+};
+
 class ExecBuilder {
 public:
-  ExecBuilder(func::FuncOp func, uint64_t seed)
-      : func(func), seed(seed), b(func.getContext()) {}
+  ExecBuilder(func::FuncOp func, uint64_t seed, KernelModule &kernels)
+      : func(func), seed(seed), b(func.getContext()), kernels(kernels) {}
 
   LogicalResult build() {
     if (!func.getBody().hasOneBlock())
@@ -61,7 +69,8 @@ public:
     if (failed(interface))
       return failure();
     createProgram();
-    createKernelModule();
+    if (!kernels.module)
+      createKernelModule();
     for (auto [i, arg] : llvm::enumerate(func.getArguments()))
       addArgument(arg, (*interface).args[i]);
     auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
@@ -118,7 +127,7 @@ private:
 
   void createKernelModule() {
     b.setInsertionPointAfter(program);
-    kernels = ModuleOp::create(b, func.getLoc(), kKernelModuleName);
+    kernels.module = ModuleOp::create(b, func.getLoc(), kKernelModuleName);
     b.setInsertionPointToEnd(&program.getBlock());
   }
 
@@ -300,7 +309,7 @@ private:
     }
     exec::DispatchOp::create(
         b, region.getLoc(), exec::TimepointType::get(b.getContext()),
-        SymbolRefAttr::get(kernels.getSymNameAttr(),
+        SymbolRefAttr::get(kernels.module.getSymNameAttr(),
                            {FlatSymbolRefAttr::get(kernel.getSymNameAttr())}),
         inputs, outputs, ValueRange{}, 0);
     return success();
@@ -341,15 +350,15 @@ private:
   /// same key, or a new function on tensors cloned from the region.
   func::FuncOp outline(exec::DispatchRegionOp region, ArrayRef<Value> inputs) {
     auto [it, inserted] =
-        kernelByKey.try_emplace(regionKey(region, inputs), func::FuncOp());
+        kernels.byKey.try_emplace(regionKey(region, inputs), func::FuncOp());
     if (!inserted)
       return it->second;
-    OpBuilder kb = OpBuilder::atBlockEnd(kernels.getBody());
+    OpBuilder kb = OpBuilder::atBlockEnd(kernels.module.getBody());
     SmallVector<Type> inputTypes;
     for (Value v : inputs)
       inputTypes.push_back(v.getType());
     Block &body = region.getBody().front();
-    std::string name = "k" + std::to_string(kernelByKey.size() - 1);
+    std::string name = "k" + std::to_string(kernels.byKey.size() - 1);
     if (&body.front() != body.getTerminator())
       name += "_" + body.front().getName().stripDialect().str();
     auto kernel = func::FuncOp::create(
@@ -372,27 +381,42 @@ private:
   func::FuncOp func;
   uint64_t seed;
   OpBuilder b;
+  KernelModule &kernels;
   exec::ProgramOp program;
-  ModuleOp kernels;
   DenseMap<Value, Value> buffers; // tensor value -> buffer
   std::map<std::pair<ResourceKind, std::string>, Value> stateByRole;
   DenseMap<Value, unsigned> claims; // returned value -> result index
   SmallVector<InterfaceRole> roles; // of the results
-  llvm::StringMap<func::FuncOp> kernelByKey;
 };
 
 struct LowerToExecPass : impl::TgLowerToExecBase<LowerToExecPass> {
   using Base::Base;
   void runOnOperation() override {
-    auto step = getOperation().lookupSymbol<func::FuncOp>(function);
-    if (!step) {
-      getOperation().emitError() << "no function @" << function
-                                 << " to lower; set the pass option "
-                                    "function=NAME";
-      return signalPassFailure();
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> steps;
+    if (functions.empty()) {
+      for (StringRef name : {"train_step", "eval_step", "logits"})
+        if (auto f = module.lookupSymbol<func::FuncOp>(name))
+          steps.push_back(f);
+      if (steps.empty() || steps.front().getSymName() != "train_step") {
+        module.emitError() << "no function @train_step to lower; set the "
+                              "pass option functions=NAME,...";
+        return signalPassFailure();
+      }
     }
-    if (failed(ExecBuilder(step, seed).build()))
-      signalPassFailure();
+    for (const std::string &name : functions) {
+      auto f = module.lookupSymbol<func::FuncOp>(name);
+      if (!f) {
+        module.emitError() << "no function @" << name
+                           << " to lower (pass option functions)";
+        return signalPassFailure();
+      }
+      steps.push_back(f);
+    }
+    KernelModule kernels;
+    for (func::FuncOp step : steps)
+      if (failed(ExecBuilder(step, seed, kernels).build()))
+        return signalPassFailure();
   }
 };
 } // namespace

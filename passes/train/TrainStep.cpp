@@ -201,6 +201,84 @@ static Value buildLearningRate(StepBuilder &s, const TrainStepOptions &c,
   return s.make<MinOp>("lr", ramp, decayed);
 }
 
+FailureOr<ForwardSignature>
+mlir::tg::readForwardSignature(func::FuncOp forward) {
+  ForwardSignature signature;
+  FunctionType type = forward.getFunctionType();
+  int64_t tokens = -1, targets = -1;
+  for (unsigned i = 0; i < type.getNumInputs(); ++i) {
+    if (auto input = forward.getArgAttrOfType<StringAttr>(i, kInputAttr)) {
+      if (input.getValue() == "tokens")
+        tokens = i;
+      else if (input.getValue() == "targets")
+        targets = i;
+      else
+        signature.sharedInputs.push_back({i, input});
+      continue;
+    }
+    if (!forward.getArgAttrOfType<StringAttr>(i, kParamAttr))
+      return forward.emitOpError() << "argument #" << i
+                                   << " is neither a parameter nor an input";
+    signature.params.push_back(i);
+  }
+  signature.loss = forward.getNumResults()
+                       ? dyn_cast<RankedTensorType>(forward.getResultTypes()[0])
+                       : RankedTensorType();
+  if (tokens < 0 || targets < 0 || !signature.loss ||
+      signature.loss.getRank() != 0 ||
+      !(signature.loss.getElementType().isF32() ||
+        signature.loss.getElementType().isF64()))
+    return forward.emitOpError()
+           << "must take tg.input \"tokens\" and \"targets\" and return the "
+              "f32 or f64 scalar loss first";
+  signature.tokens = tokens;
+  signature.targets = targets;
+  return signature;
+}
+
+LogicalResult mlir::tg::checkForwardBatch(func::FuncOp forward,
+                                          const ForwardSignature &signature,
+                                          const TrainStepOptions &c) {
+  auto tokens =
+      cast<RankedTensorType>(forward.getArgumentTypes()[signature.tokens]);
+  if (tokens.getRank() == 2 && tokens.getShape()[0] == c.microBatchSize() &&
+      tokens.getShape()[1] == c.seqLen)
+    return success();
+  InFlightDiagnostic diag = forward.emitOpError() << "tokens are ";
+  llvm::interleave(tokens.getShape(), diag, "x");
+  return diag << ", expected (batch_size / (data_parallel x micro_batches)) "
+                 "x seq_len = "
+              << c.microBatchSize() << "x" << c.seqLen;
+}
+
+LogicalResult mlir::tg::declareDataParallelMesh(func::FuncOp forward,
+                                                int64_t dataParallel) {
+  // A module that declares a mesh must agree, one that does not gets it.
+  if (std::optional<Mesh> mesh = getMesh(forward)) {
+    int64_t dataSize = mesh->getAxisSize(kDataAxis).value_or(1);
+    if (dataSize != dataParallel)
+      return forward.emitError()
+             << "option 'data-parallel' (" << dataParallel
+             << ") differs from the size of the mesh axis \"" << kDataAxis
+             << "\" declared by the module (" << dataSize << ", "
+             << kMeshAxesAttr << " = " << mesh->axes << ", " << kMeshShapeAttr
+             << " = [" << mesh->shape << "]); make them equal";
+  } else if (dataParallel > 1) {
+    setMesh(forward->getParentOfType<ModuleOp>(), {kDataAxis}, {dataParallel});
+  }
+  return success();
+}
+
+Value mlir::tg::cloneForwardBody(OpBuilder &b, func::FuncOp forward,
+                                 IRMapping &map, unsigned result) {
+  for (Operation &op : forward.getBody().front()) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op))
+      return map.lookup(ret.getOperand(result));
+    b.clone(op, map);
+  }
+  llvm_unreachable("a function body ends with func.return");
+}
+
 LogicalResult mlir::tg::buildTrainStep(func::FuncOp forward,
                                        const TrainStepOptions &c) {
   if (failed(verifyTrainStepOptions(c, [&] { return forward.emitError(); })))
@@ -209,38 +287,21 @@ LogicalResult mlir::tg::buildTrainStep(func::FuncOp forward,
   Location base = forward.getLoc();
   OpBuilder b(ctx);
 
-  // The forward's signature: tokens, targets, parameters, and inputs every
-  // micro-batch shares (a partitioned forward's "mesh_coordinate").
+  FailureOr<ForwardSignature> signature = readForwardSignature(forward);
+  if (failed(signature))
+    return failure();
   FunctionType fwdType = forward.getFunctionType();
-  int64_t tokensArg = -1, targetsArg = -1;
+  unsigned tokensArg = signature->tokens, targetsArg = signature->targets;
+  ArrayRef<std::pair<unsigned, StringAttr>> sharedInputs =
+      signature->sharedInputs;
   SmallVector<std::pair<unsigned, Param>> params;
-  SmallVector<std::pair<unsigned, StringAttr>> sharedInputs;
-  for (unsigned i = 0; i < fwdType.getNumInputs(); ++i) {
-    if (auto input = forward.getArgAttrOfType<StringAttr>(i, kInputAttr)) {
-      if (input.getValue() == "tokens")
-        tokensArg = i;
-      else if (input.getValue() == "targets")
-        targetsArg = i;
-      else
-        sharedInputs.push_back({i, input});
-      continue;
-    }
+  for (unsigned i : signature->params) {
     auto name = forward.getArgAttrOfType<StringAttr>(i, kParamAttr);
-    if (!name)
-      return forward.emitOpError() << "argument #" << i
-                                   << " is neither a parameter nor an input";
     auto type = cast<RankedTensorType>(fwdType.getInput(i));
     params.push_back({i, Param{name, forward.getArgAttrDict(i), type,
                                shortParamName(name.getValue())}});
   }
-  auto lossType = forward.getNumResults()
-                      ? dyn_cast<RankedTensorType>(forward.getResultTypes()[0])
-                      : RankedTensorType();
-  if (tokensArg < 0 || targetsArg < 0 || !lossType || lossType.getRank() != 0 ||
-      !(lossType.getElementType().isF32() || lossType.getElementType().isF64()))
-    return forward.emitOpError()
-           << "must take tg.input \"tokens\" and \"targets\" and return the "
-              "f32 or f64 scalar loss first";
+  RankedTensorType lossType = signature->loss;
   // Masters, optimizer state and the loss share the loss's precision.
   Type master = lossType.getElementType();
   for (auto &entry : params) {
@@ -252,29 +313,10 @@ LogicalResult mlir::tg::buildTrainStep(func::FuncOp forward,
       p.chunk = (p.type.getNumElements() + c.dataParallel - 1) / c.dataParallel;
   }
   auto microTokens = cast<RankedTensorType>(fwdType.getInput(tokensArg));
-  int64_t micro = microTokens.getShape()[0], seq = microTokens.getShape()[1];
-  if (micro != c.microBatchSize() || seq != c.seqLen)
-    return forward.emitOpError()
-           << "tokens are " << micro << "x" << seq
-           << ", expected (batch_size / (data_parallel x micro_batches)) x "
-              "seq_len = "
-           << c.microBatchSize() << "x" << c.seqLen;
-  // The step is one rank's of dataParallel along the mesh axis "data": a
-  // module that declares a mesh must agree, one that does not gets it.
-  if (std::optional<Mesh> mesh = getMesh(forward)) {
-    int64_t dataSize = mesh->getAxisSize(kDataAxis).value_or(1);
-    if (dataSize != c.dataParallel)
-      return forward.emitError()
-             << "tg-build-train-step: option 'data-parallel' ("
-             << c.dataParallel << ") differs from the size of the mesh axis \""
-             << kDataAxis << "\" declared by the module (" << dataSize
-             << ", " << kMeshAxesAttr << " = " << mesh->axes << ", "
-             << kMeshShapeAttr << " = [" << mesh->shape
-             << "]); make them equal";
-  } else if (c.dataParallel > 1) {
-    setMesh(forward->getParentOfType<ModuleOp>(), {kDataAxis},
-            {c.dataParallel});
-  }
+  int64_t seq = microTokens.getShape()[1];
+  if (failed(checkForwardBatch(forward, *signature, c)) ||
+      failed(declareDataParallelMesh(forward, c.dataParallel)))
+    return failure();
   // ZeRO-1 picks the rank's chunk by its index along "data": the
   // "mesh_coordinate" input a partitioned forward already has, or a new one.
   bool needsCoordinate =
@@ -415,14 +457,7 @@ LogicalResult mlir::tg::buildTrainStep(func::FuncOp forward,
     for (auto [k, input] : llvm::enumerate(sharedInputs))
       map.map(fwdBody.getArgument(input.first),
               body->getArgument(2 + n + k));
-    Value mbLoss;
-    for (Operation &op : fwdBody) {
-      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-        mbLoss = map.lookup(ret.getOperand(0));
-        break;
-      }
-      b.clone(op, map);
-    }
+    Value mbLoss = cloneForwardBody(b, forward, map, /*result=*/0);
     auto mbGrads = buildGradients(b, mbLoss, wrt);
     if (failed(mbGrads))
       return failure();

@@ -44,6 +44,7 @@ std::vector<tg_command_profile> describeCommands(const tgx::Program &program) {
 } // namespace
 
 bool runCommands(tg_session &session, std::string &error) {
+  ++session.stateVersion;
   session.profileValid = false;
   if (!session.profiling)
     return session.backend->run(error);

@@ -48,6 +48,7 @@ bool slotTensor(const tg_session &session, const tgx::Slot &slot,
 
 bool writeSlot(tg_session &session, const tgx::Slot &slot, const void *data,
                uint64_t size, uint64_t byteOffset, std::string &error) {
+  ++session.stateVersion;
   return session.backend->write(slot.range()->offset() + byteOffset, data, size, error);
 }
 
@@ -140,6 +141,35 @@ bool resetTraining(tg_session &session, std::string &error) {
   return true;
 }
 
+bool writeMeshCoordinate(const tgx::Program &program, Backend &backend, int rank,
+                         std::string &error) {
+  // Commands that depend on the rank read its coordinates; nothing else
+  // writes this slot, so it stays filled for the backend's life.
+  const tgx::Slot *slot = findSlot(program, kMeshCoordinateSlot);
+  if (!slot)
+    return true;
+  const tgx::Mesh &mesh = *program.mesh();
+  std::vector<int64_t> coordinate;
+  for (uint32_t axis = 0; axis < mesh.shape()->size(); ++axis)
+    coordinate.push_back(meshCoordinate(mesh, rank, axis));
+  return backend.write(slot->range()->offset(), coordinate.data(),
+                       coordinate.size() * sizeof(int64_t), error);
+}
+
+bool checkTokens(const tg_session &session, const int32_t *values, int64_t rows,
+                 const char *function, const char *what, std::string &error) {
+  int64_t vocab = session.program->train()->vocab_size();
+  int64_t count = rows * session.program->train()->seq_len();
+  for (int64_t i = 0; i < count; ++i)
+    if (values[i] < 0 || values[i] >= vocab) {
+      error = std::string(function) + ": " + what + "[" + std::to_string(i) + "] is " +
+              std::to_string(values[i]) + ", outside the vocabulary [0, " +
+              std::to_string(vocab) + ") of " + session.source;
+      return false;
+    }
+  return true;
+}
+
 bool requireArgument(const void *pointer, const char *function,
                      const char *argument, std::string &error) {
   if (!pointer)
@@ -175,16 +205,8 @@ bool createSession(std::vector<uint8_t> bytes, const std::string &source,
   if (int64_t data = findMeshAxis(mesh, kDataAxis); data >= 0)
     session->firstRow =
         meshCoordinate(mesh, session->placement.rank, uint32_t(data)) * session->rows;
-  // Commands that depend on the rank read its coordinates; nothing else
-  // writes this slot, so it stays filled for the session's life.
-  if (const tgx::Slot *slot = findSlot(program, kMeshCoordinateSlot)) {
-    std::vector<int64_t> coordinate;
-    for (uint32_t axis = 0; axis < mesh.shape()->size(); ++axis)
-      coordinate.push_back(meshCoordinate(mesh, session->placement.rank, axis));
-    if (!writeSlot(*session, *slot, coordinate.data(), coordinate.size() * sizeof(int64_t), 0,
-                   error))
-      return false;
-  }
+  if (!writeMeshCoordinate(program, *session->backend, session->placement.rank, error))
+    return false;
   if (session->placement.size > 1) {
     session->stateComm = createMpiCommunicator(program, source, error);
     if (!session->stateComm)
@@ -218,22 +240,6 @@ bool readScalar(const tg_session &session, const tgx::Slot &slot, double &out,
   return true;
 }
 
-/// Kernels index embeddings with the tokens, so an out-of-range one must
-/// never reach them.
-bool checkTokens(const tg_session &session, const int32_t *values,
-                 const char *what, std::string &error) {
-  const tgx::TrainInfo &train = *session.program->train();
-  int64_t count = session.rows * train.seq_len();
-  for (int64_t i = 0; i < count; ++i)
-    if (values[i] < 0 || values[i] >= train.vocab_size()) {
-      error = "tg_session_step: " + std::string(what) + "[" + std::to_string(i) +
-              "] is " + std::to_string(values[i]) + ", outside the vocabulary [0, " +
-              std::to_string(train.vocab_size()) + ") of " + session.source;
-      return false;
-    }
-  return true;
-}
-
 bool step(tg_session &session, const int32_t *tokens, const int32_t *targets,
           tg_step_result *out, std::string &error) {
   if (!session.initialized) {
@@ -253,8 +259,8 @@ bool step(tg_session &session, const int32_t *tokens, const int32_t *targets,
             " would overflow its int32 'step' slot";
     return false;
   }
-  if (!checkTokens(session, tokens, "tokens", error) ||
-      !checkTokens(session, targets, "targets", error))
+  if (!checkTokens(session, tokens, session.rows, "tg_session_step", "tokens", error) ||
+      !checkTokens(session, targets, session.rows, "tg_session_step", "targets", error))
     return false;
   auto step = static_cast<int32_t>(session.stepsDone);
   tg_step_result result;

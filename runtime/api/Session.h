@@ -8,6 +8,7 @@
 #include "tg/runtime/Safetensors.h"
 #include "tg/runtime/tg_runtime.h"
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,6 +43,18 @@ struct tg_session_s {
   bool profiling = false;
   bool profileValid = false;
   std::vector<tg_command_profile> profile;
+  // Bumped by every write to the training step's arena and every run of
+  // it: the functions below copy the parameters again when it moved on.
+  uint64_t stateVersion = 1;
+  // The artifact's functions beside the training step (Program.functions:
+  // "eval_step", "logits"), by name; each runs on its own backend, made at
+  // first use, with a copy of the parameters (Functions.cpp).
+  struct Function {
+    const tg::tgx::Program *program = nullptr;
+    std::unique_ptr<tg::runtime::Backend> backend;
+    uint64_t copiedVersion = 0; // the stateVersion its parameters are from
+  };
+  std::map<std::string, Function> functions;
 };
 
 namespace tg::runtime {
@@ -101,6 +114,17 @@ bool findNonFiniteState(const tg_session &session, std::string &name, int64_t &i
 
 /// After new parameters: zero AdamW moments, no steps taken.
 bool resetTraining(tg_session &session, std::string &error);
+
+/// Writes the rank's index along each mesh axis into `program`'s
+/// mesh_coordinate slot, if it has one, on `backend`.
+bool writeMeshCoordinate(const tgx::Program &program, Backend &backend, int rank,
+                         std::string &error);
+
+/// Kernels index embeddings with the tokens, so an out-of-range one must
+/// never reach them: `rows` x the program's seq_len values of `values` must
+/// lie in the vocabulary. `function` and `what` name them in the message.
+bool checkTokens(const tg_session &session, const int32_t *values, int64_t rows,
+                 const char *function, const char *what, std::string &error);
 
 /// Runs every command of the program: timed into `session.profile` when
 /// profiling is on, untimed otherwise.

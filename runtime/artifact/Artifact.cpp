@@ -57,15 +57,24 @@ uint64_t readU64(const uint8_t *p) {
 /// false after recording one message via `fail`.
 class Checker {
 public:
+  /// Checks `program`: the training step when `root` is null, otherwise
+  /// `root`'s function number `index`.
   Checker(const tgx::Program &program, const std::string &source,
-          std::string &error)
+          std::string &error, const tgx::Program *root = nullptr, uint32_t index = 0)
       : program(program), source(source), error(error),
-        arenaBytes(program.arena_bytes()) {}
+        arenaBytes(program.arena_bytes()), root(root) {
+    if (root)
+      prefix = "functions[" + std::to_string(index) + "]" +
+               (program.name() ? " '" + program.name()->str() + "'" : "") + ".";
+  }
 
   bool run() {
-    return checkAlignment() && checkHeader() && checkSlots() && checkParameters() &&
-           checkConstants() && checkModules() && checkCommands() &&
-           checkRequiredSlots();
+    if (!checkAlignment() || !checkHeader() || !checkSlots() || !checkConstants() ||
+        !checkModules() || !checkCommands())
+      return false;
+    if (root)
+      return checkFunctionParameters() && checkFunctionSlots();
+    return checkParameters() && checkRequiredSlots() && checkFunctions();
   }
 
 private:
@@ -73,11 +82,13 @@ private:
   const std::string &source;
   std::string &error;
   uint64_t arenaBytes;
+  const tgx::Program *root; // null for the training step itself
+  std::string prefix;       // of field names in a function
   // Per module, per kernel: its first entry in kernel_operand_bytes.
   std::vector<std::vector<uint64_t>> operandBytesStart;
 
   bool fail(const std::string &field, const std::string &problem) {
-    error = source + ": " + field + " " + problem +
+    error = source + ": " + prefix + field + " " + problem +
             "; the artifact is corrupt or was written by a different tgc, "
             "re-compile the model with this tgc";
     return false;
@@ -630,6 +641,103 @@ private:
            checkRequiredSlot("grad_norm", isF32OrF64, "an F32 or F64 scalar", false) &&
            checkRequiredSlot("lr", isF32OrF64, "an F32 or F64 scalar", false) &&
            checkMeshCoordinateSlot();
+  }
+
+  /// The functions beside the training step, each checked as a program
+  /// against it.
+  bool checkFunctions() {
+    if (!program.functions())
+      return true;
+    std::set<std::string_view> names;
+    for (uint32_t i = 0; i < program.functions()->size(); ++i) {
+      const tgx::Program &function = *program.functions()->Get(i);
+      std::string_view name = function.name() ? function.name()->string_view() : "";
+      if (!names.insert(name).second)
+        return fail("functions[" + std::to_string(i) + "].name",
+                    "is '" + std::string(name) + "', which another function has");
+      if (!Checker(function, source, error, &program, i).run())
+        return false;
+    }
+    return true;
+  }
+
+  /// A function runs on the training step's devices with copies of its
+  /// parameters: the same target, mesh and parameters (names, slot dtypes
+  /// and shapes, shards).
+  bool checkFunctionParameters() {
+    if (program.target() != root->target())
+      return fail("target", "differs from the training step's");
+    const tgx::Mesh &mesh = *program.mesh(), &rootMesh = *root->mesh();
+    if (meshText(mesh) != meshText(rootMesh))
+      return fail("mesh", "is " + meshText(mesh) + ", not the training step's " +
+                              meshText(rootMesh));
+    if (program.functions() && program.functions()->size() > 0)
+      return fail("functions", "is not empty: only the training step has functions");
+    if (program.parameters()->size() != root->parameters()->size())
+      return fail("parameters", "has " + std::to_string(program.parameters()->size()) +
+                                    " entries, the training step " +
+                                    std::to_string(root->parameters()->size()));
+    for (uint32_t i = 0; i < program.parameters()->size(); ++i) {
+      const tgx::Parameter &p = *program.parameters()->Get(i);
+      const tgx::Parameter &r = *root->parameters()->Get(i);
+      std::string field = "parameters[" + std::to_string(i) + "]";
+      if (p.name()->string_view() != r.name()->string_view())
+        return fail(field, "is not the training step's parameter '" + r.name()->str() +
+                               "', its parameter at that place");
+      if (p.slot() >= program.slots()->size())
+        return fail(field, "refers to a slot index outside the " +
+                               std::to_string(program.slots()->size()) + " slots");
+      const tgx::Slot &slot = *program.slots()->Get(p.slot());
+      const tgx::Slot &rootSlot = *root->slots()->Get(r.slot());
+      if (slot.name()->string_view() != rootSlot.name()->string_view() ||
+          slot.dtype() != rootSlot.dtype() || !sameShape(slot, rootSlot))
+        return fail(field, "has a slot other than the training step's (name, dtype or shape)");
+      auto sameShard = [](const tgx::ParameterShard *a, const tgx::ParameterShard *b) {
+        if (!a || !b)
+          return a == b;
+        return a->axis() == b->axis() && a->dim() == b->dim() &&
+               a->padded_size() == b->padded_size() && a->blocks() == b->blocks() &&
+               std::equal(a->full_shape()->begin(), a->full_shape()->end(),
+                          b->full_shape()->begin(), b->full_shape()->end());
+      };
+      if (!sameShard(p.shard(), r.shard()))
+        return fail(field + ".shard", "differs from the training step's");
+    }
+    return true;
+  }
+
+  /// The interface of each function this runtime runs.
+  bool checkFunctionSlots() {
+    std::string_view name = program.name() ? program.name()->string_view() : "";
+    auto isI32 = [](tgx::DType d) { return d == tgx::DType_I32; };
+    auto isF32OrF64 = [](tgx::DType d) {
+      return d == tgx::DType_F32 || d == tgx::DType_F64;
+    };
+    const char *rows = "I32 of shape [batch_size / data ranks, seq_len]";
+    if (name == "eval_step")
+      return checkRequiredSlot("tokens", isI32, rows, true) &&
+             checkRequiredSlot("targets", isI32, rows, true) &&
+             checkRequiredSlot("loss", isF32OrF64, "an F32 or F64 scalar", false) &&
+             checkMeshCoordinateSlot();
+    if (name == "logits") {
+      if (meshDevices(*program.mesh()) != 1)
+        return fail("mesh", "is " + meshText(*program.mesh()) +
+                                ": the logits function runs on one device");
+      if (!checkRequiredSlot("tokens", isI32, rows, true))
+        return false;
+      const tgx::Slot *logits = findSlot(program, "logits");
+      const tgx::TrainInfo &train = *program.train();
+      const std::vector<int64_t> expected = {train.batch_size(), train.seq_len(),
+                                             train.vocab_size()};
+      if (!logits || !isF32OrF64(logits->dtype()) ||
+          !std::equal(logits->shape()->begin(), logits->shape()->end(), expected.begin(),
+                      expected.end()))
+        return fail("slot 'logits'", "is missing or not F32/F64 of shape [batch_size, "
+                                     "seq_len, vocab_size]");
+      return true;
+    }
+    return fail("name", "is '" + std::string(name) +
+                            "', not a function this runtime runs (eval_step, logits)");
   }
 
   /// Optional: the runtime writes one int64 per mesh axis there.

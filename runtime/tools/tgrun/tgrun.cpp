@@ -2,6 +2,7 @@
 //
 //   tgrun MODEL.tgx --data TOKENS.bin [--steps N] [--init W.safetensors] ...
 //   tgrun -n 4 MODEL.tgx ...     (a program compiled with --mesh, on 4 ranks)
+//   tgrun generate MODEL.tgx --init W.safetensors --prompt "1 2 3"  (Generate.cpp)
 //
 // A copy of tgrun with an artifact appended (tgc --emit=exe) runs that
 // artifact and takes the same flags without the positional argument.
@@ -10,6 +11,9 @@
 #include "tg/runtime/EmbeddedArtifact.h"
 #include "tg/runtime/RegularFile.h"
 #include "tg/runtime/tg_runtime.h"
+
+#include "Cli.h"
+#include "Generate.h"
 
 #include <nlohmann/json.hpp>
 
@@ -36,16 +40,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+using namespace tg::tgrun;
+
 namespace {
 
-constexpr int kError = 1;
-constexpr int kUsage = 2;
 constexpr int kKeepCheckpoints = 2;
 constexpr std::size_t kTopCommands = 15;
 
 struct Options {
-  std::string artifact, data, init, metrics, saveWeights, checkpointDir, profile;
+  std::string artifact, data, init, metrics, saveWeights, checkpointDir, profile, evalData;
   std::string dataFormat = "auto";
+  int64_t evalEvery = 0, evalBatches = 10; // evalEvery 0: after the last step only
   double peakTflops = 0; // 0: the peak tgrun knows for the program, if any
   int64_t steps = 100, checkpointEvery = 0, threads = 0, logEvery = 0, ranks = 1;
   uint64_t maxShardBytes = TG_DEFAULT_MAX_SHARD_BYTES;
@@ -57,6 +62,7 @@ struct Options {
 void printHelp(const char *program, bool embedded) {
   std::printf(
       "usage: %s [-n RANKS] %s--data TOKENS.bin [options]\n"
+      "       %s generate ... (continue prompts with trained weights; generate --help)\n"
       "\n"
       "Trains with a compiled training program%s on token data (flat\n"
       "little-endian uint16 or uint32 token ids, or a Megatron-LM indexed dataset).\n"
@@ -91,8 +97,16 @@ void printHelp(const char *program, bool embedded) {
       "                         CUDA programs; none for the CPU)\n"
       "  --seed S               seed of the random initialisation (default: the\n"
       "                         program's TRAIN.json seed)\n"
+      "  --eval-data FILE       validation data (same formats as --data): the loss\n"
+      "                         and perplexity of the parameters on its first\n"
+      "                         --eval-batches batches, without an update, after the\n"
+      "                         last step and every --eval-every steps\n"
+      "  --eval-every N         evaluate every N steps as well\n"
+      "  --eval-batches K       batches of each evaluation (default 10)\n"
       "  --metrics FILE         one JSON line per step: step, loss, grad_norm, lr,\n"
-      "                         step_ms, tokens_per_s (appended to when resuming)\n"
+      "                         step_ms, tokens_per_s (appended to when resuming);\n"
+      "                         and one per evaluation: step, eval_loss,\n"
+      "                         eval_perplexity, eval_tokens\n"
       "  --save-weights FILE    final weights as safetensors (FILE.safetensors), or\n"
       "                         above --max-shard-size as Hugging Face shards\n"
       "                         (FILE-0000K-of-0000N.safetensors) with their index\n"
@@ -116,50 +130,8 @@ void printHelp(const char *program, bool embedded) {
       "                         %zu commands that took the most time, with their\n"
       "                         achieved GB/s or TFLOP/s\n"
       "  --help                 this text\n",
-      program, embedded ? "" : "PROGRAM.tgx ",
+      program, embedded ? "" : "PROGRAM.tgx ", program,
       embedded ? " (embedded in this executable)" : "", kKeepCheckpoints, kTopCommands);
-}
-
-int usageError(const std::string &message) {
-  std::fprintf(stderr, "tgrun: error: %s; see --help\n", message.c_str());
-  return kUsage;
-}
-
-/// "rank 2: " in a multi-rank run, where every rank reports its own errors.
-std::string rankPrefix;
-
-int error(const std::string &message) {
-  std::fprintf(stderr, "tgrun: error: %s%s\n", rankPrefix.c_str(), message.c_str());
-  return kError;
-}
-
-/// Prints and frees a failed status; true when `status` is a success.
-bool check(tg_status status, int &exitCode) {
-  if (!status)
-    return true;
-  exitCode = error(tg_status_message(status));
-  tg_status_free(status);
-  return false;
-}
-
-bool parseInteger(const std::string &text, int64_t min, int64_t &out) {
-  if (text.empty())
-    return false;
-  char *end = nullptr;
-  errno = 0;
-  long long value = std::strtoll(text.c_str(), &end, 10);
-  out = value;
-  return errno == 0 && *end == '\0' && value >= min;
-}
-
-bool parseUnsigned(const std::string &text, uint64_t &out) {
-  if (text.empty() || text[0] == '-')
-    return false;
-  char *end = nullptr;
-  errno = 0;
-  unsigned long long value = std::strtoull(text.c_str(), &end, 10);
-  out = value;
-  return errno == 0 && *end == '\0';
 }
 
 /// "5GB", "500MB", "20kB" (powers of 1000, as transformers' max_shard_size)
@@ -241,6 +213,9 @@ int parseArguments(int argc, char **argv, bool embedded, Options &o) {
     else if (arg == "--checkpoint-every") status = integer(1, o.checkpointEvery);
     else if (arg == "--threads") status = integer(1, o.threads);
     else if (arg == "--log-every") status = integer(1, o.logEvery);
+    else if (arg == "--eval-data") o.evalData = value;
+    else if (arg == "--eval-every") status = integer(1, o.evalEvery);
+    else if (arg == "--eval-batches") status = integer(1, o.evalBatches);
     else if (arg == "--max-shard-size") {
       if (!parseSize(value, o.maxShardBytes))
         return usageError("--max-shard-size needs a size in bytes > 0 (e.g. 2000000000 or "
@@ -275,6 +250,8 @@ int parseArguments(int argc, char **argv, bool embedded, Options &o) {
   if ((o.checkpointEvery || o.resume) && o.checkpointDir.empty())
     return usageError(std::string(o.resume ? "--resume" : "--checkpoint-every") +
                       " needs --checkpoint-dir");
+  if (o.evalData.empty() && (o.evalEvery || o.evalBatches != 10))
+    return usageError("--eval-every and --eval-batches need --eval-data");
   if (o.hasSeed && !o.init.empty())
     return usageError("--seed and --init exclude each other (--seed seeds the random "
                       "initialisation)");
@@ -671,9 +648,6 @@ private:
 // The run
 //===----------------------------------------------------------------------===//
 
-struct SessionCloser {
-  void operator()(tg_session *s) const { tg_session_destroy(s); }
-};
 struct DatasetCloser {
   void operator()(tg_dataset *d) const { tg_dataset_close(d); }
 };
@@ -681,7 +655,7 @@ struct DatasetCloser {
 /// --data-format, or for `auto` a Megatron dataset where its index is
 /// there, else flat uint16 tokens where the vocabulary fits, uint32 where
 /// it does not.
-tg_data_format dataFormat(const Options &o, int64_t vocabSize) {
+tg_data_format dataFormat(const Options &o, const std::string &path, int64_t vocabSize) {
   if (o.dataFormat == "uint16")
     return TG_DATA_UINT16;
   if (o.dataFormat == "uint32")
@@ -690,11 +664,11 @@ tg_data_format dataFormat(const Options &o, int64_t vocabSize) {
     return TG_DATA_MEGATRON;
   auto endsWith = [&](const char *suffix) {
     std::size_t n = std::strlen(suffix);
-    return o.data.size() > n && o.data.compare(o.data.size() - n, n, suffix) == 0;
+    return path.size() > n && path.compare(path.size() - n, n, suffix) == 0;
   };
   struct stat st;
-  std::string prefix = endsWith(".bin") || endsWith(".idx") ? o.data.substr(0, o.data.size() - 4)
-                                                            : o.data;
+  std::string prefix = endsWith(".bin") || endsWith(".idx") ? path.substr(0, path.size() - 4)
+                                                            : path;
   if (endsWith(".idx") || ::stat((prefix + ".idx").c_str(), &st) == 0)
     return TG_DATA_MEGATRON;
   return vocabSize > 65535 ? TG_DATA_UINT32 : TG_DATA_UINT16;
@@ -742,6 +716,43 @@ bool resume(tg_session *session, const std::string &dir, bool &resumed, int64_t 
   return true;
 }
 
+/// The loss and perplexity of the parameters on the first `batches`
+/// batches of `dataset` (the same ones each time), without an update:
+/// logged, and a metrics line. Collective: every rank evaluates its rows.
+bool evaluate(tg_session *session, const tg_dataset *dataset, int64_t batches,
+              const tg_program_info &info, const tg_rank_info &rank, int64_t step,
+              std::FILE *metrics, int &exitCode) {
+  std::size_t elements = std::size_t(info.batch_size * info.seq_len);
+  std::vector<int32_t> tokens(elements), targets(elements);
+  std::size_t rows = std::size_t(rank.first_row * info.seq_len);
+  // Every batch has as many tokens: the mean of the batches' mean losses is
+  // the mean over all their tokens.
+  double sum = 0;
+  for (int64_t b = 0; b < batches; ++b) {
+    double loss;
+    if (!check(tg_dataset_batch(dataset, b, info.batch_size, info.seq_len, info.vocab_size,
+                                tokens.data(), targets.data()),
+               exitCode) ||
+        !check(tg_session_eval(session, tokens.data() + rows, targets.data() + rows, &loss),
+               exitCode))
+      return false;
+    sum += loss;
+  }
+  double loss = sum / double(batches), perplexity = std::exp(loss);
+  int64_t evalTokens = batches * int64_t(elements);
+  std::printf("eval at step %" PRId64 ": loss %.4f  perplexity %.4g  (%" PRId64
+              " batches, %" PRId64 " tokens)\n",
+              step, loss, perplexity, batches, evalTokens);
+  if (metrics) {
+    std::fprintf(metrics, "{\"step\": %" PRId64 ", \"eval_loss\": %s, \"eval_perplexity\": %s, "
+                          "\"eval_tokens\": %" PRId64 "}\n",
+                 step, jsonNumber(loss, "%.17g").c_str(), jsonNumber(perplexity, "%.17g").c_str(),
+                 evalTokens);
+    std::fflush(metrics);
+  }
+  return true;
+}
+
 int run(const Options &o, const std::vector<uint8_t> &embedded, const char *programName) {
   int exitCode = 0;
   tg_session *rawSession = nullptr;
@@ -768,11 +779,19 @@ int run(const Options &o, const std::vector<uint8_t> &embedded, const char *prog
     tg_set_num_threads(int(std::min<int64_t>(o.threads, 1 << 16)));
 
   tg_dataset *rawDataset = nullptr;
-  if (!check(tg_dataset_open_format(o.data.c_str(), dataFormat(o, info.vocab_size),
+  if (!check(tg_dataset_open_format(o.data.c_str(), dataFormat(o, o.data, info.vocab_size),
                                     &rawDataset),
              exitCode))
     return exitCode;
   std::unique_ptr<tg_dataset, DatasetCloser> dataset(rawDataset);
+  std::unique_ptr<tg_dataset, DatasetCloser> evalDataset;
+  if (!o.evalData.empty()) {
+    if (!check(tg_dataset_open_format(o.evalData.c_str(),
+                                      dataFormat(o, o.evalData, info.vocab_size), &rawDataset),
+               exitCode))
+      return exitCode;
+    evalDataset.reset(rawDataset);
+  }
 
   if (!o.checkpointDir.empty() && !makeDirectories(o.checkpointDir))
     return error("cannot create the checkpoint directory (" + o.checkpointDir +
@@ -888,6 +907,10 @@ int run(const Options &o, const std::vector<uint8_t> &embedded, const char *prog
       std::fflush(metrics.get());
     }
     progress.report(r, std::chrono::duration<double>(stepEnd - start).count());
+    if (evalDataset && (r.step == o.steps || (o.evalEvery && r.step % o.evalEvery == 0)) &&
+        !evaluate(session.get(), evalDataset.get(), o.evalBatches, info, rank, r.step,
+                  metrics.get(), exitCode))
+      return exitCode;
     if (checkpointing && o.checkpointEvery && r.step % o.checkpointEvery == 0) {
       if (!writeCheckpoint(session.get(), o.checkpointDir, dataPosition, primary, sharded, exitCode))
         return exitCode;
@@ -895,6 +918,11 @@ int run(const Options &o, const std::vector<uint8_t> &embedded, const char *prog
     }
   }
   int64_t last = tg_session_steps_done(session.get());
+  // A run with nothing left to train still evaluates what it loaded.
+  if (evalDataset && last == first &&
+      !evaluate(session.get(), evalDataset.get(), o.evalBatches, info, rank, last,
+                metrics.get(), exitCode))
+    return exitCode;
   if (checkpointing && lastCheckpoint != last &&
       !writeCheckpoint(session.get(), o.checkpointDir, dataPosition, primary, sharded, exitCode))
     return exitCode;
@@ -992,6 +1020,8 @@ int main(int argc, char **argv) {
   const char *slash = std::strrchr(argv[0], '/');
   const char *programName = slash ? slash + 1 : argv[0];
 
+  if (argc > 1 && std::string(argv[1]) == "generate")
+    return generate(argc - 1, argv + 1, embedded, programName);
   Options options;
   if (int status = parseArguments(argc, argv, !embedded.empty(), options))
     return status;

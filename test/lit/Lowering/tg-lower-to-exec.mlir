@@ -207,7 +207,7 @@ func.func @train_step(%q: tensor<1x2x4x8xf32> {tg.input = "q"}) -> (tensor<1x2x4
 // -----
 
 // The step function must exist.
-// expected-error @+1 {{no function @train_step to lower; set the pass option function=NAME}}
+// expected-error @+1 {{no function @train_step to lower; set the pass option functions=NAME,...}}
 module {
   func.func @forward() {
     return

@@ -14,9 +14,19 @@ namespace tg {
 /// module with @forward or @train_step) runs before it; each stage is a list
 /// of registered passes, so `tg-opt` can run any of them alone.
 
+/// What the artifact holds besides @train_step.
+struct EvaluationFunctions {
+  /// @eval_step: the loss of a batch without an update (any mesh).
+  bool evalStep = true;
+  /// @logits: the forward's logits, for generation (one device only).
+  bool logits = true;
+};
+
 /// @forward -> @train_step (tg-partition-tensor-parallel with tensor
-/// parallelism, then tg-build-train-step).
-void buildTrainingStage(OpPassManager &pm, const TrainStepOptions &options);
+/// parallelism, then tg-build-eval-step and tg-build-logits as `functions`
+/// asks, then tg-build-train-step).
+void buildTrainingStage(OpPassManager &pm, const TrainStepOptions &options,
+                        EvaluationFunctions functions = {});
 
 struct LoweringOptions {
   /// Matrix products as library calls (exec.gemm), not generated kernels.

@@ -145,6 +145,49 @@ def TgBuildTrainStep : Pass<"tg-build-train-step", "ModuleOp"> {
   ];
 }
 
+def TgBuildEvalStep : Pass<"tg-build-eval-step", "ModuleOp"> {
+  let summary = "Add @eval_step, the loss of a batch without an update, "
+                "beside the forward function";
+  let description = [{
+    Adds `@eval_step(params..., tokens, targets) -> loss` beside `@forward`
+    (which stays, for tg-build-train-step): the forward of each micro-batch
+    of the rank's rows in a `tg.micro_batches` loop, losses averaged, and
+    with `data-parallel=D` > 1 averaged over the mesh axis "data". The same
+    rows as the training step's, so the same batches and the same memory
+    bound; parameters are in the loss's precision (the training step's
+    master slots). A partitioned forward (tensor parallelism) keeps its
+    collectives.
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"forward\"",
+           "The forward function">,
+    Option<"batchSize", "batch-size", "int64_t", /*default=*/"0",
+           "Global batch, in sequences">,
+    Option<"seqLen", "seq-len", "int64_t", /*default=*/"0",
+           "Sequence length">,
+    Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
+           "Micro-batches each rank's rows of the batch are split into">,
+    Option<"dataParallel", "data-parallel", "int64_t", /*default=*/"1",
+           "Ranks along the mesh axis \"data\" the batch is split over">,
+  ];
+}
+
+def TgBuildLogits : Pass<"tg-build-logits", "ModuleOp"> {
+  let summary = "Add @logits, the forward's logits without the loss, beside "
+                "the forward function";
+  let description = [{
+    Adds `@logits(params..., tokens) -> logits` beside `@forward` (which
+    stays): the ops the forward's second result depends on, for one
+    micro-batch of tokens, with parameters and logits in the loss's
+    precision. What generation samples from. The forward must be on one
+    device (no mesh): a partitioned forward holds part of the logits.
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"forward\"",
+           "The forward function">,
+  ];
+}
+
 def TgUnrollMicroBatches : Pass<"tg-unroll-micro-batches", "ModuleOp"> {
   let summary = "Lower tg.micro_batches loops to one clone of the body per "
                 "micro-batch";
@@ -179,8 +222,9 @@ def TgFormDispatchRegions
 }
 
 def TgLowerToExec : Pass<"tg-lower-to-exec", "ModuleOp"> {
-  let summary = "Turn @train_step into an exec.program: resources, dispatches "
-                "of outlined kernels, library GEMMs and copies";
+  let summary = "Turn @train_step (and @eval_step, @logits) into exec.programs: "
+                "resources, dispatches of outlined kernels, library GEMMs and "
+                "copies";
   let description = [{
     Each argument and result of the step becomes a typed resource (parameter,
     AdamW moment, input, output), constants become constant resources and
@@ -197,8 +241,10 @@ def TgLowerToExec : Pass<"tg-lower-to-exec", "ModuleOp"> {
     (`exec.resource ... updates`).
   }];
   let options = [
-    Option<"function", "function", "std::string",
-           /*default=*/"\"train_step\"", "The step function to lower">,
+    ListOption<"functions", "functions", "std::string",
+               "The functions to lower, each into an exec.program of its "
+               "name sharing one kernel module (default: @train_step, and "
+               "@eval_step and @logits where the module has them)">,
     Option<"seed", "seed", "uint64_t", /*default=*/"0",
            "Initialisation seed recorded in the program">,
   ];

@@ -8,9 +8,12 @@
 #include <optional>
 #include <string>
 
-namespace mlir::func {
+namespace mlir {
+class IRMapping;
+namespace func {
 class FuncOp;
 }
+} // namespace mlir
 
 namespace mlir::tg {
 
@@ -73,6 +76,53 @@ std::optional<LrSchedule> parseLrSchedule(StringRef name);
 LogicalResult verifyTrainStepOptions(const TrainStepOptions &options,
                                      function_ref<InFlightDiagnostic()> emitError);
 
+/// The arguments of a forward graph (tokens, targets, params... -> loss,
+/// logits) as the step builders read them.
+struct ForwardSignature {
+  unsigned tokens = 0, targets = 0; // tg.input "tokens" / "targets"
+  SmallVector<unsigned> params;     // tg.param arguments, in order
+  /// Other inputs, which every micro-batch shares ("mesh_coordinate").
+  SmallVector<std::pair<unsigned, StringAttr>> sharedInputs;
+  RankedTensorType loss; // the f32 or f64 scalar first result
+};
+/// Reads `forward`'s signature; an error names what is missing.
+FailureOr<ForwardSignature> readForwardSignature(func::FuncOp forward);
+/// Checks that `forward` computes one micro-batch of `options`: tokens of
+/// microBatchSize() x seqLen.
+LogicalResult checkForwardBatch(func::FuncOp forward,
+                                const ForwardSignature &signature,
+                                const TrainStepOptions &options);
+/// A step over `dataParallel` ranks along "data": a mesh the module declares
+/// must have that axis size; a module without one gets the mesh ["data"].
+LogicalResult declareDataParallelMesh(func::FuncOp forward,
+                                      int64_t dataParallel);
+/// Clones `forward`'s body at `b` with its arguments mapped by `map` and
+/// returns the clone of its result #`result`.
+Value cloneForwardBody(OpBuilder &b, func::FuncOp forward, IRMapping &map,
+                       unsigned result);
+
+/// Adds `@eval_step` beside `forward`, which stays: the loss of the
+/// parameters on a batch, without gradients or update,
+///
+///   eval_step(params..., tokens, targets, shared inputs...) -> loss
+///
+/// over the same rows as the training step's (`options` as for
+/// buildTrainStep: the rank's rows in `options.microBatches` micro-batches,
+/// losses averaged, and over "data" with data parallelism). Parameters and
+/// the loss are in the loss's precision, as the training step's masters,
+/// so a runtime can copy the training step's parameters into it.
+LogicalResult buildEvalStep(func::FuncOp forward,
+                            const TrainStepOptions &options);
+
+/// Adds `@logits` beside `forward`, which stays: the forward's logits (its
+/// second result) for one micro-batch of tokens, without the loss,
+///
+///   logits(params..., tokens) -> logits [rows, seq, vocab]
+///
+/// with parameters and logits in the loss's precision. Needs a forward on
+/// one device (no mesh): the logits of a partitioned forward are split.
+LogicalResult buildLogits(func::FuncOp forward);
+
 /// Replaces `forward` (tokens, targets, params... -> loss, ...) in its module
 /// by `@train_step`, the whole training step in tg:
 ///
@@ -110,10 +160,14 @@ LogicalResult buildTrainStep(func::FuncOp forward,
 /// by a 1/count constant (count > 1).
 LogicalResult unrollMicroBatches(Operation *root);
 
-/// tg-build-train-step with its options set from `options`.
+/// tg-build-train-step (tg-build-eval-step) with its options set from
+/// `options`.
 std::unique_ptr<Pass>
 createTgBuildTrainStepPass(const TrainStepOptions &options,
                            StringRef function = "forward");
+std::unique_ptr<Pass>
+createTgBuildEvalStepPass(const TrainStepOptions &options,
+                          StringRef function = "forward");
 
 } // namespace mlir::tg
 

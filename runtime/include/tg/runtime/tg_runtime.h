@@ -80,6 +80,34 @@ tg_status tg_session_step(tg_session *session, const int32_t *tokens,
 /* Number of steps taken so far (restored by tg_session_load_checkpoint). */
 int64_t tg_session_steps_done(const tg_session *session);
 
+/* Evaluation: the loss of the current parameters on `tokens` and `targets`
+ * (as tg_session_step's: this rank's rows), without gradients or update,
+ * by the artifact's eval_step function (tgc writes it into the artifacts it
+ * compiles from a model description). It runs on its own memory: the first
+ * call allocates the function's arena, with a copy of the parameters that
+ * is taken again whenever they have changed. Collective in a multi-rank
+ * program: every rank calls it with its rows. The training state is not
+ * touched. */
+tg_status tg_session_eval(tg_session *session, const int32_t *tokens,
+                          const int32_t *targets, double *loss);
+
+/* Logits, for generation: the artifact's logits function maps `rows`
+ * sequences of `seq_len` token ids to their rows x seq_len x vocab_size
+ * logits (position p's from the tokens up to p). Artifacts for one device
+ * have it; an error names what to do otherwise. Like evaluation, it runs on
+ * its own memory with a copy of the parameters. */
+typedef struct {
+  int64_t rows;
+  int64_t seq_len;
+  int64_t vocab_size;
+} tg_logits_shape;
+tg_status tg_session_logits_shape(const tg_session *session,
+                                  tg_logits_shape *out);
+/* `tokens`: rows * seq_len ids; `logits`: rows * seq_len * vocab_size
+ * floats, row-major. */
+tg_status tg_session_logits(tg_session *session, const int32_t *tokens,
+                            float *logits);
+
 /* Profiling: with it on, tg_session_step times each command of the program
  * (wall time on the CPU, device time on a GPU) and keeps one record per
  * command, in program order, for tg_session_profile. Off by default; the
