@@ -96,15 +96,16 @@ class TgrunCli(unittest.TestCase):
         self.assertIn("TGC", run("tgrun", "--version"))
 
     def test_plot_metrics_draws_the_run(self):
-        """scripts/plot-metrics draws a run's metrics (loss, gradient norm,
-        tokens/s, MFU) into a PNG; a file that is not tgrun's metrics is
-        refused with its line named."""
-        self.train("--steps", 8, "--peak-tflops", 1, "--metrics", self.path("plot.jsonl"))
+        """scripts/plot-metrics draws a run's metrics (loss, validation loss,
+        gradient norm, tokens/s, MFU) into a PNG; a file that is not tgrun's
+        metrics is refused with its line named."""
+        self.train("--steps", 8, "--peak-tflops", 1, "--metrics", self.path("plot.jsonl"),
+                   "--eval-data", self.path("tokens.bin"), "--eval-every", 4, "--eval-batches", 2)
         script = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "plot-metrics")
         result = subprocess.run([script, self.path("plot.jsonl"), "-o", self.path("plot.png")],
                                 capture_output=True, text=True)
         self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertIn("8 steps", result.stdout)
+        self.assertIn("8 steps, 2 evaluations", result.stdout)
         png = open(self.path("plot.png"), "rb").read()
         self.assertEqual(png[:8], b"\x89PNG\r\n\x1a\n")
         self.assertGreater(len(png), 10000)
@@ -113,7 +114,7 @@ class TgrunCli(unittest.TestCase):
         result = subprocess.run([script, self.path("plot.jsonl"), "-o", self.path("bad.png")],
                                 capture_output=True, text=True)
         self.assertEqual(result.returncode, 1)
-        self.assertIn("plot.jsonl:9: not a JSON object", result.stderr)
+        self.assertIn("plot.jsonl:11: not a JSON object", result.stderr)
 
     def test_sharded_weights_round_trip(self):
         """Above --max-shard-size, --save-weights writes Hugging Face shards

@@ -6,6 +6,8 @@
 #include "Generate.h"
 
 #include "Cli.h"
+#include "tg/runtime/Artifact.h"
+#include "tg/runtime/RegularFile.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -207,6 +209,27 @@ private:
   std::mt19937_64 random;
 };
 
+/// Only artifacts for one device have the logits function: said before a
+/// session tries to join the ranks such a program needs.
+int checkHasLogits(const GenerateOptions &o, std::vector<uint8_t> bytes) {
+  const std::string source = o.artifact.empty() ? "this executable's program" : o.artifact;
+  std::string problem;
+  bool opened;
+  if (bytes.empty() && !tg::runtime::readRegularFile(o.artifact, bytes, problem, opened))
+    return error(o.artifact + ": cannot read the artifact (" + problem + "); check the path");
+  if (!tg::runtime::verifyArtifact(bytes.data(), bytes.size(), source, problem))
+    return error(problem);
+  const tg::tgx::Program &program = *tg::tgx::GetProgram(bytes.data());
+  if (program.functions())
+    for (const tg::tgx::Program *function : *program.functions())
+      if (function->name() && function->name()->string_view() == "logits")
+        return 0;
+  return error("generate: " + source + " has no 'logits' function; tgc writes it into "
+               "artifacts for one device (this one is for " +
+               tg::runtime::meshText(*program.mesh()) +
+               "): compile the model without --mesh (weights load on any mesh)");
+}
+
 } // namespace
 
 int generate(int argc, char **argv, const std::vector<uint8_t> &embedded,
@@ -218,6 +241,8 @@ int generate(int argc, char **argv, const std::vector<uint8_t> &embedded,
     printHelp(programName, !embedded.empty());
     return 0;
   }
+  if (int status = checkHasLogits(o, embedded))
+    return status;
   int exitCode = 0;
   tg_session *raw = nullptr;
   if (!check(embedded.empty()
