@@ -399,6 +399,46 @@ TEST(Artifact, RejectsMissingOrMistypedInterfaceSlots) {
                  "slot 'tokens' is not I32 of shape [batch_size / data ranks, seq_len]");
 }
 
+// Functions beside the training step (eval_step, logits) are programs of
+// their own, checked as such and against the training step, whose
+// parameters the runtime copies into them.
+TEST(Artifact, ChecksFunctionsAgainstTheTrainingStep) {
+  auto withFunction = [](const std::string &name) {
+    ProgramSpec spec = test::fixtureSpec();
+    ProgramSpec function = test::fixtureSpec();
+    function.name = name;
+    spec.functions.push_back(function);
+    return spec;
+  };
+  EXPECT_EQ(verifyError([](ProgramSpec &) {}, withFunction("eval_step")), "");
+  expectRejected([](ProgramSpec &s) { s.functions[0].name = "decode"; },
+                 "functions[0] 'decode'.name is 'decode', not a function this runtime runs",
+                 withFunction("eval_step"));
+  expectRejected([](ProgramSpec &s) { s.functions.push_back(s.functions[0]); },
+                 "functions[1].name is 'eval_step', which another function has",
+                 withFunction("eval_step"));
+  expectRejected([](ProgramSpec &s) { s.functions[0].parameters[0].name = "other"; },
+                 "functions[0] 'eval_step'.parameters[0] is not the training step's parameter",
+                 withFunction("eval_step"));
+  expectRejected([](ProgramSpec &s) { s.functions[0].parameters.pop_back(); },
+                 "functions[0] 'eval_step'.parameters has", withFunction("eval_step"));
+  expectRejected([](ProgramSpec &s) { s.functions[0].mesh = {{"e", 1}}; },
+                 "functions[0] 'eval_step'.mesh is e=1, not the training step's d=1",
+                 withFunction("eval_step"));
+  expectRejected([](ProgramSpec &s) { s.functions[0].target = tgx::Target_Cuda; },
+                 "functions[0] 'eval_step'.modules[0].format is ElfSharedObject in a program for "
+                 "the target Cuda", withFunction("eval_step"));
+  expectRejected([](ProgramSpec &s) { s.functions[0].functions.push_back(s.functions[0]); },
+                 "only the training step has functions", withFunction("eval_step"));
+  expectRejected([](ProgramSpec &s) { s.functions[0].slots[3].name = "lost"; },
+                 "functions[0] 'eval_step'.slots has no 'loss' slot", withFunction("eval_step"));
+  // A function is verified as a whole program: a range outside its arena.
+  expectRejected([](ProgramSpec &s) { s.functions[0].slots[1].range.offset = 1 << 30; },
+                 "functions[0] 'eval_step'.slots[1] 'tokens'.range", withFunction("eval_step"));
+  expectRejected([](ProgramSpec &) {}, "functions[0] 'logits'.slot 'logits' is missing",
+                 withFunction("logits"));
+}
+
 TEST(Artifact, RejectsCorruptKernelImages) {
   std::vector<uint8_t> bytes = test::build(test::fixtureSpec());
   const auto *image = tgx::GetProgram(bytes.data())->modules()->Get(0)->image();

@@ -106,8 +106,12 @@ void ProgramSpec::deriveOperandBytes() {
   }
 }
 
-std::vector<uint8_t> build(const ProgramSpec &spec) {
-  flatbuffers::FlatBufferBuilder b;
+namespace {
+flatbuffers::Offset<tgx::Program> writeProgram(flatbuffers::FlatBufferBuilder &b,
+                                               const ProgramSpec &spec) {
+  std::vector<flatbuffers::Offset<tgx::Program>> functions;
+  for (const ProgramSpec &function : spec.functions)
+    functions.push_back(writeProgram(b, function));
   auto range = [](const Range &r) { return tgx::BufferRange(r.offset, r.size); };
 
   std::vector<flatbuffers::Offset<tgx::Slot>> slots;
@@ -171,12 +175,18 @@ std::vector<uint8_t> build(const ProgramSpec &spec) {
   auto mesh = tgx::CreateMesh(b, b.CreateVector(meshShape), b.CreateVectorOfStrings(meshAxes));
   auto train = tgx::CreateTrainInfo(b, spec.batchSize, spec.seqLen, spec.vocabSize, spec.seed,
                                     1e6);
-  auto program = tgx::CreateProgram(
+  return tgx::CreateProgram(
       b, spec.formatVersion, spec.target, b.CreateString("x86-64"), b.CreateString("test"),
       b.CreateString("{}"), mesh, train, spec.arenaBytes, b.CreateVector(slots),
       b.CreateVector(parameters), b.CreateVector(constants), b.CreateVector(modules),
-      b.CreateVector(commands));
-  tgx::FinishProgramBuffer(b, program);
+      b.CreateVector(commands), spec.name.empty() ? 0 : b.CreateString(spec.name),
+      functions.empty() ? 0 : b.CreateVector(functions));
+}
+} // namespace
+
+std::vector<uint8_t> build(const ProgramSpec &spec) {
+  flatbuffers::FlatBufferBuilder b;
+  tgx::FinishProgramBuffer(b, writeProgram(b, spec));
   std::vector<uint8_t> bytes(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
   if (spec.seal)
     runtime::sealArtifact(bytes);

@@ -108,6 +108,8 @@ struct ProgramSpec {
   std::vector<ConstantSpec> constants;
   std::vector<ModuleSpec> modules;
   std::vector<CommandSpec> commands;
+  std::string name;                    // empty: none written
+  std::vector<ProgramSpec> functions; // Program.functions
 
   /// Appends a slot at the next 64-byte aligned offset, growing the arena.
   uint32_t addSlot(const std::string &name, tgx::DType dtype, std::vector<int64_t> shape);
