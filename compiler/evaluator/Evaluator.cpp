@@ -341,13 +341,13 @@ Results Interpreter::compute(Operation *op) {
       .Case([&](AttentionOp o) {
         return one(attention(get(o.getQuery()), get(o.getKey()),
                              get(o.getValue()), o.getScale().convertToDouble(),
-                             o.getCausal()));
+                             o.getCausal(), o.getWindow()));
       })
       .Case([&](AttentionGradOp o) {
         return Results(attentionGrad(
             get(o.getQuery()), get(o.getKey()), get(o.getValue()),
             get(o.getResultGrad()), o.getScale().convertToDouble(),
-            o.getCausal()));
+            o.getCausal(), o.getWindow()));
       })
       .Case([&](RopeOp o) {
         const Tensor &x = get(o.getInput());

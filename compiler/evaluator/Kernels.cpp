@@ -123,9 +123,11 @@ struct AttentionDims {
   int64_t keyRow(int64_t b, int64_t h, int64_t s) const {
     return ((b * kvHeads + h / group) * keyLen + s) * headDim;
   }
-  /// Number of visible keys for query position t.
-  int64_t visible(int64_t t, bool causal) const {
-    return causal ? std::min(t + 1, keyLen) : keyLen;
+  /// The first visible key of query position t and their number.
+  std::pair<int64_t, int64_t> visible(int64_t t, bool causal, int64_t window) const {
+    int64_t end = causal ? std::min(t + 1, keyLen) : keyLen;
+    int64_t first = window > 0 ? std::max<int64_t>(0, t - window + 1) : 0;
+    return {first, std::max<int64_t>(0, end - first)};
   }
 };
 
@@ -136,15 +138,19 @@ double dot(const double *a, const double *b, int64_t n) {
   return sum;
 }
 
-/// The attention probabilities of query row (b, h, t) over its visible keys.
+/// The attention probabilities of query row (b, h, t) over its visible keys,
+/// which start at key `first`.
 std::vector<double> attentionRow(const AttentionDims &dims, const Tensor &q,
                                  const Tensor &k, int64_t b, int64_t h,
-                                 int64_t t, double scale, bool causal) {
-  std::vector<double> scores(dims.visible(t, causal));
+                                 int64_t t, double scale, bool causal,
+                                 int64_t window, int64_t &first) {
+  auto [start, count] = dims.visible(t, causal, window);
+  first = start;
+  std::vector<double> scores(count);
   const double *query = &q.data[dims.queryRow(b, h, t)];
-  for (int64_t s = 0; s < (int64_t)scores.size(); ++s)
-    scores[s] =
-        scale * dot(query, &k.data[dims.keyRow(b, h, s)], dims.headDim);
+  for (int64_t s = 0; s < count; ++s)
+    scores[s] = scale * dot(query, &k.data[dims.keyRow(b, h, first + s)],
+                            dims.headDim);
   softmaxRow(scores.data(), scores.data(), scores.size());
   return scores;
 }
@@ -444,16 +450,18 @@ Tensor softmaxGrad(const Tensor &result, const Tensor &resultGrad) {
 }
 
 Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
-                 double scale, bool causal) {
+                 double scale, bool causal, int64_t window) {
   AttentionDims dims(q, k);
   Tensor out = zeros(q.shape);
   for (int64_t b = 0; b < dims.batch; ++b)
     for (int64_t h = 0; h < dims.heads; ++h)
       for (int64_t t = 0; t < dims.queryLen; ++t) {
-        std::vector<double> p = attentionRow(dims, q, k, b, h, t, scale, causal);
+        int64_t first;
+        std::vector<double> p =
+            attentionRow(dims, q, k, b, h, t, scale, causal, window, first);
         double *o = &out.data[dims.queryRow(b, h, t)];
         for (int64_t s = 0; s < (int64_t)p.size(); ++s) {
-          const double *value = &v.data[dims.keyRow(b, h, s)];
+          const double *value = &v.data[dims.keyRow(b, h, first + s)];
           for (int64_t d = 0; d < dims.headDim; ++d)
             o[d] += p[s] * value[d];
         }
@@ -463,27 +471,29 @@ Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
 
 std::vector<Tensor> attentionGrad(const Tensor &q, const Tensor &k,
                                   const Tensor &v, const Tensor &resultGrad,
-                                  double scale, bool causal) {
+                                  double scale, bool causal, int64_t window) {
   AttentionDims dims(q, k);
   Tensor dq = zeros(q.shape), dk = zeros(k.shape), dv = zeros(v.shape);
   for (int64_t b = 0; b < dims.batch; ++b)
     for (int64_t h = 0; h < dims.heads; ++h)
       for (int64_t t = 0; t < dims.queryLen; ++t) {
-        std::vector<double> p = attentionRow(dims, q, k, b, h, t, scale, causal);
+        int64_t first;
+        std::vector<double> p =
+            attentionRow(dims, q, k, b, h, t, scale, causal, window, first);
         int64_t qRow = dims.queryRow(b, h, t);
         const double *dout = &resultGrad.data[qRow];
         // dp_s = dO . v_s; ds_s = p_s (dp_s - sum_s' p_s' dp_s').
         std::vector<double> dp(p.size());
         double pDotDp = 0;
         for (int64_t s = 0; s < (int64_t)p.size(); ++s) {
-          int64_t kvRow = dims.keyRow(b, h, s);
+          int64_t kvRow = dims.keyRow(b, h, first + s);
           dp[s] = dot(dout, &v.data[kvRow], dims.headDim);
           pDotDp += p[s] * dp[s];
           for (int64_t d = 0; d < dims.headDim; ++d)
             dv.data[kvRow + d] += p[s] * dout[d];
         }
         for (int64_t s = 0; s < (int64_t)p.size(); ++s) {
-          int64_t kvRow = dims.keyRow(b, h, s);
+          int64_t kvRow = dims.keyRow(b, h, first + s);
           double ds = scale * p[s] * (dp[s] - pDotDp);
           for (int64_t d = 0; d < dims.headDim; ++d) {
             dq.data[qRow + d] += ds * k.data[kvRow + d];

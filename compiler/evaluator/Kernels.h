@@ -58,13 +58,14 @@ std::vector<Tensor> rmsNormGrad(const Tensor &x, const Tensor &weight,
 Tensor softmax(const Tensor &x);
 Tensor softmaxGrad(const Tensor &result, const Tensor &resultGrad);
 
-/// q [B, Hq, T, D], k and v [B, Hkv, S, D].
+/// q [B, Hq, T, D], k and v [B, Hkv, S, D]; with `causal`, query t sees
+/// keys s <= t, and with a `window` W > 0 only t - W < s <= t.
 Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
-                 double scale, bool causal);
+                 double scale, bool causal, int64_t window = 0);
 /// Returns {query_grad, key_grad, value_grad}.
 std::vector<Tensor> attentionGrad(const Tensor &q, const Tensor &k,
                                   const Tensor &v, const Tensor &resultGrad,
-                                  double scale, bool causal);
+                                  double scale, bool causal, int64_t window = 0);
 
 /// x [B, H, T, D], Hugging Face rotate_half convention.
 /// Rotates pairs (i, i + D/2) at position t by t * frequencies[i].

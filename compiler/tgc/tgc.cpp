@@ -384,14 +384,6 @@ static llvm::Error buildFromConfig(MLIRContext &ctx, Compilation &c) {
         "--batch must be >= 1 and --seq within 1..%lld (the model's maximum)",
         (long long)model->maxPositions);
   }
-  // Within the window, sliding-window attention is causal attention.
-  if (model->slidingWindow && c.seqLen > model->slidingWindow)
-    return llvm::createStringError(
-        "%s: field 'sliding_window' is %lld, below the sequence length %lld "
-        "(%s): sliding-window attention is not implemented; use sequences of "
-        "at most %lld tokens, over which it is causal attention",
-        inputPath.c_str(), (long long)model->slidingWindow, (long long)c.seqLen,
-        trainPath.empty() ? "--seq" : "seq_len", (long long)model->slidingWindow);
   if (llvm::Error error =
           checkGraphSizes(*c.model, c.batch, c.seqLen, trainPath))
     return error;

@@ -80,7 +80,8 @@ Value mlir::tg::frontend::buildGpt2Logits(GraphBuilder &g, const ModelConfig &c,
       scale /= double(i + 1);
     Value o = g.create<tg::AttentionOp>(n + "attn", q, k, v,
                                         g.builder().getF64FloatAttr(scale),
-                                        g.builder().getBoolAttr(true));
+                                        g.builder().getBoolAttr(true),
+                                        g.builder().getI64IntegerAttr(0));
     o = g.mergeHeads(n + "attn", o);
     o = conv1d(n + "attn_proj", o, p + "attn.c_proj");
     h = g.create<tg::AddOp>(n + "attn_residual", h, o);

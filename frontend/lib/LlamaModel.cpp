@@ -83,9 +83,13 @@ Value mlir::tg::frontend::buildLlamaLogits(GraphBuilder &g, const ModelConfig &c
     q = rope(n + "attn_q_rope", q);
     k = rope(n + "attn_k_rope", k);
     double scale = 1.0 / std::sqrt(double(c.headDim()));
+    // Mistral's window masks something only on sequences longer than it.
+    int64_t seq = cast<RankedTensorType>(q.getType()).getDimSize(2);
+    int64_t window = c.slidingWindow && seq > c.slidingWindow ? c.slidingWindow : 0;
     Value o = g.create<tg::AttentionOp>(n + "attn", q, k, v,
                                         b.getF64FloatAttr(scale),
-                                        b.getBoolAttr(true));
+                                        b.getBoolAttr(true),
+                                        b.getI64IntegerAttr(window));
     o = proj(n + "attn_o", g.mergeHeads(n + "attn", o),
              p + "self_attn.o_proj.weight", c.outputBias);
     h = g.create<tg::AddOp>(n + "attn_residual", h, o);

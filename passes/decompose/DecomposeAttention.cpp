@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <tuple>
 #include <vector>
 
 using namespace mlir;
@@ -33,10 +34,12 @@ struct Namer {
 };
 
 /// The [rows, keys] additive causal mask for query length `queryLen`: row r is
-/// query position r mod queryLen and sees keys s <= r mod queryLen (0), the
-/// later ones get -inf. Built as a raw buffer: these constants can be large
-/// (T*S*G elements) and an APFloat per element would be slow.
-DenseElementsAttr causalMask(RankedTensorType type, int64_t queryLen) {
+/// query position t = r mod queryLen and sees keys s <= t (0), and with a
+/// `window` W > 0 only t - W < s <= t; the others get -inf. Built as a raw
+/// buffer: these constants can be large (T*S*G elements) and an APFloat per
+/// element would be slow.
+DenseElementsAttr causalMask(RankedTensorType type, int64_t queryLen,
+                             int64_t window) {
   auto elem = cast<FloatType>(type.getElementType());
   unsigned bytes = elem.getWidth() / 8;
   APInt bits = APFloat::getInf(elem.getFloatSemantics(), /*Negative=*/true)
@@ -49,9 +52,12 @@ DenseElementsAttr causalMask(RankedTensorType type, int64_t queryLen) {
                                  : (const void *)&inf64;
   int64_t rows = type.getDimSize(0), keys = type.getDimSize(1);
   std::vector<char> raw(size_t(rows * keys) * bytes, 0); // +0.0 is all zeros
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t s = r % queryLen + 1; s < keys; ++s)
-      std::memcpy(&raw[size_t(r * keys + s) * bytes], inf, bytes);
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t t = r % queryLen;
+    for (int64_t s = 0; s < keys; ++s)
+      if (s > t || (window > 0 && s <= t - window))
+        std::memcpy(&raw[size_t(r * keys + s) * bytes], inf, bytes);
+  }
   return DenseElementsAttr::getFromRawBuffer(type, raw);
 }
 
@@ -122,16 +128,17 @@ private:
         b, loc, DenseElementsAttr::get(type, b.getFloatAttr(d.element, value)));
   }
 
-  /// The shared causal mask for these dims, created once per function at the
-  /// top of its entry block.
-  Value mask(const Dims &d, Location at) {
+  /// The shared causal mask for these dims and window, created once per
+  /// function at the top of its entry block.
+  Value mask(const Dims &d, int64_t window, Location at) {
     auto type = tensor({d.group * d.queryLen, d.keyLen}, d);
-    Value &slot = masks[{type, d.queryLen}];
+    Value &slot = masks[{type, d.queryLen, window}];
     if (!slot) {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(&func.getBody().front());
-      Location loc = NameLoc::get(b.getStringAttr("causal_mask"), at);
-      slot = ConstantOp::create(b, loc, causalMask(type, d.queryLen));
+      Location loc = NameLoc::get(
+          b.getStringAttr(window > 0 ? "window_mask" : "causal_mask"), at);
+      slot = ConstantOp::create(b, loc, causalMask(type, d.queryLen, window));
     }
     return slot;
   }
@@ -148,7 +155,7 @@ private:
 
   /// P = softmax(scale * q' K^T [+ mask]) : [B, Hkv, G*T, S].
   Probs probabilities(const Namer &name, const Dims &d, Value query, Value key,
-                      Value scale, bool causal) {
+                      Value scale, bool causal, int64_t window) {
     Value q = groupQueries(query, d, name("q"));
     Value scores = MatmulOp::create(b, name("scores"), q, key,
                                     /*transpose_lhs=*/false,
@@ -156,7 +163,8 @@ private:
     Value scaled = MulOp::create(b, name("scaled"), scores, scale);
     // With a single key every query sees it: the mask would be all zeros.
     if (causal && d.keyLen > 1)
-      scaled = AddOp::create(b, name("masked"), scaled, mask(d, name.base));
+      scaled = AddOp::create(b, name("masked"), scaled,
+                             mask(d, window, name.base));
     Value probs = SoftmaxOp::create(b, name("probs"), scaled);
     return {q, probs};
   }
@@ -168,7 +176,7 @@ private:
     Namer name{op.getLoc(), valueName(op.getResult()).str()};
     Value scale = scalar(op.getScale().convertToDouble(), *d, name("scale"));
     Probs p = probabilities(name, *d, op.getQuery(), op.getKey(), scale,
-                            op.getCausal());
+                            op.getCausal(), op.getWindow());
     Value result =
         ungroup(*d, op.getType(), op.getLoc(), name("pv"), [&](Location loc) {
           return MatmulOp::create(b, loc, p.probs, op.getValue(),
@@ -189,7 +197,7 @@ private:
     // P is recomputed here, not kept from the forward pass: keeping it alive
     // would cost B*Hq*T*S elements per layer between the two sweeps.
     Probs p = probabilities(name, *d, op.getQuery(), op.getKey(), scale,
-                            op.getCausal());
+                            op.getCausal(), op.getWindow());
     Value dOut = groupQueries(op.getResultGrad(), *d, name("dout"));
     // dV = P^T dO': the G*T contraction also sums the query heads of a group.
     Value dv = MatmulOp::create(b, name("dv"), p.probs, dOut,
@@ -219,7 +227,7 @@ private:
 
   func::FuncOp func;
   OpBuilder b;
-  llvm::DenseMap<std::pair<Type, int64_t>, Value> masks;
+  llvm::DenseMap<std::tuple<Type, int64_t, int64_t>, Value> masks;
 };
 
 } // namespace

@@ -676,7 +676,8 @@ LogicalResult Partitioner::partitionAttention(AttentionOp op) {
     return fail(op, "its keys or values are neither split by head, nor by "
                     "sequence, nor whole");
   Value out = AttentionOp::create(b, op.getLoc(), q, ownHead(k), ownHead(v),
-                                  op.getScaleAttr(), op.getCausalAttr());
+                                  op.getScaleAttr(), op.getCausalAttr(),
+                                  op.getWindowAttr());
   set(op.getResult(), out, Sharding::split(1));
   return success();
 }

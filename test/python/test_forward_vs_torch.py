@@ -53,6 +53,9 @@ CASES.update({
     "qwen2": (QWEN2, 2, 11),
     "mistral-within-window": (MISTRAL, 2, 8),
     "mistral-no-window": (dict(MISTRAL, sliding_window=None), 2, 11),
+    # Sequences longer than the window: keys t - W < s <= t (W = 8 and 3).
+    "mistral-sliding-window": (MISTRAL, 2, 20),
+    "mistral-window-3": (dict(MISTRAL, sliding_window=3), 2, 11),
     "qwen2-tied": (dict(QWEN2, tie_word_embeddings=True, num_key_value_heads=4), 2, 9),
     "llama-head-dim": (dict(_L, head_dim=12), 2, 11),
     "llama-attention-bias": (dict(_L, attention_bias=True), 2, 11),

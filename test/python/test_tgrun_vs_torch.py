@@ -54,6 +54,7 @@ CASES = {
     "gpt2-attention-scales": (GPT2_FIELDS, tgrun_config()),
     "qwen2-qkv-biases": (QWEN2, tgrun_config()),
     "mistral-within-window": (MISTRAL, tgrun_config()),
+    "mistral-sliding-window": (dict(MISTRAL, sliding_window=3), tgrun_config()),
 }
 
 
@@ -120,6 +121,9 @@ class TgrunVsTorch(unittest.TestCase):
 
     def test_mistral_within_window(self):
         self.check("mistral-within-window")
+
+    def test_mistral_sliding_window(self):
+        self.check("mistral-sliding-window")
 
 
 if __name__ == "__main__":

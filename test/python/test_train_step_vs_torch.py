@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from tgtest import safetensors_io
-from tgtest.configs import GPT2, GPT2_FIELDS, LLAMA, LLAMA_FIELDS, train_config
+from tgtest.configs import GPT2, GPT2_FIELDS, LLAMA, LLAMA_FIELDS, MISTRAL, train_config
 from tgtest.reference import batch, learning_rate, torch_training
 from tgtest.tools import param_specs, random_params, rel_err, run
 
@@ -37,6 +37,8 @@ CASES = {
     "llama-head-dim-biases-llama3": (LLAMA_FIELDS, train_config(grad_clip_norm=0.5)),
     "llama-rope-linear": (dict(LLAMA, rope_scaling={"type": "linear", "factor": 3.0}), train_config()),
     "gpt2-attention-scales": (GPT2_FIELDS, train_config(grad_clip_norm=0.5)),
+    # Mistral's sliding window (3) over sequences of 6: attention_grad's mask.
+    "mistral-sliding-window": (dict(MISTRAL, sliding_window=3), train_config()),
 }
 
 

@@ -117,3 +117,23 @@ func.func @single_key(%q: tensor<1x1x3x4xf32>, %k: tensor<1x1x1x4xf32>) -> tenso
   %0 = tg.attention %q, %k, %k {scale = 0.5 : f64} : tensor<1x1x3x4xf32>, tensor<1x1x1x4xf32>, tensor<1x1x1x4xf32> -> tensor<1x1x3x4xf32>
   return %0 : tensor<1x1x3x4xf32>
 }
+
+// -----
+
+// Sliding-window attention (Mistral), window 2 over 4 positions: query t
+// sees keys t - 2 < s <= t; the gradient's recomputed probabilities use the
+// same mask, and a plain causal attention in the same function its own.
+// CHECK-LABEL: func.func @sliding_window(
+// CHECK-DAG: %window_mask = tg.constant dense<{{\[}}[0.000000e+00, 0xFF800000, 0xFF800000, 0xFF800000], [0.000000e+00, 0.000000e+00, 0xFF800000, 0xFF800000], [0xFF800000, 0.000000e+00, 0.000000e+00, 0xFF800000], [0xFF800000, 0xFF800000, 0.000000e+00, 0.000000e+00]]> : tensor<4x4xf32>
+// CHECK-DAG: %causal_mask = tg.constant dense<{{\[}}[0.000000e+00, 0xFF800000, 0xFF800000, 0xFF800000], [0.000000e+00, 0.000000e+00, 0xFF800000, 0xFF800000], [0.000000e+00, 0.000000e+00, 0.000000e+00, 0xFF800000], [0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00]]> : tensor<4x4xf32>
+// CHECK: %w_masked = tg.add %w_scaled, %window_mask
+// CHECK: %c_masked = tg.add %c_scaled, %causal_mask
+// CHECK: %dq_masked = tg.add %dq_scaled, %window_mask
+func.func @sliding_window(%q: tensor<1x1x4x2xf32> loc("q"), %k: tensor<1x1x4x2xf32> loc("k"),
+                          %v: tensor<1x1x4x2xf32> loc("v"), %g: tensor<1x1x4x2xf32> loc("g"))
+    -> (tensor<1x1x4x2xf32>, tensor<1x1x4x2xf32>, tensor<1x1x4x2xf32>) {
+  %0 = tg.attention %q, %k, %v {scale = 0.5 : f64, window = 2 : i64} : tensor<1x1x4x2xf32>, tensor<1x1x4x2xf32>, tensor<1x1x4x2xf32> -> tensor<1x1x4x2xf32> loc("w")
+  %1 = tg.attention %q, %k, %v {scale = 0.5 : f64} : tensor<1x1x4x2xf32>, tensor<1x1x4x2xf32>, tensor<1x1x4x2xf32> -> tensor<1x1x4x2xf32> loc("c")
+  %dq, %dk, %dv = tg.attention_grad %q, %k, %v, %g {scale = 0.5 : f64, window = 2 : i64} : tensor<1x1x4x2xf32>, tensor<1x1x4x2xf32>, tensor<1x1x4x2xf32>, tensor<1x1x4x2xf32> -> tensor<1x1x4x2xf32>, tensor<1x1x4x2xf32>, tensor<1x1x4x2xf32> loc("dq")
+  return %0, %1, %dq : tensor<1x1x4x2xf32>, tensor<1x1x4x2xf32>, tensor<1x1x4x2xf32>
+}

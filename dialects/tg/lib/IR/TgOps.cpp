@@ -455,10 +455,22 @@ LogicalResult RmsNormGradOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-/// Checks query [B, Hq, T, D] and key/value [B, Hkv, S, D] with Hq % Hkv == 0.
+/// An attention op's window while it is being built, when its attribute
+/// may still be unset (the default, 0).
+template <typename Adaptor> static int64_t windowOf(Adaptor &adaptor) {
+  IntegerAttr window = adaptor.getWindowAttr();
+  return window ? window.getInt() : 0;
+}
+
+/// Checks query [B, Hq, T, D] and key/value [B, Hkv, S, D] with Hq % Hkv ==
+/// 0, and a window >= 0, only on causal attention.
 static LogicalResult verifyAttentionOperands(std::optional<Location> loc,
                                              StringRef opName, Value query,
-                                             Value key, Value value) {
+                                             Value key, Value value, bool causal,
+                                             int64_t window) {
+  if (window < 0 || (window > 0 && !causal))
+    return fail(loc, opName, "window is ", window,
+                ", expected 0 (none) or a positive window on causal attention");
   ArrayRef<int64_t> q = dimsOf(query);
   if (q.size() != 4)
     return fail(loc, opName, "query has shape ", ShapeStr{q},
@@ -483,7 +495,8 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &types) {
   if (failed(verifyAttentionOperands(loc, "attention", adaptor.getQuery(),
-                                     adaptor.getKey(), adaptor.getValue())))
+                                     adaptor.getKey(), adaptor.getValue(),
+                                     adaptor.getCausal(), windowOf(adaptor))))
     return failure();
   types.push_back(adaptor.getQuery().getType());
   return success();
@@ -494,7 +507,8 @@ LogicalResult AttentionGradOp::inferReturnTypes(MLIRContext *,
                                                 Adaptor adaptor,
                                                 SmallVectorImpl<Type> &types) {
   if (failed(verifyAttentionOperands(loc, "attention_grad", adaptor.getQuery(),
-                                     adaptor.getKey(), adaptor.getValue())))
+                                     adaptor.getKey(), adaptor.getValue(),
+                                     adaptor.getCausal(), windowOf(adaptor))))
     return failure();
   if (failed(requireGradLike(loc, "attention_grad", adaptor.getResultGrad(),
                              "query", adaptor.getQuery())))

@@ -316,7 +316,8 @@ SmallVector<Value> SoftmaxOp::buildVjp(OpBuilder &b, Location loc,
 SmallVector<Value> AttentionOp::buildVjp(OpBuilder &b, Location loc,
                                          ValueRange grads) {
   auto op = AttentionGradOp::create(b, loc, getQuery(), getKey(), getValue(),
-                                    grads[0], getScaleAttr(), getCausalAttr());
+                                    grads[0], getScaleAttr(), getCausalAttr(),
+                                    getWindowAttr());
   return {op.getQueryGrad(), op.getKeyGrad(), op.getValueGrad()};
 }
 

@@ -50,7 +50,7 @@ struct ModelConfig {
   bool outputBias = false;
   bool mlpBias = false;
   /// Mistral only: each token attends to the last `slidingWindow` positions
-  /// (0: all). TGC compiles only sequences no longer than the window.
+  /// (0: all), tg.attention's `window` on sequences longer than it.
   int64_t slidingWindow = 0;
   /// `initializer_range`: the std of the normal initialisation.
   double initializerRange = 0.02;

@@ -574,3 +574,22 @@ func.func @cross_entropy_grad_result_type(%l: tensor<2x8x32xf32>, %t: tensor<2x8
   %0 = "tg.cross_entropy_grad"(%l, %t, %g) : (tensor<2x8x32xf32>, tensor<2x8xi64>, tensor<f32>) -> tensor<2x8x32xf16>
   return %0 : tensor<2x8x32xf16>
 }
+
+// -----
+
+// A sliding window only narrows causal attention.
+func.func @attention_window_not_causal(%q: tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32> {
+  // expected-error @+2 {{'tg.attention' op window is 4, expected 0 (none) or a positive window on causal attention}}
+  // expected-error @+1 {{'tg.attention' op failed to infer returned types}}
+  %0 = tg.attention %q, %q, %q {scale = 0.25 : f64, causal = false, window = 4 : i64} : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32> -> tensor<2x4x8x16xf32>
+  return %0 : tensor<2x4x8x16xf32>
+}
+
+// -----
+
+func.func @attention_grad_negative_window(%q: tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32> {
+  // expected-error @+2 {{'tg.attention_grad' op window is -1, expected 0 (none) or a positive window on causal attention}}
+  // expected-error @+1 {{'tg.attention_grad' op failed to infer returned types}}
+  %0:3 = tg.attention_grad %q, %q, %q, %q {scale = 0.25 : f64, window = -1 : i64} : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32> -> tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>
+  return %0#0 : tensor<2x4x8x16xf32>
+}

@@ -291,11 +291,14 @@ def Tg_AttentionOp : Tg_InferredOp<"attention", [Differentiable, Tg_FlopCount]> 
     `query` is [B, Hq, T, D]; `key` and `value` are [B, Hkv, S, D] with Hq a
     multiple of Hkv (query head h reads key/value head h / (Hq / Hkv)).
     Computes softmax(scale * Q K^T + causal mask) V; `causal` masks key
-    positions after the query position.
+    positions after the query position. A `window` W > 0 (causal only:
+    Mistral's sliding window) also masks those W or more positions before
+    it: query t sees keys t - W < s <= t.
   }];
   let arguments = (ins Tg_FloatTensor:$query, Tg_FloatTensor:$key,
                        Tg_FloatTensor:$value, F64Attr:$scale,
-                       DefaultValuedAttr<BoolAttr, "true">:$causal);
+                       DefaultValuedAttr<BoolAttr, "true">:$causal,
+                       DefaultValuedAttr<I64Attr, "0">:$window);
   let results = (outs Tg_FloatTensor:$result);
   let assemblyFormat = "$query `,` $key `,` $value attr-dict `:` type($query) `,` type($key) `,` type($value) `->` type($result)";
 }
@@ -304,7 +307,8 @@ def Tg_AttentionGradOp : Tg_InferredOp<"attention_grad", [Tg_FlopCount]> {
   let summary = "Gradients of attention for query, key and value";
   let arguments = (ins Tg_FloatTensor:$query, Tg_FloatTensor:$key,
                        Tg_FloatTensor:$value, Tg_FloatTensor:$result_grad,
-                       F64Attr:$scale, DefaultValuedAttr<BoolAttr, "true">:$causal);
+                       F64Attr:$scale, DefaultValuedAttr<BoolAttr, "true">:$causal,
+                       DefaultValuedAttr<I64Attr, "0">:$window);
   let results = (outs Tg_FloatTensor:$query_grad, Tg_FloatTensor:$key_grad,
                       Tg_FloatTensor:$value_grad);
   let assemblyFormat = "$query `,` $key `,` $value `,` $result_grad attr-dict `:` type($query) `,` type($key) `,` type($value) `,` type($result_grad) `->` type(results)";
