@@ -108,12 +108,17 @@ def main():
     image = b'\x7fELF' + bytes(60)
     small['modules'][0]['image'] = list(image)
     small['modules'][0]['image_fnv1a64'] = fnv(image)
+    # The functions beside the step (eval_step, logits) share the modules.
+    for function in small.get('functions', []):
+        function['modules'] = small['modules']
     small_tgx = seal(flatc_to_binary(tmp, small))
     write(os.path.join(C, 'artifact', 'small-image.tgx'), small_tgx)
     write(os.path.join(C, 'artifact', 'truncated.tgx'), small_tgx[:2048])
     # The first 24 commands only: a short program verifies faster, so the
     # fuzzer mutates it at a higher rate.
     short = copy.deepcopy(small)
+    # (small-image.tgx keeps the functions beside the step.)
+    short.pop('functions', None)
     short['commands'] = short['commands'][:24]
     for c in short['commands']:
         c['awaits'] = [a for a in c.get('awaits', []) if a < 24]
@@ -135,6 +140,7 @@ def main():
     ptx = b'.version 8.0\n.target sm_90a\n'
     cuda['modules'][0]['image'] = list(ptx)
     cuda['modules'][0]['image_fnv1a64'] = fnv(ptx)
+    cuda.pop('functions', None)
     cuda['commands'] = cuda['commands'][:24]
     for c in cuda['commands']:
         c['awaits'] = [a for a in c.get('awaits', []) if a < 24]
