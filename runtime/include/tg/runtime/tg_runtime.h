@@ -108,6 +108,38 @@ tg_status tg_session_logits_shape(const tg_session *session,
 tg_status tg_session_logits(tg_session *session, const int32_t *tokens,
                             float *logits);
 
+/* Parameters by their Hugging Face names, as full tensors whatever the mesh
+ * (Hugging Face shapes and layouts, row-major). */
+typedef enum {
+  TG_F32 = 0, TG_F64 = 1, TG_BF16 = 2, TG_F16 = 3, TG_I32 = 4, TG_I64 = 5
+} tg_dtype;
+#define TG_MAX_RANK 8
+typedef struct {
+  const char *name;      /* valid while the session lives */
+  tg_dtype dtype;        /* the element type the session holds it in */
+  int rank;
+  int64_t shape[TG_MAX_RANK];
+  int64_t num_elements;
+  size_t bytes;          /* num_elements * the dtype's size */
+} tg_parameter_info;
+size_t tg_session_num_parameters(const tg_session *session);
+tg_status tg_session_parameter_info(const tg_session *session, size_t index,
+                                    tg_parameter_info *out);
+/* Copies parameter `name` (with or without GPT-2's "transformer." prefix)
+ * into `out`, `bytes` = its info.bytes, in its dtype. Collective in a
+ * multi-rank program: every rank calls it; rank 0 gets the tensor (a split
+ * parameter is gathered), the others' `out` is left as it was. */
+tg_status tg_session_get_parameter(const tg_session *session, const char *name,
+                                   void *out, size_t bytes);
+/* Replaces parameter `name` with `bytes` (= its info.bytes) of its dtype,
+ * after an init_* call or a loaded checkpoint; the AdamW moments and the
+ * step count stay. Non-finite values are refused. In a multi-rank program
+ * every rank passes the whole tensor and keeps its part. */
+tg_status tg_session_set_parameter(tg_session *session, const char *name,
+                                   const void *data, size_t bytes);
+/* The TGC version of this runtime, e.g. "0.1.0". */
+const char *tg_runtime_version(void);
+
 /* Profiling: with it on, tg_session_step times each command of the program
  * (wall time on the CPU, device time on a GPU) and keeps one record per
  * command, in program order, for tg_session_profile. Off by default; the

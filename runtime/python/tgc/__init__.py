@@ -1,0 +1,212 @@
+"""TGC's Python bindings: train a compiled program (.tgx) from Python.
+
+    import tgc
+    program = tgc.Program("step.tgx")             # what `tgc compile -o step.tgx` wrote
+    trainer = tgc.Trainer(program, init="w.safetensors")   # or init=None: random
+    loss = trainer.step(inputs, targets)          # int arrays [batch_size, seq_len]
+    weights = trainer.weights()                   # {Hugging Face name: numpy array}
+    trainer.save_checkpoint("ckpt.safetensors")
+
+A thin layer over the runtime's C API (tg_runtime.h, libtg_runtime.so) through
+ctypes: every error the runtime reports raises tgc.TgcError with its message.
+Token arrays are passed without a copy when they already are C-contiguous
+int32; weights are read straight into the numpy arrays returned.
+"""
+import ctypes
+import os
+
+import numpy as np
+
+from tgc import _capi
+from tgc._capi import TgcError
+
+__all__ = ["Program", "Trainer", "TgcError", "version"]
+
+_DTYPES = {0: np.float32, 1: np.float64, 2: None, 3: np.float16, 4: np.int32, 5: np.int64}
+
+
+def version():
+    """The TGC version of the runtime library."""
+    return _capi.lib.tg_runtime_version().decode()
+
+
+class Program:
+    """A compiled training program: the bytes of a .tgx artifact, verified when
+    a Trainer loads them."""
+
+    def __init__(self, artifact, name=None):
+        if isinstance(artifact, (bytes, bytearray)):
+            self.data, self.name = bytes(artifact), name or "<memory>"
+        else:
+            path = os.fspath(artifact)
+            with open(path, "rb") as f:
+                self.data, self.name = f.read(), name or path
+
+    def __repr__(self):
+        return f"tgc.Program({self.name!r}, {len(self.data)} bytes)"
+
+
+class Trainer:
+    """One session of `program`: its parameters, AdamW state and step count.
+
+    init: None (random initialisation, seeded by `seed` or the program's
+    TRAIN.json seed) or the path of Hugging Face safetensors weights (a file,
+    a sharded index, or a directory holding either)."""
+
+    def __init__(self, program, init=None, seed=None):
+        if not isinstance(program, Program):
+            raise TypeError(f"tgc.Trainer takes a tgc.Program, not {type(program).__name__}")
+        self.program = program  # keeps the artifact alive as long as the trainer
+        session = ctypes.c_void_p()
+        _capi.check(_capi.lib.tg_session_create_from_memory(
+            program.data, len(program.data), program.name.encode(), ctypes.byref(session)))
+        self._session = session
+        info = _capi.ProgramInfo()
+        _capi.lib.tg_session_info(self._session, ctypes.byref(info))
+        self.batch_size, self.seq_len, self.vocab_size = info.batch_size, info.seq_len, info.vocab_size
+        rank = _capi.RankInfo()
+        _capi.lib.tg_session_rank(self._session, ctypes.byref(rank))
+        self.rank, self.num_ranks, self.rows = rank.rank, rank.num_ranks, rank.rows
+        if init is None:
+            _capi.check(_capi.lib.tg_session_init_random(
+                self._session, info.seed if seed is None else int(seed)))
+        elif seed is not None:
+            raise ValueError("tgc.Trainer: seed seeds the random initialisation; it excludes init")
+        else:
+            _capi.check(_capi.lib.tg_session_init_from_safetensors(
+                self._session, os.fspath(init).encode()))
+
+    # -- lifetime ---------------------------------------------------------
+    def close(self):
+        """Frees the session; the trainer cannot be used afterwards."""
+        if self._session:
+            _capi.lib.tg_session_destroy(self._session)
+            self._session = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "_session", None):
+            self.close()
+
+    def _live(self, what):
+        if not self._session:
+            raise TgcError(f"tgc.Trainer.{what}: the trainer is closed")
+        return self._session
+
+    # -- training ---------------------------------------------------------
+    def _tokens(self, what, array, rows):
+        a = np.asarray(array)
+        if a.dtype.kind not in "iu":
+            raise TypeError(f"{what} must hold integer token ids, not {a.dtype}")
+        if a.shape != (rows, self.seq_len):
+            raise ValueError(f"{what} has shape {a.shape}, expected ({rows}, {self.seq_len})"
+                             " (rows of the batch, seq_len)")
+        return np.ascontiguousarray(a, dtype=np.int32)
+
+    def step(self, inputs, targets):
+        """One optimizer step on this rank's rows of the batch; returns the
+        batch loss before the update (grad_norm and lr in self.last)."""
+        session = self._live("step")
+        x = self._tokens("inputs", inputs, self.rows)
+        y = self._tokens("targets", targets, self.rows)
+        result = _capi.StepResult()
+        _capi.check(_capi.lib.tg_session_step(session, _capi.int32_pointer(x),
+                                              _capi.int32_pointer(y), ctypes.byref(result)))
+        self.last = {"step": result.step, "loss": result.loss, "grad_norm": result.grad_norm,
+                     "lr": result.lr}
+        return result.loss
+
+    @property
+    def steps_done(self):
+        return _capi.lib.tg_session_steps_done(self._live("steps_done"))
+
+    def eval(self, inputs, targets):
+        """The loss of the current parameters on a batch, without an update."""
+        session = self._live("eval")
+        x = self._tokens("inputs", inputs, self.rows)
+        y = self._tokens("targets", targets, self.rows)
+        loss = ctypes.c_double()
+        _capi.check(_capi.lib.tg_session_eval(session, _capi.int32_pointer(x),
+                                              _capi.int32_pointer(y), ctypes.byref(loss)))
+        return loss.value
+
+    def logits(self, tokens):
+        """The logits [rows, seq_len, vocab_size] of a micro-batch of token
+        sequences (single-device programs)."""
+        session = self._live("logits")
+        shape = _capi.LogitsShape()
+        _capi.check(_capi.lib.tg_session_logits_shape(session, ctypes.byref(shape)))
+        x = self._tokens("tokens", tokens, shape.rows)
+        out = np.empty((shape.rows, shape.seq_len, shape.vocab_size), dtype=np.float32)
+        _capi.check(_capi.lib.tg_session_logits(
+            session, _capi.int32_pointer(x), out.ctypes.data_as(ctypes.POINTER(ctypes.c_float))))
+        return out
+
+    # -- parameters -------------------------------------------------------
+    def parameters(self):
+        """[(Hugging Face name, shape, numpy dtype)] in program order."""
+        session = self._live("parameters")
+        out = []
+        for i in range(_capi.lib.tg_session_num_parameters(session)):
+            info = _capi.ParameterInfo()
+            _capi.check(_capi.lib.tg_session_parameter_info(session, i, ctypes.byref(info)))
+            out.append((info.name.decode(), tuple(info.shape[:info.rank]), _DTYPES[info.dtype]))
+        return out
+
+    def weights(self):
+        """{Hugging Face name: numpy array}, full tensors in Hugging Face
+        layouts (in a multi-rank program: on rank 0; every rank must call)."""
+        return {name: self.weight(name) for name, _, _ in self.parameters()}
+
+    def weight(self, name):
+        """Parameter `name` (with or without GPT-2's "transformer." prefix)
+        as a numpy array, read straight into it."""
+        session = self._live("weight")
+        found = [(n, s, d) for n, s, d in self.parameters()
+                 if n == name or n == "transformer." + name]
+        if not found:
+            raise KeyError(f"tgc.Trainer.weight: no parameter '{name}'")
+        full, shape, dtype = found[0]
+        if dtype is None:
+            raise TgcError(f"tgc.Trainer.weight: parameter '{full}' is bf16, which numpy "
+                           "cannot hold")
+        array = np.empty(shape, dtype=dtype)
+        _capi.check(_capi.lib.tg_session_get_parameter(
+            session, full.encode(), array.ctypes.data_as(ctypes.c_void_p), array.nbytes))
+        return array
+
+    def set_weight(self, name, value):
+        """Replaces one parameter (full tensor, its shape) with `value`."""
+        session = self._live("set_weight")
+        shapes = {n: (s, d) for n, s, d in self.parameters()}
+        key = name if name in shapes else "transformer." + name
+        if key not in shapes:
+            raise KeyError(f"tgc.Trainer.set_weight: no parameter '{name}'")
+        shape, dtype = shapes[key]
+        a = np.ascontiguousarray(value, dtype=dtype)
+        if a.shape != shape:
+            raise ValueError(f"tgc.Trainer.set_weight: '{name}' has shape {shape}, "
+                             f"the value {a.shape}")
+        _capi.check(_capi.lib.tg_session_set_parameter(
+            session, key.encode(), a.ctypes.data_as(ctypes.c_void_p), a.nbytes))
+
+    # -- files ------------------------------------------------------------
+    def save_weights(self, path):
+        _capi.check(_capi.lib.tg_session_save_weights(self._live("save_weights"),
+                                                      os.fspath(path).encode()))
+
+    def save_checkpoint(self, path, data_position=0):
+        _capi.check(_capi.lib.tg_session_save_checkpoint(
+            self._live("save_checkpoint"), os.fspath(path).encode(), int(data_position)))
+
+    def load_checkpoint(self, path):
+        """Restores a checkpoint; returns its data position."""
+        position = ctypes.c_int64()
+        _capi.check(_capi.lib.tg_session_load_checkpoint(
+            self._live("load_checkpoint"), os.fspath(path).encode(), ctypes.byref(position)))
+        return position.value
