@@ -4,9 +4,8 @@
 //       [--emit=tg|summary|tgx|exe] [--stats] [-o OUT] [--batch N] [--seq T]
 //       [--mesh dp=D]
 #include "tg/Artifact/ArtifactWriter.h"
+#include "tg/Driver/Driver.h"
 #include "tg/Exec/IR/ExecOps.h"
-#include "tg/Frontend/ModelBuilder.h"
-#include "tg/Frontend/TrainConfig.h"
 #include "tg/IR/TgDialect.h"
 #include "tg/IR/TgOps.h"
 #include "tg/Passes/FlopCount.h"
@@ -193,226 +192,12 @@ static cl::opt<int64_t> seqOpt("seq", cl::desc("Forward graph sequence length wi
                                                "(default: the model's maximum)"),
                                cl::init(0), cl::sub(compileCommand), cl::cat(tgcCategory));
 
-namespace {
-/// The ranks along each axis of --mesh.
-struct MeshSpec {
-  int64_t dp = 1, tp = 1;
-};
-
-/// What the driver knows about the model it compiles.
-struct Compilation {
-  OwningOpRef<ModuleOp> module;
-  std::optional<ModelConfig> model;
-  std::optional<TrainConfig> train;
-  std::optional<MeshSpec> mesh; // --mesh, when given
-  int64_t batch = 0, seqLen = 0;
-};
-} // namespace
-
 static int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "tgc") << message << "\n";
   return 1;
 }
 
-/// "dp=D[,tp=T]" (either order, each axis at most once, sizes >= 1).
-static llvm::Expected<MeshSpec> parseMesh(StringRef text) {
-  auto error = [&](const Twine &what) {
-    return llvm::createStringError("--mesh " + text + ": " + what);
-  };
-  auto malformed = [&] {
-    return error("expected the form dp=D,tp=T (axis sizes as positive "
-                 "integers; tp may be left out), e.g. --mesh dp=4");
-  };
-  MeshSpec mesh;
-  bool seenDp = false, seenTp = false;
-  SmallVector<StringRef> parts;
-  text.split(parts, ',');
-  for (StringRef part : parts) {
-    auto [key, value] = part.split('=');
-    int64_t size;
-    if (!part.contains('=') || key.empty() || value.getAsInteger(10, size))
-      return malformed();
-    bool isDp = key == "dp";
-    if (!isDp && key != "tp")
-      return error("unknown mesh axis '" + key +
-                   "': the axes are dp (data parallel, mesh axis \"data\") "
-                   "and tp (tensor parallel)");
-    if (size < 1)
-      return error(key + "=" + value + ": an axis size must be >= 1");
-    bool &seen = isDp ? seenDp : seenTp;
-    if (seen)
-      return error(key + " is given twice");
-    seen = true;
-    (isDp ? mesh.dp : mesh.tp) = size;
-  }
-  return mesh;
-}
-
-/// Rejects parallelism flags that do not fit together and a mesh without
-/// the training step it splits.
-static llvm::Error checkParallelismFlags(const Compilation &c) {
-  if (zeroOpt != 0 && zeroOpt != 1)
-    return llvm::createStringError("--zero %lld: the ZeRO stage is 0 or 1",
-                                   (long long)zeroOpt);
-  if (zeroOpt == 1 && (!c.mesh || c.mesh->dp < 2))
-    return llvm::createStringError(
-        "--zero 1 splits the AdamW state over the data-parallel ranks: it "
-        "needs --mesh dp=D with D > 1 (got %s)",
-        c.mesh ? ("dp=" + std::to_string(c.mesh->dp)).c_str()
-               : "no --mesh");
-  if (sequenceParallelOpt && (!c.mesh || c.mesh->tp == 1))
-    return llvm::createStringError(
-        "--sequence-parallel splits the sequence over the tensor-parallel "
-        "ranks: give --mesh ...,tp=T with T > 1");
-  if (!c.mesh)
-    return llvm::Error::success();
-  if (StringRef(inputPath).ends_with(".mlir"))
-    return llvm::createStringError(
-        "--mesh needs a config.json input: a .mlir input is compiled as "
-        "written (declare its mesh with the module attributes %s and %s)",
-        tg::kMeshAxesAttr.data(), tg::kMeshShapeAttr.data());
-  if (trainPath.empty())
-    return llvm::createStringError(
-        "--mesh splits the training step's batch: pass --train TRAIN.json");
-  return llvm::Error::success();
-}
-
-/// The dp ranks each take batch_size / dp rows, split in turn into
-/// micro_batches: both must divide.
-static llvm::Error checkDataParallelBatch(const TrainConfig &train,
-                                          int64_t dp) {
-  int64_t batch = train.step.batchSize, micro = train.step.microBatches;
-  if (batch % dp != 0)
-    return llvm::createStringError(
-        "%s: field 'batch_size' (%lld) is not divisible by the mesh axis dp "
-        "(\"data\") of size %lld: each data-parallel rank takes an equal "
-        "share of the batch; make batch_size a multiple of %lld",
-        trainPath.c_str(), (long long)batch, (long long)dp, (long long)dp);
-  if ((batch / dp) % micro != 0)
-    return llvm::createStringError(
-        "%s: the rows of one rank, field 'batch_size' / dp = %lld / %lld = "
-        "%lld, are not divisible by field 'micro_batches' (%lld); change "
-        "batch_size, micro_batches or --mesh dp",
-        trainPath.c_str(), (long long)batch, (long long)dp,
-        (long long)(batch / dp), (long long)micro);
-  return llvm::Error::success();
-}
-
-/// Tensor parallelism splits heads and features evenly over the tp ranks
-/// (a vocabulary is padded instead).
-static llvm::Error checkTensorParallelModel(const ModelConfig &model,
-                                            int64_t tp) {
-  auto notDivisible = [&](const char *field, int64_t size,
-                          const char *what) {
-    return llvm::createStringError(
-        "%s: field '%s' (%lld) is not divisible by the mesh axis tp "
-        "(\"tensor\") of size %lld: %s; choose tp among its divisors",
-        inputPath.c_str(), field, (long long)size, (long long)tp, what);
-  };
-  bool gpt2 = model.family == ModelFamily::Gpt2;
-  if (model.numHeads % tp != 0)
-    return notDivisible(gpt2 ? "n_head" : "num_attention_heads", model.numHeads,
-                        "each tensor-parallel rank computes an equal share "
-                        "of the heads");
-  if (model.numKvHeads % tp != 0 && tp % model.numKvHeads != 0)
-    return llvm::createStringError(
-        "%s: field 'num_key_value_heads' (%lld) and the mesh axis tp "
-        "(\"tensor\") of size %lld: tp must divide the key/value heads or be "
-        "a multiple of them (then ranks share a head)",
-        inputPath.c_str(), (long long)model.numKvHeads, (long long)tp);
-  if (model.intermediateSize % tp != 0)
-    return notDivisible(gpt2 ? "n_inner" : "intermediate_size",
-                        model.intermediateSize,
-                        "each rank holds an equal share of the MLP features");
-  return llvm::Error::success();
-}
-
-/// Sequence parallelism splits the sequence over the tp ranks.
-static llvm::Error checkSequenceParallel(const TrainConfig &train, int64_t tp) {
-  if (train.step.seqLen % tp != 0)
-    return llvm::createStringError(
-        "%s: field 'seq_len' (%lld) is not divisible by the mesh axis tp "
-        "(\"tensor\") of size %lld: with --sequence-parallel each "
-        "tensor-parallel rank holds an equal share of the sequence; make "
-        "seq_len a multiple of %lld",
-        trainPath.c_str(), (long long)train.step.seqLen, (long long)tp,
-        (long long)tp);
-  return llvm::Error::success();
-}
-
-/// Builds the module from a config.json (and TRAIN.json when given).
-static llvm::Error buildFromConfig(MLIRContext &ctx, Compilation &c) {
-  auto model = parseModelConfig(inputPath);
-  if (!model)
-    return model.takeError();
-  for (const std::string &warning : model->warnings)
-    llvm::WithColor::warning(llvm::errs(), "tgc") << warning << "\n";
-  c.model = *model;
-  c.batch = batchOpt;
-  c.seqLen = seqOpt ? int64_t(seqOpt) : model->maxPositions;
-  if (!trainPath.empty()) {
-    auto train = parseTrainConfig(trainPath);
-    if (!train)
-      return train.takeError();
-    c.train = *train;
-    if (c.mesh) {
-      if (llvm::Error error = checkDataParallelBatch(*c.train, c.mesh->dp))
-        return error;
-      if (c.mesh->tp > 1)
-        if (llvm::Error error = checkTensorParallelModel(*c.model, c.mesh->tp))
-          return error;
-      if (sequenceParallelOpt)
-        if (llvm::Error error =
-                checkSequenceParallel(*c.train, c.mesh->tp))
-          return error;
-      c.train->step.sequenceParallel = sequenceParallelOpt;
-      c.train->step.dataParallel = c.mesh->dp;
-      c.train->step.tensorParallel = c.mesh->tp;
-      c.train->step.zeroStage = zeroOpt;
-    }
-    // The forward graph is one micro-batch of one rank.
-    c.batch = c.train->step.microBatchSize();
-    c.seqLen = train->step.seqLen;
-    if (c.seqLen > model->maxPositions)
-      return llvm::createStringError(
-          "%s: field 'seq_len': %lld exceeds the model's maximum of %lld "
-          "positions (%s)",
-          trainPath.c_str(), (long long)c.seqLen,
-          (long long)model->maxPositions, inputPath.c_str());
-  } else if (c.batch < 1 || c.seqLen < 1 || c.seqLen > model->maxPositions) {
-    return llvm::createStringError(
-        "--batch must be >= 1 and --seq within 1..%lld (the model's maximum)",
-        (long long)model->maxPositions);
-  }
-  if (llvm::Error error =
-          checkGraphSizes(*c.model, c.batch, c.seqLen, trainPath))
-    return error;
-  Location loc = FileLineColLoc::get(&ctx, inputPath, 0, 0);
-  c.module = ModuleOp::create(loc);
-  DType dtype = dtypeOpt;
-  if (dtype == DType::FromConfig)
-    dtype = c.train && c.train->precision == Precision::Bf16 ? DType::Bf16
-                                                              : DType::F32;
-  if (dtype == DType::Bf16 && model->reorderAndUpcastAttn)
-    return llvm::createStringError(
-        "%s: field 'reorder_and_upcast_attn' is true: Hugging Face then "
-        "computes the attention scores and softmax in f32, which a bf16 step "
-        "does not; train in f32 (precision fp32) or set it to false",
-        inputPath.c_str());
-  Type element = dtype == DType::Bf16  ? Type(BFloat16Type::get(&ctx))
-                 : dtype == DType::F64 ? Type(Float64Type::get(&ctx))
-                                       : Type(Float32Type::get(&ctx));
-  buildForward(*c.module, *c.model, c.batch, c.seqLen, element, loc);
-  (*c.module)->setAttr(tg::kVocabSizeAttr,
-                       IntegerAttr::get(IntegerType::get(&ctx, 64),
-                                        c.model->vocabSize));
-  // With tensor parallelism, tg-partition-tensor-parallel declares the mesh.
-  if (c.mesh && c.mesh->tp == 1)
-    tg::setMesh(*c.module, {tg::kDataAxis}, {c.mesh->dp});
-  return llvm::Error::success();
-}
-
-static void printSummary(Compilation &c, llvm::raw_ostream &os) {
+static void printSummary(tg::driver::Compilation &c, llvm::raw_ostream &os) {
   for (auto func : c.module->getOps<func::FuncOp>()) {
     int64_t params = 0, paramArgs = 0, tokens = 0;
     for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
@@ -634,18 +419,14 @@ private:
 
 /// Writes the artifact (or the executable embedding it) of a module the
 /// whole pipeline has run on.
-static int writeArtifact(Compilation &c, Emit what, const char *argv0) {
-  tg::ArtifactInfo info;
-  info.producer = "tgc " TG_VERSION;
-  if (auto text = llvm::MemoryBuffer::getFile(inputPath))
-    info.modelJson = (*text)->getBuffer().str();
-  auto artifact = tg::translateToTgx(*c.module, info);
-  if (failed(artifact))
-    return 1;
+static int writeArtifact(ModuleOp module, const tg::driver::Options &options, Emit what,
+                         const char *argv0) {
+  auto artifact = tg::driver::translate(module, options);
+  if (!artifact)
+    return fail(llvm::toString(artifact.takeError()));
   if (what == Emit::Tgx)
     return writeOutput([&](llvm::raw_ostream &os) {
-      os.write(reinterpret_cast<const char *>(artifact->data()),
-               artifact->size());
+      os.write(reinterpret_cast<const char *>(artifact->data()), artifact->size());
     });
   auto tgrun = findTgrun(argv0);
   if (!tgrun)
@@ -676,49 +457,46 @@ static int writePtx(ModuleOp module) {
   return 0;
 }
 
-/// Only regular files are read: open() on a FIFO or a device can block
-/// forever.
-static llvm::Error checkRegularFile(StringRef path) {
-  llvm::sys::fs::file_status status;
-  if (std::error_code ec = llvm::sys::fs::status(path, status))
-    return llvm::createStringError("%s: cannot read (%s); check the path",
-                                   path.str().c_str(), ec.message().c_str());
-  if (status.type() != llvm::sys::fs::file_type::regular_file)
-    return llvm::createStringError(
-        "%s: cannot read: not a regular file (a FIFO, device or directory); "
-        "give the path of a file",
-        path.str().c_str());
-  return llvm::Error::success();
+/// The driver's options from the command line.
+static llvm::Expected<tg::driver::Options> driverOptions() {
+  tg::driver::Options o;
+  o.modelPath = inputPath;
+  o.trainPath = trainPath;
+  if (meshOpt.getNumOccurrences()) {
+    auto mesh = tg::driver::parseMesh(meshOpt);
+    if (!mesh)
+      return mesh.takeError();
+    o.mesh = *mesh;
+  }
+  o.sequenceParallel = sequenceParallelOpt;
+  o.zero = zeroOpt;
+  o.precision = dtypeOpt == DType::Bf16  ? tg::driver::Precision::Bf16
+                : dtypeOpt == DType::F32 ? tg::driver::Precision::F32
+                : dtypeOpt == DType::F64 ? tg::driver::Precision::F64
+                                         : tg::driver::Precision::FromConfig;
+  o.batch = batchOpt;
+  o.seq = seqOpt;
+  o.target = targetOpt == Target::Cuda ? tg::driver::Target::Cuda : tg::driver::Target::Cpu;
+  o.cudaArch = cudaArchOpt;
+  o.libraryGemm = gemmOpt == GemmLowering::Library;
+  o.fusion = !noFusionOpt;
+  o.bucketMb = bucketMbOpt;
+  return o;
 }
 
 static int compile(MLIRContext &ctx, const char *argv0) {
-  // A Hugging Face model directory: its config.json.
-  if (llvm::sys::fs::is_directory(inputPath.getValue()))
-    inputPath.setValue(inputPath + "/config.json");
-  for (StringRef path : {StringRef(inputPath), StringRef(trainPath)})
-    if (!path.empty())
-      if (llvm::Error error = checkRegularFile(path))
-        return fail(llvm::toString(std::move(error)));
   if (!(deviceMemoryOpt > 0))
     return fail("--device-memory must be a number of GB > 0");
-  Compilation c;
-  if (meshOpt.getNumOccurrences()) {
-    auto mesh = parseMesh(meshOpt);
-    if (!mesh)
-      return fail(llvm::toString(mesh.takeError()));
-    c.mesh = *mesh;
-  }
-  if (llvm::Error error = checkParallelismFlags(c))
-    return fail(llvm::toString(std::move(error)));
+  auto options = driverOptions();
+  if (!options)
+    return fail(llvm::toString(options.takeError()));
+  tg::driver::Compilation c;
   llvm::SourceMgr sources;
   SourceMgrDiagnosticHandler handler(sources, &ctx);
-  if (llvm::StringRef(inputPath).ends_with(".mlir")) {
-    c.module = parseSourceFile<ModuleOp>(inputPath, sources, &ctx);
-    if (!c.module)
-      return 1;
-  } else if (llvm::Error error = buildFromConfig(ctx, c)) {
+  if (llvm::Error error = tg::driver::load(ctx, *options, c, [](const std::string &warning) {
+        llvm::WithColor::warning(llvm::errs(), "tgc") << warning << "\n";
+      }))
     return fail(llvm::toString(std::move(error)));
-  }
   if (failed(verify(*c.module)))
     return fail("the generated graph failed verification (a tgc bug: please "
                 "report it with the input file)");
@@ -729,21 +507,6 @@ static int compile(MLIRContext &ctx, const char *argv0) {
   bool writesArtifact = what == Emit::Tgx || what == Emit::Exe;
   bool compilesKernels = writesArtifact || what == Emit::Ptx;
   bool lowers = statsOpt != Stats::None || what == Emit::Kernels || compilesKernels;
-  tg::CudaTargetOptions cuda;
-  if (targetOpt == Target::Cuda) {
-    // SMs per chip size the grids; PTX 8.0 covers all of these chips.
-    static const std::pair<StringRef, int64_t> kChips[] = {
-        {"sm_90a", 132}, {"sm_90", 132}, {"sm_89", 142}, {"sm_80", 108}};
-    auto chip = llvm::find_if(kChips, [](const auto &c) {
-      return c.first == cudaArchOpt;
-    });
-    if (chip == std::end(kChips))
-      return fail("--cuda-arch=" + cudaArchOpt +
-                  " is not supported: use sm_90a (H100, H200), sm_90, sm_89 "
-                  "or sm_80");
-    cuda.chip = cudaArchOpt;
-    cuda.smCount = chip->second;
-  }
   if (what == Emit::Ptx && targetOpt != Target::Cuda)
     return fail("--emit=ptx writes GPU kernels: add --target cuda");
   if (what == Emit::Ptx && outputPath == "-")
@@ -752,10 +515,6 @@ static int compile(MLIRContext &ctx, const char *argv0) {
   if (writesArtifact && outputPath == "-")
     return fail("--emit=tgx and --emit=exe write a binary file: give it a "
                 "name with -o OUT.tgx");
-  if (!(bucketMbOpt >= 0 && bucketMbOpt <= 1 << 20))
-    return fail("--bucket-mb " + llvm::formatv("{0}", double(bucketMbOpt)).str() +
-                ": give a size in MiB from 0 (one all-reduce per gradient) to "
-                "1048576");
   if (lowers && !c.train && !c.module->lookupSymbol("train_step"))
     return fail("--stats, --emit=kernels, --emit=ptx, --emit=tgx and "
                 "--emit=exe compile "
@@ -773,28 +532,14 @@ static int compile(MLIRContext &ctx, const char *argv0) {
   pm.enableVerifier(verifyEachOpt);
   TimingScope timingScope = timing.getRootScope();
   pm.enableTiming(timingScope);
-  if (c.train) {
-    // The artifact's evaluation functions; logits only for one device.
-    tg::EvaluationFunctions functions;
-    functions.evalStep = writesArtifact;
-    functions.logits = writesArtifact && c.train->step.dataParallel == 1 &&
-                       c.train->step.tensorParallel == 1;
-    tg::buildTrainingStage(pm, c.train->step, functions);
-  }
+  tg::driver::Stage stage = compilesKernels ? tg::driver::Stage::Kernels
+                            : lowers        ? tg::driver::Stage::Lowering
+                                            : tg::driver::Stage::Training;
+  if (llvm::Error error = tg::driver::buildPipeline(pm, *options, c, stage, writesArtifact))
+    return fail(llvm::toString(std::move(error)));
   double planSeconds = 0;
-  if (lowers) {
-    tg::buildLoweringStage(pm, {gemmOpt == GemmLowering::Library,
-                                c.train ? uint64_t(c.train->seed) : 0,
-                                !noFusionOpt,
-                                int64_t(bucketMbOpt * (1 << 20))});
+  if (lowers)
     pm.addInstrumentation(std::make_unique<PlanClock>(planSeconds));
-  }
-  if (compilesKernels) {
-    if (targetOpt == Target::Cuda)
-      tg::buildCudaTargetStage(pm, cuda);
-    else
-      tg::buildCpuTargetStage(pm);
-  }
   if (failed(pm.run(*c.module)))
     return 1;
   if (failed(verify(*c.module)))
@@ -812,7 +557,7 @@ static int compile(MLIRContext &ctx, const char *argv0) {
   if (what == Emit::Ptx)
     return writePtx(*c.module);
   if (writesArtifact)
-    return writeArtifact(c, what, argv0);
+    return writeArtifact(*c.module, *options, what, argv0);
   if (lowers)
     return 0;
   return writeOutput([&](llvm::raw_ostream &os) {
@@ -852,11 +597,7 @@ int main(int argc, char **argv) {
       "  tgc compile MODEL.json --train TRAIN.json --stats\n"
       "  tgc compile MODEL.json [--train TRAIN.json] --emit=tg|summary\n");
   DialectRegistry registry;
-  registry.insert<tg::TgDialect, tg::exec::ExecDialect, func::FuncDialect,
-                  memref::MemRefDialect, linalg::LinalgDialect,
-                  scf::SCFDialect, arith::ArithDialect, math::MathDialect,
-                  LLVM::LLVMDialect>();
-  tg::registerCudaTarget(registry);
+  tg::driver::registerDialects(registry);
   MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
   if (compileCommand)

@@ -27,8 +27,10 @@ JsonFieldReader::JsonFieldReader(std::string file, const json::Object *object,
     : file(std::move(file)), fields(object), path(std::move(path)),
       firstError(std::move(error)) {}
 
-Expected<json::Value> JsonFieldReader::parseFile(StringRef path) {
-  auto buffer = MemoryBuffer::getFile(path);
+Expected<json::Value> JsonFieldReader::parseFile(StringRef path,
+                                                  std::optional<StringRef> text) {
+  auto buffer = text ? MemoryBuffer::getMemBuffer(*text, path)
+                     : MemoryBuffer::getFile(path);
   if (!buffer)
     return createStringError(buffer.getError(), "%s: cannot read: %s",
                              path.str().c_str(),

@@ -397,8 +397,10 @@ static ModelConfig readLlama(JsonFieldReader &fields, LlamaVariant variant) {
   return config;
 }
 
-Expected<ModelConfig> mlir::tg::frontend::parseModelConfig(StringRef path) {
-  Expected<json::Value> json = JsonFieldReader::parseFile(path);
+Expected<ModelConfig>
+mlir::tg::frontend::parseModelConfig(StringRef path,
+                                     std::optional<StringRef> text) {
+  Expected<json::Value> json = JsonFieldReader::parseFile(path, text);
   if (!json)
     return json.takeError();
   JsonFieldReader fields(path.str(), json->getAsObject());

@@ -63,8 +63,10 @@ static void readSchedule(JsonFieldReader &top, TrainConfig &config) {
                               formatNumber(config.step.lr) + ")");
 }
 
-Expected<TrainConfig> mlir::tg::frontend::parseTrainConfig(StringRef path) {
-  Expected<json::Value> json = JsonFieldReader::parseFile(path);
+Expected<TrainConfig>
+mlir::tg::frontend::parseTrainConfig(StringRef path,
+                                     std::optional<StringRef> text) {
+  Expected<json::Value> json = JsonFieldReader::parseFile(path, text);
   if (!json)
     return json.takeError();
   JsonFieldReader fields(path.str(), json->getAsObject());

@@ -1,9 +1,11 @@
-"""The Python bindings (issue 14, first part): `tgc.Trainer` over the
-runtime's C API trains a compiled program exactly as tgrun does (bit for
-bit, same artifact, data and init) and as PyTorch in float64 (within 1e-4 a
-step), reads and writes weights by Hugging Face name, evaluates and gives
-logits, round-trips checkpoints, and turns misuse into Python exceptions,
-never a crash."""
+"""The Python bindings and the documented examples (issue 14): `tgc.compile`
+over the compiler's C API builds programs in process from paths or dicts,
+with diagnostics as data; `tgc.Trainer` over the runtime's C API trains a
+program exactly as tgrun does (bit for bit, same artifact, data and init)
+and as PyTorch in float64 (within 1e-4 a step), reads and writes weights by
+Hugging Face name, evaluates and gives logits, round-trips checkpoints, and
+turns misuse into Python exceptions, never a crash. The C and Python
+examples of docs/embedding.md are built and run."""
 import gc
 import json
 import os
@@ -20,6 +22,7 @@ from tgtest.reference import batch, torch_training
 from tgtest.tools import BIN, model_param_specs, random_params, run
 
 PYTHON_DIR = os.path.join(BIN, "..", "python")
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 sys.path.insert(0, PYTHON_DIR)
 import tgc  # noqa: E402  (the package the build writes to build/python)
 
@@ -95,6 +98,39 @@ class PythonBindings(unittest.TestCase):
                 for step, (got, want) in enumerate(zip(losses, ref)):
                     self.assertLess(abs(got - want), 1e-4, f"step {step + 1}")
 
+    def test_compile_in_process(self):
+        """tgc.compile (the compiler's C API) from a path or dicts gives a
+        program that trains exactly as the one tgc wrote; errors come back
+        as diagnostics, warnings on the program."""
+        family = "llama"
+        reference = None
+        for model, train in [(self.path(family + ".json"), self.path("train.json")),
+                             (FAMILIES[family], TRAIN)]:
+            program = tgc.compile(model, train=train)
+            self.assertEqual(program.diagnostics, [])
+            with tgc.Trainer(program, init=self.init[family]) as t:
+                losses = [t.step(*self.batch(family, s)) for s in range(3)]
+            if reference is None:
+                with self.trainer(family) as t:
+                    reference = [t.step(*self.batch(family, s)) for s in range(3)]
+            self.assertEqual(losses, reference)
+        program = tgc.compile(dict(FAMILIES[family], new_knob=3), train=TRAIN, mesh="dp=2")
+        self.assertTrue(any(d.severity == "warning" and "new_knob" in d.message
+                            for d in program.diagnostics))
+        with self.assertRaises(tgc.CompileError) as caught:
+            tgc.compile(dict(FAMILIES[family], num_key_value_heads=3), train=TRAIN)
+        self.assertIn("num_key_value_heads", str(caught.exception))
+        self.assertEqual(caught.exception.diagnostics[0].severity, "error")
+        with self.assertRaisesRegex(tgc.CompileError, "mesh axis 'pp'"):
+            tgc.compile(FAMILIES[family], train=TRAIN, mesh="pp=2")
+        with self.assertRaisesRegex(tgc.CompileError, r"x\.mlir:1:\d+: .*expected"):
+            tgc.compile(self.write("x.mlir", "module { func.func"), train=TRAIN)
+
+    def write(self, name, text):
+        with open(self.path(name), "w") as f:
+            f.write(text)
+        return self.path(name)
+
     def test_eval_logits_and_weights(self):
         family = "llama"
         with self.trainer(family) as t:
@@ -130,18 +166,40 @@ class PythonBindings(unittest.TestCase):
             self.assertEqual(t.steps_done, 2)
             self.assertEqual(t.step(*self.batch(family, 2)), third)
 
-    def test_the_documented_example_runs(self):
-        doc = open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "embedding.md")).read()
-        example = doc.split("```python\n", 1)[1].split("```", 1)[0]
-        work = self.path("example")
+    def example(self, language):
+        """The ```language block of docs/embedding.md, and a directory holding
+        what it reads (config.json, train.json, step.tgx, tokens.bin)."""
+        doc = open(os.path.join(ROOT, "docs", "embedding.md")).read()
+        work = self.path("example-" + language)
         os.makedirs(work, exist_ok=True)
-        os.symlink(self.programs["gpt2"], os.path.join(work, "step.tgx"))
-        os.symlink(self.path("gpt2-tokens.bin"), os.path.join(work, "tokens.bin"))
+        for name, source in [("config.json", "gpt2.json"), ("train.json", "train.json"),
+                             ("step.tgx", "gpt2.tgx"), ("tokens.bin", "gpt2-tokens.bin")]:
+            os.symlink(self.path(source), os.path.join(work, name))
+        return doc.split(f"```{language}\n", 1)[1].split("```", 1)[0], work
+
+    def test_the_documented_python_example_runs(self):
+        example, work = self.example("python")
         out = subprocess.run([sys.executable, "-c", example], cwd=work, capture_output=True,
                              text=True, env=dict(os.environ, PYTHONPATH=PYTHON_DIR))
         self.assertEqual(out.returncode, 0, out.stderr)
         self.assertIn("step 3: loss", out.stdout)
         self.assertTrue(os.path.exists(os.path.join(work, "ckpt.safetensors")))
+
+    def test_the_documented_c_example_runs(self):
+        example, work = self.example("c")
+        with open(os.path.join(work, "example.c"), "w") as f:
+            f.write(example)
+        lib = os.path.join(BIN, "..", "lib")
+        build = subprocess.run(
+            ["cc", "-std=c11", "-Wall", "-Werror", "example.c", "-o", "example",
+             "-I" + os.path.join(ROOT, "compiler", "include"),
+             "-I" + os.path.join(ROOT, "runtime", "include"), "-L" + lib, "-ltgc_compiler",
+             "-ltg_runtime", "-Wl,-rpath," + os.path.abspath(lib)],
+            cwd=work, capture_output=True, text=True)
+        self.assertEqual(build.returncode, 0, build.stderr)
+        out = subprocess.run(["./example"], cwd=work, capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertRegex(out.stdout, r"step 1: loss \d+\.\d{4}")
 
     def test_misuse_raises_never_crashes(self):
         family = "gpt2"

@@ -1,26 +1,30 @@
 """TGC's Python bindings: train a compiled program (.tgx) from Python.
 
     import tgc
+    program = tgc.compile("config.json", train="train.json")  # or dicts; or
     program = tgc.Program("step.tgx")             # what `tgc compile -o step.tgx` wrote
     trainer = tgc.Trainer(program, init="w.safetensors")   # or init=None: random
     loss = trainer.step(inputs, targets)          # int arrays [batch_size, seq_len]
     weights = trainer.weights()                   # {Hugging Face name: numpy array}
     trainer.save_checkpoint("ckpt.safetensors")
 
-A thin layer over the runtime's C API (tg_runtime.h, libtg_runtime.so) through
-ctypes: every error the runtime reports raises tgc.TgcError with its message.
+A thin layer over the C APIs of the compiler (tgc_compiler.h,
+libtgc_compiler.so) and the runtime (tg_runtime.h, libtg_runtime.so) through
+ctypes: a failed compilation raises tgc.CompileError with the diagnostics,
+every error the runtime reports tgc.TgcError with its message.
 Token arrays are passed without a copy when they already are C-contiguous
 int32; weights are read straight into the numpy arrays returned.
 """
 import ctypes
+import json
 import os
 
 import numpy as np
 
-from tgc import _capi
+from tgc import _capi, _compiler
 from tgc._capi import TgcError
 
-__all__ = ["Program", "Trainer", "TgcError", "version"]
+__all__ = ["compile", "CompileError", "Program", "Trainer", "TgcError", "version"]
 
 _DTYPES = {0: np.float32, 1: np.float64, 2: None, 3: np.float16, 4: np.int32, 5: np.int64}
 
@@ -30,9 +34,54 @@ def version():
     return _capi.lib.tg_runtime_version().decode()
 
 
+class CompileError(TgcError):
+    """A compilation that failed: `diagnostics` lists every error, warning and
+    note (severity, file, line, column, message)."""
+
+    def __init__(self, diagnostics):
+        self.diagnostics = diagnostics
+        errors = [d for d in diagnostics if d.severity == "error"] or diagnostics
+        super().__init__("\n".join(
+            (f"{d.file}:{d.line}:{d.column}: " if d.line else "") + d.message for d in errors))
+
+
+def _source(what, value):
+    """(path, text) of a model or TRAIN.json given as a path or a dict."""
+    if isinstance(value, dict):
+        return f"<{what} dict>".encode(), json.dumps(value).encode()
+    return os.fspath(value).encode(), None
+
+
+def compile(model, train=None, target="cpu", mesh=None, *, sequence_parallel=False, zero=0,
+            precision=None, cuda_arch=None):
+    """Compiles `model` (a config.json, a Hugging Face model directory or a tg
+    module (.mlir), as a path; or a config.json as a dict) with `train` (a
+    TRAIN.json path or dict) for `target` ("cpu" or "cuda") on `mesh`
+    (None: one device; or "dp=D[,tp=T]"), in this process. Returns a
+    Program whose `diagnostics` hold the warnings; raises CompileError."""
+    options = _compiler.Options()
+    options.model_path, options.model_text = _source("model", model)
+    if train is not None:
+        options.train_path, options.train_text = _source("train", train)
+    options.target = target.encode()
+    options.mesh = mesh.encode() if mesh else None
+    options.sequence_parallel = int(bool(sequence_parallel))
+    options.zero = int(zero)
+    options.precision = precision.encode() if precision else None
+    options.cuda_arch = cuda_arch.encode() if cuda_arch else None
+    artifact, diagnostics = _compiler.compile(options)
+    if artifact is None:
+        raise CompileError(diagnostics)
+    program = Program(artifact, name=options.model_path.decode())
+    program.diagnostics = diagnostics
+    return program
+
+
 class Program:
     """A compiled training program: the bytes of a .tgx artifact, verified when
     a Trainer loads them."""
+
+    diagnostics = []
 
     def __init__(self, artifact, name=None):
         if isinstance(artifact, (bytes, bytearray)):

@@ -11,7 +11,7 @@ class TgcError(RuntimeError):
 
 
 def _load():
-    path = os.environ.get("TG_RUNTIME_LIBRARY", _library.PATH)
+    path = os.environ.get("TG_RUNTIME_LIBRARY", _library.RUNTIME)
     try:
         return ctypes.CDLL(path)
     except OSError as e:

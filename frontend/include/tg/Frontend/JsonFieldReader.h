@@ -23,7 +23,10 @@ public:
   /// Parses `path` as a JSON object; the error names the file and position.
   /// Arrays and objects nest at most kMaxJsonDepth deep (checked before
   /// parsing: the parser recurses once per level).
-  static llvm::Expected<llvm::json::Value> parseFile(llvm::StringRef path);
+  /// `text` when given (an in-memory file called `path` in messages), else
+  /// the file at `path`.
+  static llvm::Expected<llvm::json::Value>
+  parseFile(llvm::StringRef path, std::optional<llvm::StringRef> text = std::nullopt);
 
   /// An integer in [min, max]; one above `max` is reported with the bound
   /// and, when given, `why` ("is 20000, expected an integer from 1 to 10000

@@ -4,6 +4,7 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,9 +78,13 @@ inline constexpr int64_t kMaxTensorElements = int64_t(1) << 45;
 /// Parameters of the whole model at most: 2^44, about 17.6 trillion.
 inline constexpr int64_t kMaxParameters = int64_t(1) << 44;
 
-/// Reads and validates a Hugging Face config.json (model_type "gpt2" or
-/// "llama"). Errors name the file and the field.
-llvm::Expected<ModelConfig> parseModelConfig(llvm::StringRef path);
+/// Reads and validates a Hugging Face config.json (model_type "gpt2",
+/// "llama", "qwen2" or "mistral"): `text` when given (held in memory, called
+/// `path` in messages), else the file at `path`. Errors name the file and
+/// the field.
+llvm::Expected<ModelConfig>
+parseModelConfig(llvm::StringRef path,
+                 std::optional<llvm::StringRef> text = std::nullopt);
 
 /// Checks that the activations of `config` for a [batch, seqLen] token block
 /// (the logits, the attention scores, the MLP activations) stay within

@@ -26,8 +26,11 @@ struct TrainConfig {
 inline constexpr int64_t kMaxBatchSize = int64_t(1) << 24;
 inline constexpr int64_t kMaxMicroBatches = 1024;
 
-/// Reads and validates a TRAIN.json. Errors name the file and the field.
-llvm::Expected<TrainConfig> parseTrainConfig(llvm::StringRef path);
+/// Reads and validates a TRAIN.json: `text` when given (called `path` in
+/// messages), else the file at `path`. Errors name the file and the field.
+llvm::Expected<TrainConfig>
+parseTrainConfig(llvm::StringRef path,
+                 std::optional<llvm::StringRef> text = std::nullopt);
 
 } // namespace mlir::tg::frontend
 

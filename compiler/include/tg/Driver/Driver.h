@@ -1,0 +1,103 @@
+// The compiler as a library: a model description and training options in,
+// a compiled module or the .tgx artifact out. `tgc compile` and the
+// compiler's C API (tgc_compiler.h) are two front doors to it.
+#ifndef TG_DRIVER_DRIVER_H
+#define TG_DRIVER_DRIVER_H
+
+#include "tg/Frontend/ModelConfig.h"
+#include "tg/Frontend/TrainConfig.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir {
+class OpPassManager;
+namespace tg::driver {
+
+/// The ranks along each axis of a mesh: dp (mesh axis "data") and tp
+/// ("tensor").
+struct MeshSpec {
+  int64_t dp = 1, tp = 1;
+};
+/// "dp=D[,tp=T]" (either order, each axis at most once, sizes >= 1).
+llvm::Expected<MeshSpec> parseMesh(llvm::StringRef text);
+
+enum class Precision { FromConfig, F32, Bf16, F64 };
+enum class Target { Cpu, Cuda };
+
+/// One compilation's inputs and choices: what tgc's flags and the C API's
+/// options set.
+struct Options {
+  /// The model description: a Hugging Face config.json, or tg text when it
+  /// ends in ".mlir". Names it in messages.
+  std::string modelPath;
+  /// Its contents, held in memory; without them the file is read.
+  std::optional<std::string> modelText;
+  /// TRAIN.json (empty: no training step), and its contents in memory.
+  std::string trainPath;
+  std::optional<std::string> trainText;
+  std::optional<MeshSpec> mesh;
+  bool sequenceParallel = false;
+  int64_t zero = 0;
+  Precision precision = Precision::FromConfig;
+  /// The forward graph's batch and sequence without a training step (seq 0:
+  /// the model's maximum).
+  int64_t batch = 1, seq = 0;
+  Target target = Target::Cpu;
+  std::string cudaArch = "sm_90a";
+  bool libraryGemm = true;
+  bool fusion = true;
+  double bucketMb = 25;
+};
+
+/// What the driver knows about the model it compiles.
+struct Compilation {
+  OwningOpRef<ModuleOp> module;
+  std::optional<frontend::ModelConfig> model;
+  std::optional<frontend::TrainConfig> train;
+  int64_t batch = 0, seqLen = 0;
+};
+
+/// Reads the model (and TRAIN.json) and builds @forward, or parses the tg
+/// text, after checking that the options fit together. The frontend's
+/// warnings (unknown config keys) go to `warn`. Errors name the file, field
+/// or option.
+llvm::Error load(MLIRContext &ctx, const Options &options, Compilation &c,
+                 llvm::function_ref<void(const std::string &)> warn);
+
+/// How far buildPipeline goes.
+enum class Stage {
+  Training, // @train_step in tg
+  Lowering, // planned exec.programs, kernels on memrefs
+  Kernels,  // kernels compiled for the target (what an artifact needs)
+};
+/// Adds tgc's pipeline for `c` up to `stage`. `artifact`: the evaluation
+/// functions (@eval_step, and @logits on one device) are built as well.
+llvm::Error buildPipeline(OpPassManager &pm, const Options &options,
+                          const Compilation &c, Stage stage, bool artifact);
+
+/// The artifact of `options`' training step: load, the whole pipeline,
+/// verification and translation. Diagnostics of passes go to `ctx`'s
+/// handler; other errors are returned.
+llvm::Expected<std::vector<uint8_t>>
+compileArtifact(MLIRContext &ctx, const Options &options,
+                llvm::function_ref<void(const std::string &)> warn);
+
+/// The .tgx artifact of a module the whole pipeline has run on, recording
+/// `options`' model description.
+llvm::Expected<std::vector<uint8_t>> translate(ModuleOp module, const Options &options);
+
+/// The dialects a compilation needs.
+void registerDialects(DialectRegistry &registry);
+
+} // namespace tg::driver
+} // namespace mlir
+
+#endif
