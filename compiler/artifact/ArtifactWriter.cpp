@@ -95,6 +95,10 @@ public:
     if (failed(writeBinaries()))
       return failure();
     modulesVector = fbb.CreateVector(modules);
+    // What every program records alike, written once.
+    targetCpuString = fbb.CreateString(targetCpu);
+    producerString = fbb.CreateString(info.producer);
+    modelJsonString = fbb.CreateString(info.modelJson);
     // The functions beside the training step (@eval_step, @logits), each
     // a whole program sharing the kernel modules.
     std::vector<flatbuffers::Offset<tgx::Program>> functions;
@@ -141,9 +145,8 @@ private:
         program.getVocabSize(), uint64_t(program.getSeed()),
         program.getFlopsPerStep().convertToDouble());
     return tgx::CreateProgram(
-        fbb, ::tg::runtime::kFormatVersion, target,
-        fbb.CreateString(targetCpu), fbb.CreateString(info.producer),
-        fbb.CreateString(info.modelJson), mesh, train,
+        fbb, ::tg::runtime::kFormatVersion, target, targetCpuString, producerString,
+        modelJsonString, mesh, train,
         *program.getArenaSize(), fbb.CreateVector(slots),
         fbb.CreateVector(parameters), fbb.CreateVector(constants),
         modulesVector, fbb.CreateVector(commands),
@@ -478,6 +481,7 @@ private:
   std::vector<flatbuffers::Offset<tgx::KernelModule>> modules;
   flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<tgx::KernelModule>>>
       modulesVector;
+  flatbuffers::Offset<flatbuffers::String> targetCpuString, producerString, modelJsonString;
   std::vector<flatbuffers::Offset<tgx::Command>> commands;
 };
 

@@ -279,8 +279,9 @@ static void readRopeScaling(JsonFieldReader &fields, ModelConfig &config) {
 static void readQwen2Window(JsonFieldReader &fields) {
   if (fields.optionalBool("use_sliding_window", false))
     fields.fail("use_sliding_window",
-                "is true: sliding-window attention is not implemented; set it "
-                "to false (every layer then attends to the whole prefix)");
+                "is true: Qwen2's per-layer sliding window (max_window_layers) "
+                "is not implemented; set it to false (every layer then attends "
+                "to the whole prefix)");
   fields.optionalInt("sliding_window", 0, 0, kMaxDimension);
   fields.optionalInt("max_window_layers", 0, 0, kMaxLayers);
   if (const json::Value *types = fields.raw("layer_types")) {
@@ -290,8 +291,8 @@ static void readQwen2Window(JsonFieldReader &fields) {
       full &= t.getAsString() && *t.getAsString() == "full_attention";
     if (!full)
       fields.fail("layer_types",
-                  "must list only \"full_attention\": sliding-window "
-                  "attention is not implemented");
+                  "must list only \"full_attention\": per-layer "
+                  "sliding-window attention is not implemented");
   }
 }
 
@@ -303,7 +304,7 @@ enum class LlamaVariant { Llama, Qwen2, Mistral };
 /// q/k/v_proj, and sliding-window attention (refused) instead of
 /// attention_bias, mlp_bias and pretraining_tp; or, for Mistral,
 /// MistralConfig's: the same layers with a sliding attention window
-/// (tgc refuses sequences longer than it, checkGraphSizes).
+/// (tg.attention's window on sequences longer than it).
 static ModelConfig readLlama(JsonFieldReader &fields, LlamaVariant variant) {
   const bool qwen2 = variant == LlamaVariant::Qwen2;
   const bool mistral = variant == LlamaVariant::Mistral;

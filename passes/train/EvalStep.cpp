@@ -158,10 +158,14 @@ LogicalResult mlir::tg::buildLogits(func::FuncOp forward) {
   FailureOr<ForwardSignature> signature = readForwardSignature(forward);
   if (failed(signature))
     return failure();
-  if (std::optional<Mesh> mesh = getMesh(forward))
-    return forward.emitOpError()
-           << "is laid out on the mesh " << mesh->axes << " = ["
-           << mesh->shape
+  std::optional<Mesh> mesh = getMesh(forward);
+  int64_t devices = 1;
+  for (int64_t size : mesh ? mesh->shape : SmallVector<int64_t>{})
+    devices *= size;
+  if (devices != 1)
+    return emitError(forward.getLoc())
+           << "@" << forward.getSymName() << " is laid out on the mesh "
+           << mesh->axes << " = [" << mesh->shape
            << "]: the logits function is built for one device (a partitioned "
               "forward holds a part of the logits); compile it without a mesh";
   auto logitsType = forward.getNumResults() > 1

@@ -11,14 +11,6 @@
 namespace tg::runtime {
 namespace {
 
-const tgx::Program *findFunction(const tg_session &session, std::string_view name) {
-  if (const auto *functions = session.program->functions())
-    for (const tgx::Program *function : *functions)
-      if (function->name() && function->name()->string_view() == name)
-        return function;
-  return nullptr;
-}
-
 /// The function `name`, ready to run on the current parameters.
 tg_session::Function *prepare(tg_session &session, const char *api, const char *name,
                               std::string &error) {
@@ -30,13 +22,12 @@ tg_session::Function *prepare(tg_session &session, const char *api, const char *
   }
   tg_session::Function &function = session.functions[name];
   if (!function.backend) {
-    function.program = findFunction(session, name);
+    function.program = findFunction(*session.program, name);
     if (!function.program) {
       error = std::string(api) + ": " + session.source + " has no '" + name +
               "' function; " +
               (std::string_view(name) == "logits"
-                   ? "tgc writes it into artifacts for one device: compile the model "
-                     "without --mesh (weights load on any mesh)"
+                   ? kNoLogitsHint
                    : "re-compile the model from its config with this tgc");
       return nullptr;
     }
@@ -68,11 +59,11 @@ tg_session::Function *prepare(tg_session &session, const char *api, const char *
 bool evaluate(tg_session &session, const int32_t *tokens, const int32_t *targets,
               double *loss, std::string &error) {
   const char *api = "tg_session_eval";
-  if (!checkTokens(session, tokens, session.rows, api, "tokens", error) ||
-      !checkTokens(session, targets, session.rows, api, "targets", error))
-    return false;
+  // Collective in a multi-rank program (the function's backend is created
+  // on first use): every rank gets here before any can refuse its rows.
   tg_session::Function *function = prepare(session, api, "eval_step", error);
-  if (!function)
+  if (!function || !checkTokens(session, tokens, session.rows, api, "tokens", error) ||
+      !checkTokens(session, targets, session.rows, api, "targets", error))
     return false;
   const tgx::Program &program = *function->program;
   const tgx::Slot &tokenSlot = *findSlot(program, "tokens");
@@ -91,11 +82,10 @@ bool evaluate(tg_session &session, const int32_t *tokens, const int32_t *targets
 }
 
 bool logitsShape(const tg_session &session, tg_logits_shape &out, std::string &error) {
-  const tgx::Program *function = findFunction(session, "logits");
+  const tgx::Program *function = findFunction(*session.program, "logits");
   if (!function) {
-    error = "tg_session_logits_shape: " + session.source +
-            " has no 'logits' function; tgc writes it into artifacts for one device: "
-            "compile the model without --mesh (weights load on any mesh)";
+    error = "tg_session_logits_shape: " + session.source + " has no 'logits' function; " +
+            kNoLogitsHint;
     return false;
   }
   // Verified: [rows, seq_len, vocab_size].

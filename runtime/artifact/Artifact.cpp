@@ -627,16 +627,15 @@ private:
     return true;
   }
 
+  static bool isI32(tgx::DType d) { return d == tgx::DType_I32; }
+  static bool isF32OrF64(tgx::DType d) { return d == tgx::DType_F32 || d == tgx::DType_F64; }
+  /// A data rank's rows of the batch; all of it on one rank.
+  static constexpr const char *kRows = "I32 of shape [batch_size / data ranks, seq_len]";
+
   bool checkRequiredSlots() {
-    auto isI32 = [](tgx::DType d) { return d == tgx::DType_I32; };
-    auto isF32OrF64 = [](tgx::DType d) {
-      return d == tgx::DType_F32 || d == tgx::DType_F64;
-    };
-    // A data rank's rows of the batch; all of it on one rank.
-    const char *rows = "I32 of shape [batch_size / data ranks, seq_len]";
     return checkRequiredSlot("step", isI32, "an I32 scalar", false) &&
-           checkRequiredSlot("tokens", isI32, rows, true) &&
-           checkRequiredSlot("targets", isI32, rows, true) &&
+           checkRequiredSlot("tokens", isI32, kRows, true) &&
+           checkRequiredSlot("targets", isI32, kRows, true) &&
            checkRequiredSlot("loss", isF32OrF64, "an F32 or F64 scalar", false) &&
            checkRequiredSlot("grad_norm", isF32OrF64, "an F32 or F64 scalar", false) &&
            checkRequiredSlot("lr", isF32OrF64, "an F32 or F64 scalar", false) &&
@@ -706,27 +705,35 @@ private:
     return true;
   }
 
-  /// The interface of each function this runtime runs.
+  /// The interface of each function this runtime runs. The runtime checks
+  /// a function's tokens against the training step's shape and vocabulary,
+  /// so they must agree: the same seq_len and vocab_size, eval_step the same
+  /// rows, logits at most as many (a micro-batch).
   bool checkFunctionSlots() {
     std::string_view name = program.name() ? program.name()->string_view() : "";
-    auto isI32 = [](tgx::DType d) { return d == tgx::DType_I32; };
-    auto isF32OrF64 = [](tgx::DType d) {
-      return d == tgx::DType_F32 || d == tgx::DType_F64;
-    };
-    const char *rows = "I32 of shape [batch_size / data ranks, seq_len]";
-    if (name == "eval_step")
-      return checkRequiredSlot("tokens", isI32, rows, true) &&
-             checkRequiredSlot("targets", isI32, rows, true) &&
+    const tgx::TrainInfo &train = *program.train(), &rootTrain = *root->train();
+    if (train.seq_len() != rootTrain.seq_len() || train.vocab_size() != rootTrain.vocab_size())
+      return fail("train", "has seq_len " + std::to_string(train.seq_len()) + " and vocab_size " +
+                               std::to_string(train.vocab_size()) + ", the training step " +
+                               std::to_string(rootTrain.seq_len()) + " and " +
+                               std::to_string(rootTrain.vocab_size()));
+    if (name == "eval_step") {
+      if (train.batch_size() != rootTrain.batch_size())
+        return fail("train.batch_size", "differs from the training step's");
+      return checkRequiredSlot("tokens", isI32, kRows, true) &&
+             checkRequiredSlot("targets", isI32, kRows, true) &&
              checkRequiredSlot("loss", isF32OrF64, "an F32 or F64 scalar", false) &&
              checkMeshCoordinateSlot();
+    }
     if (name == "logits") {
       if (meshDevices(*program.mesh()) != 1)
         return fail("mesh", "is " + meshText(*program.mesh()) +
                                 ": the logits function runs on one device");
-      if (!checkRequiredSlot("tokens", isI32, rows, true))
+      if (train.batch_size() > rootTrain.batch_size())
+        return fail("train.batch_size", "exceeds the training step's");
+      if (!checkRequiredSlot("tokens", isI32, kRows, true) || !checkMeshCoordinateSlot())
         return false;
       const tgx::Slot *logits = findSlot(program, "logits");
-      const tgx::TrainInfo &train = *program.train();
       const std::vector<int64_t> expected = {train.batch_size(), train.seq_len(),
                                              train.vocab_size()};
       if (!logits || !isF32OrF64(logits->dtype()) ||
@@ -833,6 +840,14 @@ bool verifyArtifact(const uint8_t *bytes, std::size_t size,
     return false;
   }
   return Checker(*tgx::GetProgram(bytes), sourceName, error).run();
+}
+
+const tgx::Program *findFunction(const tgx::Program &program, std::string_view name) {
+  if (program.functions())
+    for (const tgx::Program *function : *program.functions())
+      if (function->name() && function->name()->string_view() == name)
+        return function;
+  return nullptr;
 }
 
 const tgx::Slot *findSlot(const tgx::Program &program, std::string_view name) {

@@ -18,9 +18,9 @@ import unittest
 import numpy as np
 import torch
 
-from tgtest import configs, models, safetensors_io
+from tgtest import configs, models
 from tgtest.reference import batch, torch_training
-from tgtest.tools import model_param_specs, random_params, run, run_status
+from tgtest.tools import run, run_status, write_family
 
 TRAIN = configs.train_config()  # batch 4, seq 6, lr 1e-2, constant
 SEQ = TRAIN["seq_len"]
@@ -35,23 +35,13 @@ class EvalGenerate(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
-        cls.artifacts, cls.params, cls.init = {}, {}, {}
+        cls.artifacts, cls.params, cls.init, cls.tokens = {}, {}, {}, {}
         gen = torch.Generator().manual_seed(13)
         json.dump(TRAIN, open(cls.path("train.json"), "w"))
         for family, model in FAMILIES.items():
-            json.dump(model, open(cls.path(family + ".json"), "w"))
+            cls.init[family], cls.params[family], cls.tokens[family] = write_family(
+                cls.path, family, model, cls.path("train.json"), gen, 157)
             cls.artifacts[family] = cls.compile(family)
-            params = random_params(model_param_specs(cls.path(family + ".json"), cls.path("train.json"),
-                                                     cls.path(family + ".mlir")), gen)
-            cls.init[family] = cls.path(family + "-init.safetensors")
-            safetensors_io.save(cls.init[family], {k: v.float() for k, v in params.items()})
-            # What tgrun reads: the float32-rounded weights.
-            cls.params[family] = {k: v.float().double() for k, v in params.items()}
-        cls.tokens = {}
-        for family, model in FAMILIES.items():
-            tokens = torch.randint(0, model["vocab_size"], (157,), generator=gen).numpy()
-            cls.tokens[family] = tokens.astype(np.uint16)
-            cls.tokens[family].tofile(cls.path(family + "-tokens.bin"))
 
     @classmethod
     def tearDownClass(cls):

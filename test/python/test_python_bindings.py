@@ -19,7 +19,7 @@ import torch
 
 from tgtest import configs, models, safetensors_io
 from tgtest.reference import batch, torch_training
-from tgtest.tools import BIN, model_param_specs, random_params, run
+from tgtest.tools import BIN, run, write_family
 
 PYTHON_DIR = os.path.join(BIN, "..", "python")
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
@@ -39,19 +39,11 @@ class PythonBindings(unittest.TestCase):
         json.dump(TRAIN, open(cls.path("train.json"), "w"))
         cls.programs, cls.init, cls.params, cls.tokens = {}, {}, {}, {}
         for family, model in FAMILIES.items():
-            json.dump(model, open(cls.path(family + ".json"), "w"))
+            cls.init[family], cls.params[family], cls.tokens[family] = write_family(
+                cls.path, family, model, cls.path("train.json"), gen, 173)
             run("tgc", "compile", cls.path(family + ".json"), "--train", cls.path("train.json"),
                 "-o", cls.path(family + ".tgx"))
             cls.programs[family] = cls.path(family + ".tgx")
-            params = random_params(model_param_specs(cls.path(family + ".json"),
-                                                     cls.path("train.json"),
-                                                     cls.path(family + ".mlir")), gen)
-            cls.init[family] = cls.path(family + "-init.safetensors")
-            safetensors_io.save(cls.init[family], {k: v.float() for k, v in params.items()})
-            cls.params[family] = {k: v.float().double() for k, v in params.items()}
-            tokens = torch.randint(0, model["vocab_size"], (173,), generator=gen).numpy()
-            cls.tokens[family] = tokens.astype(np.uint16)
-            cls.tokens[family].tofile(cls.path(family + "-tokens.bin"))
 
     @classmethod
     def tearDownClass(cls):

@@ -1,5 +1,8 @@
 #include "Cli.h"
 
+#include "tg/runtime/Artifact.h"
+#include "tg/runtime/RegularFile.h"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -44,6 +47,18 @@ bool parseUnsigned(const std::string &text, uint64_t &out) {
   unsigned long long value = std::strtoull(text.c_str(), &end, 10);
   out = value;
   return errno == 0 && *end == '\0';
+}
+
+int readVerifiedArtifact(const std::string &path, std::vector<uint8_t> &bytes,
+                         std::string &source) {
+  source = path.empty() ? "this executable's program" : path;
+  std::string problem;
+  bool opened;
+  if (bytes.empty() && !runtime::readRegularFile(path, bytes, problem, opened))
+    return error(path + ": cannot read the artifact (" + problem + "); check the path");
+  if (!runtime::verifyArtifact(bytes.data(), bytes.size(), source, problem))
+    return error(problem);
+  return 0;
 }
 
 } // namespace tg::tgrun

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace tg::tgrun {
 
@@ -26,6 +27,13 @@ bool check(tg_status status, int &exitCode);
 /// A decimal integer >= `min`.
 bool parseInteger(const std::string &text, int64_t min, int64_t &out);
 bool parseUnsigned(const std::string &text, uint64_t &out);
+
+/// Reads and verifies the artifact at `path`, or `bytes` when they are
+/// given (the one embedded in this executable), for checks made before a
+/// session loads it; `source` names it in messages. Returns 0, or the exit
+/// code of an error it printed.
+int readVerifiedArtifact(const std::string &path, std::vector<uint8_t> &bytes,
+                         std::string &source);
 
 struct SessionCloser {
   void operator()(tg_session *s) const { tg_session_destroy(s); }

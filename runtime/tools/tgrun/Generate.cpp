@@ -7,7 +7,6 @@
 
 #include "Cli.h"
 #include "tg/runtime/Artifact.h"
-#include "tg/runtime/RegularFile.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -212,22 +211,14 @@ private:
 /// Only artifacts for one device have the logits function: said before a
 /// session tries to join the ranks such a program needs.
 int checkHasLogits(const GenerateOptions &o, std::vector<uint8_t> bytes) {
-  const std::string source = o.artifact.empty() ? "this executable's program" : o.artifact;
-  std::string problem;
-  bool opened;
-  if (bytes.empty() && !tg::runtime::readRegularFile(o.artifact, bytes, problem, opened))
-    return error(o.artifact + ": cannot read the artifact (" + problem + "); check the path");
-  if (!tg::runtime::verifyArtifact(bytes.data(), bytes.size(), source, problem))
-    return error(problem);
+  std::string source;
+  if (int status = readVerifiedArtifact(o.artifact, bytes, source))
+    return status;
   const tg::tgx::Program &program = *tg::tgx::GetProgram(bytes.data());
-  if (program.functions())
-    for (const tg::tgx::Program *function : *program.functions())
-      if (function->name() && function->name()->string_view() == "logits")
-        return 0;
-  return error("generate: " + source + " has no 'logits' function; tgc writes it into "
-               "artifacts for one device (this one is for " +
-               tg::runtime::meshText(*program.mesh()) +
-               "): compile the model without --mesh (weights load on any mesh)");
+  if (tg::runtime::findFunction(program, "logits"))
+    return 0;
+  return error("generate: " + source + " (for " + tg::runtime::meshText(*program.mesh()) +
+               ") has no 'logits' function; " + tg::runtime::kNoLogitsHint);
 }
 
 } // namespace
@@ -257,6 +248,10 @@ int generate(int argc, char **argv, const std::vector<uint8_t> &embedded,
   tg_logits_shape shape;
   if (!check(tg_session_logits_shape(session.get(), &shape), exitCode))
     return exitCode;
+  if (o.stop >= shape.vocab_size)
+    return usageError("generate: --stop " + std::to_string(o.stop) +
+                      " is outside the program's vocabulary of " +
+                      std::to_string(shape.vocab_size));
   std::vector<std::vector<int32_t>> prompts;
   if (int status = readPrompts(o, shape.vocab_size, prompts))
     return status;
@@ -266,10 +261,6 @@ int generate(int argc, char **argv, const std::vector<uint8_t> &embedded,
                  : tg_session_init_from_safetensors(session.get(), o.init.c_str()),
              exitCode))
     return exitCode;
-  if (o.stop >= shape.vocab_size)
-    return usageError("generate: --stop " + std::to_string(o.stop) +
-                      " is outside the program's vocabulary of " +
-                      std::to_string(shape.vocab_size));
   std::fprintf(stderr,
                "tgrun: generating %" PRId64 " tokens for %zu prompts (%s), %" PRId64
                " at a time, from %s\n",

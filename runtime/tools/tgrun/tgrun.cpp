@@ -9,7 +9,6 @@
 // Exit codes: 0 done, 1 error, 2 usage error.
 #include "tg/runtime/Artifact.h"
 #include "tg/runtime/EmbeddedArtifact.h"
-#include "tg/runtime/RegularFile.h"
 #include "tg/runtime/tg_runtime.h"
 
 #include "Cli.h"
@@ -398,6 +397,13 @@ std::string duration(double seconds) {
   return text;
 }
 
+/// `value` printed with `format` (one number).
+std::string formatted(const char *format, double value) {
+  char text[64];
+  std::snprintf(text, sizeof(text), format, value);
+  return text;
+}
+
 /// "12345", or "124.4M" from a million on.
 std::string count(int64_t n) {
   char text[32];
@@ -461,7 +467,8 @@ public:
       double eta = elapsed / double(r.step - first) * double(total - r.step);
       std::printf("\rstep %" PRId64 "/%" PRId64 "  loss %.4f  %.0f tok/s%s  ETA %s   ", r.step,
                   total, r.loss, tokensPerSecond, mfu.c_str(), duration(eta).c_str());
-      if (r.step == total)
+      pending = r.step != total;
+      if (!pending)
         std::printf("\n");
     } else if (r.step == first + 1 || r.step == total || (r.step - first) % logEvery == 0) {
       std::printf("step %" PRId64 "/%" PRId64 "  loss %.4f  grad_norm %.3g  lr %.1e  %.0f tok/s%s\n",
@@ -470,11 +477,18 @@ public:
     std::fflush(stdout);
   }
 
+  /// Ends a live line before other output (an evaluation's line).
+  void breakLine() {
+    if (pending)
+      std::printf("\n");
+    pending = false;
+  }
+
 private:
   int64_t first, total;
   double tokensPerStep, flopsPerStep;
   Peak peak;
-  bool live;
+  bool live, pending = false;
   int64_t logEvery;
   double lastDraw = -1;
 };
@@ -610,12 +624,6 @@ private:
     int64_t calls = 0;
   };
 
-  static std::string formatted(const char *format, double value) {
-    char text[32];
-    std::snprintf(text, sizeof(text), format, value);
-    return text;
-  }
-
   void writeEvent(const nlohmann::json &event) {
     if (wroteEvent)
       std::fputs(",\n", file.get());
@@ -716,6 +724,23 @@ bool resume(tg_session *session, const std::string &dir, bool &resumed, int64_t 
   return true;
 }
 
+/// Warns when the evaluation's batches hold fewer distinct samples than
+/// they read: its data then repeats within each evaluation.
+void warnIfEvalRepeats(const tg_dataset *dataset, const std::string &path,
+                       const tg_program_info &info, int64_t batches) {
+  int64_t n = tg_dataset_num_tokens(dataset), t = info.seq_len, b = info.batch_size;
+  if (n <= t)
+    return; // the first batch says why
+  int64_t samples = (n - t + t - 1) / t;
+  if (batches * b <= samples)
+    return;
+  std::fprintf(stderr,
+               "tgrun: warning: %s holds %" PRId64 " tokens, %" PRId64 " samples of %" PRId64
+               ", fewer than the %" PRId64 " of --eval-batches %" PRId64
+               ": each evaluation reads some of them twice; pass more data or fewer batches\n",
+               path.c_str(), n, samples, t, batches * b, batches);
+}
+
 /// The loss and perplexity of the parameters on the first `batches`
 /// batches of `dataset` (the same ones each time), without an update:
 /// logged, and a metrics line. Collective: every rank evaluates its rows.
@@ -791,6 +816,8 @@ int run(const Options &o, const std::vector<uint8_t> &embedded, const char *prog
                exitCode))
       return exitCode;
     evalDataset.reset(rawDataset);
+    if (primary)
+      warnIfEvalRepeats(evalDataset.get(), o.evalData, info, o.evalBatches);
   }
 
   if (!o.checkpointDir.empty() && !makeDirectories(o.checkpointDir))
@@ -867,6 +894,7 @@ int run(const Options &o, const std::vector<uint8_t> &embedded, const char *prog
   using Clock = std::chrono::steady_clock;
   Clock::time_point start = Clock::now();
   int64_t lastCheckpoint = resumed ? first : -1;
+  double evalSeconds = 0;
   tg_step_result r{first, NAN, NAN, NAN};
   while (tg_session_steps_done(session.get()) < o.steps) {
     Clock::time_point stepStart = Clock::now();
@@ -906,11 +934,16 @@ int run(const Options &o, const std::vector<uint8_t> &embedded, const char *prog
                        : "");
       std::fflush(metrics.get());
     }
-    progress.report(r, std::chrono::duration<double>(stepEnd - start).count());
-    if (evalDataset && (r.step == o.steps || (o.evalEvery && r.step % o.evalEvery == 0)) &&
-        !evaluate(session.get(), evalDataset.get(), o.evalBatches, info, rank, r.step,
-                  metrics.get(), exitCode))
-      return exitCode;
+    // Throughput and ETA count training time only, not evaluations.
+    progress.report(r, std::chrono::duration<double>(stepEnd - start).count() - evalSeconds);
+    if (evalDataset && (r.step == o.steps || (o.evalEvery && r.step % o.evalEvery == 0))) {
+      progress.breakLine();
+      Clock::time_point evalStart = Clock::now();
+      if (!evaluate(session.get(), evalDataset.get(), o.evalBatches, info, rank, r.step,
+                    metrics.get(), exitCode))
+        return exitCode;
+      evalSeconds += std::chrono::duration<double>(Clock::now() - evalStart).count();
+    }
     if (checkpointing && o.checkpointEvery && r.step % o.checkpointEvery == 0) {
       if (!writeCheckpoint(session.get(), o.checkpointDir, dataPosition, primary, sharded, exitCode))
         return exitCode;
@@ -940,13 +973,15 @@ int run(const Options &o, const std::vector<uint8_t> &embedded, const char *prog
       return error(problem);
   }
 
-  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  double seconds = std::chrono::duration<double>(Clock::now() - start).count() - evalSeconds;
   if (last > first)
     std::printf("tgrun: trained steps %" PRId64 " to %" PRId64 " in %.2f s (%.0f tok/s%s), "
-                "final loss %.4f\n",
+                "final loss %.4f%s\n",
                 first + 1, last, seconds, double(last - first) * tokensPerStep / seconds,
                 mfuText(double(last - first) * info.flops_per_step / seconds, peak, ", ").c_str(),
-                r.loss);
+                r.loss,
+                evalSeconds > 0 ? formatted(", and %.2f s of evaluation", evalSeconds).c_str()
+                                : "");
   if (profiling)
     profiler.printTopCommands();
   return 0;
@@ -955,13 +990,9 @@ int run(const Options &o, const std::vector<uint8_t> &embedded, const char *prog
 /// Before starting N ranks: the program must be one for N devices, said
 /// once here rather than by every rank. Returns 0 or an exit code.
 int checkRanksFitProgram(const Options &o, std::vector<uint8_t> bytes) {
-  const std::string source = o.artifact.empty() ? "this executable's program" : o.artifact;
-  std::string problem;
-  bool opened;
-  if (bytes.empty() && !tg::runtime::readRegularFile(o.artifact, bytes, problem, opened))
-    return error(o.artifact + ": cannot read the artifact (" + problem + "); check the path");
-  if (!tg::runtime::verifyArtifact(bytes.data(), bytes.size(), source, problem))
-    return error(problem);
+  std::string source;
+  if (int status = readVerifiedArtifact(o.artifact, bytes, source))
+    return status;
   const tg::tgx::Mesh &mesh = *tg::tgx::GetProgram(bytes.data())->mesh();
   int64_t devices = tg::runtime::meshDevices(mesh);
   if (devices == o.ranks)
@@ -1022,6 +1053,9 @@ int main(int argc, char **argv) {
 
   if (argc > 1 && std::string(argv[1]) == "generate")
     return generate(argc - 1, argv + 1, embedded, programName);
+  if (argc > 3 && std::string(argv[1]) == "-n" && std::string(argv[3]) == "generate")
+    return usageError("generate runs as one process: tgrun generate PROGRAM.tgx ... "
+                      "(without -n)");
   Options options;
   if (int status = parseArguments(argc, argv, !embedded.empty(), options))
     return status;

@@ -40,7 +40,21 @@ func.func @forward(%tokens: tensor<2x4xi32> {tg.input = "tokens"}, %targets: ten
 
 // A partitioned forward holds part of the logits: one device only.
 module attributes {tg.mesh_axes = ["tensor"], tg.mesh_shape = array<i64: 2>} {
-// expected-error @+1 {{is laid out on the mesh ["tensor"] = [2]: the logits function is built for one device}}
+// expected-error @+1 {{@forward is laid out on the mesh ["tensor"] = [2]: the logits function is built for one device}}
+func.func @forward(%tokens: tensor<2x4xi32> {tg.input = "tokens"}, %targets: tensor<2x4xi32> {tg.input = "targets"},
+                   %wte: tensor<8x8xf32> {tg.param = "wte", tg.init = #tg.init<normal, std = 0.02>})
+    -> (tensor<f32> {tg.output = "loss"}, tensor<2x4x8xf32> {tg.output = "logits"}) {
+  %h = tg.embedding %wte[%tokens] : tensor<8x8xf32>, tensor<2x4xi32> -> tensor<2x4x8xf32>
+  %l = tg.cross_entropy %h, %targets : tensor<2x4x8xf32>, tensor<2x4xi32> -> tensor<f32>
+  return %l, %h : tensor<f32>, tensor<2x4x8xf32>
+}
+}
+
+// -----
+
+// A mesh of one device (tgc --mesh dp=1) is one device.
+// CHECK-LABEL: func.func @logits(
+module attributes {tg.mesh_axes = ["data"], tg.mesh_shape = array<i64: 1>} {
 func.func @forward(%tokens: tensor<2x4xi32> {tg.input = "tokens"}, %targets: tensor<2x4xi32> {tg.input = "targets"},
                    %wte: tensor<8x8xf32> {tg.param = "wte", tg.init = #tg.init<normal, std = 0.02>})
     -> (tensor<f32> {tg.output = "loss"}, tensor<2x4x8xf32> {tg.output = "logits"}) {

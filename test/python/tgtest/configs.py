@@ -35,8 +35,8 @@ QWEN2 = {"model_type": "qwen2", "vocab_size": 33, "hidden_size": 16, "intermedia
          "max_position_embeddings": 32, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
          "tie_word_embeddings": False, "use_sliding_window": False, "sliding_window": 4096,
          "max_window_layers": 28, "attention_dropout": 0.0, "hidden_act": "silu"}
-# Mistral: Llama's layers with a sliding attention window (compiled only for
-# sequences within it, where it is causal attention).
+# Mistral: Llama's layers with a sliding attention window (within it, causal
+# attention; beyond it, tg.attention's window).
 MISTRAL = {"model_type": "mistral", "vocab_size": 35, "hidden_size": 16, "intermediate_size": 24,
            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
            "max_position_embeddings": 64, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,

@@ -54,3 +54,25 @@ def random_params(specs, generator):
 
 def rel_err(a, b):
     return (torch.linalg.norm((a - b).flatten()) / max(torch.linalg.norm(b.flatten()), 1e-300)).item()
+
+
+def write_family(path, family, model, train_json, generator, num_tokens):
+    """For the checks that train a small model: writes path(FAMILY.json),
+    random float32 weights path(FAMILY-init.safetensors) and random uint16
+    token data path(FAMILY-tokens.bin). Returns (init path, the weights as
+    tgrun reads them in float64, the tokens)."""
+    import json
+
+    import numpy as np
+
+    from tgtest import safetensors_io
+    json.dump(model, open(path(family + ".json"), "w"))
+    params = random_params(model_param_specs(path(family + ".json"), train_json,
+                                             path(family + ".mlir")), generator)
+    init = path(family + "-init.safetensors")
+    safetensors_io.save(init, {k: v.float() for k, v in params.items()})
+    tokens = torch.randint(0, model["vocab_size"], (num_tokens,), generator=generator)
+    tokens = tokens.numpy().astype(np.uint16)
+    tokens.tofile(path(family + "-tokens.bin"))
+    # The float32-rounded weights tgrun reads.
+    return init, {k: v.float().double() for k, v in params.items()}, tokens

@@ -437,6 +437,23 @@ TEST(Artifact, ChecksFunctionsAgainstTheTrainingStep) {
                  "functions[0] 'eval_step'.slots[1] 'tokens'.range", withFunction("eval_step"));
   expectRejected([](ProgramSpec &) {}, "functions[0] 'logits'.slot 'logits' is missing",
                  withFunction("logits"));
+  // The runtime checks a function's tokens against the training step's
+  // shape: the sizes must agree.
+  expectRejected([](ProgramSpec &s) { s.functions[0].seqLen = 4; },
+                 "functions[0] 'eval_step'.train has seq_len 4 and vocab_size 5, the training "
+                 "step 3 and 5",
+                 withFunction("eval_step"));
+  expectRejected([](ProgramSpec &s) { s.functions[0].batchSize = 1; },
+                 "functions[0] 'eval_step'.train.batch_size differs", withFunction("eval_step"));
+  // A logits function with a mesh_coordinate slot too small for the
+  // runtime's write.
+  ProgramSpec logits = withFunction("logits");
+  logits.functions[0].addSlot("logits", tgx::DType_F32, {2, 3, 5});
+  EXPECT_EQ(verifyError([](ProgramSpec &) {}, logits), "");
+  expectRejected([](ProgramSpec &s) { s.functions[0].addSlot("mesh_coordinate", tgx::DType_I32, {}); },
+                 "functions[0] 'logits'.slot 'mesh_coordinate' is I32 of shape []", logits);
+  expectRejected([](ProgramSpec &s) { s.functions[0].batchSize = 4; },
+                 "functions[0] 'logits'.train.batch_size exceeds", logits);
 }
 
 TEST(Artifact, RejectsCorruptKernelImages) {

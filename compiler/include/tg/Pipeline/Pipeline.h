@@ -17,9 +17,9 @@ namespace tg {
 /// What the artifact holds besides @train_step.
 struct EvaluationFunctions {
   /// @eval_step: the loss of a batch without an update (any mesh).
-  bool evalStep = true;
+  bool evalStep = false;
   /// @logits: the forward's logits, for generation (one device only).
-  bool logits = true;
+  bool logits = false;
 };
 
 /// @forward -> @train_step (tg-partition-tensor-parallel with tensor

@@ -50,6 +50,14 @@ std::size_t dtypeSize(tgx::DType dtype);
 bool verifyArtifact(const uint8_t *bytes, std::size_t size,
                     const std::string &sourceName, std::string &error);
 
+/// The function called `name` beside a verified training step
+/// (Program.functions: "eval_step", "logits"), or nullptr.
+const tgx::Program *findFunction(const tgx::Program &program, std::string_view name);
+/// What to do when an artifact has no "logits" function.
+constexpr const char *kNoLogitsHint =
+    "tgc writes it into artifacts for one device: compile the model without --mesh "
+    "(weights and checkpoints load on any mesh)";
+
 /// The slot called `name`, or nullptr. Slot names are unique in verified
 /// programs.
 const tgx::Slot *findSlot(const tgx::Program &program, std::string_view name);
