@@ -241,6 +241,48 @@ llvm::Error buildFromConfig(MLIRContext &ctx, const Options &o, Compilation &c,
   return llvm::Error::success();
 }
 
+/// A tg module with @forward and a TRAIN.json: the training step is built
+/// from the forward as written (its element types and shapes), which the
+/// TRAIN.json must agree with.
+llvm::Error readTrainingOfModule(const Options &o, Compilation &c) {
+  auto forward = c.module->lookupSymbol<func::FuncOp>("forward");
+  if (!forward)
+    return llvm::createStringError(
+        "%s: a TRAIN.json (%s) builds the training step from @forward, which the "
+        "module does not define",
+        o.modelPath.c_str(), o.trainPath.c_str());
+  auto train = parseTrainConfig(o.trainPath, o.trainText);
+  if (!train)
+    return train.takeError();
+  // The forward's parameters are in its compute precision.
+  bool bf16 = false;
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i)
+    if (forward.getArgAttr(i, kParamAttr))
+      bf16 |= getElementTypeOrSelf(forward.getArgumentTypes()[i]).isBF16();
+  if (bf16 != (train->precision == frontend::Precision::Bf16))
+    return llvm::createStringError(
+        "%s: field 'precision' is %s but @forward of %s computes in %s; make them agree",
+        o.trainPath.c_str(), bf16 ? "fp32" : "bf16", o.modelPath.c_str(),
+        bf16 ? "bf16" : "f32 or f64");
+  // The vocabulary sizes the runtime's token checks: the module's
+  // tg.vocab_size, else the forward's logits [batch, seq, vocab].
+  if (!(*c.module)->hasAttr(kVocabSizeAttr)) {
+    auto logits = forward.getNumResults() > 1
+                      ? dyn_cast<RankedTensorType>(forward.getResultTypes()[1])
+                      : RankedTensorType();
+    if (!logits || logits.getRank() != 3)
+      return llvm::createStringError(
+          "%s: the module declares no %s and @forward returns no [batch, seq, vocab] "
+          "logits second; declare the vocabulary size",
+          o.modelPath.c_str(), kVocabSizeAttr.data());
+    (*c.module)->setAttr(kVocabSizeAttr,
+                         IntegerAttr::get(IntegerType::get(c.module->getContext(), 64),
+                                          logits.getDimSize(2)));
+  }
+  c.train = *train;
+  return llvm::Error::success();
+}
+
 /// The chip --cuda-arch names, with its SM count (which sizes the grids).
 llvm::Expected<CudaTargetOptions> cudaOptions(const Options &o) {
   // PTX 8.0 covers all of these chips.
@@ -291,7 +333,9 @@ llvm::Error load(MLIRContext &ctx, const Options &options, Compilation &c,
   if (!c.module)
     return llvm::createStringError("%s: not a valid tg module (see the errors above)",
                                    o.modelPath.c_str());
-  return llvm::Error::success();
+  if (o.trainPath.empty())
+    return llvm::Error::success();
+  return readTrainingOfModule(o, c);
 }
 
 llvm::Error buildPipeline(OpPassManager &pm, const Options &o, const Compilation &c,
