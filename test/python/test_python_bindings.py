@@ -123,6 +123,49 @@ class PythonBindings(unittest.TestCase):
             f.write(text)
         return self.path(name)
 
+    def test_ranks_of_a_multi_rank_program(self):
+        """Under mpirun each Python process is one rank (the session joins
+        the launcher's ranks): on dp=2 x tp=2 the losses are tgrun -n 4's
+        bit for bit, and the weights gathered to rank 0 are its."""
+        family = "gpt2"
+        program = self.path("gpt2-dp2-tp2.tgx")
+        run("tgc", "compile", self.path("gpt2.json"), "--train", self.path("train.json"),
+            "--mesh", "dp=2,tp=2", "-o", program)
+        m = self.path("ranks.jsonl")
+        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                   PYTHONPATH=os.pathsep.join([PYTHON_DIR, os.path.dirname(__file__)]))
+        subprocess.run([os.path.join(BIN, "tgrun"), "-n", "4", program, "--init", self.init[family],
+                        "--data", self.path(family + "-tokens.bin"), "--steps", "3", "--metrics",
+                        m, "--save-weights", self.path("r.safetensors")],
+                       check=True, capture_output=True, env=env, timeout=120)
+        expected = [json.loads(line)["loss"] for line in open(m)]
+        script = f"""
+import json, numpy as np, tgc
+from tgtest.reference import batch
+t = tgc.Trainer(tgc.Program({program!r}), init={self.init[family]!r})
+tokens = np.fromfile({self.path(family + '-tokens.bin')!r}, dtype="<u2")
+train = json.load(open({self.path('train.json')!r}))
+losses = []
+for s in range(3):
+    x, y = batch(tokens, train, s)
+    rows = slice(t.first_row, t.first_row + t.rows)  # this rank's rows of the batch
+    losses.append(t.step(x.numpy()[rows], y.numpy()[rows]))
+w = t.weights()
+if t.rank == 0:
+    np.savez({self.path('py-ranks.npz')!r}, **w)
+    print(json.dumps(losses))
+t.close()
+"""
+        result = subprocess.run(["mpirun", "-n", "4", "--oversubscribe", "--bind-to", "none",
+                                 sys.executable, "-c", script], capture_output=True, text=True,
+                                env=env, timeout=180)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(json.loads(result.stdout.strip().splitlines()[-1]), expected)
+        saved = safetensors_io.load(self.path("r.safetensors"))
+        got = np.load(self.path("py-ranks.npz"))
+        for name in saved:
+            self.assertTrue(np.array_equal(got[name], saved[name].numpy()), name)
+
     def test_eval_logits_and_weights(self):
         family = "llama"
         with self.trainer(family) as t:

@@ -15,18 +15,51 @@ every error the runtime reports tgc.TgcError with its message.
 Token arrays are passed without a copy when they already are C-contiguous
 int32; weights are read straight into the numpy arrays returned.
 """
+import atexit
 import ctypes
 import json
 import os
+import sys
+import weakref
 
 import numpy as np
 
 from tgc import _capi, _compiler
 from tgc._capi import TgcError
 
-__all__ = ["compile", "CompileError", "Program", "Trainer", "TgcError", "version"]
+__all__ = ["compile", "CompileError", "finish_ranks", "Program", "Trainer", "TgcError",
+           "version"]
 
 _DTYPES = {0: np.float32, 1: np.float64, 2: None, 3: np.float16, 4: np.int32, 5: np.int64}
+
+
+def finish_ranks(clean=True):
+    """Ends this process's part in a multi-rank run (a no-op on one rank),
+    after its trainers are closed: `clean` waits for every rank to finish;
+    otherwise the launcher stops the others. Called at exit: clean unless an
+    exception ended the program."""
+    _capi.lib.tg_finish_ranks(1 if clean else 0)
+
+
+_hook = sys.excepthook
+
+
+def _failed(*exc):
+    _exit_state["clean"] = False
+    _hook(*exc)
+
+
+def _at_exit():
+    # Sessions end before the ranks do.
+    for trainer in list(_trainers):
+        trainer.close()
+    finish_ranks(_exit_state["clean"])
+
+
+_exit_state = {"clean": True}
+_trainers = weakref.WeakSet()
+sys.excepthook = _failed
+atexit.register(_at_exit)
 
 
 def version():
@@ -110,12 +143,15 @@ class Trainer:
         _capi.check(_capi.lib.tg_session_create_from_memory(
             program.data, len(program.data), program.name.encode(), ctypes.byref(session)))
         self._session = session
+        _trainers.add(self)
         info = _capi.ProgramInfo()
         _capi.lib.tg_session_info(self._session, ctypes.byref(info))
         self.batch_size, self.seq_len, self.vocab_size = info.batch_size, info.seq_len, info.vocab_size
         rank = _capi.RankInfo()
         _capi.lib.tg_session_rank(self._session, ctypes.byref(rank))
-        self.rank, self.num_ranks, self.rows = rank.rank, rank.num_ranks, rank.rows
+        # Under a launcher (mpirun, srun) the session is one rank of the run.
+        self.rank, self.num_ranks = rank.rank, rank.num_ranks
+        self.first_row, self.rows = rank.first_row, rank.rows
         if init is None:
             _capi.check(_capi.lib.tg_session_init_random(
                 self._session, info.seed if seed is None else int(seed)))
