@@ -77,6 +77,14 @@ class TinyGPT(nn.Module):
         return self.head(self.ln_f(x))
 
 
+class TinyGPTWithLoss(TinyGPT):
+    """The same model computing its own loss, as training scripts write it."""
+
+    def forward(self, idx, targets):
+        logits = super().forward(idx)
+        return F.cross_entropy(logits.view(-1, VOCAB), targets.view(-1))
+
+
 class Cumsum(nn.Module):
     def __init__(self):
         super().__init__()
@@ -114,6 +122,34 @@ class TorchBridge(unittest.TestCase):
         trainer.write_back()
         for (name, p), (_, q) in zip(model.named_parameters(), reference.named_parameters()):
             self.assertLess((p - q).norm().item() / max(q.norm().item(), 1e-12), 1e-3, name)
+
+    def test_a_module_computing_its_loss(self):
+        torch.manual_seed(1)
+        model = TinyGPTWithLoss()
+        reference = copy.deepcopy(model)
+        tokens = torch.randint(0, VOCAB, (301,), generator=torch.Generator().manual_seed(4))
+        tokens = tokens.numpy().astype(np.uint16)
+        trainer = tgc.torch.compile_module(model, batch(tokens, TRAIN, 0), train=TRAIN)
+        opt = TRAIN["optimizer"]
+        params = list(reference.parameters())
+        adam = torch.optim.AdamW(
+            [{"params": [p for p in params if p.dim() >= 2], "weight_decay": opt["weight_decay"]},
+             {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}],
+            lr=opt["lr"], betas=tuple(opt["betas"]), eps=opt["eps"])
+        for step in range(5):
+            x, y = batch(tokens, TRAIN, step)
+            got = trainer.step(x, y)
+            adam.zero_grad()
+            loss = reference(x, y)
+            loss.backward()
+            adam.step()
+            self.assertLess(abs(got - loss.item()), 1e-4, f"step {step + 1}")
+        # Its logits function gives the module's logits.
+        x, _ = batch(tokens, TRAIN, 0)
+        with torch.no_grad():
+            expected = TinyGPT.forward(reference, x)
+        self.assertLess((torch.from_numpy(trainer.logits(x.numpy())) - expected).norm()
+                        / expected.norm(), 1e-5)
 
     def test_unsupported_op_is_named_with_its_line(self):
         with self.assertRaises(tgc.torch.UnsupportedError) as caught:

@@ -6,11 +6,13 @@
     trainer.write_back()                   # the trained weights into `model`
 
 `compile_module` traces `model` with torch.fx (the forward maps token ids
-[batch, seq] to logits [batch, seq, vocab]), evaluates it once on
+[batch, seq] to logits [batch, seq, vocab]; or, when `example_inputs` is
+(token ids, targets), the forward takes both and returns its own
+F.cross_entropy loss), evaluates it once on
 `example_inputs` to learn every shape and to fold what depends on buffers and
 constants alone (causal masks, position ids), and writes the graph as a tg
 @forward whose loss is the mean cross-entropy of the logits against the
-targets, as F.cross_entropy computes it. tgc.compile builds the training step
+targets, as F.cross_entropy computes it (or the module's own). tgc.compile builds the training step
 from it (TRAIN.json's AdamW, schedule, clipping; note that TGC decays
 matrices only, not biases and norm weights) and a tgc.Trainer starts from the
 module's parameters, named as in model.named_parameters().
@@ -19,7 +21,8 @@ Mapped: nn.Embedding, nn.Linear, nn.LayerNorm, nn.GELU / F.gelu, nn.SiLU /
 F.silu, nn.Dropout with p = 0, nn.Identity; +, -, *, / (tensors and
 numbers), @ / torch.matmul, softmax over the last dimension, transpose,
 permute, view, reshape, contiguous, split, masked_fill with a constant mask,
-tanh, exp, sqrt, rsqrt and tensor indexing by constants. Anything else is
+tanh, exp, sqrt, rsqrt, tensor indexing by constants and F.cross_entropy
+with its defaults. Anything else is
 refused with tgc.torch.UnsupportedError naming the operation and the line of
 the model's source that calls it.
 """
@@ -163,7 +166,8 @@ class _Translator:
         shape = tuple(shape)
         if shape == x.shape:
             return x
-        return self.w.op(f"tg.reshape {x.name} : {x.type} -> {_Writer.type_of(shape)}", shape)
+        return self.w.op(f"tg.reshape {x.name} : {x.type} -> {_Writer.type_of(shape, x.dtype)}",
+                         shape, x.dtype)
 
     def transpose(self, x, perm):
         perm = [p % len(x.shape) for p in perm]
@@ -201,7 +205,9 @@ class _Translator:
             self.env[node.name] = result
 
     def node_placeholder(self, node):
-        return self.env["tokens"]
+        # The forward's arguments: token ids, then (optionally) targets.
+        self.placeholders = getattr(self, "placeholders", 0) + 1
+        return self.env["tokens" if self.placeholders == 1 else "targets"]
 
     def node_get_attr(self, node):
         if node.target in self.params:
@@ -209,7 +215,11 @@ class _Translator:
         return None  # a buffer: folded where used
 
     def node_output(self, node):
-        self.logits = self.tensor(node.args[0], node)
+        out = node.args[0]
+        if isinstance(out, (tuple, list)):
+            self.fail(node, "a forward returning several values (return the logits, or the "
+                            "loss of F.cross_entropy)")
+        self.result = self.tensor(out, node)
 
     def node_call_module(self, node):
         sub = self.gm.get_submodule(node.target)
@@ -279,6 +289,23 @@ class _Translator:
             return self.unary(name, x)
         self.fail(node, f"the tensor method .{name}()")
 
+    def cross_entropy(self, node):
+        """F.cross_entropy(logits [N, V], targets [N]) with its defaults: the
+        mean over the tokens (ignore_index -100 never matches a token id)."""
+        defaults = {"weight": None, "reduction": "mean", "label_smoothing": 0.0,
+                    "ignore_index": -100, "size_average": None, "reduce": None}
+        for key, value in node.kwargs.items():
+            if key not in defaults or defaults[key] != value:
+                self.fail(node, f"F.cross_entropy with {key}={value!r} (its defaults only)")
+        if len(node.args) > 2:
+            self.fail(node, "F.cross_entropy with positional options (its defaults only)")
+        logits, targets = self.tensor(node.args[0], node), self.tensor(node.args[1], node)
+        if targets.dtype != "i32" or logits.shape[:-1] != targets.shape:
+            self.fail(node, "F.cross_entropy of other than logits [..., V] and token ids [...]")
+        self.loss_logits = logits
+        return self.w.op(f"tg.cross_entropy {logits.name}, {targets.name} : {logits.type}, "
+                         f"{targets.type} -> tensor<f32>", ())
+
     def masked_fill(self, node, x):
         mask = node.args[1]
         if isinstance(mask, torch.fx.Node) and mask.name in self.env:
@@ -323,6 +350,8 @@ class _Translator:
             return self.unary("silu", self.tensor(node.args[0], node))
         if fn in (torch.tanh, torch.exp, torch.sqrt, torch.rsqrt):
             return self.unary(fn.__name__, self.tensor(node.args[0], node))
+        if fn is F.cross_entropy:
+            return self.cross_entropy(node)
         if fn is torch.transpose:
             return self.node_call_method(node)
         self.fail(node, f"function {getattr(fn, '__name__', fn)}")
@@ -366,10 +395,14 @@ def compile_module(module, example_inputs, train, target="cpu"):
     tracer.record_stack_traces = True
     graph = tracer.trace(module)
     gm = torch.fx.GraphModule(module, graph)
-    tokens = torch.as_tensor(example_inputs)
-    if tokens.dim() != 2 or tokens.dtype not in (torch.int32, torch.int64):
+    inputs = example_inputs if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
+    inputs = tuple(torch.as_tensor(x) for x in inputs)
+    tokens = inputs[0]
+    if len(inputs) > 2 or any(x.shape != tokens.shape or x.dtype not in (torch.int32, torch.int64)
+                              or x.dim() != 2 for x in inputs):
         raise ValueError("tgc.torch.compile_module: example_inputs must be integer token ids "
-                         f"[batch, seq], not {tuple(tokens.shape)} {tokens.dtype}")
+                         "[batch, seq] (and targets of that shape for a module that computes "
+                         f"its loss), not {[(tuple(x.shape), x.dtype) for x in inputs]}")
     # The value of every node on the example: shapes, and what folds.
     values = {}
 
@@ -380,10 +413,12 @@ def compile_module(module, example_inputs, train, target="cpu"):
             return value
 
     with torch.no_grad():
-        logits = Recorder(gm).run(tokens)
-    if not isinstance(logits, torch.Tensor) or logits.dim() != 3:
-        raise UnsupportedError("tgc.torch.compile_module: the module must return logits "
-                               "[batch, seq, vocab]")
+        output = Recorder(gm).run(*inputs)
+    computes_loss = len(inputs) == 2
+    if not isinstance(output, torch.Tensor) or output.dim() != (0 if computes_loss else 3):
+        raise UnsupportedError(
+            "tgc.torch.compile_module: the module must return logits [batch, seq, vocab] from "
+            "token ids, or, given targets too, the loss of F.cross_entropy")
     params = dict(module.named_parameters())
     t = _Translator(module, gm, values, params)
     args = [f"%tokens: {_Writer.type_of(tokens.shape, 'i32')} {{tg.input = \"tokens\"}}",
@@ -394,14 +429,24 @@ def compile_module(module, example_inputs, train, target="cpu"):
         args.append(f"{value.name}: {value.type} {{tg.init = #tg.init<normal, std = 0.02>, "
                     f"tg.param = \"{name}\"}}")
     t.env["tokens"] = _Value("%tokens", tuple(tokens.shape), "i32")
+    t.env["targets"] = _Value("%targets", tuple(tokens.shape), "i32")
     for node in gm.graph.nodes:
         t.run(node)
-    out = t.logits
-    if out.shape != tuple(logits.shape):
-        raise UnsupportedError("tgc.torch: the mapped logits have shape "
-                               f"{out.shape}, the module's {tuple(logits.shape)}")
-    loss = t.w.op(f"tg.cross_entropy {out.name}, %targets : {out.type}, "
-                  f"{_Writer.type_of(tokens.shape, 'i32')} -> tensor<f32>", ())
+    if computes_loss:
+        # The module's own loss; the logits it took, as [batch, seq, vocab].
+        loss = t.result
+        logits = getattr(t, "loss_logits", None)
+        if logits is None or loss.shape != ():
+            raise UnsupportedError("tgc.torch: the module's loss must be F.cross_entropy of "
+                                   "its logits")
+        out = t.reshape(logits, tuple(tokens.shape) + (logits.shape[-1],))
+    else:
+        out = t.result
+        if out.shape != tuple(output.shape):
+            raise UnsupportedError("tgc.torch: the mapped logits have shape "
+                                   f"{out.shape}, the module's {tuple(output.shape)}")
+        loss = t.w.op(f"tg.cross_entropy {out.name}, %targets : {out.type}, "
+                      f"{_Writer.type_of(tokens.shape, 'i32')} -> tensor<f32>", ())
     text = ("module {\n  func.func @forward(" + ", ".join(args) + ") -> (tensor<f32> "
             "{tg.output = \"loss\"}, " + out.type + " {tg.output = \"logits\"}) {\n" +
             "\n".join(t.w.lines) + f"\n    return {loss.name}, {out.name} : tensor<f32>, "
