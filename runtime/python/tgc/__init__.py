@@ -36,30 +36,35 @@ _DTYPES = {0: np.float32, 1: np.float64, 2: None, 3: np.float16, 4: np.int32, 5:
 def finish_ranks(clean=True):
     """Ends this process's part in a multi-rank run (a no-op on one rank),
     after its trainers are closed: `clean` waits for every rank to finish;
-    otherwise the launcher stops the others. Called at exit: clean unless an
-    exception ended the program."""
+    otherwise the launcher stops the others. Called at exit once a trainer
+    of several ranks was created: clean unless an exception ended the
+    program."""
     _capi.lib.tg_finish_ranks(1 if clean else 0)
 
 
-_hook = sys.excepthook
-
-
-def _failed(*exc):
-    _exit_state["clean"] = False
-    _hook(*exc)
-
-
-def _at_exit():
-    # Sessions end before the ranks do.
-    for trainer in list(_trainers):
-        trainer.close()
-    finish_ranks(_exit_state["clean"])
-
-
-_exit_state = {"clean": True}
 _trainers = weakref.WeakSet()
-sys.excepthook = _failed
-atexit.register(_at_exit)
+_exit_state = {"clean": True, "installed": False}
+
+
+def _end_ranks_at_exit():
+    """Once a trainer is one rank of several: at exit, its sessions end and
+    then its part in the run, cleanly unless an exception ended the program."""
+    if _exit_state["installed"]:
+        return
+    _exit_state["installed"] = True
+    hook = sys.excepthook
+
+    def failed(*exc):
+        _exit_state["clean"] = False
+        hook(*exc)
+
+    def at_exit():
+        for trainer in list(_trainers):
+            trainer.close()
+        finish_ranks(_exit_state["clean"])
+
+    sys.excepthook = failed
+    atexit.register(at_exit)
 
 
 def version():
@@ -152,6 +157,8 @@ class Trainer:
         # Under a launcher (mpirun, srun) the session is one rank of the run.
         self.rank, self.num_ranks = rank.rank, rank.num_ranks
         self.first_row, self.rows = rank.first_row, rank.rows
+        if self.num_ranks > 1:
+            _end_ranks_at_exit()
         if init is None:
             _capi.check(_capi.lib.tg_session_init_random(
                 self._session, info.seed if seed is None else int(seed)))

@@ -27,6 +27,8 @@ refused with tgc.torch.UnsupportedError naming the operation and the line of
 the model's source that calls it.
 """
 import operator
+import os
+import tempfile
 
 import numpy as np
 import torch
@@ -74,14 +76,8 @@ class _Writer:
 
     def constant(self, array, dtype="f32"):
         array = np.asarray(array)
-        if dtype == "f32":
-            values = ", ".join(_float(v) for v in array.reshape(-1).tolist())
-        else:
-            values = ", ".join(str(int(v)) for v in array.reshape(-1).tolist())
-        body = values if array.ndim == 0 else "[" + values + "]"
-        shaped = f"dense<{body}>" if array.ndim <= 1 else f"dense<{_nest(array, dtype)}>"
-        return self.op(f"tg.constant {shaped} : {self.type_of(array.shape, dtype)}",
-                       array.shape, dtype)
+        return self.op(f"tg.constant dense<{_nest(array, dtype)}> : "
+                       f"{self.type_of(array.shape, dtype)}", array.shape, dtype)
 
 
 def _float(v):
@@ -93,6 +89,7 @@ def _float(v):
 
 
 def _nest(array, dtype):
+    """The elements of `array` as a (nested) MLIR dense literal."""
     if array.ndim == 0:
         v = array.item()
         if dtype != "f32":
@@ -312,11 +309,9 @@ class _Translator:
             self.fail(node, "masked_fill with a mask computed from the inputs")
         mask = self.concrete(mask).cpu().numpy().astype(bool)
         value = float(node.args[2])
+        if value != float("-inf"):
+            self.fail(node, f"masked_fill with {value} (only -inf masks map to an add)")
         additive = np.where(mask, value, 0.0).astype(np.float32)
-        if value not in (float("-inf"),) and not np.isfinite(value):
-            self.fail(node, "masked_fill with a NaN")
-        if np.isfinite(value):
-            self.fail(node, "masked_fill with a finite value (only -inf masks map to an add)")
         return self.binary("add", x, self.w.constant(additive))
 
     def softmax(self, node, x, dim):
@@ -456,7 +451,6 @@ def compile_module(module, example_inputs, train, target="cpu"):
 
 
 def _compile_text(text, train, target):
-    import tempfile, os
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "module.mlir")
         with open(path, "w") as f:
