@@ -157,6 +157,12 @@ class Trainer:
         # Under a launcher (mpirun, srun) the session is one rank of the run.
         self.rank, self.num_ranks = rank.rank, rank.num_ranks
         self.first_row, self.rows = rank.first_row, rank.rows
+        # The program's parameters, {name: (shape, numpy dtype)} in order.
+        self._parameters = {}
+        for i in range(_capi.lib.tg_session_num_parameters(self._session)):
+            p = _capi.ParameterInfo()
+            _capi.check(_capi.lib.tg_session_parameter_info(self._session, i, ctypes.byref(p)))
+            self._parameters[p.name.decode()] = (tuple(p.shape[:p.rank]), _DTYPES[p.dtype])
         if self.num_ranks > 1:
             _end_ranks_at_exit()
         if init is None:
@@ -242,28 +248,27 @@ class Trainer:
     # -- parameters -------------------------------------------------------
     def parameters(self):
         """[(Hugging Face name, shape, numpy dtype)] in program order."""
-        session = self._live("parameters")
-        out = []
-        for i in range(_capi.lib.tg_session_num_parameters(session)):
-            info = _capi.ParameterInfo()
-            _capi.check(_capi.lib.tg_session_parameter_info(session, i, ctypes.byref(info)))
-            out.append((info.name.decode(), tuple(info.shape[:info.rank]), _DTYPES[info.dtype]))
-        return out
+        self._live("parameters")
+        return [(name, shape, dtype) for name, (shape, dtype) in self._parameters.items()]
+
+    def _parameter(self, name, api):
+        """(its full name, shape, dtype) of parameter `name`, with or without
+        GPT-2's "transformer." prefix."""
+        for full in (name, "transformer." + name):
+            if full in self._parameters:
+                return (full,) + self._parameters[full]
+        raise KeyError(f"tgc.Trainer.{api}: no parameter '{name}'")
 
     def weights(self):
         """{Hugging Face name: numpy array}, full tensors in Hugging Face
         layouts (in a multi-rank program: on rank 0; every rank must call)."""
-        return {name: self.weight(name) for name, _, _ in self.parameters()}
+        return {name: self.weight(name) for name in self._parameters}
 
     def weight(self, name):
         """Parameter `name` (with or without GPT-2's "transformer." prefix)
         as a numpy array, read straight into it."""
         session = self._live("weight")
-        found = [(n, s, d) for n, s, d in self.parameters()
-                 if n == name or n == "transformer." + name]
-        if not found:
-            raise KeyError(f"tgc.Trainer.weight: no parameter '{name}'")
-        full, shape, dtype = found[0]
+        full, shape, dtype = self._parameter(name, "weight")
         if dtype is None:
             raise TgcError(f"tgc.Trainer.weight: parameter '{full}' is bf16, which numpy "
                            "cannot hold")
@@ -275,11 +280,7 @@ class Trainer:
     def set_weight(self, name, value):
         """Replaces one parameter (full tensor, its shape) with `value`."""
         session = self._live("set_weight")
-        shapes = {n: (s, d) for n, s, d in self.parameters()}
-        key = name if name in shapes else "transformer." + name
-        if key not in shapes:
-            raise KeyError(f"tgc.Trainer.set_weight: no parameter '{name}'")
-        shape, dtype = shapes[key]
+        key, shape, dtype = self._parameter(name, "set_weight")
         a = np.ascontiguousarray(value, dtype=dtype)
         if a.shape != shape:
             raise ValueError(f"tgc.Trainer.set_weight: '{name}' has shape {shape}, "
