@@ -29,12 +29,19 @@ def batch(tokens, cfg, step):
     return torch.from_numpy(x), torch.from_numpy(y)
 
 
+def adamw(params, cfg):
+    """torch.optim.AdamW with TRAIN.json's settings and TGC's grouping:
+    weight decay on matrices only."""
+    opt = cfg["optimizer"]
+    params = list(params)
+    groups = [{"params": [v for v in params if v.dim() >= 2], "weight_decay": opt["weight_decay"]},
+              {"params": [v for v in params if v.dim() < 2], "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=opt["lr"], betas=tuple(opt["betas"]), eps=opt["eps"])
+
+
 def torch_training(model_cfg, cfg, params, tokens, steps):
     p = {k: v.clone().requires_grad_(True) for k, v in params.items()}
-    opt = cfg["optimizer"]
-    groups = [{"params": [v for v in p.values() if v.dim() >= 2], "weight_decay": opt["weight_decay"]},
-              {"params": [v for v in p.values() if v.dim() < 2], "weight_decay": 0.0}]
-    adam = torch.optim.AdamW(groups, lr=opt["lr"], betas=tuple(opt["betas"]), eps=opt["eps"])
+    adam = adamw(p.values(), cfg)
     micro = cfg["micro_batches"]
     losses, norms = [], []
     for step in range(steps):
