@@ -27,8 +27,11 @@ void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options) {
   pm.addPass(createTgDecomposeAttention());
   pm.addNestedPass<func::FuncOp>(
       createTgFormDispatchRegions({options.libraryGemm}));
+  if (options.fusion.elementwise)
+    pm.addNestedPass<func::FuncOp>(
+        createTgFuseElementwise({options.fusion.remarks}));
   pm.addPass(createTgLowerToExec({/*functions=*/{}, options.seed}));
-  if (options.fusion)
+  if (options.fusion.gemmBias)
     pm.addPass(createExecFuseGemmBias());
   pm.addPass(createExecScheduleCollectives());
   pm.addPass(createExecBucketGradients({options.bucketBytes}));

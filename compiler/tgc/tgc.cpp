@@ -151,8 +151,20 @@ static EnumOption<GemmLowering> gemmOpt(
     cl::sub(compileCommand), cl::cat(tgcCategory));
 static cl::opt<bool> noFusionOpt(
     "no-fusion",
-    cl::desc("Turn off the fusion passes (today: bias adds folded into the "
-             "GEMMs before them), to compare or to find a fusion at fault"),
+    cl::desc("Turn off every fusion pass, to compare or to find a fusion at "
+             "fault"),
+    cl::sub(compileCommand), cl::cat(tgcCategory));
+enum class Fusion { Elementwise, GemmBias };
+static cl::list<Fusion, bool, ListingParser<Fusion>> noFuseOpt(
+    "no-fuse", cl::desc("Turn off one fusion pass (comma-separated list)"),
+    cl::values(clEnumValN(Fusion::Elementwise, "elementwise",
+                          "tg-fuse-elementwise: elementwise chains, AdamW"),
+               clEnumValN(Fusion::GemmBias, "gemm-bias",
+                          "exec-fuse-gemm-bias: bias adds as GEMM epilogues")),
+    cl::CommaSeparated, cl::sub(compileCommand), cl::cat(tgcCategory));
+static cl::opt<bool> fusionRemarksOpt(
+    "fusion-remarks",
+    cl::desc("Report every fusion decision, and why, as a remark at the op"),
     cl::sub(compileCommand), cl::cat(tgcCategory));
 static cl::opt<double> bucketMbOpt(
     "bucket-mb",
@@ -280,6 +292,8 @@ static void printStatsTable(const llvm::json::Object &stats, llvm::StringRef mes
       "matmul and attention");
   row("kernels / launches", std::to_string(number("kernels")) + " / " +
                                 std::to_string(number("kernel_launches")));
+  row("kernel bytes per step", bytesText(number("kernel_bytes")),
+      "read and written by the kernels (GEMMs aside)");
   row("library calls (GEMMs)", std::to_string(number("library_calls")));
   row("commands", std::to_string(number("commands")));
   if (devices > 1) {
@@ -295,7 +309,8 @@ static void printStatsTable(const llvm::json::Object &stats, llvm::StringRef mes
 static void printStats(ModuleOp module, double planSeconds,
                        llvm::raw_ostream &os) {
   auto program = module.lookupSymbol<tg::exec::ProgramOp>("train_step");
-  int64_t params = 0, moments = 0, commands = 0, launches = 0, gemms = 0;
+  int64_t params = 0, moments = 0, commands = 0, launches = 0, gemms = 0,
+          kernelBytes = 0;
   for (auto r : program.getBlock().getOps<tg::exec::ResourceOp>()) {
     using tg::exec::ResourceKind;
     if (r.getKind() == ResourceKind::parameter)
@@ -306,7 +321,15 @@ static void printStats(ModuleOp module, double planSeconds,
   }
   for (Operation &op : program.getBlock()) {
     commands += tg::exec::isCommand(&op);
-    launches += isa<tg::exec::DispatchOp>(op);
+    // What a kernel moves: each buffer it reads or writes, once (a lower
+    // bound where it reads one several times; exact for elementwise ones).
+    if (auto dispatch = dyn_cast<tg::exec::DispatchOp>(op)) {
+      ++launches;
+      for (Value buffer : llvm::concat<Value>(dispatch.getInputs(),
+                                              dispatch.getOutputs()))
+        kernelBytes +=
+            tg::exec::getByteSize(cast<MemRefType>(buffer.getType()));
+    }
     gemms += isa<tg::exec::GemmOp>(op);
   }
   int64_t kernels = 0;
@@ -348,6 +371,7 @@ static void printStats(ModuleOp module, double planSeconds,
       {"arena_bytes", arena},
       {"kernels", kernels},
       {"kernel_launches", launches},
+      {"kernel_bytes", kernelBytes},
       {"library_calls", gemms},
       {"commands", commands},
       {"flops_per_step", (int64_t)program.getFlopsPerStep().convertToDouble()},
@@ -479,7 +503,11 @@ static llvm::Expected<tg::driver::Options> driverOptions() {
   o.target = targetOpt == Target::Cuda ? tg::driver::Target::Cuda : tg::driver::Target::Cpu;
   o.cudaArch = cudaArchOpt;
   o.libraryGemm = gemmOpt == GemmLowering::Library;
-  o.fusion = !noFusionOpt;
+  o.fusion.elementwise =
+      !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::Elementwise);
+  o.fusion.gemmBias =
+      !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::GemmBias);
+  o.fusion.remarks = fusionRemarksOpt;
   o.bucketMb = bucketMbOpt;
   return o;
 }

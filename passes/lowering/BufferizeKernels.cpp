@@ -19,6 +19,32 @@ namespace mlir::tg {
 
 namespace {
 
+/// Emits each op of `body` in turn, into the buffers of the values it
+/// defines: outputs where `buffers` has them, else new local buffers.
+LogicalResult emitOpByOp(OpBuilder &b, Block &body,
+                         DenseMap<Value, Value> &buffers,
+                         SmallVector<Value> &locals) {
+  for (Operation &op : body.without_terminator()) {
+    if (!isa<TgDialect>(op.getDialect()))
+      return op.emitOpError("cannot be in a kernel: only tg ops can");
+    SmallVector<Value> operands, results;
+    for (Value v : op.getOperands())
+      operands.push_back(buffers.lookup(v));
+    for (Value v : op.getResults()) {
+      if (!buffers.count(v)) {
+        Value local = memref::AllocOp::create(b, op.getLoc(),
+                                              exec::getBufferType(v.getType()));
+        locals.push_back(local);
+        buffers[v] = local;
+      }
+      results.push_back(buffers[v]);
+    }
+    if (failed(emitKernelBody(b, &op, operands, results)))
+      return failure();
+  }
+  return success();
+}
+
 /// Rewrites `kernel` (tensors in, tensors out) on memrefs (inputs, then one
 /// output per result). Values that are not results live in local buffers.
 LogicalResult bufferize(func::FuncOp kernel) {
@@ -52,23 +78,22 @@ LogicalResult bufferize(func::FuncOp kernel) {
       buffers[value] = output;
   }
   SmallVector<Value> locals;
-  for (Operation &op : body.without_terminator()) {
-    if (!isa<TgDialect>(op.getDialect()))
-      return op.emitOpError("cannot be in a kernel: only tg ops can");
-    SmallVector<Value> operands, results;
-    for (Value v : op.getOperands())
-      operands.push_back(buffers.lookup(v));
-    for (Value v : op.getResults()) {
-      if (!buffers.count(v)) {
-        Value local = memref::AllocOp::create(b, op.getLoc(),
-                                              exec::getBufferType(v.getType()));
-        locals.push_back(local);
-        buffers[v] = local;
+  if (elementwiseGroupShape(body)) {
+    // One loop nest for the whole group, each returned value written once,
+    // no intermediate buffers.
+    SmallVector<Value> yielded, outputs;
+    for (auto [i, value] : llvm::enumerate(ret.getOperands()))
+      if (!isa<BlockArgument>(value) &&
+          buffers[value] == entry->getArgument(numInputs + i)) {
+        yielded.push_back(value);
+        outputs.push_back(buffers[value]);
       }
-      results.push_back(buffers[v]);
-    }
-    if (failed(emitKernelBody(b, &op, operands, results)))
+    if (failed(emitElementwiseGroup(
+            b, body, entry->getArguments().take_front(numInputs), yielded,
+            outputs)))
       return failure();
+  } else if (failed(emitOpByOp(b, body, buffers, locals))) {
+    return failure();
   }
   for (auto [value, output] : copiesAtEnd)
     linalg::CopyOp::create(b, kernel.getLoc(), buffers[value], output);

@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
@@ -368,6 +369,18 @@ LogicalResult emitElementwise(OpBuilder &b, Location loc, Operation *op,
   generic.erase();
   return op->emitOpError("is declared Tg_Elementwise but the CPU lowering "
                          "has no scalar computation for it");
+}
+
+/// The scalar value of a splat tg.constant in `element`'s type.
+Value splatScalar(Emitter &e, ConstantOp constant) {
+  auto value = cast<DenseElementsAttr>(constant.getValue());
+  Type element = value.getElementType();
+  if (isa<FloatType>(element))
+    return e.constant(element,
+                      value.getSplatValue<APFloat>().convertToDouble());
+  return arith::ConstantOp::create(
+      e.b, e.loc, element,
+      e.b.getIntegerAttr(element, value.getSplatValue<APInt>()));
 }
 
 //===----------------------------------------------------------------------===//
@@ -969,9 +982,75 @@ void emitRope(Emitter &e, RopeOp op, Value x, Value y) {
 
 } // namespace
 
-bool canRunInPlace(Operation *op, Value operand) {
-  return op->hasTrait<TgOpTrait::InPlace>() &&
-         operand.getType() == op->getResult(0).getType();
+std::optional<ArrayRef<int64_t>> elementwiseGroupShape(Block &body) {
+  std::optional<ArrayRef<int64_t>> space;
+  for (Operation &op : body.without_terminator()) {
+    if (auto constant = dyn_cast<ConstantOp>(op)) {
+      auto value = dyn_cast<DenseElementsAttr>(constant.getValue());
+      if (!value || !value.isSplat() ||
+          cast<ShapedType>(value.getType()).getRank() != 0)
+        return std::nullopt;
+      continue;
+    }
+    if (!isElementwise(&op))
+      return std::nullopt;
+    for (Value result : op.getResults()) {
+      if (!space)
+        space = shapeOf(result);
+      else if (*space != shapeOf(result))
+        return std::nullopt;
+    }
+  }
+  return space;
+}
+
+LogicalResult emitElementwiseGroup(OpBuilder &b, Block &body,
+                                   ValueRange inputs, ValueRange yielded,
+                                   ValueRange outputs) {
+  std::optional<ArrayRef<int64_t>> space = elementwiseGroupShape(body);
+  assert(space && "emitElementwiseGroup on a block that is not a group");
+  MLIRContext *ctx = b.getContext();
+  Location loc = body.getParentOp()->getLoc();
+  SmallVector<AffineMap> maps;
+  for (Value in : inputs)
+    maps.push_back(broadcastMap(shapeOf(in), *space, ctx));
+  for (size_t i = 0; i < outputs.size(); ++i)
+    maps.push_back(AffineMap::getMultiDimIdentityMap(space->size(), ctx));
+  SmallVector<utils::IteratorType> iterators(space->size(),
+                                             utils::IteratorType::parallel);
+  Operation *unknown = nullptr;
+  linalg::GenericOp::create(
+      b, loc, TypeRange{}, inputs, outputs, maps, iterators,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        IRMapping scalars;
+        scalars.map(body.getArguments(), args.take_front(inputs.size()));
+        for (Operation &op : body.without_terminator()) {
+          Emitter e(nb, op.getLoc(),
+                    getElementTypeOrSelf(op.getResult(0).getType()));
+          Value v;
+          if (auto constant = dyn_cast<ConstantOp>(op)) {
+            v = splatScalar(e, constant);
+          } else {
+            SmallVector<Value> operands;
+            for (Value operand : op.getOperands())
+              operands.push_back(scalars.lookup(operand));
+            v = elementwiseScalar(e, &op, operands);
+          }
+          if (!v) {
+            unknown = &op;
+            v = args.back();
+          }
+          scalars.map(op.getResult(0), v);
+        }
+        SmallVector<Value> results;
+        for (Value value : yielded)
+          results.push_back(scalars.lookup(value));
+        linalg::YieldOp::create(nb, nloc, results);
+      });
+  if (unknown)
+    return unknown->emitOpError("is declared Tg_Elementwise but the CPU "
+                                "lowering has no scalar computation for it");
+  return success();
 }
 
 bool hasKernelBody(Operation *op) {

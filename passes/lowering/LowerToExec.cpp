@@ -358,9 +358,17 @@ private:
     for (Value v : inputs)
       inputTypes.push_back(v.getType());
     Block &body = region.getBody().front();
+    // Named after its ops: k3_add, or k7_mul_to_sub for a fused chain
+    // (compiled-in constants aside).
     std::string name = "k" + std::to_string(kernels.byKey.size() - 1);
-    if (&body.front() != body.getTerminator())
-      name += "_" + body.front().getName().stripDialect().str();
+    SmallVector<Operation *> computing;
+    for (Operation &op : body.without_terminator())
+      if (!isa<tg::ConstantOp>(op))
+        computing.push_back(&op);
+    if (!computing.empty())
+      name += "_" + computing.front()->getName().stripDialect().str();
+    if (computing.size() > 1)
+      name += "_to_" + computing.back()->getName().stripDialect().str();
     auto kernel = func::FuncOp::create(
         kb, region.getLoc(), name,
         kb.getFunctionType(inputTypes, region.getResultTypes()));

@@ -154,7 +154,8 @@ private:
 
   /// The new value of state `state`, first written by `writer`, may be
   /// written over it: nothing reads the old value afterwards, or only the
-  /// writer does, elementwise.
+  /// writer does, as an elementwise group reading it at the index it writes
+  /// (emitElementwiseGroup reads every input of an iteration first).
   bool canOverwrite(ResourceOp state, ResourceOp update, Operation *writer) {
     const Uses &old = uses[state];
     int64_t at = uses[update].firstWrite;
@@ -167,25 +168,18 @@ private:
       return false;
     auto kernel = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
         dispatch, dispatch.getKernel());
-    Operation *op = kernel ? singleOpOf(kernel) : nullptr;
-    if (!op)
+    if (!kernel || kernel.isExternal())
+      return false;
+    std::optional<ArrayRef<int64_t>> space =
+        elementwiseGroupShape(kernel.getBody().front());
+    if (!space)
       return false;
     for (auto [input, arg] :
          llvm::zip(dispatch.getInputs(), kernel.getArguments()))
       if (exec::getStorage(input) == state &&
-          !(llvm::is_contained(op->getOperands(), arg) &&
-            canRunInPlace(op, arg)))
+          cast<ShapedType>(arg.getType()).getShape() != *space)
         return false;
     return true;
-  }
-
-  /// The one tg op of a kernel on tensors, or null.
-  static Operation *singleOpOf(func::FuncOp kernel) {
-    Block &body = kernel.getBody().front();
-    if (body.getOperations().size() != 2)
-      return nullptr;
-    Operation *op = &body.front();
-    return isa<TgDialect>(op->getDialect()) ? op : nullptr;
   }
 
   void placeUpdates() {

@@ -1,7 +1,10 @@
 // Kernels on memrefs -> LLVM dialect -> LLVM IR -> host object -> shared
 // object. Kernels take bare pointers (static shapes make descriptors
 // redundant); each gets a `<name>_packed(void **buffers)` entry so the
-// runtime calls every kernel the same way.
+// runtime calls every kernel the same way. Loops that
+// tg-cpu-parallelize-loops outlined run through the library's
+// `tg_parallel_for_hook` (ParallelLaunch.h).
+#include "ParallelLaunch.h"
 #include "tg/Targets/CpuTarget.h"
 #include "tg/Passes/Passes.h"
 
@@ -68,6 +71,72 @@ std::vector<std::string> addPackedEntries(llvm::Module &module,
   return symbols;
 }
 
+/// Defines each `<body>_launch(n, captured...)` that tg-cpu-parallelize-loops
+/// declared: it stores the captured values in a stack struct and hands the
+/// range [0, n) to the runtime's thread pool through the exported global
+/// `tg_parallel_for_hook`, whose chunks run `<body>(begin, end,
+/// captured...)` through a trampoline; a null hook (no runtime pool, as in
+/// a test that dlopens the library itself) runs the whole range here. The
+/// hook is a variable the runtime sets, not a function the library
+/// imports: the library is dlopened from memory, sometimes in a process
+/// where the runtime's own symbols are not global (Python loads it
+/// RTLD_LOCAL), so it must not depend on undefined symbols.
+void defineParallelLaunches(llvm::Module &module) {
+  SmallVector<std::pair<llvm::Function *, llvm::Function *>> launches;
+  for (llvm::Function &launch : module) {
+    StringRef name = launch.getName();
+    if (launch.isDeclaration() && name.consume_back(kParallelLaunchSuffix))
+      if (llvm::Function *body = module.getFunction(name))
+        launches.push_back({&launch, body});
+  }
+  if (launches.empty())
+    return;
+  llvm::LLVMContext &ctx = module.getContext();
+  auto *ptr = llvm::PointerType::getUnqual(ctx);
+  auto *i64 = llvm::Type::getInt64Ty(ctx);
+  auto *voidType = llvm::Type::getVoidTy(ctx);
+  auto *chunkType = llvm::FunctionType::get(voidType, {ptr, i64, i64}, false);
+  auto *hookType = llvm::FunctionType::get(voidType, {i64, ptr, ptr}, false);
+  auto *hook = new llvm::GlobalVariable(
+      module, ptr, /*isConstant=*/false, llvm::GlobalValue::ExternalLinkage,
+      llvm::ConstantPointerNull::get(ptr), kParallelForHook);
+  for (auto [launch, body] : launches) {
+    SmallVector<llvm::Type *> fields;
+    for (llvm::Argument &arg : llvm::drop_begin(launch->args()))
+      fields.push_back(arg.getType());
+    auto *captures = llvm::StructType::get(ctx, fields);
+
+    // void <body>_chunk(void *captures, int64_t begin, int64_t end)
+    auto *chunk = llvm::Function::Create(chunkType,
+                                         llvm::Function::InternalLinkage,
+                                         body->getName() + "_chunk", module);
+    llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", chunk));
+    SmallVector<llvm::Value *> args = {chunk->getArg(1), chunk->getArg(2)};
+    for (auto [i, type] : llvm::enumerate(fields))
+      args.push_back(b.CreateLoad(
+          type, b.CreateStructGEP(captures, chunk->getArg(0), i)));
+    b.CreateCall(body, args);
+    b.CreateRetVoid();
+
+    launch->setLinkage(llvm::Function::InternalLinkage);
+    b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", launch));
+    llvm::Value *stored = b.CreateAlloca(captures);
+    for (auto [i, arg] : llvm::enumerate(llvm::drop_begin(launch->args())))
+      b.CreateStore(&arg, b.CreateStructGEP(captures, stored, i));
+    llvm::Value *iterations = launch->getArg(0);
+    llvm::Value *pool = b.CreateLoad(ptr, hook);
+    auto *inlineRun = llvm::BasicBlock::Create(ctx, "inline", launch);
+    auto *pooledRun = llvm::BasicBlock::Create(ctx, "pooled", launch);
+    b.CreateCondBr(b.CreateIsNull(pool), inlineRun, pooledRun);
+    b.SetInsertPoint(inlineRun);
+    b.CreateCall(chunk, {stored, b.getInt64(0), iterations});
+    b.CreateRetVoid();
+    b.SetInsertPoint(pooledRun);
+    b.CreateCall(hookType, pool, {iterations, chunk, stored});
+    b.CreateRetVoid();
+  }
+}
+
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>> hostMachine() {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
@@ -132,12 +201,20 @@ llvm::Expected<std::vector<uint8_t>> linkSharedObject(ArrayRef<char> object) {
 
 void addCpuKernelLoweringPasses(OpPassManager &pm) {
   pm.addPass(createTgCpuApproximateMath());
-  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addNestedPass<func::FuncOp>(createTgCpuVectorizeElementwise());
+  // Parallel loops, so that tg-cpu-parallelize-loops can split linalg's
+  // parallel dimensions between threads like the kernel bodies' row loops
+  // (those it leaves serial lower to the same nested loops as before).
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  pm.addPass(createTgCpuParallelizeLoops());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createConvertMathToLLVMPass());
+  // After math-to-libm, which unrolls vector math without an LLVM
+  // intrinsic (tanh, pow) into vector.extract / insert of scalar calls.
   pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
@@ -165,6 +242,7 @@ llvm::Expected<HostKernels> serializeHostKernels(ModuleOp kernels,
 
   HostKernels result;
   result.symbols = addPackedEntries(*module, names);
+  defineParallelLaunches(*module);
   result.cpu = (*machine)->getTargetCPU().str();
   auto optimize = makeOptimizingTransformer(3, 0, machine->get());
   if (llvm::Error error = optimize(module.get()))

@@ -37,7 +37,9 @@ struct SerializeKernelsPass
     std::vector<std::string> names;
     SmallVector<int64_t> operandCounts;
     for (auto kernel : module.getOps<LLVM::LLVMFuncOp>()) {
-      if (kernel.isExternal())
+      // Declarations (libm, parallel launches) and internal functions (the
+      // loop bodies tg-cpu-parallelize-loops outlined) are not kernels.
+      if (kernel.isExternal() || kernel.getLinkage() != LLVM::Linkage::External)
         continue;
       names.push_back(kernel.getSymName().str());
       operandCounts.push_back(kernel.getNumArguments());

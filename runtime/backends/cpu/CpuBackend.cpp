@@ -3,11 +3,16 @@
 #include "CpuBackend.h"
 
 #include "KernelLibrary.h"
+#include "ThreadPool.h"
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <numeric>
+#include <thread>
 
 #include <sys/mman.h>
 
@@ -50,32 +55,152 @@ struct Step {
   std::vector<uint32_t> awaitedCollectives;
 };
 
+/// Whether the matrix products run on the pool: OpenBLAS's pthread build
+/// (Debian's default) takes concurrent calls from several threads when
+/// it is set to one thread of its own (its buffers are locked, at most
+/// 2 x MAX_THREADS = 128 in use at once in Debian's 0.3.21). Its OpenMP
+/// build re-reads its thread count from OpenMP at every call, so there it
+/// keeps its own threads (sized by setCpuThreads) and a product runs as
+/// one call.
+bool blasOnPool() {
+  static const bool pthreads = openblas_get_parallel() == 1;
+  return pthreads;
+}
+
+/// Threads the pool starts with: OpenBLAS's own count where the user set
+/// one (OPENBLAS_NUM_THREADS, or OMP_NUM_THREADS it also reads), otherwise
+/// this machine's cores shared between the ranks Open MPI started on it,
+/// so that `tgrun -n 4` on 8 cores runs 4 x 2 threads, not 4 x 8 spinning
+/// against each other.
+int defaultCpuThreads() {
+  for (const char *name : {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"})
+    if (const char *set = std::getenv(name); set && std::atoi(set) > 0)
+      return openblas_get_num_threads();
+  int localRanks = 1;
+  if (const char *size = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"))
+    localRanks = std::max(1, std::atoi(size));
+  int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores / localRanks);
+}
+
+/// The process's pool, of defaultCpuThreads() until setCpuThreads says
+/// otherwise. OpenBLAS then runs single-threaded on the pool's threads, so
+/// its own threads never wake up. Leaked: kernels may still run while
+/// static destructors do.
+ThreadPool &cpuThreads() {
+  static ThreadPool *pool = [] {
+    auto *threads = new ThreadPool(defaultCpuThreads());
+    openblas_set_num_threads(blasOnPool() ? 1 : threads->size());
+    return threads;
+  }();
+  return *pool;
+}
+
+/// The kernel libraries' tg_parallel_for_hook.
+void runOnCpuThreads(int64_t n, ChunkFn chunk, void *ctx) {
+  cpuThreads().parallelFor(n, chunk, ctx);
+}
+
+/// Fewer FLOPs than this (a few microseconds of sgemm) are not worth
+/// handing to other threads.
+constexpr double kMinPooledGemmFlops = 1 << 21;
+/// The most single-threaded OpenBLAS calls in flight at once: well within
+/// its table of buffers (blasOnPool).
+constexpr int kMaxConcurrentBlasCalls = 64;
+/// A product cut into bands of rows gives the same bits as in one call
+/// only where OpenBLAS runs the same kernels on the same tiles. Rows of our
+/// row-major C are OpenBLAS's N dimension (it computes the column-major
+/// transpose), which 0.3.21's x86 kernels tile in 2, 4, 8 or 12 (f32 and
+/// f64; measured on its Haswell and SkylakeX kernels, Zen runs Haswell's):
+/// bands start at multiples of 24 rows, the nearest to an even cut. Bands
+/// of fewer than 2^20 multiply-adds are avoided, because below 100^3
+/// OpenBLAS's AVX-512 cores switch to small-matrix kernels. (Cuts between
+/// columns would not do: the M dimension's tiling follows its cache
+/// blocking.)
+constexpr int64_t kBandRows = 24;
+constexpr double kMinBandMultiplyAdds = 1 << 20;
+
 template <typename T>
-void runGemm(const tgx::Gemm &g, void *const *buffers,
-             void (*gemm)(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, blasint,
-                          blasint, blasint, T, const T *, blasint, const T *,
-                          blasint, T, T *, blasint)) {
-  auto *a = static_cast<const T *>(buffers[0]);
-  auto *b = static_cast<const T *>(buffers[1]);
-  auto *c = static_cast<T *>(buffers[2]);
-  // Row-major: op(a) is m x k, stored k x m when transposed; likewise b.
-  auto m = blasint(g.m()), n = blasint(g.n()), k = blasint(g.k());
-  blasint lda = g.transpose_a() ? m : k;
-  blasint ldb = g.transpose_b() ? k : n;
-  for (int64_t i = 0; i < g.batch(); ++i) {
-    T *out = c + i * g.stride_c();
+using GemmFn = void (*)(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, blasint, blasint,
+                        blasint, T, const T *, blasint, const T *, blasint, T, T *, blasint);
+
+/// A Gemm command's `batch` products, each cut into `bands` bands of rows of
+/// C. A block (one band of one product) is one single-threaded BLAS call and
+/// its bias epilogue.
+template <typename T> struct GemmBlocks {
+  const tgx::Gemm &g;
+  void *const *buffers;
+  GemmFn<T> gemm;
+  int64_t bands = 1;
+
+  int64_t count() const { return g.batch() * bands; }
+
+  /// The bands a product can be cut into (see kBandRows).
+  int64_t mostBands() const {
+    double multiplyAdds = double(g.m()) * double(g.n()) * double(g.k());
+    return std::max<int64_t>(
+        1, std::min<int64_t>(g.m() / kBandRows, int64_t(multiplyAdds / kMinBandMultiplyAdds)));
+  }
+
+  /// Bands are at least kBandRows long (mostBands), so rounding to the
+  /// nearest multiple keeps every band non-empty.
+  int64_t bandStart(int64_t band) const {
+    if (band == bands)
+      return g.m();
+    return (g.m() * band / bands + kBandRows / 2) / kBandRows * kBandRows;
+  }
+
+  void run(int64_t block) const {
+    int64_t i = block / bands, band = block % bands;
+    int64_t first = bandStart(band), rows = bandStart(band + 1) - first;
+    int64_t n = g.n();
+    // Row-major: op(a) is m x k, stored k x m when transposed; likewise b.
+    blasint lda = g.transpose_a() ? g.m() : g.k();
+    blasint ldb = g.transpose_b() ? g.k() : n;
+    auto *a = static_cast<const T *>(buffers[0]) + i * g.stride_a() +
+              (g.transpose_a() ? first : first * lda);
+    auto *b = static_cast<const T *>(buffers[1]) + i * g.stride_b();
+    auto *c = static_cast<T *>(buffers[2]) + i * g.stride_c() + first * n;
     gemm(CblasRowMajor, g.transpose_a() ? CblasTrans : CblasNoTrans,
-         g.transpose_b() ? CblasTrans : CblasNoTrans, m, n, k, T(1),
-         a + i * g.stride_a(), lda, b + i * g.stride_b(), ldb, T(0), out, n);
+         g.transpose_b() ? CblasTrans : CblasNoTrans, blasint(rows), blasint(n),
+         blasint(g.k()), T(1), a, lda, b, ldb, T(0), c, blasint(n));
     // The bias epilogue: one pass over the rows just written (still in
     // cache for small ones), rounding as a separate add kernel would.
     if (g.epilogue() == tgx::GemmEpilogue_Bias) {
       auto *bias = static_cast<const T *>(buffers[3]);
-      for (blasint row = 0; row < m; ++row)
-        for (blasint j = 0; j < n; ++j)
-          out[int64_t(row) * n + j] += bias[j];
+      for (int64_t row = 0; row < rows; ++row)
+        for (int64_t j = 0; j < n; ++j)
+          c[row * n + j] += bias[j];
     }
   }
+};
+
+/// Runs a Gemm command on the pool: whole products per thread where the
+/// batch divides evenly between the threads or has 4 or more products per
+/// thread, otherwise each product cut into bands of rows so that the
+/// blocks divide evenly (as far as the bands allow). Either way every
+/// element of C comes out as in one call over the whole product.
+template <typename T> void runGemm(const tgx::Gemm &g, void *const *buffers, GemmFn<T> gemm) {
+  GemmBlocks<T> blocks{g, buffers, gemm};
+  ThreadPool &pool = cpuThreads();
+  int64_t groups = blasOnPool() ? std::min(pool.size(), kMaxConcurrentBlasCalls) : 1;
+  int64_t batch = g.batch();
+  if (groups > 1 && batch % groups != 0 && batch < 4 * groups)
+    blocks.bands = std::min(groups / std::gcd(batch, groups), blocks.mostBands());
+  double flops = 2.0 * double(g.m()) * double(g.n()) * double(g.k()) * double(batch);
+  if (groups == 1 || blocks.count() == 1 || flops < kMinPooledGemmFlops) {
+    for (int64_t block = 0; block < blocks.count(); ++block)
+      blocks.run(block);
+    return;
+  }
+  // One group of consecutive blocks per thread, so that at most `groups`
+  // BLAS calls are in flight.
+  auto runGroups = [&](int64_t begin, int64_t end) {
+    int64_t count = blocks.count();
+    for (int64_t block = count * begin / groups; block < count * end / groups; ++block)
+      blocks.run(block);
+  };
+  pool.parallelFor(groups, runGroups);
 }
 
 class CpuBackend final : public Backend {
@@ -130,7 +255,7 @@ public:
     for (uint32_t i = 0; i < program.modules()->size(); ++i) {
       auto library = KernelLibrary::load(*program.modules()->Get(i),
                                          sourceName + ": modules[" + std::to_string(i) + "]",
-                                         error);
+                                         runOnCpuThreads, error);
       if (!library)
         return false;
       libraries.push_back(std::move(library));
@@ -220,6 +345,10 @@ std::unique_ptr<Backend> createCpuBackend(const tgx::Program &program,
   return backend;
 }
 
-void setCpuThreads(int threads) { openblas_set_num_threads(threads); }
+void setCpuThreads(int threads) {
+  cpuThreads().resize(threads);
+  if (!blasOnPool())
+    openblas_set_num_threads(threads);
+}
 
 } // namespace tg::runtime

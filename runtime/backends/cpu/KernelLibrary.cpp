@@ -74,6 +74,7 @@ void *openViaTempFile(const flatbuffers::Vector<uint8_t> &image, std::string &er
 
 std::unique_ptr<KernelLibrary> KernelLibrary::load(const tgx::KernelModule &module,
                                                    const std::string &what,
+                                                   ParallelForFn parallelFor,
                                                    std::string &error) {
   if (module.format() != tgx::ModuleFormat_ElfSharedObject) {
     error = what + " holds " + tgx::EnumNameModuleFormat(module.format()) +
@@ -101,6 +102,12 @@ std::unique_ptr<KernelLibrary> KernelLibrary::load(const tgx::KernelModule &modu
     }
     library->fns.push_back(reinterpret_cast<KernelFn>(symbol));
   }
+  // A variable the library defines and the runtime sets, rather than a
+  // runtime function the library imports: the image is loaded from memory,
+  // sometimes where the runtime's symbols are not global (Python loads
+  // libtg_runtime RTLD_LOCAL). The name is the compiler's kParallelForHook.
+  if (void *hook = ::dlsym(library->handle, "tg_parallel_for_hook"))
+    *static_cast<ParallelForFn *>(hook) = parallelFor;
   return library;
 }
 

@@ -54,7 +54,7 @@ void printHelp(const char *program, bool embedded) {
       "                         tokens only (default 0: all)\n"
       "  --seed S               seed of the sampling (default 0)\n"
       "  --stop ID              end a sequence after this token\n"
-      "  --threads N            threads for matrix products\n"
+      "  --threads N            threads the forward pass runs on (default: the cores)\n"
       "  --help                 this text\n",
       program, embedded ? "" : "PROGRAM.tgx ");
 }

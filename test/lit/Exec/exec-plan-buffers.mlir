@@ -64,6 +64,47 @@ module @kernels {
 
 // -----
 
+// A fused elementwise kernel (an AdamW-like update: the weight and its moment
+// from themselves and a gradient) reads each state at the index it writes:
+// both new values are written over the old ones. A multi-op kernel that is
+// not one elementwise loop (a softmax, then a mul) may not: its first op
+// could overwrite what its second reads, so that new value is copied back.
+// CHECK-LABEL: exec.program @fused_in_place
+// CHECK:         %[[W:.+]] = exec.resource parameter "w" at 0 : memref<4x8xf32>
+// CHECK:         %[[M:.+]] = exec.resource adam_m "w" at 128 : memref<4x8xf32>
+// CHECK:         %[[V:.+]] = exec.resource parameter "v" at 256 : memref<4x8xf32>
+// CHECK:         exec.resource scratch updates(%[[W]] : memref<4x8xf32>) at 0 :
+// CHECK:         exec.resource scratch updates(%[[M]] : memref<4x8xf32>) at 128 :
+// CHECK:         %[[VN:.+]] = exec.resource scratch updates(%[[V]] : memref<4x8xf32>) at 512 :
+// CHECK:         exec.copy %[[VN]] -> %[[V]]
+exec.program @fused_in_place attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>} {
+  %w = exec.resource parameter "w" : memref<4x8xf32>
+  %m = exec.resource adam_m "w" : memref<4x8xf32>
+  %v = exec.resource parameter "v" : memref<4x8xf32>
+  %g = exec.resource input "g" : memref<4x8xf32>
+  %w_new = exec.resource scratch updates(%w : memref<4x8xf32>) : memref<4x8xf32>
+  %m_new = exec.resource scratch updates(%m : memref<4x8xf32>) : memref<4x8xf32>
+  %t0 = exec.dispatch @kernels::@k_update(%w, %m, %g) -> (%w_new, %m_new) : (memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>) -> (memref<4x8xf32>, memref<4x8xf32>)
+  %v_new = exec.resource scratch updates(%v : memref<4x8xf32>) : memref<4x8xf32>
+  %t1 = exec.dispatch @kernels::@k_rows(%v) -> (%v_new) : (memref<4x8xf32>) -> (memref<4x8xf32>)
+}
+module @kernels {
+  func.func @k_update(%w: tensor<4x8xf32>, %m: tensor<4x8xf32>, %g: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+    %beta = tg.constant dense<0.9> : tensor<f32>
+    %0 = tg.mul %m, %beta : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+    %1 = tg.add %0, %g : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+    %2 = tg.sub %w, %1 : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+    return %2, %1 : tensor<4x8xf32>, tensor<4x8xf32>
+  }
+  func.func @k_rows(%v: tensor<4x8xf32>) -> tensor<4x8xf32> {
+    %0 = tg.softmax %v : tensor<4x8xf32>
+    %1 = tg.mul %0, %v : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+    return %1 : tensor<4x8xf32>
+  }
+}
+
+// -----
+
 // Copy-back: the old weight is still read after the new one is written
 // (t1), so the new value gets its own state slot [128, 256) and is copied
 // over the old one at the end, once every command touching either is done.

@@ -6,6 +6,7 @@
 
 #include "tg/Frontend/ModelConfig.h"
 #include "tg/Frontend/TrainConfig.h"
+#include "tg/Pipeline/Pipeline.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -53,7 +54,7 @@ struct Options {
   Target target = Target::Cpu;
   std::string cudaArch = "sm_90a";
   bool libraryGemm = true;
-  bool fusion = true;
+  FusionOptions fusion;
   double bucketMb = 25;
 };
 

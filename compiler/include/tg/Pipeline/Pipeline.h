@@ -28,13 +28,23 @@ struct EvaluationFunctions {
 void buildTrainingStage(OpPassManager &pm, const TrainStepOptions &options,
                         EvaluationFunctions functions = {});
 
+/// The fusion passes of the lowering stage, each on by default (`tgc
+/// --no-fusion` turns all off, `--no-fuse=NAME` one of them).
+struct FusionOptions {
+  /// tg-fuse-elementwise: chains of elementwise ops in one kernel.
+  bool elementwise = true;
+  /// exec-fuse-gemm-bias: bias adds as GEMM epilogues.
+  bool gemmBias = true;
+  /// Each fusion decision and its reason as a remark (`--fusion-remarks`).
+  bool remarks = false;
+};
+
 struct LoweringOptions {
   /// Matrix products as library calls (exec.gemm), not generated kernels.
   bool libraryGemm = true;
   /// Initialisation seed recorded in the program.
   uint64_t seed = 0;
-  /// Fusion passes (today: GEMM bias epilogues); off for `tgc --no-fusion`.
-  bool fusion = true;
+  FusionOptions fusion;
   /// Largest gradient bucket of data parallelism (exec-bucket-gradients).
   int64_t bucketBytes = 25 << 20;
 };

@@ -3,17 +3,30 @@
 
 #include "mlir/IR/Builders.h"
 
-namespace mlir::tg {
+#include <optional>
 
-/// True if `op` computes each result element from the operand elements at the
-/// same position only (elementwise, `operand` not broadcast), so its result
-/// may be written over `operand`: ops declaring Tg_InPlaceElementwise in ODS
-/// (TgInterfaces.td), `operand` having the result's type.
-bool canRunInPlace(Operation *op, Value operand);
+namespace mlir::tg {
 
 /// True if emitKernelBody knows `op`: the op declares Tg_HasKernelBody (or
 /// Tg_Elementwise, which implies it) in ODS.
 bool hasKernelBody(Operation *op);
+
+/// The iteration shape of an elementwise group: a block (a kernel's or a
+/// dispatch region's) whose ops are all elementwise, or rank-0 splat
+/// tg.constants, with every elementwise result of one shape. Such a block is
+/// emitted as one loop nest (emitElementwiseGroup). None otherwise.
+std::optional<ArrayRef<int64_t>> elementwiseGroupShape(Block &body);
+
+/// Emits elementwise group `body` (see elementwiseGroupShape) as one
+/// linalg.generic: `inputs` are memrefs for the block's arguments (read with
+/// numpy broadcasting), `outputs` memrefs receiving the values `yielded`
+/// (results of the block's ops), all written in the same iteration, after
+/// every input element of that iteration has been read. That is what lets an
+/// output be the buffer of an input of the same shape (state updated in
+/// place, PlanBuffers).
+LogicalResult emitElementwiseGroup(OpBuilder &b, Block &body,
+                                   ValueRange inputs, ValueRange yielded,
+                                   ValueRange outputs);
 
 /// Emits the loops computing tg op `op` at the builder's insertion point.
 /// `operands` and `results` are static, identity-layout memrefs matching

@@ -221,6 +221,38 @@ def TgFormDispatchRegions
   let dependentDialects = ["::mlir::tg::exec::ExecDialect"];
 }
 
+def TgFuseElementwise : Pass<"tg-fuse-elementwise", "func::FuncOp"> {
+  let summary = "Merge chains of elementwise dispatch regions into one "
+                "region: one kernel, one pass over the elements";
+  let description = [{
+    After tg-form-dispatch-regions, in program order, a region whose ops are
+    all elementwise (an elementwise group: every result of one shape)
+    absorbs the elementwise regions producing its operands, so whole chains
+    (the forward's and backward's elementwise ops, the AdamW update of a
+    parameter: about 15 ops, its new value, first and second moments) become
+    one kernel with several outputs. A producer's result that something
+    else reads later stays a result of the merged region; rank-0 splat
+    constants are compiled into it. Not fused, with the reason as a remark
+    (`remarks`): a producer that is not elementwise, one of another shape
+    (broadcast into the consumer, it would be recomputed for every element),
+    a bias add of a library GEMM's product (exec-fuse-gemm-bias makes it the
+    GEMM's epilogue), one read by something that runs before the consumer,
+    one that would make the kernel read more than `max-inputs` buffers (the
+    sum of every gradient's squares for the global norm would otherwise be
+    one kernel of hundreds of inputs).
+    Nothing is recomputed, so the fused program computes the same values
+    (each op rounds to its own type, as before). Turned off by
+    `tgc --no-fusion`.
+  }];
+  let options = [
+    Option<"remarks", "remarks", "bool", /*default=*/"false",
+           "Report each fusion decision and its reason as a remark">,
+    Option<"maxInputs", "max-inputs", "int64_t", /*default=*/"64",
+           "Most buffers a fused kernel reads (a CUDA kernel's parameters "
+           "are limited to 4 KiB)">,
+  ];
+}
+
 def TgLowerToExec : Pass<"tg-lower-to-exec", "ModuleOp"> {
   let summary = "Turn @train_step (and @eval_step, @logits) into exec.programs: "
                 "resources, dispatches of outlined kernels, library GEMMs and "
@@ -365,6 +397,65 @@ def TgBufferizeKernels : Pass<"tg-bufferize-kernels", "ModuleOp"> {
 def TgCpuApproximateMath : Pass<"tg-cpu-approximate-math", "ModuleOp"> {
   let summary = "Replace f32 exp, log, tanh and erf by polynomials so LLVM "
                 "can vectorize the loops around them";
+}
+
+def TgCpuParallelizeLoops : Pass<"tg-cpu-parallelize-loops", "ModuleOp"> {
+  let summary = "Outline each kernel's large top-level scf.parallel loops so "
+                "that the runtime's thread pool runs them";
+  let description = [{
+    Runs on a kernel module on memrefs, after linalg has become loops. Each
+    `scf.parallel` of a kernel function that no other loop encloses, has
+    static bounds and no reductions, and does at least `min-work` scalar
+    operations (the ops in it, a vector op once per lane, each loop's body
+    counted times its static trip count) has its body outlined into a private function
+    `@KERNEL_parN(%begin: index, %end: index, captured...)` that runs
+    iterations [begin, end) of its leading dimensions (all but the last,
+    flattened; the last stays an inner loop so that it vectorizes).
+    Captured side-effect-free values (constants, index arithmetic, memref
+    views) are cloned into it; the others are passed. The loop is replaced
+    by a call to the declaration `@KERNEL_parN_launch(%iterations,
+    captured...)`, which `tg-cpu-serialize-kernels` defines: it hands the
+    range to the runtime's thread pool through the kernel library's
+    `tg_parallel_for_hook`, or runs it on the calling thread when no pool
+    is installed. Smaller loops stay serial: handing work to other threads
+    costs microseconds. The kernel bodies guarantee that the iterations of
+    a `scf.parallel` touch disjoint elements (`Emitter::rows`), as linalg's
+    parallel dimensions do.
+  }];
+  let options = [
+    Option<"minWork", "min-work", "int64_t", "65536",
+           "scalar operations below which a loop stays on the calling "
+           "thread">,
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::LLVM::LLVMDialect"];
+}
+
+def TgCpuVectorizeElementwise
+    : Pass<"tg-cpu-vectorize-elementwise", "func::FuncOp"> {
+  let summary = "Rewrite elementwise linalg.generics on whole or "
+                "single-element buffers as explicit vector loops";
+  let description = [{
+    A static, all-parallel linalg.generic whose outputs and inputs are whole
+    buffers of the iteration space (identity maps) or single elements
+    (scalars, read once), with a body of arith and math ops, becomes an
+    `scf.parallel` over vectors of `lanes` elements of the flat buffers
+    (vector.load, the body on vectors, vector.store) and a scalar loop over
+    the remainder. LLVM's own vectorizer guards its vector loop with a
+    runtime overlap check, which a kernel writing state over its input (the
+    fused AdamW update) always fails; these vector loops need no check, as
+    each iteration reads all its inputs before writing. Other generics
+    (broadcasts along some dims, transposes, reductions) are left to LLVM.
+  }];
+  let options = [
+    Option<"lanes", "lanes", "int64_t", /*default=*/"8",
+           "Elements per vector (8 x f32: one AVX register)">,
+  ];
+  let dependentDialects = ["::mlir::vector::VectorDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
 }
 
 def TgCpuSerializeKernels : Pass<"tg-cpu-serialize-kernels", "ModuleOp"> {

@@ -236,8 +236,12 @@ void tg_set_collective_timeout(double seconds);
  * the other ranks. */
 void tg_finish_ranks(int clean);
 
-/* Threads the CPU backend's matrix products may use; process-wide. Without
- * a call, OpenBLAS's default (its OPENBLAS_NUM_THREADS or all cores). */
+/* Threads the CPU backend runs a step on (its kernels' parallel loops and its
+ * matrix products), process-wide. Without a call, OPENBLAS_NUM_THREADS (or
+ * OMP_NUM_THREADS) where set, otherwise the machine's cores divided between
+ * the ranks Open MPI started on it. OpenBLAS's pthreads build (Debian's) is
+ * then set to one thread of its own, process-wide: the products run on this
+ * pool instead. */
 void tg_set_num_threads(int threads);
 
 /* Token data (the data contract): a stream of N token ids. Sample i of step

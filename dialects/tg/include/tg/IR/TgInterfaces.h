@@ -4,8 +4,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpDefinition.h"
 
-/// The op-kind traits of TgInterfaces.td (Tg_HasKernelBody, Tg_Elementwise,
-/// Tg_InPlaceElementwise): markers, queried with op->hasTrait<...>().
+/// The op-kind traits of TgInterfaces.td (Tg_HasKernelBody, Tg_Elementwise):
+/// markers, queried with op->hasTrait<...>().
 namespace mlir::tg::TgOpTrait {
 
 /// The CPU lowering has a kernel body for the op (emitKernelBody).
@@ -18,10 +18,6 @@ class HasKernelBody
 template <typename ConcreteType>
 class Elementwise
     : public ::mlir::OpTrait::TraitBase<ConcreteType, Elementwise> {};
-
-/// Elementwise, and the result may be written over an operand of its type.
-template <typename ConcreteType>
-class InPlace : public ::mlir::OpTrait::TraitBase<ConcreteType, InPlace> {};
 
 } // namespace mlir::tg::TgOpTrait
 

@@ -48,16 +48,10 @@ def Tg_HasKernelBodyTrait : Tg_NativeOpTrait<"HasKernelBody">;
 // index, operands read with numpy broadcasting (one linalg.generic, the op's
 // scalar computation inside). Implies a kernel body.
 def Tg_ElementwiseTrait : Tg_NativeOpTrait<"Elementwise">;
-// An elementwise op whose result may overwrite an operand of the same type
-// (the buffer planner's in-place reuse). Cast and broadcast are elementwise
-// without it.
-def Tg_InPlaceTrait : Tg_NativeOpTrait<"InPlace">;
 
 // What op definitions list.
 def Tg_HasKernelBody : TraitList<[Tg_HasKernelBodyTrait]>;
 def Tg_Elementwise : TraitList<[Tg_ElementwiseTrait, Tg_HasKernelBodyTrait]>;
-def Tg_InPlaceElementwise : TraitList<[Tg_InPlaceTrait, Tg_ElementwiseTrait,
-                                       Tg_HasKernelBodyTrait]>;
 
 def Tg_FlopCountOpInterface : OpInterface<"FlopCountOpInterface"> {
   let description = [{

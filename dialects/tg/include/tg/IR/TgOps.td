@@ -106,7 +106,7 @@ def Tg_ConcatOp : Tg_InferredOp<"concat", [Differentiable, Tg_HasKernelBody]> {
 //===----------------------------------------------------------------------===//
 
 class Tg_BinaryOp<string mnemonic, list<Trait> traits = []>
-    : Tg_InferredOp<mnemonic, !listconcat(traits, [Tg_InPlaceElementwise])> {
+    : Tg_InferredOp<mnemonic, !listconcat(traits, [Tg_Elementwise])> {
   let summary = "Elementwise " # mnemonic # " with numpy broadcasting";
   let arguments = (ins Tg_FloatTensor:$lhs, Tg_FloatTensor:$rhs);
   let results = (outs Tg_FloatTensor:$result);
@@ -124,7 +124,7 @@ def Tg_MinOp : Tg_BinaryOp<"min">;
 def Tg_PowOp : Tg_BinaryOp<"pow", [Differentiable]>;
 
 class Tg_UnaryOp<string mnemonic, string what> : Tg_Op<mnemonic,
-    [Pure, SameOperandsAndResultType, Differentiable, Tg_InPlaceElementwise]> {
+    [Pure, SameOperandsAndResultType, Differentiable, Tg_Elementwise]> {
   let summary = "Elementwise " # what;
   let arguments = (ins Tg_FloatTensor:$input);
   let results = (outs Tg_FloatTensor:$result);
@@ -150,7 +150,7 @@ def Tg_GeluApproximation : I32EnumAttr<"GeluApproximation",
 }
 
 def Tg_GeluOp : Tg_Op<"gelu", [Pure, SameOperandsAndResultType, Differentiable,
-    Tg_InPlaceElementwise]> {
+    Tg_Elementwise]> {
   let summary = "GELU, exact (erf) or with the tanh approximation";
   let arguments = (ins Tg_FloatTensor:$input, Tg_GeluApproximation:$approximate);
   let results = (outs Tg_FloatTensor:$result);
@@ -158,7 +158,7 @@ def Tg_GeluOp : Tg_Op<"gelu", [Pure, SameOperandsAndResultType, Differentiable,
 }
 
 def Tg_GeluGradOp : Tg_Op<"gelu_grad", [Pure, SameOperandsAndResultType,
-    Tg_InPlaceElementwise]> {
+    Tg_Elementwise]> {
   let summary = "d/dx GELU(x) * result_grad";
   let arguments = (ins Tg_FloatTensor:$input, Tg_FloatTensor:$result_grad,
                        Tg_GeluApproximation:$approximate);
@@ -167,7 +167,7 @@ def Tg_GeluGradOp : Tg_Op<"gelu_grad", [Pure, SameOperandsAndResultType,
 }
 
 def Tg_SiluGradOp : Tg_Op<"silu_grad", [Pure, SameOperandsAndResultType,
-    Tg_InPlaceElementwise]> {
+    Tg_Elementwise]> {
   let summary = "d/dx SiLU(x) * result_grad";
   let arguments = (ins Tg_FloatTensor:$input, Tg_FloatTensor:$result_grad);
   let results = (outs Tg_FloatTensor:$input_grad);

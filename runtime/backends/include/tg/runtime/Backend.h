@@ -47,7 +47,10 @@ std::unique_ptr<Backend> createBackend(const tgx::Program &program,
                                        const RankPlacement &placement,
                                        std::string &error);
 
-/// Threads the CPU backend's matrix products may use, process-wide.
+/// Threads the CPU backend runs a step on, process-wide: one pool for the
+/// generated kernels' parallel loops and the matrix products (OpenBLAS
+/// single-threaded on blocks of them). Until this is called, as many as
+/// OpenBLAS would have used itself (OPENBLAS_NUM_THREADS, or one per core).
 void setCpuThreads(int threads);
 
 } // namespace tg::runtime
