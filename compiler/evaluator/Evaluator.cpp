@@ -349,6 +349,22 @@ Results Interpreter::compute(Operation *op) {
             get(o.getResultGrad()), o.getScale().convertToDouble(),
             o.getCausal(), o.getWindow()));
       })
+      .Case([&](FlashAttentionOp o) {
+        const Tensor &q = get(o.getQuery()), &k = get(o.getKey());
+        double scale = o.getScale().convertToDouble();
+        return Results(std::vector<Tensor>{
+            attention(q, k, get(o.getValue()), scale, o.getCausal(),
+                      o.getWindow()),
+            attentionLogSumExp(q, k, scale, o.getCausal(), o.getWindow())});
+      })
+      .Case([&](FlashAttentionGradOp o) {
+        // The exact gradients: the reference does not depend on the
+        // forward's result and log-sum-exp being right.
+        return Results(attentionGrad(
+            get(o.getQuery()), get(o.getKey()), get(o.getValue()),
+            get(o.getResultGrad()), o.getScale().convertToDouble(),
+            o.getCausal(), o.getWindow()));
+      })
       .Case([&](RopeOp o) {
         const Tensor &x = get(o.getInput());
         int64_t dim = x.shape.size() == 4 ? x.shape[3] : 0;

@@ -138,12 +138,12 @@ double dot(const double *a, const double *b, int64_t n) {
   return sum;
 }
 
-/// The attention probabilities of query row (b, h, t) over its visible keys,
-/// which start at key `first`.
-std::vector<double> attentionRow(const AttentionDims &dims, const Tensor &q,
-                                 const Tensor &k, int64_t b, int64_t h,
-                                 int64_t t, double scale, bool causal,
-                                 int64_t window, int64_t &first) {
+/// The scaled scores of query row (b, h, t) with its visible keys, which
+/// start at key `first`.
+std::vector<double> attentionScores(const AttentionDims &dims, const Tensor &q,
+                                    const Tensor &k, int64_t b, int64_t h,
+                                    int64_t t, double scale, bool causal,
+                                    int64_t window, int64_t &first) {
   auto [start, count] = dims.visible(t, causal, window);
   first = start;
   std::vector<double> scores(count);
@@ -151,6 +151,17 @@ std::vector<double> attentionRow(const AttentionDims &dims, const Tensor &q,
   for (int64_t s = 0; s < count; ++s)
     scores[s] = scale * dot(query, &k.data[dims.keyRow(b, h, first + s)],
                             dims.headDim);
+  return scores;
+}
+
+/// The attention probabilities of query row (b, h, t) over its visible keys,
+/// which start at key `first`.
+std::vector<double> attentionRow(const AttentionDims &dims, const Tensor &q,
+                                 const Tensor &k, int64_t b, int64_t h,
+                                 int64_t t, double scale, bool causal,
+                                 int64_t window, int64_t &first) {
+  std::vector<double> scores =
+      attentionScores(dims, q, k, b, h, t, scale, causal, window, first);
   softmaxRow(scores.data(), scores.data(), scores.size());
   return scores;
 }
@@ -465,6 +476,26 @@ Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
           for (int64_t d = 0; d < dims.headDim; ++d)
             o[d] += p[s] * value[d];
         }
+      }
+  return out;
+}
+
+Tensor attentionLogSumExp(const Tensor &q, const Tensor &k, double scale,
+                          bool causal, int64_t window) {
+  AttentionDims dims(q, k);
+  Tensor out = zeros({dims.batch, dims.heads, dims.queryLen});
+  for (int64_t b = 0; b < dims.batch; ++b)
+    for (int64_t h = 0; h < dims.heads; ++h)
+      for (int64_t t = 0; t < dims.queryLen; ++t) {
+        int64_t first;
+        std::vector<double> scores =
+            attentionScores(dims, q, k, b, h, t, scale, causal, window, first);
+        double max = -std::numeric_limits<double>::infinity(), sum = 0;
+        for (double x : scores)
+          max = std::max(max, x);
+        for (double x : scores)
+          sum += std::exp(x - max);
+        out.data[(b * dims.heads + h) * dims.queryLen + t] = max + std::log(sum);
       }
   return out;
 }

@@ -62,6 +62,9 @@ Tensor softmaxGrad(const Tensor &result, const Tensor &resultGrad);
 /// keys s <= t, and with a `window` W > 0 only t - W < s <= t.
 Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
                  double scale, bool causal, int64_t window = 0);
+/// log(sum over the visible keys s of exp(scale * q_t . k_s)): [B, Hq, T].
+Tensor attentionLogSumExp(const Tensor &q, const Tensor &k, double scale,
+                          bool causal, int64_t window = 0);
 /// Returns {query_grad, key_grad, value_grad}.
 std::vector<Tensor> attentionGrad(const Tensor &q, const Tensor &k,
                                   const Tensor &v, const Tensor &resultGrad,

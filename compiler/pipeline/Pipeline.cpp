@@ -24,6 +24,12 @@ void buildTrainingStage(OpPassManager &pm, const TrainStepOptions &options,
 
 void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options) {
   pm.addPass(createTgUnrollMicroBatches());
+  if (options.fusion.attention) {
+    TgFuseAttentionOptions attention;
+    attention.remarks = options.fusion.remarks;
+    attention.flashKernels = options.flashKernels;
+    pm.addNestedPass<func::FuncOp>(createTgFuseAttention(attention));
+  }
   pm.addPass(createTgDecomposeAttention());
   pm.addNestedPass<func::FuncOp>(
       createTgFormDispatchRegions({options.libraryGemm}));

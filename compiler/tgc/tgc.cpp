@@ -154,13 +154,15 @@ static cl::opt<bool> noFusionOpt(
     cl::desc("Turn off every fusion pass, to compare or to find a fusion at "
              "fault"),
     cl::sub(compileCommand), cl::cat(tgcCategory));
-enum class Fusion { Elementwise, GemmBias };
+enum class Fusion { Elementwise, GemmBias, Attention };
 static cl::list<Fusion, bool, ListingParser<Fusion>> noFuseOpt(
     "no-fuse", cl::desc("Turn off one fusion pass (comma-separated list)"),
     cl::values(clEnumValN(Fusion::Elementwise, "elementwise",
                           "tg-fuse-elementwise: elementwise chains, AdamW"),
                clEnumValN(Fusion::GemmBias, "gemm-bias",
-                          "exec-fuse-gemm-bias: bias adds as GEMM epilogues")),
+                          "exec-fuse-gemm-bias: bias adds as GEMM epilogues"),
+               clEnumValN(Fusion::Attention, "attention",
+                          "tg-fuse-attention: flash attention kernels")),
     cl::CommaSeparated, cl::sub(compileCommand), cl::cat(tgcCategory));
 static cl::opt<bool> fusionRemarksOpt(
     "fusion-remarks",
@@ -507,6 +509,8 @@ static llvm::Expected<tg::driver::Options> driverOptions() {
       !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::Elementwise);
   o.fusion.gemmBias =
       !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::GemmBias);
+  o.fusion.attention =
+      !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::Attention);
   o.fusion.remarks = fusionRemarksOpt;
   o.bucketMb = bucketMbOpt;
   return o;

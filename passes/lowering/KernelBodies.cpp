@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -87,6 +88,21 @@ public:
     b.setInsertionPoint(forOp.getBody()->getTerminator());
     body(forOp.getInductionVar());
   }
+  /// Folds body(i, accumulators) -> new accumulators over lo <= i < hi.
+  template <typename Fn>
+  SmallVector<Value> foldRange(Value lo, Value hi, ValueRange init, Fn &&body) {
+    auto forOp = scf::ForOp::create(b, loc, lo, hi, index(1), init);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToEnd(forOp.getBody());
+      SmallVector<Value> next =
+          body(forOp.getInductionVar(), forOp.getRegionIterArgs());
+      scf::YieldOp::create(b, loc, next);
+    }
+    return SmallVector<Value>(forOp.getResults());
+  }
+  Value minIndex(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
+  Value maxIndex(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
   /// for each row r < n, in any order: body(r). The row loops of row-wise
   /// ops; a row's inner loops (`loop`, `fold`, `sum`) write element i of the
   /// row (or of a per-column operand) at their own index i only, and read
@@ -980,6 +996,213 @@ void emitRope(Emitter &e, RopeOp op, Value x, Value y) {
   });
 }
 
+//===----------------------------------------------------------------------===//
+// Flash attention
+//===----------------------------------------------------------------------===//
+
+/// The shapes and visibility rules of a flash attention op, and the index
+/// arithmetic of its flat views: query rows (q, o, dO, dq) are r = (b, h, t),
+/// key rows (k, v, dk, dv) (b, hk, s); query head h reads key head h / group.
+/// A row of D elements is one vector value (D <= 256: registers, or the
+/// stack where they run out); inner products over the head dim are in the
+/// element type, as the library GEMMs they replace; sums over keys or
+/// queries (the softmax denominator, the output and the gradients)
+/// accumulate in f64 vectors carried by the loops, so no buffer is needed.
+struct FlashAttention {
+  Emitter &e;
+  int64_t batch, heads, kvHeads, queryLen, keyLen, dim, group;
+  bool causal;
+  int64_t window;
+  double scale;
+  Type wide;
+  VectorType row, wideRow;
+
+  template <typename OpTy>
+  FlashAttention(Emitter &e, OpTy op)
+      : e(e), causal(op.getCausal()), window(op.getWindow()),
+        scale(op.getScale().convertToDouble()), wide(e.b.getF64Type()) {
+    ArrayRef<int64_t> q = shapeOf(op.getQuery()), k = shapeOf(op.getKey());
+    batch = q[0], heads = q[1], queryLen = q[2], dim = q[3];
+    kvHeads = k[1], keyLen = k[2], group = heads / kvHeads;
+    row = VectorType::get({dim}, e.element);
+    wideRow = VectorType::get({dim}, wide);
+  }
+
+  /// The first key row (b, h / group, 0) of query row r's plane, and t.
+  std::pair<Value, Value> keyPlaneOfQueryRow(Value r) {
+    Value t = e.remIndex(r, queryLen), plane = e.divIndex(r, queryLen);
+    Value b = e.divIndex(plane, heads), h = e.remIndex(plane, heads);
+    Value kvPlane = e.addIndex(e.mulIndex(b, kvHeads), e.divIndex(h, group));
+    return {e.mulIndex(kvPlane, keyLen), t};
+  }
+  /// The keys query position t sees: [first, end).
+  std::pair<Value, Value> visibleKeys(Value t) {
+    Value first = e.index(0), end = e.index(keyLen);
+    if (causal)
+      end = e.minIndex(e.addIndex(t, e.index(1)), end);
+    if (window > 0)
+      first = e.maxIndex(e.addIndex(t, e.index(1 - window)), first);
+    return {first, end};
+  }
+  /// The query positions that see key s: [first, end).
+  std::pair<Value, Value> visibleQueries(Value s) {
+    Value first = e.index(0), end = e.index(queryLen);
+    if (causal)
+      first = s;
+    if (window > 0)
+      end = e.minIndex(e.addIndex(s, e.index(window)), end);
+    return {first, end};
+  }
+
+  Value load(Value flat, Value index) {
+    return vector::LoadOp::create(e.b, e.loc, row, flat,
+                                  ValueRange{e.mulIndex(index, dim)});
+  }
+  Value widen(Value v) {
+    return v.getType() == wideRow ? v
+                                  : arith::ExtFOp::create(e.b, e.loc, wideRow, v);
+  }
+  Value splat(Value scalar) {
+    return vector::BroadcastOp::create(e.b, e.loc, wideRow, e.widen(scalar));
+  }
+  Value zeros() { return splat(e.constant(wide, 0.0)); }
+  /// sum_d x_d y_d, in the element type (reassociated: a vector reduction).
+  Value dot(Value x, Value y) {
+    return vector::ReductionOp::create(e.b, e.loc, vector::CombiningKind::ADD,
+                                       e.mul(x, y), Value(),
+                                       arith::FastMathFlags::reassoc);
+  }
+  /// acc + weight * x, in f64.
+  Value accumulate(Value acc, Value weight, Value x) {
+    return e.add(acc, e.mul(splat(weight), widen(x)));
+  }
+  /// out row `index` = acc * factor, rounded to the element type.
+  void store(Value acc, double factor, Value out, Value index) {
+    store(acc, e.constant(wide, factor), out, index);
+  }
+  void store(Value acc, Value factor, Value out, Value index) {
+    Value v = e.mul(acc, splat(factor));
+    if (row != wideRow)
+      v = arith::TruncFOp::create(e.b, e.loc, row, v);
+    vector::StoreOp::create(e.b, e.loc, v, out,
+                            ValueRange{e.mulIndex(index, dim)});
+  }
+  Value scaled(Value score) { return e.mul(score, e.constant(scale)); }
+  /// exp(scale * q . k - lse_r): a probability recomputed.
+  Value probability(Value q, Value k, Value lse, Value r) {
+    Value logSumExp = e.load(lse, r);
+    if (logSumExp.getType() != e.element)
+      logSumExp = e.narrow(logSumExp);
+    return e.exp(e.sub(scaled(dot(q, k)), logSumExp));
+  }
+
+  /// Forward, one query row at a time: an online softmax over the visible
+  /// keys (the running max m and denominator l; the output accumulator is
+  /// rescaled only when the max grows), then o = acc / l and
+  /// lse = m + log(l).
+  void forward(Value q, Value k, Value v, Value o, Value lse) {
+    Type lseType = getElementTypeOrSelf(lse.getType());
+    e.rows(batch * heads * queryLen, [&](Value r) {
+      auto [keyPlane, t] = keyPlaneOfQueryRow(r);
+      auto [first, end] = visibleKeys(t);
+      Value query = load(q, r);
+      Value negInf = e.constant(-std::numeric_limits<double>::infinity());
+      SmallVector<Value> state = e.foldRange(
+          first, end, {negInf, e.constant(wide, 0.0), zeros()},
+          [&](Value s, ValueRange old) {
+            Value key = e.addIndex(keyPlane, s);
+            Value score = scaled(dot(query, load(k, key)));
+            Value grows = arith::CmpFOp::create(
+                e.b, e.loc, arith::CmpFPredicate::OGT, score, old[0]);
+            auto rescale = scf::IfOp::create(
+                e.b, e.loc, TypeRange{e.element, wide, wideRow}, grows,
+                /*withElseRegion=*/true);
+            {
+              OpBuilder::InsertionGuard guard(e.b);
+              e.b.setInsertionPointToStart(rescale.thenBlock());
+              // exp(-inf) = 0 at the first key: nothing to keep yet.
+              Value keep = e.widen(e.exp(e.sub(old[0], score)));
+              scf::YieldOp::create(
+                  e.b, e.loc,
+                  ValueRange{score, e.mul(old[1], keep),
+                             e.mul(old[2], splat(keep))});
+              e.b.setInsertionPointToStart(rescale.elseBlock());
+              scf::YieldOp::create(e.b, e.loc, old);
+            }
+            Value max = rescale.getResult(0);
+            Value p = e.exp(e.sub(score, max));
+            return SmallVector<Value>{
+                max, e.add(rescale.getResult(1), e.widen(p)),
+                accumulate(rescale.getResult(2), p, load(v, key))};
+          });
+      store(state[2], e.div(e.constant(wide, 1.0), state[1]), o, r);
+      Value logSumExp =
+          e.add(e.widen(state[0]), math::LogOp::create(e.b, e.loc, state[1]));
+      if (lseType != wide)
+        logSumExp = arith::TruncFOp::create(e.b, e.loc, lseType, logSumExp);
+      e.store(logSumExp, lse, r);
+    });
+  }
+
+  /// Backward (FlashAttention-2's recomputation), three row loops:
+  /// delta_r = dO_r . o_r for every query row, kept in element 0 of the
+  /// row's dq until the last loop overwrites the row; then per key row the
+  /// key and value gradients, summed over the group's query heads and the
+  /// queries that see the key; then per query row the query gradient. With
+  /// p = exp(scale q.k - lse) and dS = p (dO.v - delta):
+  /// dv_s = sum p dO_t, dk_s = scale sum dS q_t, dq_t = scale sum dS k_s.
+  void backward(Value q, Value k, Value v, Value o, Value lse, Value dOut,
+                Value dq, Value dk, Value dv) {
+    int64_t queryRows = batch * heads * queryLen;
+    e.rows(queryRows, [&](Value r) {
+      Value delta = e.narrow(e.wideSum(dim, [&](Value d) {
+        Value at = e.addIndex(e.mulIndex(r, dim), d);
+        return e.mul(e.load(dOut, at), e.load(o, at));
+      }));
+      e.store(delta, dq, e.mulIndex(r, dim));
+    });
+    e.rows(batch * kvHeads * keyLen, [&](Value key) {
+      Value s = e.remIndex(key, keyLen), kvPlane = e.divIndex(key, keyLen);
+      Value b = e.divIndex(kvPlane, kvHeads), hk = e.remIndex(kvPlane, kvHeads);
+      auto [first, end] = visibleQueries(s);
+      Value keyRow = load(k, key), valueRow = load(v, key);
+      SmallVector<Value> acc = e.fold(
+          group, {zeros(), zeros()}, [&](Value g, ValueRange byHead) {
+            Value h = e.addIndex(e.mulIndex(hk, group), g);
+            Value queryPlane =
+                e.mulIndex(e.addIndex(e.mulIndex(b, heads), h), queryLen);
+            return e.foldRange(
+                first, end, byHead, [&](Value t, ValueRange sums) {
+                  Value r = e.addIndex(queryPlane, t);
+                  Value query = load(q, r), dOutRow = load(dOut, r);
+                  Value p = probability(query, keyRow, lse, r);
+                  Value delta = e.load(dq, e.mulIndex(r, dim));
+                  Value dS = e.mul(p, e.sub(dot(dOutRow, valueRow), delta));
+                  return SmallVector<Value>{accumulate(sums[0], dS, query),
+                                            accumulate(sums[1], p, dOutRow)};
+                });
+          });
+      store(acc[0], scale, dk, key);
+      store(acc[1], 1.0, dv, key);
+    });
+    e.rows(queryRows, [&](Value r) {
+      auto [keyPlane, t] = keyPlaneOfQueryRow(r);
+      auto [first, end] = visibleKeys(t);
+      Value delta = e.load(dq, e.mulIndex(r, dim));
+      Value query = load(q, r), dOutRow = load(dOut, r);
+      Value acc = e.foldRange(first, end, {zeros()}, [&](Value s,
+                                                          ValueRange sum) {
+        Value key = e.addIndex(keyPlane, s);
+        Value keyRow = load(k, key);
+        Value p = probability(query, keyRow, lse, r);
+        Value dS = e.mul(p, e.sub(dot(dOutRow, load(v, key)), delta));
+        return SmallVector<Value>{accumulate(sum[0], dS, keyRow)};
+      })[0];
+      store(acc, scale, dq, r);
+    });
+  }
+};
+
 } // namespace
 
 std::optional<ArrayRef<int64_t>> elementwiseGroupShape(Block &body) {
@@ -1170,6 +1393,13 @@ LogicalResult emitKernelBody(OpBuilder &b, Operation *op, ValueRange operands,
                       /*toBlock=*/false);
       })
       .Case([&](RopeOp o) { emitRope(e, o, in[0], out[0]); })
+      .Case([&](FlashAttentionOp o) {
+        FlashAttention(e, o).forward(in[0], in[1], in[2], out[0], out[1]);
+      })
+      .Case([&](FlashAttentionGradOp o) {
+        FlashAttention(e, o).backward(in[0], in[1], in[2], in[3], in[4], in[5],
+                                      out[0], out[1], out[2]);
+      })
       .Default([&](Operation *) { known = false; });
   if (!known)
     return op->emitOpError("is declared Tg_HasKernelBody but the CPU lowering "

@@ -33,7 +33,8 @@
 // 2^20 float32 elements are held to 4 u = 2.4e-7 (LongSumsKeepFloat64Accuracy).
 //
 // Exempt: tg.attention and tg.attention_grad have no kernel body (the
-// tg-decompose-attention pass rewrites them into matmul/softmax/... before
+// tg-fuse-attention pass makes them flash attention ops, covered here, and
+// tg-decompose-attention rewrites the others into matmul/softmax/... before
 // lowering, and those are covered here); tg.constant (data) and tg.reshape
 // (a view) are no kernels either. The coverage test fails for any op of the
 // dialect for which hasKernelBody is true and no case below exists.
@@ -209,6 +210,13 @@ const Case kCases[] = {
   // 0.5 / 8 keep three, smooth two and divide three).
   {"rope_linear_inverse", "%x: tensor<2x1x6x4xT>", "tg.rope %x {inverse, scaling_factor = 3.0 : f64, theta = 5.0e+02 : f64} : tensor<2x1x6x4xT>", "tensor<2x1x6x4xT>", 8},
   {"rope_llama3", "%x: tensor<1x2x40x16xT>", "tg.rope %x {high_freq_factor = 8.0 : f64, low_freq_factor = 0.5 : f64, original_max_positions = 512.0 : f64, scaling_factor = 8.0 : f64, theta = 1.0e+04 : f64} : tensor<1x2x40x16xT>", "tensor<1x2x40x16xT>", 8},
+  // Flash attention: causal, grouped-query with a sliding window, and
+  // non-causal over more keys than queries. Inner products over the head
+  // dim in the element type (as the GEMMs they replace), exponentials,
+  // sums over keys in f64: like the row-wise ops.
+  {"flash_attention", "%q: tensor<1x2x37x16xT>, %k: tensor<1x2x37x16xT>, %v: tensor<1x2x37x16xT>", "tg.flash_attention %q, %k, %v {scale = 0.25 : f64} : tensor<1x2x37x16xT>, tensor<1x2x37x16xT>, tensor<1x2x37x16xT> -> tensor<1x2x37x16xT>, tensor<1x2x37xT>", "tensor<1x2x37x16xT>, tensor<1x2x37xT>", 64, Wide},
+  {"flash_attention_gqa_window", "%q: tensor<2x4x20x8xT>, %k: tensor<2x2x20x8xT>, %v: tensor<2x2x20x8xT>", "tg.flash_attention %q, %k, %v {scale = 0.35 : f64, window = 5 : i64} : tensor<2x4x20x8xT>, tensor<2x2x20x8xT>, tensor<2x2x20x8xT> -> tensor<2x4x20x8xT>, tensor<2x4x20xT>", "tensor<2x4x20x8xT>, tensor<2x4x20xT>", 64, Wide},
+  {"flash_attention_full", "%q: tensor<1x3x7x8xT>, %k: tensor<1x1x13x8xT>, %v: tensor<1x1x13x8xT>", "tg.flash_attention %q, %k, %v {causal = false, scale = 0.35 : f64} : tensor<1x3x7x8xT>, tensor<1x1x13x8xT>, tensor<1x1x13x8xT> -> tensor<1x3x7x8xT>, tensor<1x3x7xT>", "tensor<1x3x7x8xT>, tensor<1x3x7xT>", 64, Wide},
   {"cross_entropy", "%l: tensor<4x10xT>, %t: tensor<4xi64>", "tg.cross_entropy %l, %t : tensor<4x10xT>, tensor<4xi64> -> tensor<T>", "tensor<T>", 64, Wide, 10},
   {"cross_entropy_vocab", "%l: tensor<6x500xT>, %t: tensor<6xi64>", "tg.cross_entropy %l, %t : tensor<6x500xT>, tensor<6xi64> -> tensor<T>", "tensor<T>", 64, Wide, 500},
   {"cross_entropy_3d", "%l: tensor<2x3x12xT>, %t: tensor<2x3xi32>", "tg.cross_entropy %l, %t : tensor<2x3x12xT>, tensor<2x3xi32> -> tensor<T>", "tensor<T>", 64, Wide, 12},
@@ -236,6 +244,26 @@ const FusedCase kFusedCases[] = {
   %m = tg.mul %g, %x : tensor<4x8xT>, tensor<4x8xT> -> tensor<4x8xT>
   return %m, %a : tensor<4x8xT>, tensor<4x8xT>
 })", 32},
+  // Flash attention's gradient needs the forward's own result and
+  // log-sum-exp (random ones would not be a forward's): the pair in one
+  // kernel, every gradient and the result returned; causal multi-head,
+  // then grouped-query (the key and value gradients sum a group's two
+  // heads) with a window, then non-causal over more keys than queries.
+  {"flash_attention_grad", R"(func.func @NAME(%q: tensor<1x2x37x16xT>, %k: tensor<1x2x37x16xT>, %v: tensor<1x2x37x16xT>, %g: tensor<1x2x37x16xT>) -> (tensor<1x2x37x16xT>, tensor<1x2x37x16xT>, tensor<1x2x37x16xT>, tensor<1x2x37x16xT>) {
+  %o, %l = tg.flash_attention %q, %k, %v {scale = 0.25 : f64} : tensor<1x2x37x16xT>, tensor<1x2x37x16xT>, tensor<1x2x37x16xT> -> tensor<1x2x37x16xT>, tensor<1x2x37xT>
+  %dq, %dk, %dv = tg.flash_attention_grad %q, %k, %v, %o, %l, %g {scale = 0.25 : f64} : tensor<1x2x37x16xT>, tensor<1x2x37x16xT>, tensor<1x2x37x16xT>, tensor<1x2x37x16xT>, tensor<1x2x37xT>, tensor<1x2x37x16xT> -> tensor<1x2x37x16xT>, tensor<1x2x37x16xT>, tensor<1x2x37x16xT>
+  return %o, %dq, %dk, %dv : tensor<1x2x37x16xT>, tensor<1x2x37x16xT>, tensor<1x2x37x16xT>, tensor<1x2x37x16xT>
+})", 64},
+  {"flash_attention_grad_gqa_window", R"(func.func @NAME(%q: tensor<2x4x20x8xT>, %k: tensor<2x2x20x8xT>, %v: tensor<2x2x20x8xT>, %g: tensor<2x4x20x8xT>) -> (tensor<2x4x20x8xT>, tensor<2x2x20x8xT>, tensor<2x2x20x8xT>) {
+  %o, %l = tg.flash_attention %q, %k, %v {scale = 0.35 : f64, window = 5 : i64} : tensor<2x4x20x8xT>, tensor<2x2x20x8xT>, tensor<2x2x20x8xT> -> tensor<2x4x20x8xT>, tensor<2x4x20xT>
+  %dq, %dk, %dv = tg.flash_attention_grad %q, %k, %v, %o, %l, %g {scale = 0.35 : f64, window = 5 : i64} : tensor<2x4x20x8xT>, tensor<2x2x20x8xT>, tensor<2x2x20x8xT>, tensor<2x4x20x8xT>, tensor<2x4x20xT>, tensor<2x4x20x8xT> -> tensor<2x4x20x8xT>, tensor<2x2x20x8xT>, tensor<2x2x20x8xT>
+  return %dq, %dk, %dv : tensor<2x4x20x8xT>, tensor<2x2x20x8xT>, tensor<2x2x20x8xT>
+})", 64},
+  {"flash_attention_grad_full", R"(func.func @NAME(%q: tensor<1x3x7x8xT>, %k: tensor<1x1x13x8xT>, %v: tensor<1x1x13x8xT>, %g: tensor<1x3x7x8xT>) -> (tensor<1x3x7x8xT>, tensor<1x1x13x8xT>, tensor<1x1x13x8xT>) {
+  %o, %l = tg.flash_attention %q, %k, %v {causal = false, scale = 0.35 : f64} : tensor<1x3x7x8xT>, tensor<1x1x13x8xT>, tensor<1x1x13x8xT> -> tensor<1x3x7x8xT>, tensor<1x3x7xT>
+  %dq, %dk, %dv = tg.flash_attention_grad %q, %k, %v, %o, %l, %g {causal = false, scale = 0.35 : f64} : tensor<1x3x7x8xT>, tensor<1x1x13x8xT>, tensor<1x1x13x8xT>, tensor<1x3x7x8xT>, tensor<1x3x7xT>, tensor<1x3x7x8xT> -> tensor<1x3x7x8xT>, tensor<1x1x13x8xT>, tensor<1x1x13x8xT>
+  return %dq, %dk, %dv : tensor<1x3x7x8xT>, tensor<1x1x13x8xT>, tensor<1x1x13x8xT>
+})", 64},
   // A row op feeding a reduction, and an argument returned as it is.
   {"norm_sum_passthrough", R"(func.func @NAME(%x: tensor<3x16xT>, %w: tensor<16xT>) -> (tensor<3xT>, tensor<16xT>) {
   %n = tg.rms_norm %x, %w {epsilon = 1.0e-5 : f64} : tensor<3x16xT>, tensor<16xT> -> tensor<3x16xT>
@@ -593,6 +621,15 @@ TEST_F(KernelNumerics, EveryOpWithAKernelBodyHasACase) {
     std::string op = c.op;
     covered.insert(op.substr(0, op.find(' ')));
   }
+  // The ops of the kernels of several ops: "= tg.NAME ".
+  for (const FusedCase &c : kFusedCases)
+    for (llvm::StringRef rest = c.source;;) {
+      size_t at = rest.find("= tg.");
+      if (at == llvm::StringRef::npos)
+        break;
+      rest = rest.drop_front(at + 2);
+      covered.insert(rest.take_until([](char ch) { return ch == ' '; }));
+    }
   int withBody = 0;
   for (RegisteredOperationName name : context.getRegisteredOperations()) {
     if (name.getDialectNamespace() != tg::TgDialect::getDialectNamespace())

@@ -35,6 +35,8 @@ struct FusionOptions {
   bool elementwise = true;
   /// exec-fuse-gemm-bias: bias adds as GEMM epilogues.
   bool gemmBias = true;
+  /// tg-fuse-attention: flash attention where the cost model prefers it.
+  bool attention = true;
   /// Each fusion decision and its reason as a remark (`--fusion-remarks`).
   bool remarks = false;
 };
@@ -47,11 +49,13 @@ struct LoweringOptions {
   FusionOptions fusion;
   /// Largest gradient bucket of data parallelism (exec-bucket-gradients).
   int64_t bucketBytes = 25 << 20;
+  /// The target has flash attention kernels (the CPU; not CUDA yet).
+  bool flashKernels = true;
 };
 
 /// @train_step (tg) -> exec.program with planned resources, timepoints and
-/// a kernel module on memrefs: tg-unroll-micro-batches,
-/// tg-decompose-attention, tg-form-dispatch-regions, tg-lower-to-exec,
+/// a kernel module on memrefs: tg-unroll-micro-batches, tg-fuse-attention
+/// (with fusion; `flashKernels`: the target has them), tg-decompose-attention, tg-form-dispatch-regions, tg-lower-to-exec,
 /// exec-fuse-gemm-bias (with fusion), exec-schedule-collectives,
 /// exec-bucket-gradients, exec-insert-timepoints,
 /// exec-plan-buffers, tg-bufferize-kernels.

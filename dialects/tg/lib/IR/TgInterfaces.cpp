@@ -28,3 +28,14 @@ int64_t AttentionOp::getFlops() {
 int64_t AttentionGradOp::getFlops() {
   return 5 * attentionGemmFlops(getQuery(), getKey());
 }
+
+/// Counted as tg.attention: the model's FLOPs, as MFU counts them, not the
+/// fewer the kernel does by skipping masked keys.
+int64_t FlashAttentionOp::getFlops() {
+  return 2 * attentionGemmFlops(getQuery(), getKey());
+}
+
+/// Counted as tg.attention_grad.
+int64_t FlashAttentionGradOp::getFlops() {
+  return 5 * attentionGemmFlops(getQuery(), getKey());
+}

@@ -518,6 +518,52 @@ LogicalResult AttentionGradOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+/// The type of a flash attention op's log-sum-exp for `query` [B, Hq, T, D]:
+/// [B, Hq, T] in f32, or f64 for f64 queries (a bf16 or f16 log-sum-exp
+/// would lose the probabilities' accuracy).
+static RankedTensorType logSumExpType(Value query) {
+  ArrayRef<int64_t> q = dimsOf(query);
+  Type element = elementTypeOf(query);
+  if (!element.isF64())
+    element = Float32Type::get(query.getContext());
+  return RankedTensorType::get(q.take_front(3), element);
+}
+
+LogicalResult FlashAttentionOp::inferReturnTypes(MLIRContext *,
+                                                 std::optional<Location> loc,
+                                                 Adaptor adaptor,
+                                                 SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttentionOperands(loc, "flash_attention", adaptor.getQuery(),
+                                     adaptor.getKey(), adaptor.getValue(),
+                                     adaptor.getCausal(), windowOf(adaptor))))
+    return failure();
+  types.append({adaptor.getQuery().getType(), logSumExpType(adaptor.getQuery())});
+  return success();
+}
+
+LogicalResult FlashAttentionGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  StringRef name = "flash_attention_grad";
+  if (failed(verifyAttentionOperands(loc, name, adaptor.getQuery(),
+                                     adaptor.getKey(), adaptor.getValue(),
+                                     adaptor.getCausal(), windowOf(adaptor))))
+    return failure();
+  if (adaptor.getResult().getType() != adaptor.getQuery().getType())
+    return fail(loc, name, "result has type ", adaptor.getResult().getType(),
+                ", expected ", adaptor.getQuery().getType(), " like query");
+  if (failed(requireGradLike(loc, name, adaptor.getResultGrad(), "query",
+                             adaptor.getQuery())))
+    return failure();
+  RankedTensorType lse = logSumExpType(adaptor.getQuery());
+  if (adaptor.getLogsumexp().getType() != lse)
+    return fail(loc, name, "logsumexp has type ", adaptor.getLogsumexp().getType(),
+                ", expected ", lse, " (flash_attention's second result)");
+  types.append({adaptor.getQuery().getType(), adaptor.getKey().getType(),
+                adaptor.getValue().getType()});
+  return success();
+}
+
 LogicalResult RopeOp::verify() {
   ArrayRef<int64_t> dims = getInput().getType().getShape();
   if (dims.size() != 4 || dims[3] % 2 != 0)

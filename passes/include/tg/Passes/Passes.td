@@ -197,6 +197,43 @@ def TgUnrollMicroBatches : Pass<"tg-unroll-micro-batches", "ModuleOp"> {
 // Target-independent lowering (tg -> exec)
 //===----------------------------------------------------------------------===//
 
+def TgFuseAttention : Pass<"tg-fuse-attention", "func::FuncOp"> {
+  let summary = "Replace attention and its gradient by flash attention "
+                "kernels where the cost model says they are faster";
+  let description = [{
+    Before tg-decompose-attention: each tg.attention becomes a
+    tg.flash_attention (result and log-sum-exp, one kernel that never holds
+    the [T, S] scores and skips the keys a causal or windowed query cannot
+    see), and the tg.attention_grad of the same query, key and value a
+    tg.flash_attention_grad that recomputes the probabilities from the
+    forward's result and log-sum-exp. The decision is per op, by estimated
+    time: the decomposition's batched GEMMs over every (query, key) pair at
+    `gemm-gflops` plus its passes over the score matrices at `bandwidth-gbs`,
+    against the flash kernels' work over the visible pairs only at
+    `flash-gflops` (defaults: one core of the 2-core dev machine, measured
+    in docs/perf.md). What is not fused is decomposed as before. Each
+    decision and its estimates as a remark (`remarks`). The fused program
+    computes the same values up to rounding: probabilities are
+    exponentials of the same scores, sums over keys are in f64.
+  }];
+  let options = [
+    Option<"remarks", "remarks", "bool", /*default=*/"false",
+           "Report each decision, its estimates and the memory it saves "
+           "as a remark">,
+    Option<"flashKernels", "flash-kernels", "bool", /*default=*/"true",
+           "The target has flash attention kernels (the CUDA target does "
+           "not yet: every op is then left to the decomposition)">,
+    Option<"gemmGflops", "gemm-gflops", "double", /*default=*/"100.0",
+           "Library GEMM rate assumed by the cost model, GFLOP/s">,
+    Option<"bandwidthGbs", "bandwidth-gbs", "double", /*default=*/"8.0",
+           "Bandwidth of the score-matrix kernels (scale, mask, softmax and "
+           "its gradient) assumed by the cost model, GB/s">,
+    Option<"flashGflops", "flash-gflops", "double", /*default=*/"10.0",
+           "Rate of the flash attention kernels assumed by the cost model, "
+           "GFLOP/s">,
+  ];
+}
+
 def TgDecomposeAttention : Pass<"tg-decompose-attention", "ModuleOp"> {
   let summary = "Rewrite tg.attention and tg.attention_grad into matmul, "
                 "softmax and elementwise tg ops";
@@ -387,7 +424,8 @@ def TgBufferizeKernels : Pass<"tg-bufferize-kernels", "ModuleOp"> {
                            "::mlir::memref::MemRefDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::arith::ArithDialect",
-                           "::mlir::math::MathDialect"];
+                           "::mlir::math::MathDialect",
+                           "::mlir::vector::VectorDialect"];
 }
 
 //===----------------------------------------------------------------------===//

@@ -314,6 +314,46 @@ def Tg_AttentionGradOp : Tg_InferredOp<"attention_grad", [Tg_FlopCount]> {
   let assemblyFormat = "$query `,` $key `,` $value `,` $result_grad attr-dict `:` type($query) `,` type($key) `,` type($value) `,` type($result_grad) `->` type(results)";
 }
 
+def Tg_FlashAttentionOp
+    : Tg_InferredOp<"flash_attention", [Tg_HasKernelBody, Tg_FlopCount]> {
+  let summary = "Attention computed flash style, with its log-sum-exp";
+  let description = [{
+    What `tg.attention` computes, by one kernel that never holds the
+    [T, S] scores: per query row, an online softmax over the visible keys
+    only (the causal and windowed ones outside are skipped, not masked).
+    `logsumexp` [B, Hq, T] is log(sum_s exp(scale * q . k_s)) over the
+    visible keys, what `tg.flash_attention_grad` needs to recompute the
+    probabilities; f32 (f64 for f64 queries). Made by tg-fuse-attention.
+  }];
+  let arguments = (ins Tg_FloatTensor:$query, Tg_FloatTensor:$key,
+                       Tg_FloatTensor:$value, F64Attr:$scale,
+                       DefaultValuedAttr<BoolAttr, "true">:$causal,
+                       DefaultValuedAttr<I64Attr, "0">:$window);
+  let results = (outs Tg_FloatTensor:$result, Tg_FloatTensor:$logsumexp);
+  let assemblyFormat = "$query `,` $key `,` $value attr-dict `:` type($query) `,` type($key) `,` type($value) `->` type(results)";
+}
+
+def Tg_FlashAttentionGradOp
+    : Tg_InferredOp<"flash_attention_grad", [Tg_HasKernelBody, Tg_FlopCount]> {
+  let summary = "Gradients of flash_attention from its result and log-sum-exp";
+  let description = [{
+    What `tg.attention_grad` computes, from the forward's `result` and
+    `logsumexp` as well: the probabilities are recomputed tile by tile
+    (p = exp(scale * q . k - logsumexp)), never stored, and
+    dS = P (dP - rowsum(dO * O)). Query gradients go by query row, key and
+    value gradients by key row (summing the query heads of a group), over
+    the visible pairs only.
+  }];
+  let arguments = (ins Tg_FloatTensor:$query, Tg_FloatTensor:$key,
+                       Tg_FloatTensor:$value, Tg_FloatTensor:$result,
+                       Tg_FloatTensor:$logsumexp, Tg_FloatTensor:$result_grad,
+                       F64Attr:$scale, DefaultValuedAttr<BoolAttr, "true">:$causal,
+                       DefaultValuedAttr<I64Attr, "0">:$window);
+  let results = (outs Tg_FloatTensor:$query_grad, Tg_FloatTensor:$key_grad,
+                      Tg_FloatTensor:$value_grad);
+  let assemblyFormat = "$query `,` $key `,` $value `,` $result `,` $logsumexp `,` $result_grad attr-dict `:` type($query) `,` type($key) `,` type($value) `,` type($result) `,` type($logsumexp) `,` type($result_grad) `->` type(results)";
+}
+
 def Tg_RopeOp : Tg_Op<"rope", [Pure, SameOperandsAndResultType, Differentiable,
     Tg_HasKernelBody]> {
   let summary = "Rotary position embedding, Hugging Face rotate_half convention";

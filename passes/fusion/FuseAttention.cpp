@@ -1,0 +1,157 @@
+// tg-fuse-attention: tg.attention and its gradient as flash attention
+// kernels (tg.flash_attention, tg.flash_attention_grad) where they are
+// estimated faster than the decomposition into batched GEMMs and passes over
+// the [T, S] score matrices, which tg-decompose-attention does to the rest.
+#include "tg/IR/TgOps.h"
+#include "tg/Passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+
+namespace mlir::tg {
+#define GEN_PASS_DEF_TGFUSEATTENTION
+#include "tg/Passes/Passes.h.inc"
+
+namespace {
+
+/// The work of one attention op (and of its gradient, when it has one) done
+/// both ways, from which the decision follows.
+struct AttentionCost {
+  /// Query heads x batch, the (query, key) pairs of one head with and
+  /// without the masked ones, the head dim and the element size.
+  int64_t planes, allPairs, visiblePairs, dim, elementBytes;
+  bool withGradient;
+
+  /// Score-matrix passes of the decomposition, counted in elements read or
+  /// written per score: forward the product written (1), the scale and mask
+  /// (one fused kernel: read, write: 2) and the softmax (max, exponentials,
+  /// sum, division: 5); the gradient recomputes those (8) and adds dP
+  /// written (1), the softmax gradient (its row dot and the result: 5) and
+  /// the scale (2).
+  static constexpr int64_t kForwardPasses = 8, kGradientPasses = 16;
+  /// GEMMs of 2 * pairs * dim FLOPs: forward QK^T and PV; the gradient the
+  /// recomputed QK^T, dV, dP, dQ and dK.
+  static constexpr int64_t kForwardGemms = 2, kGradientGemms = 5;
+  /// FLOPs per visible pair and head-dim element in the flash kernels:
+  /// forward q.k and p v (2 x 2); the gradient q.k and dO.v twice (key rows,
+  /// then query rows: 8) and the three accumulations (6).
+  static constexpr int64_t kFlashForward = 4, kFlashGradient = 14;
+
+  double decomposedFlops() const {
+    return 2.0 * planes * allPairs * dim *
+           (kForwardGemms + (withGradient ? kGradientGemms : 0));
+  }
+  double decomposedBytes() const {
+    return double(planes) * allPairs * elementBytes *
+           (kForwardPasses + (withGradient ? kGradientPasses : 0));
+  }
+  double flashFlops() const {
+    return double(planes) * visiblePairs * dim *
+           (kFlashForward + (withGradient ? kFlashGradient : 0));
+  }
+  /// One [T, S] score matrix of every head, the unit of the decomposition's
+  /// scratch (several are live at once).
+  double scoreMatrixBytes() const {
+    return double(planes) * allPairs * elementBytes;
+  }
+};
+
+AttentionCost costOf(AttentionOp op, bool withGradient) {
+  auto q = op.getQuery().getType().getShape();
+  int64_t keys = op.getKey().getType().getShape()[2];
+  int64_t queries = q[2], window = op.getWindow();
+  int64_t visible = 0;
+  for (int64_t t = 0; t < queries; ++t) {
+    int64_t end = op.getCausal() ? std::min(t + 1, keys) : keys;
+    int64_t first = window > 0 ? std::max<int64_t>(0, t - window + 1) : 0;
+    visible += std::max<int64_t>(0, end - first);
+  }
+  int64_t bytes = int64_t(
+      llvm::divideCeil(op.getQuery().getType().getElementTypeBitWidth(), 8));
+  return {q[0] * q[1], queries * keys, visible, q[3], bytes, withGradient};
+}
+
+/// The attention_grad of `op` (same query, key, value and attributes) in
+/// its function, if there is one.
+AttentionGradOp gradientOf(AttentionOp op) {
+  for (Operation *user : op.getQuery().getUsers())
+    if (auto grad = dyn_cast<AttentionGradOp>(user))
+      if (grad.getKey() == op.getKey() && grad.getValue() == op.getValue() &&
+          grad.getScale() == op.getScale() &&
+          grad.getCausal() == op.getCausal() &&
+          grad.getWindow() == op.getWindow() &&
+          grad->getBlock() == op->getBlock() && op->isBeforeInBlock(grad))
+        return grad;
+  return nullptr;
+}
+
+struct FuseAttentionPass : impl::TgFuseAttentionBase<FuseAttentionPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    SmallVector<AttentionOp> ops;
+    getOperation().walk([&](AttentionOp op) { ops.push_back(op); });
+    DenseSet<Operation *> paired;
+    for (AttentionOp op : ops) {
+      AttentionGradOp grad = gradientOf(op);
+      if (grad)
+        paired.insert(grad);
+      decide(op, grad);
+    }
+    if (remarks)
+      getOperation().walk([&](AttentionGradOp grad) {
+        if (!paired.contains(grad))
+          grad.emitRemark() << "not fused: no tg.attention of the same "
+                               "query, key and value precedes it in its "
+                               "block; it is decomposed";
+      });
+  }
+
+private:
+  void decide(AttentionOp op, AttentionGradOp grad) {
+    AttentionCost cost = costOf(op, bool(grad));
+    double decomposedMs = 1e-6 * (cost.decomposedFlops() / gemmGflops +
+                                  cost.decomposedBytes() / bandwidthGbs);
+    double flashMs = 1e-6 * cost.flashFlops() / flashGflops;
+    std::string estimate = llvm::formatv(
+        "{0:f3} ms estimated for the flash kernels ({1} of {2} (query, key) "
+        "pairs visible) against {3:f3} ms decomposed, whose score matrices "
+        "take {4:f1} MiB each",
+        flashMs, cost.visiblePairs, cost.allPairs, decomposedMs,
+        cost.scoreMatrixBytes() / (1 << 20));
+    if (!flashKernels || flashMs > decomposedMs) {
+      if (remarks)
+        op.emitRemark() << "not fused: "
+                        << (flashKernels
+                                ? estimate
+                                : std::string("the target has no flash "
+                                              "attention kernel yet"));
+      return;
+    }
+    if (remarks)
+      op.emitRemark() << "fused into flash attention"
+                      << (grad ? " with its gradient" : "") << ": "
+                      << estimate;
+    OpBuilder b(op);
+    auto flash = FlashAttentionOp::create(
+        b, op.getLoc(), op.getQuery(), op.getKey(), op.getValue(),
+        op.getScaleAttr(), op.getCausalAttr(), op.getWindowAttr());
+    op.getResult().replaceAllUsesWith(flash.getResult());
+    op.erase();
+    if (!grad)
+      return;
+    b.setInsertionPoint(grad);
+    auto flashGrad = FlashAttentionGradOp::create(
+        b, grad.getLoc(), grad.getQuery(), grad.getKey(), grad.getValue(),
+        flash.getResult(), flash.getLogsumexp(), grad.getResultGrad(),
+        grad.getScaleAttr(), grad.getCausalAttr(), grad.getWindowAttr());
+    grad.replaceAllUsesWith(flashGrad.getResults());
+    grad.erase();
+  }
+};
+
+} // namespace
+} // namespace mlir::tg

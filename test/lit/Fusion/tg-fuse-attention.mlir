@@ -1,0 +1,60 @@
+// RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-attention))' --mlir-use-nameloc-as-prefix | FileCheck %s
+// RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-attention{remarks=true}))' -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
+// A target without flash kernels keeps every op for the decomposition.
+// RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-attention{flash-kernels=false remarks=true}))' 2>&1 | FileCheck %s --check-prefix=NOKERNEL
+// NOKERNEL-COUNT-3: remark: not fused: the target has no flash attention kernel yet
+// NOKERNEL-NOT: tg.flash_attention
+// With GEMMs assumed 100x faster, the decomposition wins everywhere.
+// RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-attention{gemm-gflops=10000 bandwidth-gbs=10000}))' | FileCheck %s --check-prefix=FAST-GEMM
+// FAST-GEMM-NOT: tg.flash_attention
+
+// A long causal sequence (T = S = 512, D = 16): the flash kernels touch
+// half the pairs and none of the [512, 512] score matrices; the forward
+// and its gradient (same q, k, v) become the pair of flash ops, the
+// gradient reading the forward's result and log-sum-exp.
+// CHECK-LABEL: func.func @causal_pair(
+// CHECK: %[[O:.*]], %[[LSE:.*]] = tg.flash_attention %q, %k, %v {scale = 2.500000e-01 : f64} : tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32> -> tensor<1x2x512x16xf32>, tensor<1x2x512xf32>
+// CHECK: tg.flash_attention_grad %q, %k, %v, %[[O]], %[[LSE]], %dout {scale = 2.500000e-01 : f64} :
+// CHECK-SAME: -> tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32>
+// CHECK-NOT: tg.attention
+// REMARK: remark: fused into flash attention with its gradient: {{.*}} ms estimated for the flash kernels (131328 of 262144 (query, key) pairs visible) against {{.*}} ms decomposed, whose score matrices take 2.0 MiB each
+func.func @causal_pair(%q: tensor<1x2x512x16xf32> loc("q"), %k: tensor<1x2x512x16xf32> loc("k"),
+                       %v: tensor<1x2x512x16xf32> loc("v"), %dout: tensor<1x2x512x16xf32> loc("dout"))
+    -> (tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32>) {
+  %0 = tg.attention %q, %k, %v {scale = 0.25 : f64} : tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32> -> tensor<1x2x512x16xf32>
+  %1:3 = tg.attention_grad %q, %k, %v, %dout {scale = 0.25 : f64} : tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32> -> tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32>
+  return %0, %1#0, %1#1, %1#2 : tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32>
+}
+
+// -----
+
+// A forward alone (an eval step), grouped-query, with a sliding window of
+// 64: 30,752 of 262,144 pairs visible per head; the log-sum-exp is unused.
+// CHECK-LABEL: func.func @window_forward(
+// CHECK: %[[O:.*]], %{{.*}} = tg.flash_attention %q, %k, %v {scale = 2.500000e-01 : f64, window = 64 : i64} : tensor<1x4x512x16xf32>, tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32> -> tensor<1x4x512x16xf32>, tensor<1x4x512xf32>
+// CHECK: return %[[O]]
+// REMARK: remark: fused into flash attention: {{.*}} (30752 of 262144 (query, key) pairs visible)
+func.func @window_forward(%q: tensor<1x4x512x16xf32> loc("q"), %k: tensor<1x2x512x16xf32> loc("k"),
+                          %v: tensor<1x2x512x16xf32> loc("v")) -> tensor<1x4x512x16xf32> {
+  %0 = tg.attention %q, %k, %v {scale = 0.25 : f64, window = 64 : i64} : tensor<1x4x512x16xf32>, tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32> -> tensor<1x4x512x16xf32>
+  return %0 : tensor<1x4x512x16xf32>
+}
+
+// -----
+
+// A short sequence (T = S = 8): the batched GEMMs over a few pairs are
+// cheaper than the flash kernels' loops, so it stays for the decomposition.
+// A gradient whose forward is not in the function is decomposed too.
+// CHECK-LABEL: func.func @short(
+// CHECK-NOT: tg.flash_attention
+// CHECK: tg.attention %q
+// CHECK: tg.attention_grad %q2
+// REMARK: remark: not fused: {{.*}} ms estimated for the flash kernels (36 of 64 (query, key) pairs visible) against {{.*}} ms decomposed
+// REMARK: remark: not fused: no tg.attention of the same query, key and value precedes it in its block; it is decomposed
+func.func @short(%q: tensor<2x2x8x16xf32> loc("q"), %k: tensor<2x2x8x16xf32> loc("k"),
+                 %v: tensor<2x2x8x16xf32> loc("v"), %q2: tensor<2x2x8x16xf32> loc("q2"))
+    -> (tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>) {
+  %0 = tg.attention %q, %k, %v {scale = 0.25 : f64} : tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32> -> tensor<2x2x8x16xf32>
+  %1:3 = tg.attention_grad %q2, %k, %v, %0 {scale = 0.25 : f64} : tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32> -> tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>
+  return %0, %1#0 : tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>
+}
