@@ -122,7 +122,16 @@ private:
         "take {4:f1} MiB each",
         flashMs, cost.visiblePairs, cost.allPairs, decomposedMs,
         cost.scoreMatrixBytes() / (1 << 20));
-    if (!flashKernels || flashMs > decomposedMs) {
+    double scoreMib = cost.scoreMatrixBytes() / (1 << 20);
+    std::string reason;
+    if (flashKernels && scoreMib > maxScoreMib)
+      reason = llvm::formatv("its score matrices would take {0:f1} MiB each, "
+                             "more than max-score-mib ({1:f1}); ",
+                             scoreMib, double(maxScoreMib))
+                   .str();
+    else if (flashKernels && flashMs <= decomposedMs)
+      reason = "estimated faster; ";
+    if (reason.empty()) {
       if (remarks)
         op.emitRemark() << "not fused: "
                         << (flashKernels
@@ -133,7 +142,7 @@ private:
     }
     if (remarks)
       op.emitRemark() << "fused into flash attention"
-                      << (grad ? " with its gradient" : "") << ": "
+                      << (grad ? " with its gradient" : "") << ": " << reason
                       << estimate;
     OpBuilder b(op);
     auto flash = FlashAttentionOp::create(

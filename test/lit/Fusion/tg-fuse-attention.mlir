@@ -4,36 +4,47 @@
 // RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-attention{flash-kernels=false remarks=true}))' 2>&1 | FileCheck %s --check-prefix=NOKERNEL
 // NOKERNEL-COUNT-3: remark: not fused: the target has no flash attention kernel yet
 // NOKERNEL-NOT: tg.flash_attention
-// With GEMMs assumed 100x faster, the decomposition wins everywhere.
-// RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-attention{gemm-gflops=10000 bandwidth-gbs=10000}))' | FileCheck %s --check-prefix=FAST-GEMM
+// With GEMMs assumed 100x faster and no memory budget, the decomposition
+// wins everywhere.
+// RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-attention{gemm-gflops=10000 bandwidth-gbs=10000 max-score-mib=1000000}))' | FileCheck %s --check-prefix=FAST-GEMM
 // FAST-GEMM-NOT: tg.flash_attention
 
-// A long causal sequence (T = S = 512, D = 16): the flash kernels touch
-// half the pairs and none of the [512, 512] score matrices; the forward
-// and its gradient (same q, k, v) become the pair of flash ops, the
-// gradient reading the forward's result and log-sum-exp.
+// A long causal sequence (T = S = 1024, 16 heads, D = 16): the
+// decomposition's [1024, 1024] score matrices of the 16 heads would take
+// 64 MiB each, over max-score-mib, so the flash kernels are used although
+// they are estimated slower here; the forward and its gradient (same q, k,
+// v) become the pair of flash ops, the gradient reading the forward's
+// result and log-sum-exp.
 // CHECK-LABEL: func.func @causal_pair(
-// CHECK: %[[O:.*]], %[[LSE:.*]] = tg.flash_attention %q, %k, %v {scale = 2.500000e-01 : f64} : tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32> -> tensor<1x2x512x16xf32>, tensor<1x2x512xf32>
+// CHECK: %[[O:.*]], %[[LSE:.*]] = tg.flash_attention %q, %k, %v {scale = 2.500000e-01 : f64} : tensor<1x16x1024x16xf32>, tensor<1x16x1024x16xf32>, tensor<1x16x1024x16xf32> -> tensor<1x16x1024x16xf32>, tensor<1x16x1024xf32>
 // CHECK: tg.flash_attention_grad %q, %k, %v, %[[O]], %[[LSE]], %dout {scale = 2.500000e-01 : f64} :
-// CHECK-SAME: -> tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32>
+// CHECK-SAME: -> tensor<1x16x1024x16xf32>, tensor<1x16x1024x16xf32>, tensor<1x16x1024x16xf32>
 // CHECK-NOT: tg.attention
-// REMARK: remark: fused into flash attention with its gradient: {{.*}} ms estimated for the flash kernels (131328 of 262144 (query, key) pairs visible) against {{.*}} ms decomposed, whose score matrices take 2.0 MiB each
-func.func @causal_pair(%q: tensor<1x2x512x16xf32> loc("q"), %k: tensor<1x2x512x16xf32> loc("k"),
-                       %v: tensor<1x2x512x16xf32> loc("v"), %dout: tensor<1x2x512x16xf32> loc("dout"))
-    -> (tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32>) {
-  %0 = tg.attention %q, %k, %v {scale = 0.25 : f64} : tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32> -> tensor<1x2x512x16xf32>
-  %1:3 = tg.attention_grad %q, %k, %v, %dout {scale = 0.25 : f64} : tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32> -> tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32>
-  return %0, %1#0, %1#1, %1#2 : tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32>
+// REMARK: remark: fused into flash attention with its gradient: its score matrices would take 64.0 MiB each, more than max-score-mib (32.0); {{.*}} ms estimated for the flash kernels (524800 of 1048576 (query, key) pairs visible) against {{.*}} ms decomposed
+func.func @causal_pair(%q: tensor<1x16x1024x16xf32> loc("q"), %k: tensor<1x16x1024x16xf32> loc("k"),
+                       %v: tensor<1x16x1024x16xf32> loc("v"), %dout: tensor<1x16x1024x16xf32> loc("dout"))
+    -> (tensor<1x16x1024x16xf32>, tensor<1x16x1024x16xf32>, tensor<1x16x1024x16xf32>, tensor<1x16x1024x16xf32>) {
+  %0 = tg.attention %q, %k, %v {scale = 0.25 : f64} : tensor<1x16x1024x16xf32>, tensor<1x16x1024x16xf32>, tensor<1x16x1024x16xf32> -> tensor<1x16x1024x16xf32>
+  %1:3 = tg.attention_grad %q, %k, %v, %dout {scale = 0.25 : f64} : tensor<1x16x1024x16xf32>, tensor<1x16x1024x16xf32>, tensor<1x16x1024x16xf32>, tensor<1x16x1024x16xf32> -> tensor<1x16x1024x16xf32>, tensor<1x16x1024x16xf32>, tensor<1x16x1024x16xf32>
+  return %0, %1#0, %1#1, %1#2 : tensor<1x16x1024x16xf32>, tensor<1x16x1024x16xf32>, tensor<1x16x1024x16xf32>, tensor<1x16x1024x16xf32>
 }
+
+// With a budget of 128 MiB the same pair is estimated slower than the
+// decomposition (half the pairs, but at 14 GFLOP/s against BLAS's 100) and
+// stays for it.
+// RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-attention{remarks=true max-score-mib=128}))' -o /dev/null 2>&1 | FileCheck %s --check-prefix=BUDGET
+// BUDGET: remark: not fused: {{.*}} ms estimated for the flash kernels (524800 of 1048576 (query, key) pairs visible) against {{.*}} ms decomposed, whose score matrices take 64.0 MiB each
 
 // -----
 
 // A forward alone (an eval step), grouped-query, with a sliding window of
-// 64: 30,752 of 262,144 pairs visible per head; the log-sum-exp is unused.
+// 64: 30,752 of 262,144 pairs visible per head, so the flash kernel is
+// estimated faster (4 MiB of scores: under the budget); the log-sum-exp is
+// unused.
 // CHECK-LABEL: func.func @window_forward(
 // CHECK: %[[O:.*]], %{{.*}} = tg.flash_attention %q, %k, %v {scale = 2.500000e-01 : f64, window = 64 : i64} : tensor<1x4x512x16xf32>, tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32> -> tensor<1x4x512x16xf32>, tensor<1x4x512xf32>
 // CHECK: return %[[O]]
-// REMARK: remark: fused into flash attention: {{.*}} (30752 of 262144 (query, key) pairs visible)
+// REMARK: remark: fused into flash attention: estimated faster; {{.*}} (30752 of 262144 (query, key) pairs visible)
 func.func @window_forward(%q: tensor<1x4x512x16xf32> loc("q"), %k: tensor<1x2x512x16xf32> loc("k"),
                           %v: tensor<1x2x512x16xf32> loc("v")) -> tensor<1x4x512x16xf32> {
   %0 = tg.attention %q, %k, %v {scale = 0.25 : f64, window = 64 : i64} : tensor<1x4x512x16xf32>, tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32> -> tensor<1x4x512x16xf32>

@@ -206,14 +206,17 @@ def TgFuseAttention : Pass<"tg-fuse-attention", "func::FuncOp"> {
     the [T, S] scores and skips the keys a causal or windowed query cannot
     see), and the tg.attention_grad of the same query, key and value a
     tg.flash_attention_grad that recomputes the probabilities from the
-    forward's result and log-sum-exp. The decision is per op, by estimated
-    time: the decomposition's batched GEMMs over every (query, key) pair at
+    forward's result and log-sum-exp. The decision is per op: flash where
+    the decomposition's [T, S] score matrices (one per batch row and head)
+    would take more than `max-score-mib`, so that activation memory does
+    not grow as T^2, and elsewhere where it is estimated faster: the
+    decomposition's batched GEMMs over every (query, key) pair at
     `gemm-gflops` plus its passes over the score matrices at `bandwidth-gbs`,
     against the flash kernels' work over the visible pairs only at
     `flash-gflops` (defaults: one core of the 2-core dev machine, measured
     in docs/perf.md). What is not fused is decomposed as before. Each
-    decision and its estimates as a remark (`remarks`). The fused program
-    computes the same values up to rounding: probabilities are
+    decision, its reason and estimates as a remark (`remarks`). The fused
+    program computes the same values up to rounding: probabilities are
     exponentials of the same scores, sums over keys are in f64.
   }];
   let options = [
@@ -223,12 +226,16 @@ def TgFuseAttention : Pass<"tg-fuse-attention", "func::FuncOp"> {
     Option<"flashKernels", "flash-kernels", "bool", /*default=*/"true",
            "The target has flash attention kernels (the CUDA target does "
            "not yet: every op is then left to the decomposition)">,
+    Option<"maxScoreMib", "max-score-mib", "double", /*default=*/"32.0",
+           "Largest score matrix (all heads of a micro-batch) the "
+           "decomposition may hold, MiB; above it flash attention is used "
+           "whatever its speed">,
     Option<"gemmGflops", "gemm-gflops", "double", /*default=*/"100.0",
            "Library GEMM rate assumed by the cost model, GFLOP/s">,
-    Option<"bandwidthGbs", "bandwidth-gbs", "double", /*default=*/"8.0",
+    Option<"bandwidthGbs", "bandwidth-gbs", "double", /*default=*/"18.0",
            "Bandwidth of the score-matrix kernels (scale, mask, softmax and "
            "its gradient) assumed by the cost model, GB/s">,
-    Option<"flashGflops", "flash-gflops", "double", /*default=*/"10.0",
+    Option<"flashGflops", "flash-gflops", "double", /*default=*/"14.0",
            "Rate of the flash attention kernels assumed by the cost model, "
            "GFLOP/s">,
   ];
