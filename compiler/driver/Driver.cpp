@@ -344,6 +344,10 @@ llvm::Error buildPipeline(OpPassManager &pm, const Options &o, const Compilation
     return llvm::createStringError(
         "--bucket-mb " + llvm::formatv("{0}", o.bucketMb).str() +
         ": give a size in MiB from 0 (one all-reduce per gradient) to 1048576");
+  if (!(o.fusion.maxScoreMib >= 0 && o.fusion.maxScoreMib <= 1e12))
+    return llvm::createStringError(
+        "--max-score-mib " + llvm::formatv("{0}", o.fusion.maxScoreMib).str() +
+        ": give a size in MiB from 0 (flash attention everywhere) up");
   std::optional<CudaTargetOptions> cuda;
   if (o.target == Target::Cuda) {
     auto chip = cudaOptions(o);

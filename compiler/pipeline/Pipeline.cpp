@@ -28,6 +28,7 @@ void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options) {
     TgFuseAttentionOptions attention;
     attention.remarks = options.fusion.remarks;
     attention.flashKernels = options.flashKernels;
+    attention.maxScoreMib = options.fusion.maxScoreMib;
     pm.addNestedPass<func::FuncOp>(createTgFuseAttention(attention));
   }
   pm.addPass(createTgDecomposeAttention());

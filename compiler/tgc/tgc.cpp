@@ -164,6 +164,12 @@ static cl::list<Fusion, bool, ListingParser<Fusion>> noFuseOpt(
                clEnumValN(Fusion::Attention, "attention",
                           "tg-fuse-attention: flash attention kernels")),
     cl::CommaSeparated, cl::sub(compileCommand), cl::cat(tgcCategory));
+static cl::opt<double> maxScoreMibOpt(
+    "max-score-mib",
+    cl::desc("Flash attention wherever the decomposed attention's score "
+             "matrix (all heads of a micro-batch) would exceed this many MiB "
+             "(default 32; 0: everywhere); below it, where estimated faster"),
+    cl::init(32), cl::sub(compileCommand), cl::cat(tgcCategory));
 static cl::opt<bool> fusionRemarksOpt(
     "fusion-remarks",
     cl::desc("Report every fusion decision, and why, as a remark at the op"),
@@ -511,6 +517,7 @@ static llvm::Expected<tg::driver::Options> driverOptions() {
       !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::GemmBias);
   o.fusion.attention =
       !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::Attention);
+  o.fusion.maxScoreMib = maxScoreMibOpt;
   o.fusion.remarks = fusionRemarksOpt;
   o.bucketMb = bucketMbOpt;
   return o;

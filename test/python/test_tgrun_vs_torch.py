@@ -63,7 +63,7 @@ def read_metrics(path):
 
 
 class TgrunVsTorch(unittest.TestCase):
-    def check(self, name, strip_prefix=False):
+    def check(self, name, strip_prefix=False, flags=()):
         model_cfg, cfg = CASES[name]
         gen = torch.Generator().manual_seed(sum(map(ord, name)))
         tokens = torch.randint(0, model_cfg["vocab_size"], (211,), generator=gen).numpy().astype(np.uint16)
@@ -73,7 +73,7 @@ class TgrunVsTorch(unittest.TestCase):
             json.dump(cfg, open(path("train.json"), "w"))
             tokens.tofile(path("tokens.bin"))
             run("tgc", "compile", path("model.json"), "--train", path("train.json"), "--target", "cpu",
-                "-o", path("step.tgx"))
+                *flags, "-o", path("step.tgx"))
             params = random_params(model_param_specs(path("model.json"), path("train.json"),
                                                      path("step.mlir")), gen)
             init = {(k.removeprefix("transformer.") if strip_prefix else k): v.float()
@@ -124,6 +124,23 @@ class TgrunVsTorch(unittest.TestCase):
 
     def test_mistral_sliding_window(self):
         self.check("mistral-sliding-window")
+
+    # Flash attention (tg-fuse-attention) everywhere: its kernels, not the
+    # decomposition, for causal multi-head, micro-batches and odd shapes,
+    # grouped-query with RoPE, and a sliding window.
+    FLASH = ("--max-score-mib", "0")
+
+    def test_gpt2_tied_flash(self):
+        self.check("gpt2-tied", flags=self.FLASH)
+
+    def test_gpt2_odd_shapes_flash(self):
+        self.check("gpt2-odd-untied-erf-micro-cosine", strip_prefix=True, flags=self.FLASH)
+
+    def test_llama_gqa_flash(self):
+        self.check("llama-gqa", flags=self.FLASH)
+
+    def test_mistral_sliding_window_flash(self):
+        self.check("mistral-sliding-window", flags=self.FLASH)
 
 
 if __name__ == "__main__":

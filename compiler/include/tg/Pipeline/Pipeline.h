@@ -35,8 +35,10 @@ struct FusionOptions {
   bool elementwise = true;
   /// exec-fuse-gemm-bias: bias adds as GEMM epilogues.
   bool gemmBias = true;
-  /// tg-fuse-attention: flash attention where the cost model prefers it.
+  /// tg-fuse-attention: flash attention where the cost model prefers it,
+  /// and always where one score matrix would exceed `maxScoreMib`.
   bool attention = true;
+  double maxScoreMib = 32;
   /// Each fusion decision and its reason as a remark (`--fusion-remarks`).
   bool remarks = false;
 };
