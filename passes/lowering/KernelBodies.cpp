@@ -120,15 +120,7 @@ public:
   /// Folds body(i, accumulators) -> new accumulators over i < n.
   template <typename Fn>
   SmallVector<Value> fold(int64_t n, ValueRange init, Fn &&body) {
-    auto forOp = scf::ForOp::create(b, loc, index(0), index(n), index(1), init);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToEnd(forOp.getBody());
-      SmallVector<Value> next =
-          body(forOp.getInductionVar(), forOp.getRegionIterArgs());
-      scf::YieldOp::create(b, loc, next);
-    }
-    return SmallVector<Value>(forOp.getResults());
+    return foldRange(index(0), index(n), init, std::forward<Fn>(body));
   }
   /// Sums term(i) over i < n in f64, whatever the element type: a sum over
   /// many float32 values (a gradient's squares, the loss over the batch, a
