@@ -1,7 +1,8 @@
 // tg-fuse-attention: tg.attention and its gradient as flash attention
-// kernels (tg.flash_attention, tg.flash_attention_grad) where they are
-// estimated faster than the decomposition into batched GEMMs and passes over
-// the [T, S] score matrices, which tg-decompose-attention does to the rest.
+// kernels (tg.flash_attention, tg.flash_attention_grad) where the
+// decomposition into batched GEMMs and passes over the [T, S] score matrices
+// (what tg-decompose-attention does to the rest) would hold score matrices
+// over the memory budget, or is estimated slower.
 #include "tg/IR/TgOps.h"
 #include "tg/Passes/Passes.h"
 

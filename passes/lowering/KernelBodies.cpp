@@ -995,19 +995,23 @@ void emitRope(Emitter &e, RopeOp op, Value x, Value y) {
 /// The shapes and visibility rules of a flash attention op, and the index
 /// arithmetic of its flat views: query rows (q, o, dO, dq) are r = (b, h, t),
 /// key rows (k, v, dk, dv) (b, hk, s); query head h reads key head h / group.
-/// A row of D elements is one vector value (D <= 256: registers, or the
-/// stack where they run out); inner products over the head dim are in the
-/// element type, as the library GEMMs they replace; sums over keys or
-/// queries (the softmax denominator, the output and the gradients)
-/// accumulate in f64 vectors carried by the loops, so no buffer is needed.
+/// A row of D elements is one vector value (registers, or the stack where
+/// they run out). The loops over keys (or queries) go in tiles of kTile
+/// positions: the tile's scores are one vector, so its exponentials,
+/// maximum and sums are vector operations, and the output accumulates a
+/// tile at a time. Inner products over the head dim and the sum of one
+/// tile's kTile rows are in the element type (as the library GEMMs they
+/// replace); the sums over tiles (the softmax denominator, the output and
+/// the gradients) in f64, blockwise.
 struct FlashAttention {
+  static constexpr int64_t kTile = 16;
   Emitter &e;
   int64_t batch, heads, kvHeads, queryLen, keyLen, dim, group;
   bool causal;
   int64_t window;
   double scale;
   Type wide;
-  VectorType row, wideRow;
+  VectorType row, wideRow, tile;
 
   template <typename OpTy>
   FlashAttention(Emitter &e, OpTy op)
@@ -1018,6 +1022,7 @@ struct FlashAttention {
     kvHeads = k[1], keyLen = k[2], group = heads / kvHeads;
     row = VectorType::get({dim}, e.element);
     wideRow = VectorType::get({dim}, wide);
+    tile = VectorType::get({kTile}, e.element);
   }
 
   /// The first key row (b, h / group, 0) of query row r's plane, and t.
@@ -1046,106 +1051,152 @@ struct FlashAttention {
     return {first, end};
   }
 
+  /// One tile: the positions start + j (j < kTile) clamped into
+  /// [start, end) so that every load stays in bounds, and which of them
+  /// are before `end` (the others are masked out of every sum).
+  struct Tile {
+    SmallVector<Value> positions;
+    Value valid; // vector<kTile x i1>
+  };
+  /// Folds body(tile, accumulators) over the tiles covering [first, end).
+  template <typename Fn>
+  SmallVector<Value> foldTiles(Value first, Value end, ValueRange init,
+                               Fn &&body) {
+    Value count = arith::SubIOp::create(e.b, e.loc, end, first);
+    Value tiles = arith::CeilDivUIOp::create(e.b, e.loc, count, e.index(kTile));
+    return e.foldRange(e.index(0), tiles, init, [&](Value i, ValueRange acc) {
+      Value start = e.addIndex(first, e.mulIndex(i, kTile));
+      Value last = arith::SubIOp::create(e.b, e.loc, end, e.index(1));
+      Tile t;
+      SmallVector<Value> valid;
+      for (int64_t j = 0; j < kTile; ++j) {
+        Value position = e.addIndex(start, e.index(j));
+        valid.push_back(arith::CmpIOp::create(
+            e.b, e.loc, arith::CmpIPredicate::ult, position, end));
+        t.positions.push_back(
+            arith::SelectOp::create(e.b, e.loc, valid.back(), position, last));
+      }
+      t.valid = vector::FromElementsOp::create(
+          e.b, e.loc, VectorType::get({kTile}, e.b.getI1Type()), valid);
+      return body(t, acc);
+    });
+  }
+  /// The tile vector of fn(j) for j < kTile.
+  template <typename Fn> Value lanes(Fn &&fn) {
+    SmallVector<Value> values;
+    for (int64_t j = 0; j < kTile; ++j)
+      values.push_back(fn(j));
+    return vector::FromElementsOp::create(e.b, e.loc, tile, values);
+  }
+  /// `v` where the tile is valid, `fill` elsewhere.
+  Value masked(const Tile &t, Value v, double fill) {
+    return arith::SelectOp::create(e.b, e.loc, t.valid, v,
+                                   splat(e.constant(fill), tile));
+  }
+
   Value load(Value flat, Value index) {
     return vector::LoadOp::create(e.b, e.loc, row, flat,
                                   ValueRange{e.mulIndex(index, dim)});
   }
   Value widen(Value v) {
-    return v.getType() == wideRow ? v
-                                  : arith::ExtFOp::create(e.b, e.loc, wideRow, v);
+    auto type = cast<VectorType>(v.getType());
+    auto wideType = VectorType::get(type.getShape(), wide);
+    return type == wideType ? v : arith::ExtFOp::create(e.b, e.loc, wideType, v);
   }
-  Value splat(Value scalar) {
-    return vector::BroadcastOp::create(e.b, e.loc, wideRow, e.widen(scalar));
+  Value splat(Value scalar, VectorType type) {
+    return vector::BroadcastOp::create(e.b, e.loc, type, scalar);
   }
-  Value zeros() { return splat(e.constant(wide, 0.0)); }
-  /// sum_d x_d y_d, in the element type (reassociated: a vector reduction).
-  Value dot(Value x, Value y) {
-    return vector::ReductionOp::create(e.b, e.loc, vector::CombiningKind::ADD,
-                                       e.mul(x, y), Value(),
-                                       arith::FastMathFlags::reassoc);
+  Value zeros() { return splat(e.constant(wide, 0.0), wideRow); }
+  Value sum(Value v, arith::FastMathFlags flags = arith::FastMathFlags::reassoc) {
+    return vector::ReductionOp::create(e.b, e.loc, vector::CombiningKind::ADD, v,
+                                       Value(), flags);
   }
-  /// acc + weight * x, in f64.
-  Value accumulate(Value acc, Value weight, Value x) {
-    return e.add(acc, e.mul(splat(weight), widen(x)));
+  /// sum_d x_d y_d, in the element type.
+  Value dot(Value x, Value y) { return sum(e.mul(x, y)); }
+  /// sum_j weights[j] * rows[j] (one tile, element type), widened and added
+  /// to `acc` (f64).
+  Value accumulate(Value acc, Value weights, ArrayRef<Value> rows) {
+    Value tileSum;
+    for (auto [j, r] : llvm::enumerate(rows)) {
+      Value w = vector::ExtractOp::create(e.b, e.loc, weights, int64_t(j));
+      Value term = e.mul(splat(w, row), r);
+      tileSum = tileSum ? e.add(tileSum, term) : term;
+    }
+    return e.add(acc, widen(tileSum));
   }
   /// out row `index` = acc * factor, rounded to the element type.
-  void store(Value acc, double factor, Value out, Value index) {
-    store(acc, e.constant(wide, factor), out, index);
-  }
   void store(Value acc, Value factor, Value out, Value index) {
-    Value v = e.mul(acc, splat(factor));
+    Value v = e.mul(acc, splat(factor, wideRow));
     if (row != wideRow)
       v = arith::TruncFOp::create(e.b, e.loc, row, v);
     vector::StoreOp::create(e.b, e.loc, v, out,
                             ValueRange{e.mulIndex(index, dim)});
   }
-  Value scaled(Value score) { return e.mul(score, e.constant(scale)); }
-  /// exp(scale * q . k - lse_r): a probability recomputed.
-  Value probability(Value q, Value k, Value lse, Value r) {
-    Value logSumExp = e.load(lse, r);
-    if (logSumExp.getType() != e.element)
-      logSumExp = e.narrow(logSumExp);
-    return e.exp(e.sub(scaled(dot(q, k)), logSumExp));
+  Value scaled(Value scores) {
+    return e.mul(scores, splat(e.constant(scale), tile));
+  }
+  /// lse[r] in the element type.
+  Value logSumExp(Value lse, Value r) {
+    Value v = e.load(lse, r);
+    return v.getType() == e.element ? v : e.narrow(v);
   }
 
-  /// Forward, one query row at a time: an online softmax over the visible
-  /// keys (the running max m and denominator l; the output accumulator is
-  /// rescaled only when the max grows), then o = acc / l and
-  /// lse = m + log(l).
+  /// Forward, one query row at a time: an online softmax over the tiles of
+  /// its visible keys (the running max m, the f64 denominator l and output
+  /// accumulator, rescaled by exp(m_old - m_new) once per tile), then
+  /// o = acc / l and lse = m + log(l).
   void forward(Value q, Value k, Value v, Value o, Value lse) {
     Type lseType = getElementTypeOrSelf(lse.getType());
+    double negInf = -std::numeric_limits<double>::infinity();
     e.rows(batch * heads * queryLen, [&](Value r) {
       auto [keyPlane, t] = keyPlaneOfQueryRow(r);
       auto [first, end] = visibleKeys(t);
       Value query = load(q, r);
-      Value negInf = e.constant(-std::numeric_limits<double>::infinity());
-      SmallVector<Value> state = e.foldRange(
-          first, end, {negInf, e.constant(wide, 0.0), zeros()},
-          [&](Value s, ValueRange old) {
-            Value key = e.addIndex(keyPlane, s);
-            Value score = scaled(dot(query, load(k, key)));
-            Value grows = arith::CmpFOp::create(
-                e.b, e.loc, arith::CmpFPredicate::OGT, score, old[0]);
-            auto rescale = scf::IfOp::create(
-                e.b, e.loc, TypeRange{e.element, wide, wideRow}, grows,
-                /*withElseRegion=*/true);
-            {
-              OpBuilder::InsertionGuard guard(e.b);
-              e.b.setInsertionPointToStart(rescale.thenBlock());
-              // exp(-inf) = 0 at the first key: nothing to keep yet.
-              Value keep = e.widen(e.exp(e.sub(old[0], score)));
-              scf::YieldOp::create(
-                  e.b, e.loc,
-                  ValueRange{score, e.mul(old[1], keep),
-                             e.mul(old[2], splat(keep))});
-              e.b.setInsertionPointToStart(rescale.elseBlock());
-              scf::YieldOp::create(e.b, e.loc, old);
-            }
-            Value max = rescale.getResult(0);
-            Value p = e.exp(e.sub(score, max));
+      SmallVector<Value> state = foldTiles(
+          first, end, {e.constant(negInf), e.constant(wide, 0.0), zeros()},
+          [&](const Tile &tl, ValueRange old) {
+            SmallVector<Value> keys, values;
+            for (Value s : tl.positions)
+              keys.push_back(e.addIndex(keyPlane, s));
+            Value scores = masked(tl, scaled(lanes([&](int64_t j) {
+                                    return dot(query, load(k, keys[j]));
+                                  })),
+                                  negInf);
+            Value max = e.max(old[0], vector::ReductionOp::create(
+                                          e.b, e.loc,
+                                          vector::CombiningKind::MAXIMUMF, scores));
+            // exp(-inf) = 0 at the first tile: nothing to keep yet.
+            Value keep = e.widen(e.exp(e.sub(old[0], max)));
+            Value p = e.exp(e.sub(scores, splat(max, tile)));
+            for (Value key : keys)
+              values.push_back(load(v, key));
+            Value rescaled = e.mul(old[2], splat(keep, wideRow));
             return SmallVector<Value>{
-                max, e.add(rescale.getResult(1), e.widen(p)),
-                accumulate(rescale.getResult(2), p, load(v, key))};
+                max,
+                e.add(e.mul(old[1], keep), sum(widen(p))),
+                accumulate(rescaled, p, values)};
           });
       store(state[2], e.div(e.constant(wide, 1.0), state[1]), o, r);
-      Value logSumExp =
+      Value lseValue =
           e.add(e.widen(state[0]), math::LogOp::create(e.b, e.loc, state[1]));
       if (lseType != wide)
-        logSumExp = arith::TruncFOp::create(e.b, e.loc, lseType, logSumExp);
-      e.store(logSumExp, lse, r);
+        lseValue = arith::TruncFOp::create(e.b, e.loc, lseType, lseValue);
+      e.store(lseValue, lse, r);
     });
   }
 
   /// Backward (FlashAttention-2's recomputation), three row loops:
   /// delta_r = dO_r . o_r for every query row, kept in element 0 of the
   /// row's dq until the last loop overwrites the row; then per key row the
-  /// key and value gradients, summed over the group's query heads and the
-  /// queries that see the key; then per query row the query gradient. With
-  /// p = exp(scale q.k - lse) and dS = p (dO.v - delta):
-  /// dv_s = sum p dO_t, dk_s = scale sum dS q_t, dq_t = scale sum dS k_s.
+  /// key and value gradients, over tiles of the queries that see the key,
+  /// for each query head of its group; then per query row the query
+  /// gradient over tiles of its keys. With p = exp(scale q.k - lse) and
+  /// dS = p (dO.v - delta): dv_s = sum p dO_t, dk_s = scale sum dS q_t,
+  /// dq_t = scale sum dS k_s.
   void backward(Value q, Value k, Value v, Value o, Value lse, Value dOut,
                 Value dq, Value dk, Value dv) {
     int64_t queryRows = batch * heads * queryLen;
+    Value scaleWide = e.constant(wide, scale);
     e.rows(queryRows, [&](Value r) {
       Value delta = e.narrow(e.wideSum(dim, [&](Value d) {
         Value at = e.addIndex(e.mulIndex(r, dim), d);
@@ -1163,34 +1214,49 @@ struct FlashAttention {
             Value h = e.addIndex(e.mulIndex(hk, group), g);
             Value queryPlane =
                 e.mulIndex(e.addIndex(e.mulIndex(b, heads), h), queryLen);
-            return e.foldRange(
-                first, end, byHead, [&](Value t, ValueRange sums) {
-                  Value r = e.addIndex(queryPlane, t);
-                  Value query = load(q, r), dOutRow = load(dOut, r);
-                  Value p = probability(query, keyRow, lse, r);
-                  Value delta = e.load(dq, e.mulIndex(r, dim));
-                  Value dS = e.mul(p, e.sub(dot(dOutRow, valueRow), delta));
-                  return SmallVector<Value>{accumulate(sums[0], dS, query),
-                                            accumulate(sums[1], p, dOutRow)};
-                });
+            return foldTiles(first, end, byHead, [&](const Tile &tl,
+                                                     ValueRange sums) {
+              SmallVector<Value> rows, queries, dOuts;
+              for (Value t : tl.positions) {
+                rows.push_back(e.addIndex(queryPlane, t));
+                queries.push_back(load(q, rows.back()));
+                dOuts.push_back(load(dOut, rows.back()));
+              }
+              Value scores = scaled(
+                  lanes([&](int64_t j) { return dot(queries[j], keyRow); }));
+              Value lses = lanes([&](int64_t j) { return logSumExp(lse, rows[j]); });
+              Value p = masked(tl, e.exp(e.sub(scores, lses)), 0.0);
+              Value dp = lanes([&](int64_t j) { return dot(dOuts[j], valueRow); });
+              Value deltas = lanes(
+                  [&](int64_t j) { return e.load(dq, e.mulIndex(rows[j], dim)); });
+              Value dS = e.mul(p, e.sub(dp, deltas));
+              return SmallVector<Value>{accumulate(sums[0], dS, queries),
+                                        accumulate(sums[1], p, dOuts)};
+            });
           });
-      store(acc[0], scale, dk, key);
-      store(acc[1], 1.0, dv, key);
+      store(acc[0], scaleWide, dk, key);
+      store(acc[1], e.constant(wide, 1.0), dv, key);
     });
     e.rows(queryRows, [&](Value r) {
       auto [keyPlane, t] = keyPlaneOfQueryRow(r);
       auto [first, end] = visibleKeys(t);
       Value delta = e.load(dq, e.mulIndex(r, dim));
       Value query = load(q, r), dOutRow = load(dOut, r);
-      Value acc = e.foldRange(first, end, {zeros()}, [&](Value s,
-                                                          ValueRange sum) {
-        Value key = e.addIndex(keyPlane, s);
-        Value keyRow = load(k, key);
-        Value p = probability(query, keyRow, lse, r);
-        Value dS = e.mul(p, e.sub(dot(dOutRow, load(v, key)), delta));
-        return SmallVector<Value>{accumulate(sum[0], dS, keyRow)};
+      Value rowLse = splat(logSumExp(lse, r), tile);
+      Value acc = foldTiles(first, end, {zeros()}, [&](const Tile &tl,
+                                                      ValueRange sumSoFar) {
+        SmallVector<Value> keys;
+        for (Value s : tl.positions)
+          keys.push_back(load(k, e.addIndex(keyPlane, s)));
+        Value scores = scaled(lanes([&](int64_t j) { return dot(query, keys[j]); }));
+        Value p = masked(tl, e.exp(e.sub(scores, rowLse)), 0.0);
+        Value dp = lanes([&](int64_t j) {
+          return dot(dOutRow, load(v, e.addIndex(keyPlane, tl.positions[j])));
+        });
+        Value dS = e.mul(p, e.sub(dp, splat(delta, tile)));
+        return SmallVector<Value>{accumulate(sumSoFar[0], dS, keys)};
       })[0];
-      store(acc, scale, dq, r);
+      store(acc, scaleWide, dq, r);
     });
   }
 };
