@@ -9,6 +9,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
 
@@ -22,8 +23,9 @@ namespace {
 /// both ways, from which the decision follows.
 struct AttentionCost {
   /// Query heads x batch, the (query, key) pairs of one head with and
-  /// without the masked ones, the head dim and the element size.
-  int64_t planes, allPairs, visiblePairs, dim, elementBytes;
+  /// without the masked ones, the visible ones padded to the kernels' whole
+  /// tiles per row, the head dim and the element size.
+  int64_t planes, allPairs, visiblePairs, tiledPairs, dim, elementBytes;
   bool withGradient;
 
   /// Score-matrix passes of the decomposition, counted in elements read or
@@ -36,6 +38,8 @@ struct AttentionCost {
   /// GEMMs of 2 * pairs * dim FLOPs: forward QK^T and PV; the gradient the
   /// recomputed QK^T, dV, dP, dQ and dK.
   static constexpr int64_t kForwardGemms = 2, kGradientGemms = 5;
+  /// Positions of a flash kernel tile (FlashAttention::kTile).
+  static constexpr int64_t kTile = 16;
   /// FLOPs per visible pair and head-dim element in the flash kernels:
   /// forward q.k and p v (2 x 2); the gradient q.k and dO.v twice (key rows,
   /// then query rows: 8) and the three accumulations (6).
@@ -50,7 +54,7 @@ struct AttentionCost {
            (kForwardPasses + (withGradient ? kGradientPasses : 0));
   }
   double flashFlops() const {
-    return double(planes) * visiblePairs * dim *
+    return double(planes) * tiledPairs * dim *
            (kFlashForward + (withGradient ? kFlashGradient : 0));
   }
   /// One [T, S] score matrix of every head, the unit of the decomposition's
@@ -64,15 +68,17 @@ AttentionCost costOf(AttentionOp op, bool withGradient) {
   auto q = op.getQuery().getType().getShape();
   int64_t keys = op.getKey().getType().getShape()[2];
   int64_t queries = q[2], window = op.getWindow();
-  int64_t visible = 0;
+  int64_t visible = 0, tiled = 0;
   for (int64_t t = 0; t < queries; ++t) {
     int64_t end = op.getCausal() ? std::min(t + 1, keys) : keys;
     int64_t first = window > 0 ? std::max<int64_t>(0, t - window + 1) : 0;
-    visible += std::max<int64_t>(0, end - first);
+    int64_t count = std::max<int64_t>(0, end - first);
+    visible += count;
+    tiled += llvm::alignTo(count, AttentionCost::kTile);
   }
   int64_t bytes = int64_t(
       llvm::divideCeil(op.getQuery().getType().getElementTypeBitWidth(), 8));
-  return {q[0] * q[1], queries * keys, visible, q[3], bytes, withGradient};
+  return {q[0] * q[1], queries * keys, visible, tiled, q[3], bytes, withGradient};
 }
 
 /// The attention_grad of `op` (same query, key, value and attributes) in

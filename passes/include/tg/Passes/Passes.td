@@ -212,9 +212,9 @@ def TgFuseAttention : Pass<"tg-fuse-attention", "func::FuncOp"> {
     not grow as T^2, and elsewhere where it is estimated faster: the
     decomposition's batched GEMMs over every (query, key) pair at
     `gemm-gflops` plus its passes over the score matrices at `bandwidth-gbs`,
-    against the flash kernels' work over the visible pairs only at
-    `flash-gflops` (defaults: one core of the 2-core dev machine, measured
-    in docs/perf.md). What is not fused is decomposed as before. Each
+    against the flash kernels' work over the visible pairs only (padded to
+    whole tiles of 16 per row) at `flash-gflops` (defaults: one core of the
+    2-core dev machine, measured in docs/perf.md). What is not fused is decomposed as before. Each
     decision, its reason and estimates as a remark (`remarks`). The fused
     program computes the same values up to rounding: probabilities are
     exponentials of the same scores, sums over keys are in f64.
@@ -235,7 +235,7 @@ def TgFuseAttention : Pass<"tg-fuse-attention", "func::FuncOp"> {
     Option<"bandwidthGbs", "bandwidth-gbs", "double", /*default=*/"18.0",
            "Bandwidth of the score-matrix kernels (scale, mask, softmax and "
            "its gradient) assumed by the cost model, GB/s">,
-    Option<"flashGflops", "flash-gflops", "double", /*default=*/"14.0",
+    Option<"flashGflops", "flash-gflops", "double", /*default=*/"25.0",
            "Rate of the flash attention kernels assumed by the cost model, "
            "GFLOP/s">,
   ];
