@@ -4,6 +4,7 @@
 // (what tg-decompose-attention does to the rest) would hold score matrices
 // over the memory budget, or is estimated slower.
 #include "tg/IR/TgOps.h"
+#include "tg/Passes/KernelBodies.h"
 #include "tg/Passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -38,8 +39,6 @@ struct AttentionCost {
   /// GEMMs of 2 * pairs * dim FLOPs: forward QK^T and PV; the gradient the
   /// recomputed QK^T, dV, dP, dQ and dK.
   static constexpr int64_t kForwardGemms = 2, kGradientGemms = 5;
-  /// Positions of a flash kernel tile (FlashAttention::kTile).
-  static constexpr int64_t kTile = 16;
   /// FLOPs per visible pair and head-dim element in the flash kernels:
   /// forward q.k and p v (2 x 2); the gradient q.k and dO.v twice (key rows,
   /// then query rows: 8) and the three accumulations (6).
@@ -74,7 +73,7 @@ AttentionCost costOf(AttentionOp op, bool withGradient) {
     int64_t first = window > 0 ? std::max<int64_t>(0, t - window + 1) : 0;
     int64_t count = std::max<int64_t>(0, end - first);
     visible += count;
-    tiled += llvm::alignTo(count, AttentionCost::kTile);
+    tiled += llvm::alignTo(count, kFlashAttentionTile);
   }
   int64_t bytes = int64_t(
       llvm::divideCeil(op.getQuery().getType().getElementTypeBitWidth(), 8));

@@ -2,9 +2,11 @@
 // and matmul ops become linalg.generic / linalg.copy / linalg.fill, so that
 // upstream tiling and vectorization apply to them later; row-wise ops (norms,
 // softmax, losses), gathers and sums are scf loops over a flat view, which is
-// what they are. Every sum accumulates in f64 and is rounded once
-// (Emitter::wideSum). Semantics match the reference kernels in
-// compiler/evaluator.
+// what they are; flash attention is scf loops over rows held as vectors.
+// Every sum accumulates in f64 and is rounded once (Emitter::wideSum), but
+// for flash attention's inner products over the head dim and its sums of one
+// tile, which are in the element type like the GEMMs they replace.
+// Semantics match the reference kernels in compiler/evaluator.
 #include "tg/Passes/KernelBodies.h"
 
 #include "tg/IR/TgOps.h"
@@ -1004,7 +1006,7 @@ void emitRope(Emitter &e, RopeOp op, Value x, Value y) {
 /// replace); the sums over tiles (the softmax denominator, the output and
 /// the gradients) in f64, blockwise.
 struct FlashAttention {
-  static constexpr int64_t kTile = 16;
+  static constexpr int64_t kTile = kFlashAttentionTile;
   Emitter &e;
   int64_t batch, heads, kvHeads, queryLen, keyLen, dim, group;
   bool causal;

@@ -7,6 +7,10 @@
 
 namespace mlir::tg {
 
+/// Positions (keys, or queries for the key gradients) a flash attention
+/// kernel handles per step of its inner loops: one vector of scores.
+constexpr int64_t kFlashAttentionTile = 16;
+
 /// True if emitKernelBody knows `op`: the op declares Tg_HasKernelBody (or
 /// Tg_Elementwise, which implies it) in ODS.
 bool hasKernelBody(Operation *op);
@@ -32,7 +36,8 @@ LogicalResult emitElementwiseGroup(OpBuilder &b, Block &body,
 /// `operands` and `results` are static, identity-layout memrefs matching
 /// op's operand and result tensor types; results are fully written. The body
 /// uses linalg (elementwise, layout, reductions, matmul) and scf loops (norms,
-/// softmax, losses, embeddings, RoPE), in the op's own element type.
+/// softmax, losses, embeddings, RoPE; flash attention over vector rows), in
+/// the op's own element type.
 LogicalResult emitKernelBody(OpBuilder &b, Operation *op, ValueRange operands,
                              ValueRange results);
 
