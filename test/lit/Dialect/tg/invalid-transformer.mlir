@@ -593,3 +593,30 @@ func.func @attention_grad_negative_window(%q: tensor<2x4x8x16xf32>) -> tensor<2x
   %0:3 = tg.attention_grad %q, %q, %q, %q {scale = 0.25 : f64, window = -1 : i64} : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32> -> tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>
   return %0#0 : tensor<2x4x8x16xf32>
 }
+
+// -----
+
+func.func @flash_attention_lse_type(%q: tensor<1x2x4x8xf32>, %l: tensor<1x2x4xf64>) -> tensor<1x2x4x8xf32> {
+  // expected-error @+2 {{'tg.flash_attention_grad' op logsumexp has type 'tensor<1x2x4xf64>', expected 'tensor<1x2x4xf32>' (flash_attention's second result)}}
+  // expected-error @+1 {{'tg.flash_attention_grad' op failed to infer returned types}}
+  %0:3 = tg.flash_attention_grad %q, %q, %q, %q, %l, %q {scale = 0.5 : f64} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4xf64>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
+  return %0#0 : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+func.func @flash_attention_result_shape(%q: tensor<1x2x4x8xf32>, %o: tensor<1x2x4x4xf32>, %l: tensor<1x2x4xf32>) -> tensor<1x2x4x8xf32> {
+  // expected-error @+2 {{'tg.flash_attention_grad' op result has type 'tensor<1x2x4x4xf32>', expected 'tensor<1x2x4x8xf32>' like query}}
+  // expected-error @+1 {{'tg.flash_attention_grad' op failed to infer returned types}}
+  %0:3 = tg.flash_attention_grad %q, %q, %q, %o, %l, %q {scale = 0.5 : f64} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
+  return %0#0 : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+func.func @flash_attention_window_not_causal(%q: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  // expected-error @+2 {{'tg.flash_attention' op window is 2, expected 0 (none) or a positive window on causal attention}}
+  // expected-error @+1 {{'tg.flash_attention' op failed to infer returned types}}
+  %0, %1 = tg.flash_attention %q, %q, %q {causal = false, scale = 0.5 : f64, window = 2 : i64} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>, tensor<1x2x4xf32>
+  return %0 : tensor<1x2x4x8xf32>
+}

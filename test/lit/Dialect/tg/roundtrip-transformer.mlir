@@ -133,3 +133,17 @@ func.func @cross_entropy(%logits: tensor<2x8x32xf32>, %targets: tensor<2x8xi64>,
   %3 = tg.cross_entropy_grad %l2, %t2, %2 : tensor<4x10xbf16>, tensor<4xi32>, tensor<bf16>
   return %0, %1, %2, %3 : tensor<f32>, tensor<2x8x32xf32>, tensor<bf16>, tensor<4x10xbf16>
 }
+
+// Flash attention (made by tg-fuse-attention): the log-sum-exp is [B, Hq, T]
+// in f32 (f64 for f64 queries); the gradient reads it and the result.
+// CHECK-LABEL: func.func @flash_attention
+// CHECK: %[[O:.*]], %[[L:.*]] = tg.flash_attention %arg0, %arg1, %arg1 {scale = 2.500000e-01 : f64, window = 3 : i64} : tensor<2x4x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32> -> tensor<2x4x8x16xf32>, tensor<2x4x8xf32>
+// CHECK: tg.flash_attention_grad %arg0, %arg1, %arg1, %[[O]], %[[L]], %arg2 {scale = 2.500000e-01 : f64, window = 3 : i64} : tensor<2x4x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8xf32>, tensor<2x4x8x16xf32> -> tensor<2x4x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>
+// CHECK: tg.flash_attention %arg3, %arg3, %arg3 {causal = false, scale = 5.000000e-01 : f64} : tensor<1x1x4x2xf64>, tensor<1x1x4x2xf64>, tensor<1x1x4x2xf64> -> tensor<1x1x4x2xf64>, tensor<1x1x4xf64>
+func.func @flash_attention(%q: tensor<2x4x8x16xf32>, %k: tensor<2x2x8x16xf32>, %g: tensor<2x4x8x16xf32>,
+                           %x: tensor<1x1x4x2xf64>) -> (tensor<2x4x8x16xf32>, tensor<2x2x8x16xf32>, tensor<1x1x4x2xf64>) {
+  %o, %l = tg.flash_attention %q, %k, %k {scale = 0.25 : f64, window = 3 : i64} : tensor<2x4x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32> -> tensor<2x4x8x16xf32>, tensor<2x4x8xf32>
+  %dq, %dk, %dv = tg.flash_attention_grad %q, %k, %k, %o, %l, %g {scale = 0.25 : f64, window = 3 : i64} : tensor<2x4x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8xf32>, tensor<2x4x8x16xf32> -> tensor<2x4x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>
+  %r, %rl = tg.flash_attention %x, %x, %x {causal = false, scale = 0.5 : f64} : tensor<1x1x4x2xf64>, tensor<1x1x4x2xf64>, tensor<1x1x4x2xf64> -> tensor<1x1x4x2xf64>, tensor<1x1x4xf64>
+  return %dq, %dv, %r : tensor<2x4x8x16xf32>, tensor<2x2x8x16xf32>, tensor<1x1x4x2xf64>
+}
