@@ -122,13 +122,12 @@ private:
     double decomposedMs = 1e-6 * (cost.decomposedFlops() / gemmGflops +
                                   cost.decomposedBytes() / bandwidthGbs);
     double flashMs = 1e-6 * cost.flashFlops() / flashGflops;
+    double scoreMib = cost.scoreMatrixBytes() / (1 << 20);
     std::string estimate = llvm::formatv(
         "{0:f3} ms estimated for the flash kernels ({1} of {2} (query, key) "
         "pairs visible) against {3:f3} ms decomposed, whose score matrices "
         "take {4:f1} MiB each",
-        flashMs, cost.visiblePairs, cost.allPairs, decomposedMs,
-        cost.scoreMatrixBytes() / (1 << 20));
-    double scoreMib = cost.scoreMatrixBytes() / (1 << 20);
+        flashMs, cost.visiblePairs, cost.allPairs, decomposedMs, scoreMib);
     std::string reason;
     if (flashKernels && scoreMib > maxScoreMib)
       reason = llvm::formatv("its score matrices would take {0:f1} MiB each, "
