@@ -57,7 +57,8 @@ struct LoweringOptions {
 
 /// @train_step (tg) -> exec.program with planned resources, timepoints and
 /// a kernel module on memrefs: tg-unroll-micro-batches, tg-fuse-attention
-/// (with fusion; `flashKernels`: the target has them), tg-decompose-attention, tg-form-dispatch-regions, tg-lower-to-exec,
+/// (with fusion, where `flashKernels`: the target has them),
+/// tg-decompose-attention, tg-form-dispatch-regions, tg-lower-to-exec,
 /// exec-fuse-gemm-bias (with fusion), exec-schedule-collectives,
 /// exec-bucket-gradients, exec-insert-timepoints,
 /// exec-plan-buffers, tg-bufferize-kernels.
