@@ -20,10 +20,7 @@ import os
 import tempfile
 import unittest
 
-import numpy as np
-
-from tgtest import safetensors_io
-from tgtest.tools import run, run_status
+from tgtest.tools import run, run_status, train_short
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 MODELS = {name: os.path.join(ROOT, "examples", "models", f"{name}.json")
@@ -60,18 +57,10 @@ class FlashAttention(unittest.TestCase):
         return os.path.join(self.dir, name)
 
     def train(self, model, tag, *flags):
-        tokens = self.path(f"{os.path.basename(model)}.bin")
-        if not os.path.exists(tokens):
-            vocab = json.load(open(model))["vocab_size"]
-            np.random.default_rng(5).integers(0, vocab, 4000).astype(np.uint16).tofile(tokens)
-        run("tgc", "compile", model, "--train", TRAIN, "--dtype=f64", *flags,
-            "-o", self.path(f"{tag}.tgx"))
-        run("tgrun", self.path(f"{tag}.tgx"), "--data", tokens, "--steps", STEPS,
-            "--metrics", self.path(f"{tag}.jsonl"), "--save-weights", self.path(f"{tag}.safetensors"))
-        metrics = [json.loads(line) for line in open(self.path(f"{tag}.jsonl"))]
-        steps = [(m["loss"], m["grad_norm"]) for m in metrics if "loss" in m]
+        metrics, weights = train_short(model, TRAIN, STEPS, self.dir, tag, "--dtype=f64", *flags)
+        steps = [(m["loss"], m["grad_norm"]) for m in metrics]
         self.assertEqual(len(steps), STEPS)
-        return steps, safetensors_io.load(self.path(f"{tag}.safetensors"))
+        return steps, weights
 
     def test_flash_step_follows_the_decomposed_one_in_float64(self):
         for name, model in MODELS.items():

@@ -18,8 +18,7 @@ import unittest
 
 import numpy as np
 
-from tgtest import safetensors_io
-from tgtest.tools import run, run_status
+from tgtest.tools import run, run_status, train_short
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 MODELS = {name: os.path.join(ROOT, "examples", "models", f"{name}.json")
@@ -49,18 +48,11 @@ class Fusion(unittest.TestCase):
     def train(self, model, dtype, variant):
         """(metrics lines, weights) of a short run of `model` compiled as `variant`."""
         tag = f"{os.path.basename(model)}-{dtype}-{variant}"
-        tokens = self.path(f"{os.path.basename(model)}.bin")
-        if not os.path.exists(tokens):
-            vocab = json.load(open(model))["vocab_size"]
-            np.random.default_rng(3).integers(0, vocab, 4000).astype(np.uint16).tofile(tokens)
-        run("tgc", "compile", model, "--train", TRAIN, f"--dtype={dtype}", *VARIANTS[variant],
-            "-o", self.path(f"{tag}.tgx"))
-        run("tgrun", self.path(f"{tag}.tgx"), "--data", tokens, "--steps", STEPS,
-            "--metrics", self.path(f"{tag}.jsonl"), "--save-weights", self.path(f"{tag}.safetensors"))
-        metrics = [json.loads(line) for line in open(self.path(f"{tag}.jsonl"))]
-        steps = [(m["step"], m["loss"], m["grad_norm"]) for m in metrics if "loss" in m]
+        metrics, weights = train_short(model, TRAIN, STEPS, self.dir, tag, f"--dtype={dtype}",
+                                       *VARIANTS[variant])
+        steps = [(m["step"], m["loss"], m["grad_norm"]) for m in metrics]
         self.assertEqual(len(steps), STEPS)
-        return steps, safetensors_io.load(self.path(f"{tag}.safetensors"))
+        return steps, weights
 
     def test_same_step_with_and_without_each_fusion(self):
         for name, model in MODELS.items():

@@ -1,9 +1,13 @@
 """Runs the TGC tools from the build tree and prepares their inputs."""
+import json
 import os
 import re
 import subprocess
 
+import numpy as np
 import torch
+
+from tgtest import safetensors_io
 
 BIN = os.environ.get("TGC_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "..", "build", "bin"))
 
@@ -76,3 +80,19 @@ def write_family(path, family, model, train_json, generator, num_tokens):
     tokens.tofile(path(family + "-tokens.bin"))
     # The float32-rounded weights tgrun reads.
     return init, {k: v.float().double() for k, v in params.items()}, tokens
+
+
+def train_short(model_json, train_json, steps, workdir, tag, *tgc_flags):
+    """Compiles `model_json` with `tgc_flags` and trains it `steps` steps with
+    tgrun on random tokens (one file per model, seeded): returns the
+    metrics lines that carry a loss and the saved weights (torch tensors)."""
+    tokens = os.path.join(workdir, f"{os.path.basename(model_json)}.bin")
+    if not os.path.exists(tokens):
+        vocab = json.load(open(model_json))["vocab_size"]
+        np.random.default_rng(3).integers(0, vocab, 4000).astype(np.uint16).tofile(tokens)
+    path = lambda suffix: os.path.join(workdir, f"{tag}.{suffix}")
+    run("tgc", "compile", model_json, "--train", train_json, *tgc_flags, "-o", path("tgx"))
+    run("tgrun", path("tgx"), "--data", tokens, "--steps", steps, "--metrics", path("jsonl"),
+        "--save-weights", path("safetensors"))
+    metrics = [json.loads(line) for line in open(path("jsonl"))]
+    return [m for m in metrics if "loss" in m], safetensors_io.load(path("safetensors"))
