@@ -157,11 +157,27 @@ private:
     op.erase();
     if (!grad)
       return;
+    // The gradient reads the result's rows. When the forward transposes it
+    // to [B, T, Hq, D] for the output projection (which keeps that copy for
+    // its own gradient), the gradient reads the copy, so that the result
+    // itself is not kept until the backward pass.
+    Value result = flash.getResult();
+    bool tokens = false;
+    for (Operation *user : result.getUsers())
+      if (auto transpose = dyn_cast<TransposeOp>(user))
+        if (transpose.getPermutation() == ArrayRef<int64_t>{0, 2, 1, 3} &&
+            transpose->getBlock() == grad->getBlock() &&
+            transpose->isBeforeInBlock(grad)) {
+          result = transpose.getResult();
+          tokens = true;
+          break;
+        }
     b.setInsertionPoint(grad);
     auto flashGrad = FlashAttentionGradOp::create(
         b, grad.getLoc(), grad.getQuery(), grad.getKey(), grad.getValue(),
-        flash.getResult(), flash.getLogsumexp(), grad.getResultGrad(),
-        grad.getScaleAttr(), grad.getCausalAttr(), grad.getWindowAttr());
+        result, flash.getLogsumexp(), grad.getResultGrad(),
+        grad.getScaleAttr(), grad.getCausalAttr(), grad.getWindowAttr(),
+        tokens ? b.getUnitAttr() : UnitAttr());
     grad.replaceAllUsesWith(flashGrad.getResults());
     grad.erase();
   }

@@ -1195,14 +1195,23 @@ struct FlashAttention {
   /// gradient over tiles of its keys. With p = exp(scale q.k - lse) and
   /// dS = p (dO.v - delta): dv_s = sum p dO_t, dk_s = scale sum dS q_t,
   /// dq_t = scale sum dS k_s.
-  void backward(Value q, Value k, Value v, Value o, Value lse, Value dOut,
-                Value dq, Value dk, Value dv) {
+  void backward(Value q, Value k, Value v, Value o, bool resultTokens,
+                Value lse, Value dOut, Value dq, Value dk, Value dv) {
     int64_t queryRows = batch * heads * queryLen;
     Value scaleWide = e.constant(wide, scale);
     e.rows(queryRows, [&](Value r) {
+      // Row (b, h, t) of o, or of its [B, T, Hq, D] transpose.
+      Value resultRow = r;
+      if (resultTokens) {
+        Value t = e.remIndex(r, queryLen), plane = e.divIndex(r, queryLen);
+        Value b = e.divIndex(plane, heads), h = e.remIndex(plane, heads);
+        resultRow = e.addIndex(
+            e.mulIndex(e.addIndex(e.mulIndex(b, queryLen), t), heads), h);
+      }
       Value delta = e.narrow(e.wideSum(dim, [&](Value d) {
         Value at = e.addIndex(e.mulIndex(r, dim), d);
-        return e.mul(e.load(dOut, at), e.load(o, at));
+        Value resultAt = e.addIndex(e.mulIndex(resultRow, dim), d);
+        return e.mul(e.load(dOut, at), e.load(o, resultAt));
       }));
       e.store(delta, dq, e.mulIndex(r, dim));
     });
@@ -1457,7 +1466,8 @@ LogicalResult emitKernelBody(OpBuilder &b, Operation *op, ValueRange operands,
         FlashAttention(e, o).forward(in[0], in[1], in[2], out[0], out[1]);
       })
       .Case([&](FlashAttentionGradOp o) {
-        FlashAttention(e, o).backward(in[0], in[1], in[2], in[3], in[4], in[5],
+        FlashAttention(e, o).backward(in[0], in[1], in[2], in[3],
+                                      o.getResultTokens(), in[4], in[5],
                                       out[0], out[1], out[2]);
       })
       .Default([&](Operation *) { known = false; });

@@ -10,7 +10,7 @@
 - Peak activation memory (`tgc --stats`) of a GPT-2-style model with one
   row of 1,024 and of 2,048 tokens: decomposed, the [T, T] score matrices
   make it grow more than 3x when T doubles (65.6 to 227.1 MiB); with flash
-  attention it grows at most 2.1x (20.5 to 41.0 MiB: linearly, activations
+  attention it grows at most 2.1x (19.5 to 39.0 MiB: linearly, activations
   are [T, d]), and the T = 2048 peak is less than a third of the decomposed
   one. At T = 2048 flash is also the default (64 MiB score matrices).
 - The decision is visible: `--fusion-remarks` names it and its reason.

@@ -71,3 +71,21 @@ func.func @short(%q: tensor<2x2x8x16xf32> loc("q"), %k: tensor<2x2x8x16xf32> loc
   %1:3 = tg.attention_grad %q2, %k, %v, %0 {scale = 0.25 : f64} : tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32> -> tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>
   return %0, %1#0 : tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>
 }
+
+// -----
+
+// The forward's result transposed to [B, T, H, D] for the output projection
+// (as the model builders do): the gradient reads that copy (result_tokens),
+// so the result itself is not kept until the backward pass.
+// CHECK-LABEL: func.func @tokens_layout(
+// CHECK: %[[O:.*]], %[[LSE:.*]] = tg.flash_attention %q, %k, %v
+// CHECK: %[[T:.*]] = tg.transpose %[[O]] [0, 2, 1, 3]
+// CHECK: tg.flash_attention_grad %q, %k, %v, %[[T]], %[[LSE]], %dout {result_tokens, scale = 2.500000e-01 : f64} : tensor<1x16x1024x16xf32>, tensor<1x16x1024x16xf32>, tensor<1x16x1024x16xf32>, tensor<1x1024x16x16xf32>, tensor<1x16x1024xf32>, tensor<1x16x1024x16xf32>
+func.func @tokens_layout(%q: tensor<1x16x1024x16xf32> loc("q"), %k: tensor<1x16x1024x16xf32> loc("k"),
+                         %v: tensor<1x16x1024x16xf32> loc("v"), %dout: tensor<1x16x1024x16xf32> loc("dout"))
+    -> (tensor<1x1024x16x16xf32>, tensor<1x16x1024x16xf32>) {
+  %0 = tg.attention %q, %k, %v {scale = 0.25 : f64} : tensor<1x16x1024x16xf32>, tensor<1x16x1024x16xf32>, tensor<1x16x1024x16xf32> -> tensor<1x16x1024x16xf32>
+  %t = tg.transpose %0 [0, 2, 1, 3] : tensor<1x16x1024x16xf32> -> tensor<1x1024x16x16xf32>
+  %1:3 = tg.attention_grad %q, %k, %v, %dout {scale = 0.25 : f64} : tensor<1x16x1024x16xf32>, tensor<1x16x1024x16xf32>, tensor<1x16x1024x16xf32>, tensor<1x16x1024x16xf32> -> tensor<1x16x1024x16xf32>, tensor<1x16x1024x16xf32>, tensor<1x16x1024x16xf32>
+  return %t, %1#0 : tensor<1x1024x16x16xf32>, tensor<1x16x1024x16xf32>
+}

@@ -259,6 +259,13 @@ const FusedCase kFusedCases[] = {
   %dq, %dk, %dv = tg.flash_attention_grad %q, %k, %v, %o, %l, %g {scale = 0.35 : f64, window = 5 : i64} : tensor<2x4x20x8xT>, tensor<2x2x20x8xT>, tensor<2x2x20x8xT>, tensor<2x4x20x8xT>, tensor<2x4x20xT>, tensor<2x4x20x8xT> -> tensor<2x4x20x8xT>, tensor<2x2x20x8xT>, tensor<2x2x20x8xT>
   return %dq, %dk, %dv : tensor<2x4x20x8xT>, tensor<2x2x20x8xT>, tensor<2x2x20x8xT>
 })", 64},
+  // The result read in its [B, T, Hq, D] transpose (result_tokens).
+  {"flash_attention_grad_tokens", R"(func.func @NAME(%q: tensor<2x3x9x8xT>, %k: tensor<2x3x9x8xT>, %v: tensor<2x3x9x8xT>, %g: tensor<2x3x9x8xT>) -> (tensor<2x3x9x8xT>, tensor<2x3x9x8xT>, tensor<2x3x9x8xT>, tensor<2x9x3x8xT>) {
+  %o, %l = tg.flash_attention %q, %k, %v {scale = 0.35 : f64} : tensor<2x3x9x8xT>, tensor<2x3x9x8xT>, tensor<2x3x9x8xT> -> tensor<2x3x9x8xT>, tensor<2x3x9xT>
+  %t = tg.transpose %o [0, 2, 1, 3] : tensor<2x3x9x8xT> -> tensor<2x9x3x8xT>
+  %dq, %dk, %dv = tg.flash_attention_grad %q, %k, %v, %t, %l, %g {result_tokens, scale = 0.35 : f64} : tensor<2x3x9x8xT>, tensor<2x3x9x8xT>, tensor<2x3x9x8xT>, tensor<2x9x3x8xT>, tensor<2x3x9xT>, tensor<2x3x9x8xT> -> tensor<2x3x9x8xT>, tensor<2x3x9x8xT>, tensor<2x3x9x8xT>
+  return %dq, %dk, %dv, %t : tensor<2x3x9x8xT>, tensor<2x3x9x8xT>, tensor<2x3x9x8xT>, tensor<2x9x3x8xT>
+})", 64},
   {"flash_attention_grad_full", R"(func.func @NAME(%q: tensor<1x3x7x8xT>, %k: tensor<1x1x13x8xT>, %v: tensor<1x1x13x8xT>, %g: tensor<1x3x7x8xT>) -> (tensor<1x3x7x8xT>, tensor<1x1x13x8xT>, tensor<1x1x13x8xT>) {
   %o, %l = tg.flash_attention %q, %k, %v {causal = false, scale = 0.35 : f64} : tensor<1x3x7x8xT>, tensor<1x1x13x8xT>, tensor<1x1x13x8xT> -> tensor<1x3x7x8xT>, tensor<1x3x7xT>
   %dq, %dk, %dv = tg.flash_attention_grad %q, %k, %v, %o, %l, %g {causal = false, scale = 0.35 : f64} : tensor<1x3x7x8xT>, tensor<1x1x13x8xT>, tensor<1x1x13x8xT>, tensor<1x3x7x8xT>, tensor<1x3x7xT>, tensor<1x3x7x8xT> -> tensor<1x3x7x8xT>, tensor<1x1x13x8xT>, tensor<1x1x13x8xT>

@@ -549,9 +549,18 @@ LogicalResult FlashAttentionGradOp::inferReturnTypes(
                                      adaptor.getKey(), adaptor.getValue(),
                                      adaptor.getCausal(), windowOf(adaptor))))
     return failure();
-  if (adaptor.getResult().getType() != adaptor.getQuery().getType())
+  auto queryType = cast<RankedTensorType>(adaptor.getQuery().getType());
+  ArrayRef<int64_t> q = queryType.getShape();
+  Type expected = adaptor.getResultTokens()
+                      ? RankedTensorType::get({q[0], q[2], q[1], q[3]},
+                                              queryType.getElementType())
+                      : queryType;
+  if (adaptor.getResult().getType() != expected)
     return fail(loc, name, "result has type ", adaptor.getResult().getType(),
-                ", expected ", adaptor.getQuery().getType(), " like query");
+                ", expected ", expected,
+                adaptor.getResultTokens() ? " (query transposed to [batch, seq, "
+                                            "heads, head_dim]: result_tokens)"
+                                          : " like query");
   if (failed(requireGradLike(loc, name, adaptor.getResultGrad(), "query",
                              adaptor.getQuery())))
     return failure();

@@ -620,3 +620,12 @@ func.func @flash_attention_window_not_causal(%q: tensor<1x2x4x8xf32>) -> tensor<
   %0, %1 = tg.flash_attention %q, %q, %q {causal = false, scale = 0.5 : f64, window = 2 : i64} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>, tensor<1x2x4xf32>
   return %0 : tensor<1x2x4x8xf32>
 }
+
+// -----
+
+func.func @flash_attention_result_tokens_shape(%q: tensor<1x2x4x8xf32>, %l: tensor<1x2x4xf32>) -> tensor<1x2x4x8xf32> {
+  // expected-error @+2 {{'tg.flash_attention_grad' op result has type 'tensor<1x2x4x8xf32>', expected 'tensor<1x4x2x8xf32>' (query transposed to [batch, seq, heads, head_dim]: result_tokens)}}
+  // expected-error @+1 {{'tg.flash_attention_grad' op failed to infer returned types}}
+  %0:3 = tg.flash_attention_grad %q, %q, %q, %q, %l, %q {result_tokens, scale = 0.5 : f64} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
+  return %0#0 : tensor<1x2x4x8xf32>
+}

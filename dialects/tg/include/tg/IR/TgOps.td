@@ -342,13 +342,17 @@ def Tg_FlashAttentionGradOp
     (p = exp(scale * q . k - logsumexp)), never stored, and
     dS = P (dP - rowsum(dO * O)). Query gradients go by query row, key and
     value gradients by key row (summing the query heads of a group), over
-    the visible pairs only.
+    the visible pairs only. With `result_tokens`, `result` is given as
+    [B, T, Hq, D] (the forward's result transposed for the output
+    projection, which the step keeps anyway, so the result itself need not
+    be kept): only its rows are read, and a row is the same D values.
   }];
   let arguments = (ins Tg_FloatTensor:$query, Tg_FloatTensor:$key,
                        Tg_FloatTensor:$value, Tg_FloatTensor:$result,
                        Tg_FloatTensor:$logsumexp, Tg_FloatTensor:$result_grad,
                        F64Attr:$scale, DefaultValuedAttr<BoolAttr, "true">:$causal,
-                       DefaultValuedAttr<I64Attr, "0">:$window);
+                       DefaultValuedAttr<I64Attr, "0">:$window,
+                       UnitAttr:$result_tokens);
   let results = (outs Tg_FloatTensor:$query_grad, Tg_FloatTensor:$key_grad,
                       Tg_FloatTensor:$value_grad);
   let assemblyFormat = "$query `,` $key `,` $value `,` $result `,` $logsumexp `,` $result_grad attr-dict `:` type($query) `,` type($key) `,` type($value) `,` type($result) `,` type($logsumexp) `,` type($result_grad) `->` type(results)";
