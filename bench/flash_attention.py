@@ -45,10 +45,12 @@ def run_step(binary, artifact, tokens, steps, threads, metrics):
                               "--steps", str(steps), "--threads", str(threads), "--metrics", metrics],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                              env=dict(os.environ, OPENBLAS_NUM_THREADS=str(threads)))
+    # wait4 gives this child's own peak RSS (getrusage's children figure is
+    # the largest of all of them so far).
     _, status, usage = os.wait4(child.pid, 0)
-    child.returncode = os.waitstatus_to_exitcode(status)
-    if child.returncode != 0:
-        raise RuntimeError(f"tgrun {artifact} failed with exit status {child.returncode}")
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        raise RuntimeError(f"tgrun {artifact} failed with exit status {code}")
     rows = [json.loads(line) for line in open(metrics) if '"step_ms"' in line]
     return statistics.median(r["step_ms"] for r in rows[1:]), rows[-1]["loss"], usage.ru_maxrss / 1024
 

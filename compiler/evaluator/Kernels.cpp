@@ -2,6 +2,8 @@
 // and reductions share one strided index walker.
 #include "Kernels.h"
 
+#include "tg/IR/AttentionVisibility.h"
+
 #include "llvm/ADT/SmallVector.h"
 
 #include <algorithm>
@@ -125,8 +127,7 @@ struct AttentionDims {
   }
   /// The first visible key of query position t and their number.
   std::pair<int64_t, int64_t> visible(int64_t t, bool causal, int64_t window) const {
-    int64_t end = causal ? std::min(t + 1, keyLen) : keyLen;
-    int64_t first = window > 0 ? std::max<int64_t>(0, t - window + 1) : 0;
+    auto [first, end] = visibleKeyRange(t, keyLen, causal, window);
     return {first, std::max<int64_t>(0, end - first)};
   }
 };

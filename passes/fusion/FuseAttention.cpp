@@ -3,6 +3,7 @@
 // decomposition into batched GEMMs and passes over the [T, S] score matrices
 // (what tg-decompose-attention does to the rest) would hold score matrices
 // over the memory budget, or is estimated slower.
+#include "tg/IR/AttentionVisibility.h"
 #include "tg/IR/TgOps.h"
 #include "tg/Passes/KernelBodies.h"
 #include "tg/Passes/Passes.h"
@@ -69,8 +70,7 @@ AttentionCost costOf(AttentionOp op, bool withGradient) {
   int64_t queries = q[2], window = op.getWindow();
   int64_t visible = 0, tiled = 0;
   for (int64_t t = 0; t < queries; ++t) {
-    int64_t end = op.getCausal() ? std::min(t + 1, keys) : keys;
-    int64_t first = window > 0 ? std::max<int64_t>(0, t - window + 1) : 0;
+    auto [first, end] = visibleKeyRange(t, keys, op.getCausal(), window);
     int64_t count = std::max<int64_t>(0, end - first);
     visible += count;
     tiled += llvm::alignTo(count, kFlashAttentionTile);

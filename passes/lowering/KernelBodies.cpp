@@ -1027,14 +1027,18 @@ struct FlashAttention {
     tile = VectorType::get({kTile}, e.element);
   }
 
+  /// (b, h, t) of query row r.
+  std::tuple<Value, Value, Value> queryRowIndices(Value r) {
+    Value t = e.remIndex(r, queryLen), plane = e.divIndex(r, queryLen);
+    return {e.divIndex(plane, heads), e.remIndex(plane, heads), t};
+  }
   /// The first key row (b, h / group, 0) of query row r's plane, and t.
   std::pair<Value, Value> keyPlaneOfQueryRow(Value r) {
-    Value t = e.remIndex(r, queryLen), plane = e.divIndex(r, queryLen);
-    Value b = e.divIndex(plane, heads), h = e.remIndex(plane, heads);
+    auto [b, h, t] = queryRowIndices(r);
     Value kvPlane = e.addIndex(e.mulIndex(b, kvHeads), e.divIndex(h, group));
     return {e.mulIndex(kvPlane, keyLen), t};
   }
-  /// The keys query position t sees: [first, end).
+  /// The keys query position t sees: [first, end) (visibleKeyRange, in IR).
   std::pair<Value, Value> visibleKeys(Value t) {
     Value first = e.index(0), end = e.index(keyLen);
     if (causal)
@@ -1109,9 +1113,10 @@ struct FlashAttention {
     return vector::BroadcastOp::create(e.b, e.loc, type, scalar);
   }
   Value zeros() { return splat(e.constant(wide, 0.0), wideRow); }
-  Value sum(Value v, arith::FastMathFlags flags = arith::FastMathFlags::reassoc) {
+  /// The sum of a vector's lanes (reassociated).
+  Value sum(Value v) {
     return vector::ReductionOp::create(e.b, e.loc, vector::CombiningKind::ADD, v,
-                                       Value(), flags);
+                                       Value(), arith::FastMathFlags::reassoc);
   }
   /// sum_d x_d y_d, in the element type.
   Value dot(Value x, Value y) { return sum(e.mul(x, y)); }
@@ -1203,8 +1208,7 @@ struct FlashAttention {
       // Row (b, h, t) of o, or of its [B, T, Hq, D] transpose.
       Value resultRow = r;
       if (resultTokens) {
-        Value t = e.remIndex(r, queryLen), plane = e.divIndex(r, queryLen);
-        Value b = e.divIndex(plane, heads), h = e.remIndex(plane, heads);
+        auto [b, h, t] = queryRowIndices(r);
         resultRow = e.addIndex(
             e.mulIndex(e.addIndex(e.mulIndex(b, queryLen), t), heads), h);
       }
