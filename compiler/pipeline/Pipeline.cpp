@@ -37,6 +37,9 @@ void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options) {
   if (options.fusion.elementwise)
     pm.addNestedPass<func::FuncOp>(
         createTgFuseElementwise({options.fusion.remarks}));
+  if (options.fusion.rows)
+    pm.addNestedPass<func::FuncOp>(
+        createTgFuseIntoRows({options.fusion.remarks}));
   pm.addPass(createTgLowerToExec({/*functions=*/{}, options.seed}));
   if (options.fusion.gemmBias)
     pm.addPass(createExecFuseGemmBias());

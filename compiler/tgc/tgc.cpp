@@ -154,11 +154,14 @@ static cl::opt<bool> noFusionOpt(
     cl::desc("Turn off every fusion pass, to compare or to find a fusion at "
              "fault"),
     cl::sub(compileCommand), cl::cat(tgcCategory));
-enum class Fusion { Elementwise, GemmBias, Attention };
+enum class Fusion { Elementwise, Rows, GemmBias, Attention };
 static cl::list<Fusion, bool, ListingParser<Fusion>> noFuseOpt(
     "no-fuse", cl::desc("Turn off one fusion pass (comma-separated list)"),
     cl::values(clEnumValN(Fusion::Elementwise, "elementwise",
                           "tg-fuse-elementwise: elementwise chains, AdamW"),
+               clEnumValN(Fusion::Rows, "rows",
+                          "tg-fuse-into-rows: residual adds, scales and "
+                          "masks into norm and softmax kernels"),
                clEnumValN(Fusion::GemmBias, "gemm-bias",
                           "exec-fuse-gemm-bias: bias adds as GEMM epilogues"),
                clEnumValN(Fusion::Attention, "attention",
@@ -513,6 +516,7 @@ static llvm::Expected<tg::driver::Options> driverOptions() {
   o.libraryGemm = gemmOpt == GemmLowering::Library;
   o.fusion.elementwise =
       !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::Elementwise);
+  o.fusion.rows = !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::Rows);
   o.fusion.gemmBias =
       !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::GemmBias);
   o.fusion.attention =

@@ -2,13 +2,13 @@
 // backward, the AdamW update of a parameter) become one region, so one
 // kernel makes one pass over the elements and keeps every intermediate in
 // registers instead of a buffer written by one kernel and read by the next.
-#include "tg/Exec/IR/ExecOps.h"
+#include "RegionFusion.h"
+
 #include "tg/IR/TgOps.h"
 #include "tg/Passes/KernelBodies.h"
 #include "tg/Passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Transforms/RegionUtils.h"
 #include "llvm/Support/FormatVariadic.h"
 
 namespace mlir::tg {
@@ -17,45 +17,11 @@ namespace mlir::tg {
 
 namespace {
 
-int64_t byteSize(Value v) {
-  auto type = cast<ShapedType>(v.getType());
-  return type.getNumElements() *
-         int64_t(llvm::divideCeil(type.getElementTypeBitWidth(), 8));
-}
-
 int64_t elementCount(ArrayRef<int64_t> shape) {
   int64_t n = 1;
   for (int64_t d : shape)
     n *= d;
   return n;
-}
-
-/// A region that is exactly a bias add of a library GEMM's product: left
-/// alone, so that exec-fuse-gemm-bias makes it the GEMM's epilogue (no pass
-/// over the product at all on the CPU, cuBLASLt's epilogue on CUDA).
-bool isGemmBiasAdd(exec::DispatchRegionOp region) {
-  Block &body = region.getBody().front();
-  if (body.getOperations().size() != 2)
-    return false;
-  auto add = dyn_cast<AddOp>(body.front());
-  if (!add)
-    return false;
-  for (auto [product, bias] : {std::pair(add.getLhs(), add.getRhs()),
-                               std::pair(add.getRhs(), add.getLhs())})
-    if (product.getDefiningOp<MatmulOp>() &&
-        cast<ShapedType>(bias.getType()).getRank() == 1)
-      return true;
-  return false;
-}
-
-/// The op computing `result` of a dispatch region, which a remark about
-/// fusing it points at.
-Operation *producerOf(OpResult result) {
-  auto region = cast<exec::DispatchRegionOp>(result.getOwner());
-  Value yielded = region.getBody().front().getTerminator()->getOperand(
-      result.getResultNumber());
-  Operation *op = yielded.getDefiningOp();
-  return op ? op : region;
 }
 
 struct FuseElementwisePass
@@ -82,37 +48,6 @@ struct FuseElementwisePass
   }
 
 private:
-  /// Rank-0 splat constants (AdamW's betas, a mean's 1/n) become part of
-  /// the kernel, compiled in, instead of buffers it reads.
-  /// Each value once: constants already inside (from an absorbed region)
-  /// are reused.
-  void cloneSplatConstants(exec::DispatchRegionOp region) {
-    Block &body = region.getBody().front();
-    DenseMap<Attribute, Value> inside;
-    for (auto constant : llvm::make_early_inc_range(body.getOps<ConstantOp>()))
-      if (auto [it, added] =
-              inside.try_emplace(constant.getValue(), constant.getResult());
-          !added) {
-        constant.replaceAllUsesWith(it->second);
-        constant.erase();
-      }
-    OpBuilder b(&body, body.begin());
-    for (Operation &op : body)
-      for (OpOperand &operand : op.getOpOperands()) {
-        auto constant = operand.get().getDefiningOp<ConstantOp>();
-        if (!constant || constant->getBlock() == &body)
-          continue;
-        auto value = dyn_cast<DenseElementsAttr>(constant.getValue());
-        if (!value || !value.isSplat() ||
-            cast<ShapedType>(value.getType()).getRank() != 0)
-          continue;
-        Value &copy = inside[value];
-        if (!copy)
-          copy = b.clone(*constant)->getResult(0);
-        operand.set(copy);
-      }
-  }
-
   /// The first producer region of `region` that it may absorb, reporting
   /// (with remarks) why the others are not.
   exec::DispatchRegionOp nextProducer(exec::DispatchRegionOp region) {
@@ -159,79 +94,10 @@ private:
                            theirs / std::max<int64_t>(ours, 1), ours, theirs)
           .str();
     }
-    Block *block = region->getBlock();
-    if (int64_t inputs = mergedInputCount(region, producer);
-        inputs > maxInputs)
-      return llvm::formatv("the kernel would read {0} buffers, more than "
-                           "max-inputs ({1}): a GPU kernel's parameters are "
-                           "limited",
-                           inputs, maxInputs)
-          .str();
-    for (Operation *user : producer->getUsers()) {
-      // The user itself, or the region holding it.
-      Operation *reader = block->findAncestorOpInBlock(*user);
-      if (reader != region && reader->isBeforeInBlock(region))
-        return llvm::formatv("'{0}' reads it before that kernel runs",
-                             user->getName().getStringRef())
-            .str();
-    }
-    return "";
-  }
-
-  /// The buffers the kernel of `region` and `producer` merged would read:
-  /// what either uses from outside, but for the producer's own results and
-  /// the splat constants compiled in.
-  static int64_t mergedInputCount(exec::DispatchRegionOp region,
-                                  exec::DispatchRegionOp producer) {
-    llvm::SetVector<Value> used;
-    getUsedValuesDefinedAbove(region.getBody(), used);
-    getUsedValuesDefinedAbove(producer.getBody(), used);
-    return llvm::count_if(used, [&](Value v) {
-      return v.getDefiningOp() != producer.getOperation() &&
-             !v.getDefiningOp<ConstantOp>();
-    });
-  }
-
-  /// Moves `producer`'s ops into `region`, whose results become what both
-  /// yielded and something outside still reads. Returns the new region.
-  exec::DispatchRegionOp absorb(exec::DispatchRegionOp region,
-                                exec::DispatchRegionOp producer) {
-    Block &body = region.getBody().front();
-    Block &from = producer.getBody().front();
-    auto producerYield = cast<exec::YieldOp>(from.getTerminator());
-    SmallVector<Value> yielded(
-        cast<exec::YieldOp>(body.getTerminator()).getValues());
-    SmallVector<Value> kept; // producer results read outside `region`
-    for (auto [result, value] :
-         llvm::zip(producer.getResults(), producerYield.getValues())) {
-      result.replaceUsesWithIf(value, [&](OpOperand &use) {
-        return region->isAncestor(use.getOwner());
-      });
-      if (!result.use_empty()) {
-        kept.push_back(result);
-        yielded.push_back(value);
-      }
-    }
-    body.getOperations().splice(body.begin(), from.getOperations(),
-                                from.begin(), std::prev(from.end()));
-    cloneSplatConstants(region);
-
-    OpBuilder b(region);
-    auto merged = exec::DispatchRegionOp::create(
-        b, region.getLoc(), ValueRange(yielded).getTypes());
-    merged.getBody().takeBody(region.getBody());
-    Block &mergedBody = merged.getBody().front();
-    mergedBody.getTerminator()->erase();
-    b.setInsertionPointToEnd(&mergedBody);
-    exec::YieldOp::create(b, region.getLoc(), yielded);
-    unsigned ownResults = region.getNumResults();
-    region.replaceAllUsesWith(merged.getResults().take_front(ownResults));
-    for (auto [old, now] :
-         llvm::zip(kept, merged.getResults().drop_front(ownResults)))
-      old.replaceAllUsesWith(now);
-    region.erase();
-    producer.erase();
-    return merged;
+    if (std::string why = tooManyInputs(region, producer, maxInputs);
+        !why.empty())
+      return why;
+    return readBeforeConsumer(producer, region);
   }
 
   /// (producer, consuming op) pairs already found not fusable; ops keep

@@ -79,19 +79,21 @@ LogicalResult bufferize(func::FuncOp kernel) {
       buffers[value] = output;
   }
   SmallVector<Value> locals;
+  // A group is one loop nest, each returned value written once, no
+  // intermediate buffers.
+  SmallVector<Value> yielded, outputs;
+  for (auto [i, value] : llvm::enumerate(ret.getOperands()))
+    if (!isa<BlockArgument>(value) &&
+        buffers[value] == entry->getArgument(numInputs + i)) {
+      yielded.push_back(value);
+      outputs.push_back(buffers[value]);
+    }
+  ValueRange inputs = entry->getArguments().take_front(numInputs);
   if (elementwiseGroupShape(body)) {
-    // One loop nest for the whole group, each returned value written once,
-    // no intermediate buffers.
-    SmallVector<Value> yielded, outputs;
-    for (auto [i, value] : llvm::enumerate(ret.getOperands()))
-      if (!isa<BlockArgument>(value) &&
-          buffers[value] == entry->getArgument(numInputs + i)) {
-        yielded.push_back(value);
-        outputs.push_back(buffers[value]);
-      }
-    if (failed(emitElementwiseGroup(
-            b, body, entry->getArguments().take_front(numInputs), yielded,
-            outputs)))
+    if (failed(emitElementwiseGroup(b, body, inputs, yielded, outputs)))
+      return failure();
+  } else if (rowGroupOp(body)) {
+    if (failed(emitRowGroup(b, body, inputs, yielded, outputs)))
       return failure();
   } else if (failed(emitOpByOp(b, body, buffers, locals))) {
     return failure();

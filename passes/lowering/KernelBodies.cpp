@@ -247,6 +247,10 @@ std::pair<int64_t, int64_t> rowsOf(Value v) {
   return {width == 0 ? 0 : type.getNumElements() / width, width};
 }
 
+/// Where a row gradient's elements dx(row, i) go: stored into dx's buffer,
+/// or through a row group's epilogue (emitRowGroup).
+using RowSink = llvm::function_ref<void(Value v, Value row, Value i)>;
+
 //===----------------------------------------------------------------------===//
 // Elementwise ops: one linalg.generic with broadcasting indexing maps.
 //===----------------------------------------------------------------------===//
@@ -640,8 +644,8 @@ void emitSoftmax(Emitter &e, Value x, Value y, int64_t rows, int64_t n) {
   e.rows(rows, [&](Value r) { softmaxRow(e, x, y, e.mulIndex(r, n), n); });
 }
 
-void emitSoftmaxGrad(Emitter &e, Value y, Value dy, Value dx, int64_t rows,
-                     int64_t n) {
+void emitSoftmaxGrad(Emitter &e, Value y, Value dy, int64_t rows, int64_t n,
+                     RowSink dx) {
   e.rows(rows, [&](Value r) {
     Value base = e.mulIndex(r, n);
     Value dot = e.sum(n, [&](Value i) {
@@ -650,7 +654,7 @@ void emitSoftmaxGrad(Emitter &e, Value y, Value dy, Value dx, int64_t rows,
     });
     e.loop(n, [&](Value i) {
       Value at = e.addIndex(base, i);
-      e.store(e.mul(e.load(y, at), e.sub(e.load(dy, at), dot)), dx, at);
+      dx(e.mul(e.load(y, at), e.sub(e.load(dy, at), dot)), r, i);
     });
   });
 }
@@ -679,25 +683,25 @@ Value rmsRstd(Emitter &e, Value x, Value base, int64_t n, double epsilon) {
       e.add(e.div(sumSquares, e.constant((double)n)), e.constant(epsilon)));
 }
 
-void emitLayerNorm(Emitter &e, LayerNormOp op, Value x, Value w, Value bias,
-                   Value y, int64_t rows, int64_t n) {
-  e.rows(rows, [&](Value r) {
-    Value base = e.mulIndex(r, n);
-    auto [mean, rstd] = layerNormStats(e, x, base, n, op.getEpsilon().convertToDouble());
-    e.loop(n, [&](Value i) {
-      Value at = e.addIndex(base, i);
-      Value xhat = e.mul(e.sub(e.load(x, at), mean), rstd);
-      e.store(e.add(e.mul(xhat, e.load(w, i)), e.load(bias, i)), y, at);
-    });
+/// Row `base` of layer_norm(x) into y.
+void layerNormRow(Emitter &e, LayerNormOp op, Value x, Value w, Value bias,
+                  Value y, Value base, int64_t n) {
+  auto [mean, rstd] =
+      layerNormStats(e, x, base, n, op.getEpsilon().convertToDouble());
+  e.loop(n, [&, mean = mean, rstd = rstd](Value i) {
+    Value at = e.addIndex(base, i);
+    Value xhat = e.mul(e.sub(e.load(x, at), mean), rstd);
+    e.store(e.add(e.mul(xhat, e.load(w, i)), e.load(bias, i)), y, at);
   });
 }
 
 /// The weight and bias gradients sum over every row (thousands): xhat goes
-/// into dx first, a column pass sums dy * xhat and dy into dw and db (f64,
+/// into `scratch` (dx's buffer, or a row group's output of its shape)
+/// first, a column pass sums dy * xhat and dy into dw and db (f64,
 /// Emitter::columnSums), then dx is computed over it.
 void emitLayerNormGrad(Emitter &e, LayerNormGradOp op, Value x, Value w,
-                       Value dy, Value dx, Value dw, Value db, int64_t rows,
-                       int64_t n) {
+                       Value dy, Value scratch, Value dw, Value db,
+                       int64_t rows, int64_t n, RowSink dx) {
   double epsilon = op.getEpsilon().convertToDouble();
   auto xhatOf = [&](Value at, Value mean, Value rstd) {
     return e.mul(e.sub(e.load(x, at), mean), rstd);
@@ -707,13 +711,13 @@ void emitLayerNormGrad(Emitter &e, LayerNormGradOp op, Value x, Value w,
     auto [mean, rstd] = layerNormStats(e, x, base, n, epsilon);
     e.loop(n, [&, mean = mean, rstd = rstd](Value i) {
       Value at = e.addIndex(base, i);
-      e.store(xhatOf(at, mean, rstd), dx, at);
+      e.store(xhatOf(at, mean, rstd), scratch, at);
     });
   });
   e.columnSums(rows, n, {dw, db}, [&](Value r, Value c) {
     Value at = e.addIndex(e.mulIndex(r, n), c);
     Value dyi = e.load(dy, at);
-    return SmallVector<Value>{e.mul(dyi, e.load(dx, at)), dyi};
+    return SmallVector<Value>{e.mul(dyi, e.load(scratch, at)), dyi};
   });
   Value count = e.constant((double)n);
   e.rows(rows, [&](Value r) {
@@ -734,39 +738,38 @@ void emitLayerNormGrad(Emitter &e, LayerNormGradOp op, Value x, Value w,
       Value at = e.addIndex(base, i);
       Value g = e.mul(e.load(dy, at), e.load(w, i));
       Value v = e.sub(e.sub(g, meanG), e.mul(xhatAt(at), meanGXhat));
-      e.store(e.mul(rstd, v), dx, at);
+      dx(e.mul(rstd, v), r, i);
     });
   });
 }
 
-void emitRmsNorm(Emitter &e, RmsNormOp op, Value x, Value w, Value y,
-                 int64_t rows, int64_t n) {
-  e.rows(rows, [&](Value r) {
-    Value base = e.mulIndex(r, n);
-    Value rstd = rmsRstd(e, x, base, n, op.getEpsilon().convertToDouble());
-    e.loop(n, [&](Value i) {
-      Value at = e.addIndex(base, i);
-      e.store(e.mul(e.mul(e.load(x, at), rstd), e.load(w, i)), y, at);
-    });
+/// Row `base` of rms_norm(x) into y.
+void rmsNormRow(Emitter &e, RmsNormOp op, Value x, Value w, Value y,
+                Value base, int64_t n) {
+  Value rstd = rmsRstd(e, x, base, n, op.getEpsilon().convertToDouble());
+  e.loop(n, [&](Value i) {
+    Value at = e.addIndex(base, i);
+    e.store(e.mul(e.mul(e.load(x, at), rstd), e.load(w, i)), y, at);
   });
 }
 
-/// As layer_norm_grad: x * rstd goes into dx first, a column pass sums
-/// dy * x * rstd into dw, then dx is computed over it.
+/// As layer_norm_grad: x * rstd goes into `scratch` first, a column pass
+/// sums dy * x * rstd into dw, then dx is computed over it.
 void emitRmsNormGrad(Emitter &e, RmsNormGradOp op, Value x, Value w, Value dy,
-                     Value dx, Value dw, int64_t rows, int64_t n) {
+                     Value scratch, Value dw, int64_t rows, int64_t n,
+                     RowSink dx) {
   double epsilon = op.getEpsilon().convertToDouble();
   e.rows(rows, [&](Value r) {
     Value base = e.mulIndex(r, n);
     Value rstd = rmsRstd(e, x, base, n, epsilon);
     e.loop(n, [&](Value i) {
       Value at = e.addIndex(base, i);
-      e.store(e.mul(e.load(x, at), rstd), dx, at);
+      e.store(e.mul(e.load(x, at), rstd), scratch, at);
     });
   });
   e.columnSums(rows, n, {dw}, [&](Value r, Value c) {
     Value at = e.addIndex(e.mulIndex(r, n), c);
-    return SmallVector<Value>{e.mul(e.load(dy, at), e.load(dx, at))};
+    return SmallVector<Value>{e.mul(e.load(dy, at), e.load(scratch, at))};
   });
   e.rows(rows, [&](Value r) {
     Value base = e.mulIndex(r, n);
@@ -781,8 +784,8 @@ void emitRmsNormGrad(Emitter &e, RmsNormGradOp op, Value x, Value w, Value dy,
     e.loop(n, [&](Value i) {
       Value at = e.addIndex(base, i);
       Value g = e.mul(e.load(dy, at), e.load(w, i));
-      e.store(e.sub(e.mul(rstd, g), e.mul(e.mul(rstd3, e.load(x, at)), meanGX)),
-              dx, at);
+      dx(e.sub(e.mul(rstd, g), e.mul(e.mul(rstd3, e.load(x, at)), meanGX)), r,
+         i);
     });
   });
 }
@@ -1349,6 +1352,264 @@ LogicalResult emitElementwiseGroup(OpBuilder &b, Block &body,
   return success();
 }
 
+bool takesRowPrologue(Operation *op) {
+  return isa<LayerNormOp, RmsNormOp, SoftmaxOp>(op);
+}
+
+bool takesRowEpilogue(Operation *op) {
+  return isa<LayerNormGradOp, RmsNormGradOp, SoftmaxGradOp>(op);
+}
+
+Operation *rowGroupOp(Block &body) {
+  Operation *rowOp = nullptr;
+  for (Operation &op : body.without_terminator())
+    if (!isElementwise(&op) && !isa<ConstantOp>(op)) {
+      if (rowOp || !(takesRowPrologue(&op) || takesRowEpilogue(&op)))
+        return nullptr;
+      rowOp = &op;
+    }
+  if (!rowOp)
+    return nullptr;
+  bool prologue = takesRowPrologue(rowOp);
+  ArrayRef<int64_t> space = shapeOf(rowOp->getOperand(0));
+  bool any = false;
+  for (Operation &op : body.without_terminator()) {
+    if (&op == rowOp)
+      continue;
+    if (auto constant = dyn_cast<ConstantOp>(op)) {
+      auto value = dyn_cast<DenseElementsAttr>(constant.getValue());
+      if (!value || !value.isSplat() ||
+          cast<ShapedType>(value.getType()).getRank() != 0)
+        return nullptr;
+      continue;
+    }
+    if (shapeOf(op.getResult(0)) != space ||
+        op.isBeforeInBlock(rowOp) != prologue)
+      return nullptr;
+    // An epilogue reads dx only: the weight and bias gradients are sums
+    // over every row.
+    if (!prologue && llvm::any_of(op.getOperands(), [&](Value v) {
+          return v.getDefiningOp() == rowOp && v != rowOp->getResult(0);
+        }))
+      return nullptr;
+    any = true;
+  }
+  // A prologue computes the row input, and nothing else the row op reads.
+  for (auto [k, operand] : llvm::enumerate(rowOp->getOperands()))
+    if (Operation *def = operand.getDefiningOp();
+        def && def->getBlock() == &body && (!prologue || k != 0))
+      return nullptr;
+  if (prologue && !rowOp->getOperand(0).getDefiningOp())
+    return nullptr;
+  return any ? rowOp : nullptr;
+}
+
+namespace {
+
+/// The flat position of element i of row r of `space` in an operand of
+/// shape `in`, broadcast to `space` by numpy rules.
+Value broadcastIndex(Emitter &e, ArrayRef<int64_t> in, ArrayRef<int64_t> space,
+                     Value r, Value i) {
+  int64_t n = space.empty() ? 1 : space.back();
+  if (in == space)
+    return e.addIndex(e.mulIndex(r, n), i);
+  if (in.empty())
+    return e.index(0);
+  size_t lead = space.size() - in.size();
+  Value offset = in.back() == 1 ? e.index(0) : i;
+  int64_t stride = in.back();
+  Value rest = r;
+  for (int64_t d = (int64_t)space.size() - 2; d >= 0; --d) {
+    Value at = d == 0 ? rest : e.remIndex(rest, space[d]);
+    if (d > 0)
+      rest = e.divIndex(rest, space[d]);
+    if (d < (int64_t)lead)
+      break;
+    int64_t extent = in[d - lead];
+    if (extent != 1)
+      offset = e.addIndex(offset, e.mulIndex(at, stride));
+    stride *= extent;
+  }
+  return offset;
+}
+
+/// Emits a row group (rowGroupOp): one row loop; each row computes its
+/// prologue and keeps it in the row input's buffer for the row op, or hands
+/// each dx element of the row op to the epilogue as it is computed.
+class RowGroup {
+public:
+  RowGroup(OpBuilder &b, Block &body, ValueRange inputs, ValueRange yielded,
+           ValueRange outputs)
+      : b(b), body(body), rowOp(rowGroupOp(body)),
+        space(shapeOf(rowOp->getOperand(0))),
+        e(b, rowOp->getLoc(), getElementTypeOrSelf(rowOp->getResult(0).getType())) {
+    std::tie(rows, n) = rowsOf(rowOp->getOperand(0));
+    for (auto [arg, input] : llvm::zip(body.getArguments(), inputs))
+      buffers[arg] = flatten(b, e.loc, input);
+    for (auto [value, output] : llvm::zip(yielded, outputs)) {
+      buffers[value] = flatten(b, e.loc, output);
+      this->yielded.push_back(value);
+    }
+  }
+
+  LogicalResult emit() {
+    // The buffers the row op reads and writes, before the loops; its row
+    // input (prologue) or dx (epilogue) may have none (see below).
+    bool prologue = takesRowPrologue(rowOp);
+    for (Value v : rowOp->getOperands().drop_front(prologue ? 1 : 0))
+      bufferOf(v);
+    for (Value v : rowOp->getResults().drop_front(prologue ? 0 : 1))
+      bufferOf(v);
+    if (prologue)
+      emitWithPrologue();
+    else
+      emitWithEpilogue();
+    for (Value local : locals)
+      memref::DeallocOp::create(b, e.loc, local);
+    if (unknown)
+      return unknown->emitOpError("is declared Tg_Elementwise but the CPU "
+                                  "lowering has no scalar computation for it");
+    return success();
+  }
+
+private:
+  /// Row by row: the prologue's values of the row, stored where they are
+  /// yielded (the row input x, if not, in the row op's result row, which
+  /// the row op then overwrites element by element), then the row op.
+  void emitWithPrologue() {
+    Value x = rowOp->getOperand(0);
+    Value xRows = buffers.lookup(x);
+    if (!xRows)
+      xRows = bufferOf(rowOp->getResult(0));
+    e.rows(rows, [&](Value r) {
+      Value base = e.mulIndex(r, n);
+      e.loop(n, [&](Value i) {
+        IRMapping scalars;
+        computeElement(r, i, scalars);
+        Value at = e.addIndex(base, i);
+        storeYielded(scalars, at);
+        if (!buffers.count(x))
+          e.store(scalars.lookup(x), xRows, at);
+      });
+      llvm::TypeSwitch<Operation *>(rowOp)
+          .Case([&](LayerNormOp op) {
+            layerNormRow(e, op, xRows, bufferOf(op.getWeight()),
+                         bufferOf(op.getBias()), bufferOf(op.getResult()),
+                         base, n);
+          })
+          .Case([&](RmsNormOp op) {
+            rmsNormRow(e, op, xRows, bufferOf(op.getWeight()),
+                       bufferOf(op.getResult()), base, n);
+          })
+          .Case([&](SoftmaxOp op) {
+            softmaxRow(e, xRows, bufferOf(op.getResult()), base, n);
+          });
+    });
+  }
+
+  /// The row op with each dx element going through the epilogue, which
+  /// stores what is yielded (dx itself only if it is). The row op's scratch
+  /// rows (layer_norm_grad's xhat) are dx's buffer, or an epilogue output.
+  void emitWithEpilogue() {
+    Value dx = rowOp->getResult(0);
+    Value scratch = buffers.lookup(dx);
+    for (Value v : yielded)
+      if (!scratch && v.getDefiningOp() != rowOp && shapeOf(v) == space)
+        scratch = buffers[v];
+    if (!scratch)
+      scratch = bufferOf(dx);
+    auto epilogue = [&](Value v, Value r, Value i) {
+      IRMapping scalars;
+      scalars.map(dx, v);
+      computeElement(r, i, scalars);
+      storeYielded(scalars, e.addIndex(e.mulIndex(r, n), i));
+    };
+    auto operand = [&](unsigned k) { return bufferOf(rowOp->getOperand(k)); };
+    llvm::TypeSwitch<Operation *>(rowOp)
+        .Case([&](LayerNormGradOp op) {
+          emitLayerNormGrad(e, op, operand(0), operand(1), operand(2), scratch,
+                            bufferOf(op.getResult(1)),
+                            bufferOf(op.getResult(2)), rows, n, epilogue);
+        })
+        .Case([&](RmsNormGradOp op) {
+          emitRmsNormGrad(e, op, operand(0), operand(1), operand(2), scratch,
+                          bufferOf(op.getResult(1)), rows, n, epilogue);
+        })
+        .Case([&](SoftmaxGradOp) {
+          emitSoftmaxGrad(e, operand(0), operand(1), rows, n, epilogue);
+        });
+  }
+
+  /// The flat buffer of `v`: its input or output, or a local buffer.
+  Value bufferOf(Value v) {
+    if (Value buffer = buffers.lookup(v))
+      return buffer;
+    Value local = memref::AllocOp::create(
+        b, e.loc,
+        MemRefType::get(shapeOf(v), getElementTypeOrSelf(v.getType())));
+    locals.push_back(local);
+    return buffers[v] = flatten(b, e.loc, local);
+  }
+
+  /// The elementwise ops' values at element i of row r, in `scalars`
+  /// (which holds dx for an epilogue); block arguments are read from their
+  /// buffers at their broadcast position.
+  void computeElement(Value r, Value i, IRMapping &scalars) {
+    for (Operation &op : body.without_terminator()) {
+      if (&op == rowOp || scalars.contains(op.getResult(0)))
+        continue;
+      if (!isa<ConstantOp>(op) &&
+          takesRowPrologue(rowOp) != op.isBeforeInBlock(rowOp))
+        continue;
+      Emitter oe(b, op.getLoc(), getElementTypeOrSelf(op.getResult(0).getType()));
+      Value v;
+      if (auto constant = dyn_cast<ConstantOp>(op)) {
+        v = splatScalar(oe, constant);
+      } else {
+        SmallVector<Value> operands;
+        for (Value operand : op.getOperands())
+          operands.push_back(scalars.contains(operand)
+                                 ? scalars.lookup(operand)
+                                 : oe.load(buffers.lookup(operand),
+                                           broadcastIndex(oe, shapeOf(operand),
+                                                          space, r, i)));
+        v = elementwiseScalar(oe, &op, operands);
+      }
+      if (!v) {
+        unknown = &op;
+        v = oe.constant(0.0);
+      }
+      scalars.map(op.getResult(0), v);
+    }
+  }
+
+  /// Stores the yielded values among `scalars` at flat position `at`.
+  void storeYielded(IRMapping &scalars, Value at) {
+    for (Value v : yielded)
+      if (scalars.contains(v))
+        e.store(scalars.lookup(v), buffers[v], at);
+  }
+
+  OpBuilder &b;
+  Block &body;
+  Operation *rowOp;
+  ArrayRef<int64_t> space;
+  Emitter e;
+  int64_t rows = 0, n = 0;
+  DenseMap<Value, Value> buffers; // body values -> flat buffers
+  SmallVector<Value> yielded;
+  SmallVector<Value> locals;
+  Operation *unknown = nullptr;
+};
+
+} // namespace
+
+LogicalResult emitRowGroup(OpBuilder &b, Block &body, ValueRange inputs,
+                           ValueRange yielded, ValueRange outputs) {
+  assert(rowGroupOp(body) && "emitRowGroup on a block that is not a group");
+  return RowGroup(b, body, inputs, yielded, outputs).emit();
+}
+
 bool hasKernelBody(Operation *op) {
   return op->hasTrait<TgOpTrait::HasKernelBody>();
 }
@@ -1410,22 +1671,33 @@ LogicalResult emitKernelBody(OpBuilder &b, Operation *op, ValueRange operands,
     out.push_back(flatten(b, loc, v));
   auto [rows, n] = rowsOf(operands[0]);
   Emitter e(b, loc, getElementTypeOrSelf(results[0].getType()));
+  // A row gradient's dx, element i of row r, into its buffer.
+  auto intoDx = [&](Value v, Value r, Value i) {
+    e.store(v, out[0], e.addIndex(e.mulIndex(r, n), i));
+  };
   bool known = true;
   llvm::TypeSwitch<Operation *>(op)
       .Case([&](SoftmaxOp) { emitSoftmax(e, in[0], out[0], rows, n); })
       .Case([&](SoftmaxGradOp) {
-        emitSoftmaxGrad(e, in[0], in[1], out[0], rows, n);
+        emitSoftmaxGrad(e, in[0], in[1], rows, n, intoDx);
       })
       .Case([&](LayerNormOp o) {
-        emitLayerNorm(e, o, in[0], in[1], in[2], out[0], rows, n);
+        e.rows(rows, [&](Value r) {
+          layerNormRow(e, o, in[0], in[1], in[2], out[0], e.mulIndex(r, n), n);
+        });
       })
       .Case([&](LayerNormGradOp o) {
         emitLayerNormGrad(e, o, in[0], in[1], in[2], out[0], out[1], out[2],
-                          rows, n);
+                          rows, n, intoDx);
       })
-      .Case([&](RmsNormOp o) { emitRmsNorm(e, o, in[0], in[1], out[0], rows, n); })
+      .Case([&](RmsNormOp o) {
+        e.rows(rows, [&](Value r) {
+          rmsNormRow(e, o, in[0], in[1], out[0], e.mulIndex(r, n), n);
+        });
+      })
       .Case([&](RmsNormGradOp o) {
-        emitRmsNormGrad(e, o, in[0], in[1], in[2], out[0], out[1], rows, n);
+        emitRmsNormGrad(e, o, in[0], in[1], in[2], out[0], out[1], rows, n,
+                        intoDx);
       })
       .Case([&](CrossEntropyOp) {
         emitCrossEntropy(e, in[0], in[1], out[0], rows, n);

@@ -1,11 +1,13 @@
 """Fusion (issue 12): the fused program computes what the unfused one does.
 
-tg-fuse-elementwise merges elementwise chains into one kernel without
-recomputing anything, and every op still rounds to its own type, so a step
-compiled with fusion must give bitwise the same losses, gradient norms and
-weights as the same step compiled with `--no-fusion` (and with each fusion
-off alone; flash attention, which rounds differently, is off in all of them), in float32 and float64 (the CPU target runs no bf16 GEMMs), for
-both model families. (The fused programs are also the ones
+tg-fuse-elementwise merges elementwise chains into one kernel, and
+tg-fuse-into-rows elementwise prologues and epilogues into norm and softmax
+row kernels, without recomputing anything; every op still rounds to its own
+type. So a step compiled with fusion must give bitwise the same losses,
+gradient norms and weights as the same step compiled with `--no-fusion`
+(and with each fusion off alone; flash attention, which rounds differently,
+is off in all of them), in float32 and float64 (the CPU target runs no bf16
+GEMMs), for both model families. (The fused programs are also the ones
 test_tgrun_vs_torch compares with PyTorch in float64.) `--stats` must show
 fewer launches and fewer kernel bytes, and the AdamW update of every
 parameter as one kernel.
@@ -29,6 +31,7 @@ STEPS = 6
 # same function with other roundings (test_flash_attention checks it).
 VARIANTS = {"fused": ["--no-fuse=attention"], "unfused": ["--no-fusion"],
             "no-elementwise": ["--no-fuse=elementwise,attention"],
+            "no-rows": ["--no-fuse=rows,attention"],
             "no-gemm-bias": ["--no-fuse=gemm-bias,attention"]}
 
 
@@ -59,7 +62,7 @@ class Fusion(unittest.TestCase):
             for dtype in ("f32", "f64"):
                 with self.subTest(model=name, dtype=dtype):
                     steps, weights = self.train(model, dtype, "fused")
-                    for variant in ("unfused", "no-elementwise", "no-gemm-bias"):
+                    for variant in ("unfused", "no-elementwise", "no-rows", "no-gemm-bias"):
                         other_steps, other_weights = self.train(model, dtype, variant)
                         self.assertEqual(steps, other_steps, variant)
                         self.assertEqual(sorted(weights), sorted(other_weights))
@@ -75,7 +78,12 @@ class Fusion(unittest.TestCase):
             with self.subTest(model=name):
                 fused, unfused = self.stats(model), self.stats(model, "--no-fusion")
                 elementwise_off = self.stats(model, "--no-fuse=elementwise")
+                rows_off = self.stats(model, "--no-fuse=rows")
                 self.assertLess(fused["kernel_launches"], elementwise_off["kernel_launches"])
+                # tg-fuse-into-rows: residual adds, scales and masks into
+                # norm and softmax kernels.
+                self.assertLess(fused["kernel_launches"], rows_off["kernel_launches"])
+                self.assertLess(fused["kernel_bytes"], rows_off["kernel_bytes"])
                 # (Llama has no biases for exec-fuse-gemm-bias.)
                 self.assertLessEqual(elementwise_off["kernel_launches"],
                                      unfused["kernel_launches"])

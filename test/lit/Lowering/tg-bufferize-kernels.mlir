@@ -17,27 +17,81 @@ module @kernels {
 
 // -----
 
-// A multi-op kernel (what fusion will form): the intermediate value lives in
-// a local buffer freed at the end, the result in the output; a value
-// returned twice is computed once and copied into the second output, and a
-// returned argument is copied.
+// A multi-op kernel that is no group (an elementwise op after a softmax):
+// the intermediate value lives in a local buffer freed at the end, the
+// result in the output; a value returned twice is computed once and copied
+// into the second output, and a returned argument is copied.
 // CHECK-LABEL: func.func @k1_fused(
 // CHECK-SAME:      %[[X:[^:]+]]: memref<4x8xf32>, %[[O0:[^:]+]]: memref<4x8xf32>, %[[O1:[^:]+]]: memref<4x8xf32>, %[[O2:[^:]+]]: memref<4x8xf32>)
 // CHECK:         %[[TMP:.+]] = memref.alloc() : memref<4x8xf32>
-// CHECK:         linalg.generic {{.*}} ins(%[[X]] : memref<4x8xf32>) outs(%[[TMP]] : memref<4x8xf32>)
-// CHECK:           math.exp
+// CHECK:         memref.collapse_shape %[[X]]
 // CHECK:         memref.collapse_shape %[[TMP]]
-// CHECK:         memref.collapse_shape %[[O0]]
-// CHECK:         scf.for
+// CHECK:         scf.parallel
+// CHECK:         linalg.generic {{.*}} ins(%[[TMP]] : memref<4x8xf32>) outs(%[[O0]] : memref<4x8xf32>)
+// CHECK:           math.exp
 // CHECK:         linalg.copy ins(%[[O0]] : memref<4x8xf32>) outs(%[[O1]] : memref<4x8xf32>)
 // CHECK:         linalg.copy ins(%[[X]] : memref<4x8xf32>) outs(%[[O2]] : memref<4x8xf32>)
 // CHECK:         memref.dealloc %[[TMP]]
 // CHECK-NEXT:    return
 module @kernels {
   func.func @k1_fused(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
-    %e = tg.exp %x : tensor<4x8xf32>
-    %s = tg.softmax %e : tensor<4x8xf32>
-    return %s, %s, %x : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+    %s = tg.softmax %x : tensor<4x8xf32>
+    %e = tg.exp %s : tensor<4x8xf32>
+    return %e, %e, %x : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+  }
+}
+
+// -----
+
+// A row group with a prologue (tg-fuse-into-rows): one loop over the rows;
+// each row of the residual sum is computed, stored in its output (it is
+// returned), and normalised from there. No local buffer.
+// CHECK-LABEL: func.func @k2_add_to_layer_norm(
+// CHECK-SAME:      %[[H:[^:]+]]: memref<4x8xf32>, %[[A:[^:]+]]: memref<4x8xf32>, %[[W:[^:]+]]: memref<8xf32>, %[[B:[^:]+]]: memref<8xf32>, %[[Y:[^:]+]]: memref<4x8xf32>, %[[S:[^:]+]]: memref<4x8xf32>)
+// CHECK-NOT:     memref.alloc
+// CHECK-DAG:     %[[HF:.+]] = memref.collapse_shape %[[H]]
+// CHECK-DAG:     %[[SF:.+]] = memref.collapse_shape %[[S]]
+// CHECK:         scf.parallel
+// CHECK:           scf.for
+// CHECK:             memref.load %[[HF]]
+// CHECK:             arith.addf
+// CHECK:             memref.store %{{.*}}, %[[SF]]
+// CHECK:           scf.for {{.*}} -> (f64)
+// CHECK:             memref.load %[[SF]]
+// CHECK-NOT:     scf.parallel
+// CHECK:         return
+module @kernels {
+  func.func @k2_add_to_layer_norm(%h: tensor<4x8xf32>, %a: tensor<4x8xf32>, %w: tensor<8xf32>, %b: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+    %s = tg.add %h, %a : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+    %y = tg.layer_norm %s, %w, %b {epsilon = 1.0e-5 : f64} : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+    return %y, %s : tensor<4x8xf32>, tensor<4x8xf32>
+  }
+}
+
+// -----
+
+// A row group with an epilogue: dx is not returned, so layer_norm_grad
+// keeps its xhat rows in the epilogue's output, and each dx element goes
+// through the add into that output as it is computed.
+// CHECK-LABEL: func.func @k3_layer_norm_grad_to_add(
+// CHECK-SAME:      %{{[^:]+}}: memref<4x8xf32>, %{{[^:]+}}: memref<8xf32>, %{{[^:]+}}: memref<4x8xf32>, %[[DH:[^:]+]]: memref<4x8xf32>, %[[SUM:[^:]+]]: memref<4x8xf32>, %{{[^:]+}}: memref<8xf32>, %{{[^:]+}}: memref<8xf32>)
+// CHECK-NOT:     memref.alloc
+// CHECK-DAG:     %[[DHF:.+]] = memref.collapse_shape %[[DH]]
+// CHECK-DAG:     %[[SUMF:.+]] = memref.collapse_shape %[[SUM]]
+// CHECK:         scf.parallel
+// CHECK:           memref.store %{{.*}}, %[[SUMF]]
+// CHECK:         scf.parallel
+// CHECK:         scf.parallel
+// CHECK:           scf.for
+// CHECK:             memref.load %[[DHF]]
+// CHECK:             arith.addf
+// CHECK:             memref.store %{{.*}}, %[[SUMF]]
+// CHECK:         return
+module @kernels {
+  func.func @k3_layer_norm_grad_to_add(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %dy: tensor<4x8xf32>, %dh: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) {
+    %dx, %dw, %db = tg.layer_norm_grad %x, %w, %dy {epsilon = 1.0e-5 : f64} : tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>
+    %sum = tg.add %dh, %dx : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+    return %sum, %dw, %db : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>
   }
 }
 

@@ -271,6 +271,47 @@ const FusedCase kFusedCases[] = {
   %dq, %dk, %dv = tg.flash_attention_grad %q, %k, %v, %o, %l, %g {causal = false, scale = 0.35 : f64} : tensor<1x3x7x8xT>, tensor<1x1x13x8xT>, tensor<1x1x13x8xT>, tensor<1x3x7x8xT>, tensor<1x3x7xT>, tensor<1x3x7x8xT> -> tensor<1x3x7x8xT>, tensor<1x1x13x8xT>, tensor<1x1x13x8xT>
   return %dq, %dk, %dv : tensor<1x3x7x8xT>, tensor<1x1x13x8xT>, tensor<1x1x13x8xT>
 })", 64},
+  // Row groups (tg-fuse-into-rows). Prologues: a residual add and a norm,
+  // the sum returned too; attention's scale and broadcast mask before a
+  // softmax, and an RMS norm of a sum, neither input returned (it lives in
+  // the result rows).
+  {"residual_layer_norm", R"(func.func @NAME(%h: tensor<2x3x16xT>, %a: tensor<2x3x16xT>, %w: tensor<16xT>, %b: tensor<16xT>) -> (tensor<2x3x16xT>, tensor<2x3x16xT>) {
+  %s = tg.add %h, %a : tensor<2x3x16xT>, tensor<2x3x16xT> -> tensor<2x3x16xT>
+  %y = tg.layer_norm %s, %w, %b {epsilon = 1.0e-5 : f64} : tensor<2x3x16xT>, tensor<16xT>, tensor<16xT> -> tensor<2x3x16xT>
+  return %y, %s : tensor<2x3x16xT>, tensor<2x3x16xT>
+})", 64},
+  {"scale_mask_softmax", R"(func.func @NAME(%x: tensor<2x3x5x7xT>, %mask: tensor<5x7xT>, %col: tensor<3x1x1xT>) -> tensor<2x3x5x7xT> {
+  %c = tg.constant dense<0.35> : tensor<T>
+  %0 = tg.mul %x, %c : tensor<2x3x5x7xT>, tensor<T> -> tensor<2x3x5x7xT>
+  %1 = tg.add %0, %mask : tensor<2x3x5x7xT>, tensor<5x7xT> -> tensor<2x3x5x7xT>
+  %2 = tg.sub %1, %col : tensor<2x3x5x7xT>, tensor<3x1x1xT> -> tensor<2x3x5x7xT>
+  %p = tg.softmax %2 : tensor<2x3x5x7xT>
+  return %p : tensor<2x3x5x7xT>
+})", 64},
+  {"sum_rms_norm", R"(func.func @NAME(%h: tensor<5x16xT>, %a: tensor<5x16xT>, %w: tensor<16xT>) -> tensor<5x16xT> {
+  %s = tg.add %h, %a : tensor<5x16xT>, tensor<5x16xT> -> tensor<5x16xT>
+  %y = tg.rms_norm %s, %w {epsilon = 1.0e-5 : f64} : tensor<5x16xT>, tensor<16xT> -> tensor<5x16xT>
+  return %y : tensor<5x16xT>
+})", 64},
+  // Epilogues: the residual gradient's add after a norm gradient (dx not
+  // returned: the xhat rows live in the sum's output), a scale after an RMS
+  // norm gradient whose dx is returned too, and after a softmax gradient.
+  {"layer_norm_grad_residual", R"(func.func @NAME(%x: tensor<6x16xT>, %w: tensor<16xT>, %dy: tensor<6x16xT>, %dh: tensor<6x16xT>) -> (tensor<6x16xT>, tensor<16xT>, tensor<16xT>) {
+  %dx, %dw, %db = tg.layer_norm_grad %x, %w, %dy {epsilon = 1.0e-5 : f64} : tensor<6x16xT>, tensor<16xT>, tensor<6x16xT> -> tensor<6x16xT>, tensor<16xT>, tensor<16xT>
+  %sum = tg.add %dh, %dx : tensor<6x16xT>, tensor<6x16xT> -> tensor<6x16xT>
+  return %sum, %dw, %db : tensor<6x16xT>, tensor<16xT>, tensor<16xT>
+})", 64},
+  {"rms_norm_grad_scaled", R"(func.func @NAME(%x: tensor<6x16xT>, %w: tensor<16xT>, %dy: tensor<6x16xT>) -> (tensor<6x16xT>, tensor<16xT>, tensor<6x16xT>) {
+  %dx, %dw = tg.rms_norm_grad %x, %w, %dy {epsilon = 1.0e-5 : f64} : tensor<6x16xT>, tensor<16xT>, tensor<6x16xT> -> tensor<6x16xT>, tensor<16xT>
+  %c = tg.constant dense<2.5> : tensor<T>
+  %s = tg.mul %dx, %c : tensor<6x16xT>, tensor<T> -> tensor<6x16xT>
+  return %s, %dw, %dx : tensor<6x16xT>, tensor<16xT>, tensor<6x16xT>
+})", 64},
+  {"softmax_grad_scaled", R"(func.func @NAME(%y: tensor<2x4x9xT>, %dy: tensor<2x4x9xT>, %m: tensor<4x9xT>) -> tensor<2x4x9xT> {
+  %d = tg.softmax_grad %y, %dy : tensor<2x4x9xT>
+  %s = tg.mul %d, %m : tensor<2x4x9xT>, tensor<4x9xT> -> tensor<2x4x9xT>
+  return %s : tensor<2x4x9xT>
+})", 64},
   // A row op feeding a reduction, and an argument returned as it is.
   {"norm_sum_passthrough", R"(func.func @NAME(%x: tensor<3x16xT>, %w: tensor<16xT>) -> (tensor<3xT>, tensor<16xT>) {
   %n = tg.rms_norm %x, %w {epsilon = 1.0e-5 : f64} : tensor<3x16xT>, tensor<16xT> -> tensor<3x16xT>

@@ -33,6 +33,9 @@ void buildTrainingStage(OpPassManager &pm, const TrainStepOptions &options,
 struct FusionOptions {
   /// tg-fuse-elementwise: chains of elementwise ops in one kernel.
   bool elementwise = true;
+  /// tg-fuse-into-rows: elementwise prologues and epilogues of norms and
+  /// softmax in their row kernels.
+  bool rows = true;
   /// exec-fuse-gemm-bias: bias adds as GEMM epilogues.
   bool gemmBias = true;
   /// tg-fuse-attention: flash attention where the cost model prefers it,
@@ -58,7 +61,8 @@ struct LoweringOptions {
 /// @train_step (tg) -> exec.program with planned resources, timepoints and
 /// a kernel module on memrefs: tg-unroll-micro-batches, tg-fuse-attention
 /// (with fusion, where `flashKernels`: the target has them),
-/// tg-decompose-attention, tg-form-dispatch-regions, tg-lower-to-exec,
+/// tg-decompose-attention, tg-form-dispatch-regions, tg-fuse-elementwise
+/// and tg-fuse-into-rows (with fusion), tg-lower-to-exec,
 /// exec-fuse-gemm-bias (with fusion), exec-schedule-collectives,
 /// exec-bucket-gradients, exec-insert-timepoints,
 /// exec-plan-buffers, tg-bufferize-kernels.

@@ -32,6 +32,30 @@ LogicalResult emitElementwiseGroup(OpBuilder &b, Block &body,
                                    ValueRange inputs, ValueRange yielded,
                                    ValueRange outputs);
 
+/// Row ops that a row group may compute the row input of, elementwise ops
+/// before them (a prologue): layer_norm, rms_norm, softmax.
+bool takesRowPrologue(Operation *op);
+/// Row gradients whose dx a row group may pass through elementwise ops
+/// after them (an epilogue): layer_norm_grad, rms_norm_grad, softmax_grad.
+bool takesRowEpilogue(Operation *op);
+
+/// The row op of a row group, or null: a block (a kernel's or a dispatch
+/// region's) of one row op, elementwise ops of the row op's input shape and
+/// rank-0 splat tg.constants, where the elementwise ops either all come
+/// before the row op and compute its row input (its operand 0; its other
+/// operands come from outside), or all come after a row gradient and read
+/// none of its results but dx.
+Operation *rowGroupOp(Block &body);
+
+/// Emits row group `body` (see rowGroupOp) as one loop over the rows: a row
+/// is computed by the prologue and normalised while it is in cache, or
+/// each dx element goes through the epilogue as the row gradient computes
+/// it. `inputs`, `yielded` and `outputs` are as for emitElementwiseGroup;
+/// a value that is not yielded is not stored (the row input then lives in
+/// the row op's result rows until the row op overwrites them).
+LogicalResult emitRowGroup(OpBuilder &b, Block &body, ValueRange inputs,
+                           ValueRange yielded, ValueRange outputs);
+
 /// Emits the loops computing tg op `op` at the builder's insertion point.
 /// `operands` and `results` are static, identity-layout memrefs matching
 /// op's operand and result tensor types; results are fully written. The body

@@ -297,6 +297,42 @@ def TgFuseElementwise : Pass<"tg-fuse-elementwise", "func::FuncOp"> {
   ];
 }
 
+def TgFuseIntoRows : Pass<"tg-fuse-into-rows", "func::FuncOp"> {
+  let summary = "Fuse elementwise regions into the row kernels of norms and "
+                "softmax: a prologue computing the row input, an epilogue "
+                "consuming a row gradient";
+  let description = [{
+    After tg-fuse-elementwise, in program order:
+    - prologue: the elementwise region computing the row input x of a
+      tg.layer_norm, tg.rms_norm or tg.softmax (a pre-norm block's residual
+      add, attention's scale and causal mask) joins the row op's region. Its
+      kernel computes x a row at a time, writes it where something later
+      reads it (the residual stream), and normalises the row while it is in
+      cache: x is not read back from memory, nor written where nothing
+      else reads it.
+    - epilogue: the region of a tg.layer_norm_grad, tg.rms_norm_grad or
+      tg.softmax_grad joins the first elementwise region reading its dx (the
+      residual stream's gradient add, attention's scale): each dx element
+      goes through the epilogue as it is computed, and dx is written only if
+      something else reads it.
+    Not fused, with the reason as a remark (`remarks`): an elementwise
+    region of another shape (broadcast, it would be recomputed), a bias add
+    of a library GEMM's product (left to exec-fuse-gemm-bias), an epilogue
+    that also reads the weight or bias gradient (column sums, complete only
+    after the last row), a value read by something that runs before the
+    fused kernel, more than `max-inputs` buffers. Nothing is recomputed and
+    each op rounds as before: the fused program computes the same values.
+    Turned off by `tgc --no-fuse=rows` or `--no-fusion`.
+  }];
+  let options = [
+    Option<"remarks", "remarks", "bool", /*default=*/"false",
+           "Report each fusion decision and its reason as a remark">,
+    Option<"maxInputs", "max-inputs", "int64_t", /*default=*/"64",
+           "Most buffers a fused kernel reads (a CUDA kernel's parameters "
+           "are limited to 4 KiB)">,
+  ];
+}
+
 def TgLowerToExec : Pass<"tg-lower-to-exec", "ModuleOp"> {
   let summary = "Turn @train_step (and @eval_step, @logits) into exec.programs: "
                 "resources, dispatches of outlined kernels, library GEMMs and "

@@ -1,0 +1,158 @@
+// tg-fuse-into-rows: the elementwise region computing a norm's or softmax's
+// row input becomes the prologue of its row kernel (the residual add before
+// a pre-norm block's norm, attention's scale and mask before its softmax),
+// and the elementwise region consuming a norm or softmax gradient's dx its
+// epilogue (the residual stream's gradient add, attention's scale), so each
+// row is computed, normalised and passed on while it is in cache.
+#include "RegionFusion.h"
+
+#include "tg/IR/TgOps.h"
+#include "tg/Passes/KernelBodies.h"
+#include "tg/Passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace mlir::tg {
+#define GEN_PASS_DEF_TGFUSEINTOROWS
+#include "tg/Passes/Passes.h.inc"
+
+namespace {
+
+/// The one op of a region, or null.
+Operation *soleOp(exec::DispatchRegionOp region) {
+  Block &body = region.getBody().front();
+  return body.getOperations().size() == 2 ? &body.front() : nullptr;
+}
+
+/// The region result yielding `value`.
+Value resultYielding(exec::DispatchRegionOp region, Value value) {
+  auto yield = region.getBody().front().getTerminator();
+  for (OpOperand &operand : yield->getOpOperands())
+    if (operand.get() == value)
+      return region->getResult(operand.getOperandNumber());
+  return nullptr;
+}
+
+/// Whether something but `op` (or what it holds) reads `value`.
+bool readElsewhere(Value value, Operation *op) {
+  return llvm::any_of(value.getUsers(),
+                      [&](Operation *user) { return !op->isAncestor(user); });
+}
+
+struct FuseIntoRowsPass : impl::TgFuseIntoRowsBase<FuseIntoRowsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    Block &block = getOperation().getBody().front();
+    // The row ops' regions, in program order. What they absorb or are
+    // absorbed by is elementwise, never one of them.
+    SmallVector<std::pair<exec::DispatchRegionOp, Operation *>> rowRegions;
+    for (auto region : block.getOps<exec::DispatchRegionOp>())
+      if (Operation *rowOp = soleOp(region);
+          rowOp && (takesRowPrologue(rowOp) || takesRowEpilogue(rowOp)))
+        rowRegions.push_back({region, rowOp});
+    for (auto [region, rowOp] : rowRegions) {
+      if (takesRowPrologue(rowOp))
+        fusePrologue(region, rowOp);
+      else
+        fuseEpilogue(region, rowOp);
+    }
+  }
+
+private:
+  /// The elementwise region computing `rowOp`'s row input joins its region.
+  void fusePrologue(exec::DispatchRegionOp region, Operation *rowOp) {
+    Value x = rowOp->getOperand(0);
+    auto producer = x.getDefiningOp<exec::DispatchRegionOp>();
+    if (!producer)
+      return;
+    std::string why = refusal(producer, region, x, /*prologue=*/true);
+    if (remarks) {
+      InFlightDiagnostic remark =
+          producerOf(cast<OpResult>(x))->emitRemark();
+      if (!why.empty())
+        remark << "not fused into the row kernel of '"
+               << rowOp->getName().getStringRef() << "': " << why;
+      else if (readElsewhere(x, rowOp))
+        remark << "fused into the row kernel of '"
+               << rowOp->getName().getStringRef()
+               << "' as its prologue: saves reading " << byteSize(x)
+               << " bytes back (it is still written: read later)";
+      else
+        remark << "fused into the row kernel of '"
+               << rowOp->getName().getStringRef()
+               << "' as its prologue: saves writing and reading "
+               << byteSize(x) << " bytes";
+    }
+    if (why.empty())
+      absorb(region, producer);
+  }
+
+  /// `rowOp`'s region joins the elementwise region consuming its dx.
+  void fuseEpilogue(exec::DispatchRegionOp region, Operation *rowOp) {
+    Value dx = resultYielding(region, rowOp->getResult(0));
+    if (!dx)
+      return;
+    // The first kernel reading dx (readBeforeConsumer refuses it if
+    // anything else reads dx before).
+    exec::DispatchRegionOp consumer;
+    for (Operation *user : dx.getUsers()) {
+      auto reader = dyn_cast<exec::DispatchRegionOp>(
+          region->getBlock()->findAncestorOpInBlock(*user));
+      if (reader && (!consumer || reader->isBeforeInBlock(consumer)))
+        consumer = reader;
+    }
+    if (!consumer)
+      return;
+    std::string why = refusal(region, consumer, dx, /*prologue=*/false);
+    if (remarks) {
+      InFlightDiagnostic remark = rowOp->emitRemark();
+      if (!why.empty())
+        remark << "dx not fused into its consumer as an epilogue: " << why;
+      else if (readElsewhere(dx, consumer))
+        remark << "dx fused into its consumer as an epilogue: saves reading "
+               << byteSize(dx) << " bytes back (it is still written: read "
+               << "later)";
+      else
+        remark << "dx fused into its consumer as an epilogue: saves writing "
+                  "and reading "
+               << byteSize(dx) << " bytes";
+    }
+    if (why.empty())
+      absorb(consumer, region);
+  }
+
+  /// Why `consumer` may not absorb `producer`, or "": the consumer is a row
+  /// op's region taking the producer as its prologue, or the producer is
+  /// one whose dx (`value`) the consumer takes as its epilogue.
+  std::string refusal(exec::DispatchRegionOp producer,
+                      exec::DispatchRegionOp consumer, Value value,
+                      bool prologue) {
+    exec::DispatchRegionOp elementwise = prologue ? producer : consumer;
+    std::optional<ArrayRef<int64_t>> shape =
+        elementwiseGroupShape(elementwise.getBody().front());
+    if (!shape)
+      return prologue ? "it is not elementwise"
+                      : "its consumer is not elementwise";
+    if (*shape != cast<ShapedType>(value.getType()).getShape())
+      return "its elementwise ops have another shape";
+    if (isGemmBiasAdd(elementwise))
+      return "it is a bias add of a GEMM's product, left to "
+             "exec-fuse-gemm-bias as the GEMM's epilogue";
+    if (!prologue && llvm::any_of(producer->getResults(), [&](Value result) {
+          return result != value &&
+                 llvm::any_of(result.getUsers(), [&](Operation *user) {
+                   return consumer->isAncestor(user);
+                 });
+        }))
+      return "the consumer reads the weight or bias gradient too, sums "
+             "over every row that are complete only after the last one";
+    if (std::string why = tooManyInputs(consumer, producer, maxInputs);
+        !why.empty())
+      return why;
+    return readBeforeConsumer(producer, consumer);
+  }
+};
+
+} // namespace
+} // namespace mlir::tg

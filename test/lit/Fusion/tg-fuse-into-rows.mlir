@@ -1,0 +1,188 @@
+// RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-into-rows))' | FileCheck %s
+// RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-into-rows{remarks=true}))' -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
+// RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-into-rows{remarks=true max-inputs=2}))' -o /dev/null 2>&1 | FileCheck %s --check-prefix=LIMIT
+
+// A pre-norm block's residual add joins the norm's row kernel as its
+// prologue; the sum is still a result (the residual stream reads it later).
+// CHECK-LABEL: func.func @residual_layer_norm
+// CHECK: %[[R:.*]]:2 = exec.dispatch_region -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+// CHECK-NEXT: %[[S:.*]] = tg.add %arg0, %arg1
+// CHECK-NEXT: %[[Y:.*]] = tg.layer_norm %[[S]], %arg2, %arg3
+// CHECK-NEXT: exec.yield %[[Y]], %[[S]]
+// CHECK-NOT: exec.dispatch_region
+// CHECK: return %[[R]]#0, %[[R]]#1
+// REMARK: remark: fused into the row kernel of 'tg.layer_norm' as its prologue: saves reading 128 bytes back (it is still written: read later)
+// LIMIT: remark: not fused into the row kernel of 'tg.layer_norm': the kernel would read 4 buffers, more than max-inputs (2): a GPU kernel's parameters are limited
+func.func @residual_layer_norm(%h: tensor<4x8xf32>, %a: tensor<4x8xf32>, %w: tensor<8xf32>, %b: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %s = exec.dispatch_region -> (tensor<4x8xf32>) {
+    %0 = tg.add %h, %a : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+    exec.yield %0 : tensor<4x8xf32>
+  }
+  %y = exec.dispatch_region -> (tensor<4x8xf32>) {
+    %0 = tg.layer_norm %s, %w, %b {epsilon = 1.0e-5 : f64} : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+    exec.yield %0 : tensor<4x8xf32>
+  }
+  return %y, %s : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// Attention's scale and broadcast causal mask join the softmax; the masked
+// scores are read by nothing else, so they are never written.
+// CHECK-LABEL: func.func @scale_mask_softmax
+// CHECK: %[[P:.*]] = exec.dispatch_region -> (tensor<2x3x5x5xf32>) {
+// CHECK: tg.mul
+// CHECK: tg.add
+// CHECK: %[[Y:.*]] = tg.softmax
+// CHECK-NEXT: exec.yield %[[Y]] :
+// CHECK-NOT: exec.dispatch_region
+// CHECK: return %[[P]]
+// REMARK: remark: fused into the row kernel of 'tg.softmax' as its prologue: saves writing and reading 600 bytes
+func.func @scale_mask_softmax(%scores: tensor<2x3x5x5xf32>, %mask: tensor<5x5xf32>) -> tensor<2x3x5x5xf32> {
+  %masked = exec.dispatch_region -> (tensor<2x3x5x5xf32>) {
+    %c = tg.constant dense<0.5> : tensor<f32>
+    %0 = tg.mul %scores, %c : tensor<2x3x5x5xf32>, tensor<f32> -> tensor<2x3x5x5xf32>
+    %1 = tg.add %0, %mask : tensor<2x3x5x5xf32>, tensor<5x5xf32> -> tensor<2x3x5x5xf32>
+    exec.yield %1 : tensor<2x3x5x5xf32>
+  }
+  %p = exec.dispatch_region -> (tensor<2x3x5x5xf32>) {
+    %0 = tg.softmax %masked : tensor<2x3x5x5xf32>
+    exec.yield %0 : tensor<2x3x5x5xf32>
+  }
+  return %p : tensor<2x3x5x5xf32>
+}
+
+// -----
+
+// The norm gradient's dx goes through the residual gradient's add as it is
+// computed: one region yields the sum, then the weight and bias gradients.
+// CHECK-LABEL: func.func @layer_norm_grad_residual
+// CHECK: %[[R:.*]]:3 = exec.dispatch_region -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) {
+// CHECK-NEXT: %[[DX:.*]], %[[DW:.*]], %[[DB:.*]] = tg.layer_norm_grad %arg0, %arg1, %arg2
+// CHECK-NEXT: %[[SUM:.*]] = tg.add %arg3, %[[DX]]
+// CHECK-NEXT: exec.yield %[[SUM]], %[[DW]], %[[DB]]
+// CHECK-NOT: exec.dispatch_region
+// CHECK: return %[[R]]#0, %[[R]]#1, %[[R]]#2
+// REMARK: remark: dx fused into its consumer as an epilogue: saves writing and reading 128 bytes
+func.func @layer_norm_grad_residual(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %dy: tensor<4x8xf32>, %dh: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) {
+  %g:3 = exec.dispatch_region -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) {
+    %dx, %dw, %db = tg.layer_norm_grad %x, %w, %dy {epsilon = 1.0e-5 : f64} : tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>
+    exec.yield %dx, %dw, %db : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>
+  }
+  %sum = exec.dispatch_region -> (tensor<4x8xf32>) {
+    %0 = tg.add %dh, %g#0 : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+    exec.yield %0 : tensor<4x8xf32>
+  }
+  return %sum, %g#1, %g#2 : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// dx read later as well stays a result; softmax_grad's scale is its
+// epilogue too.
+// CHECK-LABEL: func.func @kept_dx
+// CHECK: %[[R:.*]]:3 = exec.dispatch_region -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>) {
+// CHECK: tg.rms_norm_grad
+// CHECK: tg.mul
+// CHECK: exec.yield
+// CHECK: tg.reduce_sum %[[R]]#1
+// CHECK: exec.dispatch_region -> (tensor<4x8xf32>) {
+// CHECK: tg.softmax_grad
+// CHECK: tg.mul
+// CHECK-NEXT: exec.yield
+// REMARK: remark: dx fused into its consumer as an epilogue: saves reading 128 bytes back (it is still written: read later)
+// REMARK: remark: dx fused into its consumer as an epilogue: saves writing and reading 128 bytes
+func.func @kept_dx(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %dy: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<4xf32>, tensor<4x8xf32>) {
+  %g:2 = exec.dispatch_region -> (tensor<4x8xf32>, tensor<8xf32>) {
+    %dx, %dw = tg.rms_norm_grad %x, %w, %dy {epsilon = 1.0e-5 : f64} : tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>, tensor<8xf32>
+    exec.yield %dx, %dw : tensor<4x8xf32>, tensor<8xf32>
+  }
+  %scaled = exec.dispatch_region -> (tensor<4x8xf32>) {
+    %c = tg.constant dense<2.0> : tensor<f32>
+    %0 = tg.mul %g#0, %c : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+    exec.yield %0 : tensor<4x8xf32>
+  }
+  %r = exec.dispatch_region -> (tensor<4xf32>) {
+    %0 = tg.reduce_sum %g#0 [1] : tensor<4x8xf32> -> tensor<4xf32>
+    exec.yield %0 : tensor<4xf32>
+  }
+  %ds = exec.dispatch_region -> (tensor<4x8xf32>) {
+    %0 = tg.softmax_grad %x, %dy : tensor<4x8xf32>
+    exec.yield %0 : tensor<4x8xf32>
+  }
+  %dss = exec.dispatch_region -> (tensor<4x8xf32>) {
+    %c = tg.constant dense<0.5> : tensor<f32>
+    %0 = tg.mul %ds, %c : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+    exec.yield %0 : tensor<4x8xf32>
+  }
+  return %scaled, %g#1, %r, %dss : tensor<4x8xf32>, tensor<8xf32>, tensor<4xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// What must not fuse: a row input that is not elementwise (an embedding),
+// one read before the norm runs, a bias add of a GEMM's product (the GEMM's
+// epilogue); a dx consumer broadcasting it to a larger shape, one reading
+// the weight gradient too, one that is not elementwise, and a dx read
+// before its elementwise consumer runs.
+// CHECK-LABEL: func.func @refused
+// CHECK-COUNT-12: exec.dispatch_region
+// CHECK-NOT: exec.dispatch_region
+// REMARK: remark: not fused into the row kernel of 'tg.rms_norm': it is not elementwise
+// REMARK: remark: not fused into the row kernel of 'tg.rms_norm': 'tg.matmul' reads it before that kernel runs
+// REMARK: remark: not fused into the row kernel of 'tg.layer_norm': it is a bias add of a GEMM's product, left to exec-fuse-gemm-bias as the GEMM's epilogue
+// REMARK: remark: dx not fused into its consumer as an epilogue: its elementwise ops have another shape
+// REMARK: remark: dx not fused into its consumer as an epilogue: the consumer reads the weight or bias gradient too, sums over every row that are complete only after the last one
+// REMARK: remark: dx not fused into its consumer as an epilogue: its consumer is not elementwise
+func.func @refused(%table: tensor<16x8xf32>, %ids: tensor<4xi64>, %w: tensor<8xf32>, %m: tensor<8x8xf32>, %b: tensor<8xf32>, %big: tensor<3x4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<3x4x8xf32>, tensor<4x8xf32>, tensor<4xf32>) {
+  %e = exec.dispatch_region -> (tensor<4x8xf32>) {
+    %0 = tg.embedding %table[%ids] : tensor<16x8xf32>, tensor<4xi64> -> tensor<4x8xf32>
+    exec.yield %0 : tensor<4x8xf32>
+  }
+  %n0 = exec.dispatch_region -> (tensor<4x8xf32>) {
+    %0 = tg.rms_norm %e, %w {epsilon = 1.0e-5 : f64} : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+    exec.yield %0 : tensor<4x8xf32>
+  }
+  %s = exec.dispatch_region -> (tensor<4x8xf32>) {
+    %0 = tg.add %n0, %e : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+    exec.yield %0 : tensor<4x8xf32>
+  }
+  %early = tg.matmul %s, %m : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+  %n1 = exec.dispatch_region -> (tensor<4x8xf32>) {
+    %0 = tg.rms_norm %s, %w {epsilon = 1.0e-5 : f64} : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+    exec.yield %0 : tensor<4x8xf32>
+  }
+  %biased = exec.dispatch_region -> (tensor<4x8xf32>) {
+    %0 = tg.add %early, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+    exec.yield %0 : tensor<4x8xf32>
+  }
+  %n2 = exec.dispatch_region -> (tensor<4x8xf32>) {
+    %0 = tg.layer_norm %biased, %w, %b {epsilon = 1.0e-5 : f64} : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+    exec.yield %0 : tensor<4x8xf32>
+  }
+  %g:2 = exec.dispatch_region -> (tensor<4x8xf32>, tensor<8xf32>) {
+    %dx, %dw = tg.rms_norm_grad %n1, %w, %n2 {epsilon = 1.0e-5 : f64} : tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>, tensor<8xf32>
+    exec.yield %dx, %dw : tensor<4x8xf32>, tensor<8xf32>
+  }
+  %wide = exec.dispatch_region -> (tensor<3x4x8xf32>) {
+    %0 = tg.add %big, %g#0 : tensor<3x4x8xf32>, tensor<4x8xf32> -> tensor<3x4x8xf32>
+    exec.yield %0 : tensor<3x4x8xf32>
+  }
+  %h:2 = exec.dispatch_region -> (tensor<4x8xf32>, tensor<8xf32>) {
+    %dx, %dw = tg.rms_norm_grad %n1, %w, %n0 {epsilon = 1.0e-5 : f64} : tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>, tensor<8xf32>
+    exec.yield %dx, %dw : tensor<4x8xf32>, tensor<8xf32>
+  }
+  %withdw = exec.dispatch_region -> (tensor<4x8xf32>) {
+    %0 = tg.mul %h#0, %h#1 : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+    exec.yield %0 : tensor<4x8xf32>
+  }
+  %k = exec.dispatch_region -> (tensor<4x8xf32>) {
+    %0 = tg.softmax_grad %n1, %n2 : tensor<4x8xf32>
+    exec.yield %0 : tensor<4x8xf32>
+  }
+  %sum = exec.dispatch_region -> (tensor<4xf32>) {
+    %0 = tg.reduce_sum %k [1] : tensor<4x8xf32> -> tensor<4xf32>
+    exec.yield %0 : tensor<4xf32>
+  }
+  return %n0, %n1, %n2, %wide, %withdw, %sum : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<3x4x8xf32>, tensor<4x8xf32>, tensor<4xf32>
+}
