@@ -32,6 +32,58 @@ static Value zerosLike(OpBuilder &b, Location loc, Type type) {
       b, loc, DenseElementsAttr::get(tensor, b.getFloatAttr(tensor.getElementType(), 0.0)));
 }
 
+/// The sum `root`, a tree of adds, as a concatenation where its leaves are
+/// pads of disjoint windows that tile it along one axis: the gradients of
+/// slices of one value (a fused projection's query, key and value) are then
+/// one copy each instead of a zero-filled tensor per slice and adds over
+/// them. Exact: the adds only added zeros. Null where the tree is not that.
+static Value concatOfPads(OpBuilder &b, AddOp root) {
+  auto type = cast<RankedTensorType>(root.getType());
+  SmallVector<PadOp> pads;
+  SmallVector<Value> pending{root.getResult()};
+  while (!pending.empty()) {
+    Value v = pending.pop_back_val();
+    if (v.getType() != type)
+      return nullptr;
+    if (auto add = v.getDefiningOp<AddOp>();
+        add && (add == root || v.hasOneUse())) {
+      pending.append({add.getLhs(), add.getRhs()});
+      continue;
+    }
+    auto pad = v.getDefiningOp<PadOp>();
+    if (!pad)
+      return nullptr;
+    pads.push_back(pad);
+  }
+  // The one axis every pad pads along.
+  std::optional<int64_t> axis;
+  for (PadOp pad : pads)
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      if (pad.getLow()[d] != 0 || pad.getHigh()[d] != 0) {
+        if (axis && *axis != d)
+          return nullptr;
+        axis = d;
+      }
+  if (!axis)
+    return nullptr;
+  llvm::sort(pads, [&](PadOp x, PadOp y) {
+    return x.getLow()[*axis] < y.getLow()[*axis];
+  });
+  int64_t next = 0;
+  SmallVector<Value> pieces;
+  for (PadOp pad : pads) {
+    if (pad.getLow()[*axis] != next)
+      return nullptr;
+    next += cast<RankedTensorType>(pad.getInput().getType()).getDimSize(*axis);
+    pieces.push_back(pad.getInput());
+  }
+  if (next != type.getDimSize(*axis))
+    return nullptr;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(root);
+  return ConcatOp::create(b, root.getLoc(), type, pieces, *axis);
+}
+
 namespace {
 /// Records the ops a VJP creates (so only those are renamed after it) and
 /// every op the sweep creates (so the unused ones can be erased at the end).
@@ -109,6 +161,12 @@ FailureOr<SmallVector<Value>> mlir::tg::buildGradients(OpBuilder &b,
     }
   }
   b.setListener(previous);
+  for (auto &[v, g] : grads)
+    if (auto add = g.getDefiningOp<AddOp>())
+      if (Value concat = concatOfPads(b, add)) {
+        add.replaceAllUsesWith(concat);
+        g = concat;
+      }
 
   SmallVector<Value> result;
   for (Value v : wrt)

@@ -56,3 +56,39 @@ func.func @forward(%p: tensor<3xf32> {tg.param = "p"}) -> tensor<f32> {
   %1 = tg.reduce_sum %0 [0] : tensor<3xf32> -> tensor<f32>
   return %1 : tensor<f32>
 }
+
+// -----
+
+// Slices tiling a value along one axis (a fused projection's query, key and
+// value): their gradients are concatenated, not each padded with zeros to
+// the whole value and added.
+// CHECK-LABEL: func.func @forward_grad(
+// CHECK-NOT: tg.pad
+// CHECK: %grad_qkv = tg.concat %{{.*}}, %{{.*}}, %{{.*}} {axis = 1 : i64} : (tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x12xf32>
+// CHECK-NOT: tg.pad
+// CHECK: return
+func.func @forward(%x: tensor<2x12xf32> {tg.param = "x"} loc("qkv")) -> tensor<f32> {
+  %q = tg.slice %x [[0, 0]] [[2, 4]] : tensor<2x12xf32> -> tensor<2x4xf32> loc("q")
+  %k = tg.slice %x [[0, 4]] [[2, 4]] : tensor<2x12xf32> -> tensor<2x4xf32> loc("k")
+  %v = tg.slice %x [[0, 8]] [[2, 4]] : tensor<2x12xf32> -> tensor<2x4xf32> loc("v")
+  %qk = tg.mul %q, %k : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32> loc("qk")
+  %t = tg.mul %qk, %v : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32> loc("t")
+  %l = tg.reduce_sum %t [0, 1] : tensor<2x4xf32> -> tensor<f32> loc("loss")
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Slices that leave a gap keep their pads and adds.
+// CHECK-LABEL: func.func @forward_grad(
+// CHECK: tg.pad
+// CHECK: tg.pad
+// CHECK-NOT: tg.concat
+// CHECK: return
+func.func @forward(%x: tensor<2x12xf32> {tg.param = "x"} loc("qkv")) -> tensor<f32> {
+  %q = tg.slice %x [[0, 0]] [[2, 4]] : tensor<2x12xf32> -> tensor<2x4xf32> loc("q")
+  %v = tg.slice %x [[0, 8]] [[2, 4]] : tensor<2x12xf32> -> tensor<2x4xf32> loc("v")
+  %t = tg.mul %q, %v : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32> loc("t")
+  %l = tg.reduce_sum %t [0, 1] : tensor<2x4xf32> -> tensor<f32> loc("loss")
+  return %l : tensor<f32>
+}
