@@ -31,7 +31,9 @@ void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options) {
     attention.maxScoreMib = options.fusion.maxScoreMib;
     pm.addNestedPass<func::FuncOp>(createTgFuseAttention(attention));
   }
-  pm.addPass(createTgDecomposeAttention());
+  TgDecomposeAttentionOptions decompose;
+  decompose.remarks = options.fusion.remarks;
+  pm.addPass(createTgDecomposeAttention(decompose));
   pm.addNestedPass<func::FuncOp>(
       createTgFormDispatchRegions({options.libraryGemm}));
   if (options.fusion.elementwise)

@@ -9,6 +9,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cstdint>
 #include <cstring>
@@ -63,7 +64,8 @@ DenseElementsAttr causalMask(RankedTensorType type, int64_t queryLen,
 
 class Decomposer {
 public:
-  explicit Decomposer(func::FuncOp func) : func(func), b(func.getContext()) {}
+  Decomposer(func::FuncOp func, const KeepProbabilities &keep)
+      : func(func), b(func.getContext()), keep(keep) {}
 
   LogicalResult run() {
     SmallVector<Operation *> ops;
@@ -177,6 +179,7 @@ private:
     Value scale = scalar(op.getScale().convertToDouble(), *d, name("scale"));
     Probs p = probabilities(name, *d, op.getQuery(), op.getKey(), scale,
                             op.getCausal(), op.getWindow());
+    forwardProbs[keyOf(op)] = p;
     Value result =
         ungroup(*d, op.getType(), op.getLoc(), name("pv"), [&](Location loc) {
           return MatmulOp::create(b, loc, p.probs, op.getValue(),
@@ -194,10 +197,10 @@ private:
       return failure();
     Namer name{op.getLoc(), valueName(op.getQueryGrad()).str()};
     Value scale = scalar(op.getScale().convertToDouble(), *d, name("scale"));
-    // P is recomputed here, not kept from the forward pass: keeping it alive
-    // would cost B*Hq*T*S elements per layer between the two sweeps.
-    Probs p = probabilities(name, *d, op.getQuery(), op.getKey(), scale,
-                            op.getCausal(), op.getWindow());
+    Probs p = forwardProbs.lookup(keyOf(op));
+    if (!p.probs || !keepProbabilities(op, *d))
+      p = probabilities(name, *d, op.getQuery(), op.getKey(), scale,
+                        op.getCausal(), op.getWindow());
     Value dOut = groupQueries(op.getResultGrad(), *d, name("dout"));
     // dV = P^T dO': the G*T contraction also sums the query heads of a group.
     Value dv = MatmulOp::create(b, name("dv"), p.probs, dOut,
@@ -225,15 +228,49 @@ private:
     return success();
   }
 
+  /// What makes a forward's P the one its gradient needs: query, key,
+  /// scale (its bits), causal, window.
+  using ForwardKey = std::tuple<Value, Value, uint64_t, int64_t, int64_t>;
+  template <typename Op> static ForwardKey keyOf(Op op) {
+    return {op.getQuery(), op.getKey(),
+            op.getScale().bitcastToAPInt().getZExtValue(),
+            int64_t(op.getCausal()), op.getWindow()};
+  }
+
+  /// Whether the gradient `op`, whose forward was decomposed, reuses its P
+  /// (KeepProbabilities), with the reason as a remark.
+  bool keepProbabilities(AttentionGradOp op, const Dims &d) {
+    bool kept = keepsProbabilities(d.keyLen, d.headDim, keep);
+    if (keep.remarks) {
+      double mib = double(d.batch * d.heads * d.queryLen * d.keyLen) *
+                   d.element.getIntOrFloatBitWidth() / 8 / (1 << 20);
+      op.emitRemark() << (kept ? "keeps" : "recomputes")
+                      << " the forward's attention probabilities ("
+                      << llvm::formatv("{0:F1}", mib) << " MiB): keys per row "
+                      << d.keyLen << (kept ? " <= " : " > ")
+                      << llvm::formatv("{0:F1}", keep.factor)
+                      << " x head dim " << d.headDim;
+    }
+    return kept;
+  }
+
   func::FuncOp func;
   OpBuilder b;
+  KeepProbabilities keep;
   llvm::DenseMap<std::tuple<Type, int64_t, int64_t>, Value> masks;
+  llvm::DenseMap<ForwardKey, Probs> forwardProbs;
 };
 
 } // namespace
 
-LogicalResult mlir::tg::decomposeAttention(func::FuncOp func) {
+bool mlir::tg::keepsProbabilities(int64_t keys, int64_t headDim,
+                                  const KeepProbabilities &options) {
+  return keys <= options.factor * headDim;
+}
+
+LogicalResult mlir::tg::decomposeAttention(func::FuncOp func,
+                                           const KeepProbabilities &keep) {
   if (func.isExternal())
     return success();
-  return Decomposer(func).run();
+  return Decomposer(func, keep).run();
 }

@@ -11,9 +11,10 @@ namespace mlir::tg {
 namespace {
 struct DecomposeAttentionPass
     : impl::TgDecomposeAttentionBase<DecomposeAttentionPass> {
+  using Base::Base;
   void runOnOperation() override {
     for (auto func : getOperation().getOps<func::FuncOp>())
-      if (failed(decomposeAttention(func)))
+      if (failed(decomposeAttention(func, {keepProbsFactor, remarks})))
         return signalPassFailure();
   }
 };

@@ -5,6 +5,7 @@
 // over the memory budget, or is estimated slower.
 #include "tg/IR/AttentionVisibility.h"
 #include "tg/IR/TgOps.h"
+#include "tg/Passes/Decompose.h"
 #include "tg/Passes/KernelBodies.h"
 #include "tg/Passes/Passes.h"
 
@@ -30,28 +31,40 @@ struct AttentionCost {
   int64_t planes, allPairs, visiblePairs, tiledPairs, dim, elementBytes;
   bool withGradient;
 
+  /// Whether the decomposed gradient reuses the forward's probabilities
+  /// (tg-decompose-attention's default rule) instead of recomputing them.
+  bool keepsProbabilities;
+
   /// Score-matrix passes of the decomposition, counted in elements read or
-  /// written per score: forward the product written (1), the scale and mask
-  /// (one fused kernel: read, write: 2) and the softmax (max, exponentials,
-  /// sum, division: 5); the gradient recomputes those (8) and adds dP
-  /// written (1), the softmax gradient (its row dot and the result: 5) and
-  /// the scale (2).
-  static constexpr int64_t kForwardPasses = 8, kGradientPasses = 16;
-  /// GEMMs of 2 * pairs * dim FLOPs: forward QK^T and PV; the gradient the
-  /// recomputed QK^T, dV, dP, dQ and dK.
-  static constexpr int64_t kForwardGemms = 2, kGradientGemms = 5;
+  /// written per score: forward the product written (1) and the softmax
+  /// with the scale and mask as its prologue (tg-fuse-into-rows: the
+  /// product read, max, exponentials, sum, division: 5); the gradient
+  /// recomputes those (6) unless it keeps them, and adds dP written (1) and
+  /// the softmax gradient with the scale as its epilogue (its row dot and
+  /// the result: 5).
+  static constexpr int64_t kForwardPasses = 6, kGradientPasses = 6;
+  /// GEMMs of 2 * pairs * dim FLOPs: forward QK^T and PV; the gradient dV,
+  /// dP, dQ and dK, and QK^T again unless it keeps the probabilities.
+  static constexpr int64_t kForwardGemms = 2, kGradientGemms = 4;
   /// FLOPs per visible pair and head-dim element in the flash kernels:
   /// forward q.k and p v (2 x 2); the gradient q.k and dO.v twice (key rows,
   /// then query rows: 8) and the three accumulations (6).
   static constexpr int64_t kFlashForward = 4, kFlashGradient = 14;
 
+  int64_t gradientGemms() const {
+    return kGradientGemms + (keepsProbabilities ? 0 : 1);
+  }
+  int64_t gradientPasses() const {
+    return kGradientPasses + (keepsProbabilities ? 0 : kForwardPasses);
+  }
+
   double decomposedFlops() const {
     return 2.0 * planes * allPairs * dim *
-           (kForwardGemms + (withGradient ? kGradientGemms : 0));
+           (kForwardGemms + (withGradient ? gradientGemms() : 0));
   }
   double decomposedBytes() const {
     return double(planes) * allPairs * elementBytes *
-           (kForwardPasses + (withGradient ? kGradientPasses : 0));
+           (kForwardPasses + (withGradient ? gradientPasses() : 0));
   }
   double flashFlops() const {
     return double(planes) * tiledPairs * dim *
@@ -77,7 +90,8 @@ AttentionCost costOf(AttentionOp op, bool withGradient) {
   }
   int64_t bytes = int64_t(
       llvm::divideCeil(op.getQuery().getType().getElementTypeBitWidth(), 8));
-  return {q[0] * q[1], queries * keys, visible, tiled, q[3], bytes, withGradient};
+  return {q[0] * q[1], queries * keys, visible, tiled, q[3], bytes,
+          withGradient, keepsProbabilities(keys, q[3], KeepProbabilities{})};
 }
 
 /// The attention_grad of `op` (same query, key, value and attributes) in

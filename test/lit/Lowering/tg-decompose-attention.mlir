@@ -1,4 +1,6 @@
 // RUN: tg-opt %s --split-input-file --tg-decompose-attention --mlir-use-nameloc-as-prefix | FileCheck %s
+// RUN: tg-opt %s --split-input-file --tg-decompose-attention='keep-probs-factor=0' --mlir-use-nameloc-as-prefix | FileCheck %s --check-prefix=RECOMPUTE
+// RUN: tg-opt %s --split-input-file --tg-decompose-attention='remarks=true' -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
 
 // Multi-head causal attention (G = 1): no reshapes, scores = Q K^T scaled,
 // the [T, S] mask (-inf above the diagonal) added, softmax, then P V under
@@ -121,14 +123,21 @@ func.func @single_key(%q: tensor<1x1x3x4xf32>, %k: tensor<1x1x1x4xf32>) -> tenso
 // -----
 
 // Sliding-window attention (Mistral), window 2 over 4 positions: query t
-// sees keys t - 2 < s <= t; the gradient's recomputed probabilities use the
-// same mask, and a plain causal attention in the same function its own.
+// sees keys t - 2 < s <= t, and a plain causal attention in the same
+// function has its own mask. The gradient reuses the forward's
+// probabilities (4 keys <= 4 x head dim 2); told to recompute them, it uses
+// the same mask.
 // CHECK-LABEL: func.func @sliding_window(
 // CHECK-DAG: %window_mask = tg.constant dense<{{\[}}[0.000000e+00, 0xFF800000, 0xFF800000, 0xFF800000], [0.000000e+00, 0.000000e+00, 0xFF800000, 0xFF800000], [0xFF800000, 0.000000e+00, 0.000000e+00, 0xFF800000], [0xFF800000, 0xFF800000, 0.000000e+00, 0.000000e+00]]> : tensor<4x4xf32>
 // CHECK-DAG: %causal_mask = tg.constant dense<{{\[}}[0.000000e+00, 0xFF800000, 0xFF800000, 0xFF800000], [0.000000e+00, 0.000000e+00, 0xFF800000, 0xFF800000], [0.000000e+00, 0.000000e+00, 0.000000e+00, 0xFF800000], [0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00]]> : tensor<4x4xf32>
 // CHECK: %w_masked = tg.add %w_scaled, %window_mask
 // CHECK: %c_masked = tg.add %c_scaled, %causal_mask
-// CHECK: %dq_masked = tg.add %dq_scaled, %window_mask
+// CHECK-NOT: %dq_masked
+// CHECK: tg.softmax_grad %w_probs
+// RECOMPUTE-LABEL: func.func @sliding_window(
+// RECOMPUTE: %dq_masked = tg.add %dq_scaled, %window_mask
+// RECOMPUTE: tg.softmax_grad %dq_probs
+// REMARK: remark: {{.*}}keeps the forward's attention probabilities (0.0 MiB): keys per row 4 <= 4.0 x head dim 2
 func.func @sliding_window(%q: tensor<1x1x4x2xf32> loc("q"), %k: tensor<1x1x4x2xf32> loc("k"),
                           %v: tensor<1x1x4x2xf32> loc("v"), %g: tensor<1x1x4x2xf32> loc("g"))
     -> (tensor<1x1x4x2xf32>, tensor<1x1x4x2xf32>, tensor<1x1x4x2xf32>) {

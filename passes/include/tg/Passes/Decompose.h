@@ -28,7 +28,25 @@ namespace mlir::tg {
 /// the element type, so in f32/bf16/f16 programs it is rounded to that type
 /// (exact for power-of-two scales such as 1/sqrt(64)).
 /// Fails (with a diagnostic on the op) only for shapes that are not static.
-LogicalResult decomposeAttention(func::FuncOp func);
+struct KeepProbabilities {
+  /// The gradient reuses the forward's P where P's elements per query token
+  /// (Hq * S) are at most `factor` times the attention output's (Hq * D),
+  /// i.e. S <= factor * D: P then costs about as much memory between the
+  /// sweeps as a block's other saved activations (an MLP's hidden layer is
+  /// 4 d per token), and saves the gradient a batched GEMM and a softmax.
+  /// Longer sequences recompute P, as Megatron's selective recomputation
+  /// does. 0: always recompute.
+  double factor = 4;
+  /// Each decision and its reason as a remark on the gradient op.
+  bool remarks = false;
+};
+/// Whether a gradient with `keys` per query row and head dim `headDim`
+/// reuses its forward's probabilities under `options`.
+bool keepsProbabilities(int64_t keys, int64_t headDim,
+                        const KeepProbabilities &options);
+
+LogicalResult decomposeAttention(func::FuncOp func,
+                                 const KeepProbabilities &options = {});
 
 } // namespace mlir::tg
 

@@ -244,6 +244,21 @@ def TgFuseAttention : Pass<"tg-fuse-attention", "func::FuncOp"> {
 def TgDecomposeAttention : Pass<"tg-decompose-attention", "ModuleOp"> {
   let summary = "Rewrite tg.attention and tg.attention_grad into matmul, "
                 "softmax and elementwise tg ops";
+  let description = [{
+    See tg/Passes/Decompose.h. A gradient reuses its forward's probabilities
+    P where the keys per query row are at most `keep-probs-factor` times the
+    head dim (P then costs about a block's other saved activations in memory
+    and saves a batched GEMM and a softmax), and recomputes them otherwise;
+    each decision as a remark (`remarks`).
+  }];
+  let options = [
+    Option<"keepProbsFactor", "keep-probs-factor", "double", /*default=*/"4",
+           "Reuse the forward's probabilities where keys <= this x head dim "
+           "(0: always recompute them)">,
+    Option<"remarks", "remarks", "bool", /*default=*/"false",
+           "Report whether each gradient keeps or recomputes the "
+           "probabilities, and why, as a remark">,
+  ];
 }
 
 def TgFormDispatchRegions
