@@ -139,6 +139,12 @@ private:
     if (isGemmBiasAdd(elementwise))
       return "it is a bias add of a GEMM's product, left to "
              "exec-fuse-gemm-bias as the GEMM's epilogue";
+    if (prologue && isSum(soleOp(consumer)) &&
+        llvm::any_of(producer->getResults(), [&](Value result) {
+          return readElsewhere(result, consumer);
+        }))
+      return "something else reads it too, and a sum's kernel stores no "
+             "element";
     if (!prologue && llvm::any_of(producer->getResults(), [&](Value result) {
           return result != value &&
                  llvm::any_of(result.getUsers(), [&](Operation *user) {

@@ -247,6 +247,10 @@ std::pair<int64_t, int64_t> rowsOf(Value v) {
   return {width == 0 ? 0 : type.getNumElements() / width, width};
 }
 
+/// Reads flat element `at` of an operand: a load, or a row group's prologue
+/// computed there.
+using ElementReader = llvm::function_ref<Value(Emitter &e, Value at)>;
+
 /// Where a row gradient's elements dx(row, i) go: stored into dx's buffer,
 /// or through a row group's epilogue (emitRowGroup).
 using RowSink = llvm::function_ref<void(Value v, Value row, Value i)>;
@@ -451,14 +455,14 @@ void fillZero(OpBuilder &b, Location loc, Value memref) {
 /// halves the passes over a bias gradient's rows, 2x faster on the CPU), the
 /// kept groups before it pick the output row. Each (output row, column
 /// block) is one independent fold over the reduced elements.
-void emitPartialSum(OpBuilder &b, Location loc, Value input, Value result,
+void emitPartialSum(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                    ElementReader read, Value result,
                     const llvm::SmallDenseSet<int64_t> &axes, int64_t count,
                     bool isMean) {
   struct Group {
     int64_t size, stride;
     bool reduced;
   };
-  ArrayRef<int64_t> shape = shapeOf(input);
   SmallVector<Group> groups;
   for (int64_t d = 0; d < (int64_t)shape.size(); ++d) {
     if (shape[d] == 1)
@@ -499,7 +503,7 @@ void emitPartialSum(OpBuilder &b, Location loc, Value input, Value result,
   };
 
   Emitter e(b, loc, getElementTypeOrSelf(result.getType()));
-  Value in = flatten(b, loc, input), out = flatten(b, loc, result);
+  Value out = flatten(b, loc, result);
   int64_t w = Emitter::columnBlock(inner, 32), blocks = inner / w;
   e.rows(outputRows * blocks, [&](Value task) {
     Value row = blocks == 1 ? task : e.divIndex(task, blocks);
@@ -513,7 +517,7 @@ void emitPartialSum(OpBuilder &b, Location loc, Value input, Value result,
           Value at = e.addIndex(inFirst, offsetOf(e, r, reduced));
           SmallVector<Value> terms;
           for (int64_t j = 0; j < w; ++j)
-            terms.push_back(e.load(in, e.addIndex(at, e.index(j))));
+            terms.push_back(read(e, e.addIndex(at, e.index(j))));
           return terms;
         },
         /*reassociate=*/inner == 1); // along contiguous reduced elements
@@ -526,32 +530,44 @@ void emitPartialSum(OpBuilder &b, Location loc, Value input, Value result,
   });
 }
 
+/// reduce_sum or reduce_mean of an input of `shape` whose flat element `at`
+/// is read(at), into `result`.
 template <typename ReduceOpTy>
-void emitReduce(OpBuilder &b, Location loc, ReduceOpTy op, Value input,
-                Value result) {
-  MLIRContext *ctx = b.getContext();
-  ArrayRef<int64_t> shape = shapeOf(input);
+void emitSum(OpBuilder &b, Location loc, ReduceOpTy op, ArrayRef<int64_t> shape,
+             ElementReader read, Value result) {
   llvm::SmallDenseSet<int64_t> axes;
   for (int64_t axis : op.getAxes()) // the verifier allows [-rank, rank)
     axes.insert(normaliseAxis(axis, shape.size()));
   int64_t count = 1;
   for (int64_t axis : axes)
     count *= shape[axis];
-  Type element = getElementTypeOrSelf(result.getType());
   bool isMean = isa<ReduceMeanOp>(op.getOperation());
+  if (axes.size() != shape.size()) {
+    emitPartialSum(b, loc, shape, read, result, axes, count, isMean);
+    return;
+  }
+  // A sum over every element (gradient norms, means of whole tensors):
+  // accumulated in f64, rounded once.
+  Emitter e(b, loc, getElementTypeOrSelf(result.getType()));
+  Value total = e.wideSum(count, [&](Value i) { return read(e, i); });
+  if (isMean)
+    total = e.div(total, e.constant(b.getF64Type(), (double)count));
+  e.store(e.narrow(total), flatten(b, loc, result), e.index(0));
+}
+
+template <typename ReduceOpTy>
+void emitReduce(OpBuilder &b, Location loc, ReduceOpTy op, Value input,
+                Value result) {
+  MLIRContext *ctx = b.getContext();
+  ArrayRef<int64_t> shape = shapeOf(input);
+  llvm::SmallDenseSet<int64_t> axes;
+  for (int64_t axis : op.getAxes())
+    axes.insert(normaliseAxis(axis, shape.size()));
+  Type element = getElementTypeOrSelf(result.getType());
   if (!isa<ReduceMaxOp>(op.getOperation())) {
-    if (axes.size() != shape.size()) {
-      emitPartialSum(b, loc, input, result, axes, count, isMean);
-      return;
-    }
-    // A sum over every element (gradient norms, means of whole tensors):
-    // accumulated in f64, rounded once.
-    Emitter e(b, loc, element);
     Value in = flatten(b, loc, input);
-    Value total = e.wideSum(count, [&](Value i) { return e.load(in, i); });
-    if (isMean)
-      total = e.div(total, e.constant(b.getF64Type(), (double)count));
-    e.store(e.narrow(total), flatten(b, loc, result), e.index(0));
+    emitSum(b, loc, op, shape,
+            [&](Emitter &e, Value at) { return e.load(in, at); }, result);
     return;
   }
   // A max needs no care for rounding: one linalg reduction.
@@ -1353,8 +1369,10 @@ LogicalResult emitElementwiseGroup(OpBuilder &b, Block &body,
 }
 
 bool takesRowPrologue(Operation *op) {
-  return isa<LayerNormOp, RmsNormOp, SoftmaxOp>(op);
+  return isa<LayerNormOp, RmsNormOp, SoftmaxOp>(op) || isSum(op);
 }
+
+bool isSum(Operation *op) { return isa<ReduceSumOp, ReduceMeanOp>(op); }
 
 bool takesRowEpilogue(Operation *op) {
   return isa<LayerNormGradOp, RmsNormGradOp, SoftmaxGradOp>(op);
@@ -1406,28 +1424,47 @@ Operation *rowGroupOp(Block &body) {
 
 namespace {
 
-/// The flat position of element i of row r of `space` in an operand of
-/// shape `in`, broadcast to `space` by numpy rules.
+/// An element of a row group's iteration space: element `column` of row
+/// `row`, or flat index `flat`; what is missing is derived when needed.
+struct Position {
+  Value row, column, flat;
+
+  Value flatIndex(Emitter &e, int64_t n) {
+    if (!flat)
+      flat = e.addIndex(e.mulIndex(row, n), column);
+    return flat;
+  }
+  void rowAndColumn(Emitter &e, int64_t n) {
+    if (!row) {
+      row = e.divIndex(flat, n);
+      column = e.remIndex(flat, n);
+    }
+  }
+};
+
+/// The flat position of element `at` of `space` in an operand of shape
+/// `in`, broadcast to `space` by numpy rules.
 Value broadcastIndex(Emitter &e, ArrayRef<int64_t> in, ArrayRef<int64_t> space,
-                     Value r, Value i) {
+                     Position &at) {
   int64_t n = space.empty() ? 1 : space.back();
   if (in == space)
-    return e.addIndex(e.mulIndex(r, n), i);
+    return at.flatIndex(e, n);
   if (in.empty())
     return e.index(0);
+  at.rowAndColumn(e, n);
   size_t lead = space.size() - in.size();
-  Value offset = in.back() == 1 ? e.index(0) : i;
+  Value offset = in.back() == 1 ? e.index(0) : at.column;
   int64_t stride = in.back();
-  Value rest = r;
+  Value rest = at.row;
   for (int64_t d = (int64_t)space.size() - 2; d >= 0; --d) {
-    Value at = d == 0 ? rest : e.remIndex(rest, space[d]);
+    Value index = d == 0 ? rest : e.remIndex(rest, space[d]);
     if (d > 0)
       rest = e.divIndex(rest, space[d]);
     if (d < (int64_t)lead)
       break;
     int64_t extent = in[d - lead];
     if (extent != 1)
-      offset = e.addIndex(offset, e.mulIndex(at, stride));
+      offset = e.addIndex(offset, e.mulIndex(index, stride));
     stride *= extent;
   }
   return offset;
@@ -1460,7 +1497,9 @@ public:
       bufferOf(v);
     for (Value v : rowOp->getResults().drop_front(prologue ? 0 : 1))
       bufferOf(v);
-    if (prologue)
+    if (isSum(rowOp))
+      emitSumWithPrologue();
+    else if (prologue)
       emitWithPrologue();
     else
       emitWithEpilogue();
@@ -1469,6 +1508,10 @@ public:
     if (unknown)
       return unknown->emitOpError("is declared Tg_Elementwise but the CPU "
                                   "lowering has no scalar computation for it");
+    if (unstored)
+      return unstored->emitOpError(
+          "is yielded by a sum's prologue, which stores nothing: only values "
+          "the sum alone reads may be fused into it");
     return success();
   }
 
@@ -1485,7 +1528,7 @@ private:
       Value base = e.mulIndex(r, n);
       e.loop(n, [&](Value i) {
         IRMapping scalars;
-        computeElement(r, i, scalars);
+        computeElement({r, i, e.addIndex(base, i)}, scalars);
         Value at = e.addIndex(base, i);
         storeYielded(scalars, at);
         if (!buffers.count(x))
@@ -1507,6 +1550,26 @@ private:
     });
   }
 
+  /// A sum reading each element of its input, once, as the prologue
+  /// computes it; nothing else of the prologue is yielded (tg-fuse-into-rows
+  /// fuses only values the sum alone reads).
+  void emitSumWithPrologue() {
+    Value x = rowOp->getOperand(0);
+    for (Value v : yielded)
+      if (v.getDefiningOp() != rowOp)
+        unstored = v.getDefiningOp();
+    auto read = [&](Emitter &, Value at) {
+      IRMapping scalars;
+      computeElement({nullptr, nullptr, at}, scalars);
+      return scalars.lookup(x);
+    };
+    Value result = bufferOf(rowOp->getResult(0));
+    if (auto sum = dyn_cast<ReduceSumOp>(rowOp))
+      emitSum(b, e.loc, sum, space, read, result);
+    else
+      emitSum(b, e.loc, cast<ReduceMeanOp>(rowOp), space, read, result);
+  }
+
   /// The row op with each dx element going through the epilogue, which
   /// stores what is yielded (dx itself only if it is). The row op's scratch
   /// rows (layer_norm_grad's xhat) are dx's buffer, or an epilogue output.
@@ -1521,8 +1584,9 @@ private:
     auto epilogue = [&](Value v, Value r, Value i) {
       IRMapping scalars;
       scalars.map(dx, v);
-      computeElement(r, i, scalars);
-      storeYielded(scalars, e.addIndex(e.mulIndex(r, n), i));
+      Position at{r, i, nullptr};
+      computeElement(at, scalars);
+      storeYielded(scalars, at.flatIndex(e, n));
     };
     auto operand = [&](unsigned k) { return bufferOf(rowOp->getOperand(k)); };
     llvm::TypeSwitch<Operation *>(rowOp)
@@ -1554,7 +1618,7 @@ private:
   /// The elementwise ops' values at element i of row r, in `scalars`
   /// (which holds dx for an epilogue); block arguments are read from their
   /// buffers at their broadcast position.
-  void computeElement(Value r, Value i, IRMapping &scalars) {
+  void computeElement(Position at, IRMapping &scalars) {
     for (Operation &op : body.without_terminator()) {
       if (&op == rowOp || scalars.contains(op.getResult(0)))
         continue;
@@ -1572,7 +1636,7 @@ private:
                                  ? scalars.lookup(operand)
                                  : oe.load(buffers.lookup(operand),
                                            broadcastIndex(oe, shapeOf(operand),
-                                                          space, r, i)));
+                                                          space, at)));
         v = elementwiseScalar(oe, &op, operands);
       }
       if (!v) {
@@ -1600,6 +1664,7 @@ private:
   SmallVector<Value> yielded;
   SmallVector<Value> locals;
   Operation *unknown = nullptr;
+  Operation *unstored = nullptr;
 };
 
 } // namespace

@@ -120,6 +120,42 @@ func.func @kept_dx(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %dy: tensor<4x8xf32>)
 
 // -----
 
+// A sum reads its prologue element by element: the squares of a gradient
+// for the global norm are never written. A product that something else
+// reads too stays its own kernel (a sum's kernel stores nothing).
+// CHECK-LABEL: func.func @sums
+// CHECK: %[[N:.*]] = exec.dispatch_region -> (tensor<f32>) {
+// CHECK-NEXT: %[[SQ:.*]] = tg.mul %arg0, %arg0
+// CHECK-NEXT: %[[S:.*]] = tg.reduce_sum %[[SQ]] [0, 1]
+// CHECK-NEXT: exec.yield %[[S]]
+// CHECK: exec.dispatch_region -> (tensor<4x8xf32>) {
+// CHECK-NEXT: tg.mul %arg0, %arg1
+// CHECK: exec.dispatch_region -> (tensor<8xf32>) {
+// CHECK-NEXT: tg.reduce_mean
+// REMARK: remark: fused into the row kernel of 'tg.reduce_sum' as its prologue: saves writing and reading 128 bytes
+// REMARK: remark: not fused into the row kernel of 'tg.reduce_mean': something else reads it too, and a sum's kernel stores no element
+func.func @sums(%g: tensor<4x8xf32>, %h: tensor<4x8xf32>) -> (tensor<f32>, tensor<8xf32>, tensor<4x8xf32>) {
+  %sq = exec.dispatch_region -> (tensor<4x8xf32>) {
+    %0 = tg.mul %g, %g : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+    exec.yield %0 : tensor<4x8xf32>
+  }
+  %n = exec.dispatch_region -> (tensor<f32>) {
+    %0 = tg.reduce_sum %sq [0, 1] : tensor<4x8xf32> -> tensor<f32>
+    exec.yield %0 : tensor<f32>
+  }
+  %p = exec.dispatch_region -> (tensor<4x8xf32>) {
+    %0 = tg.mul %g, %h : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+    exec.yield %0 : tensor<4x8xf32>
+  }
+  %m = exec.dispatch_region -> (tensor<8xf32>) {
+    %0 = tg.reduce_mean %p [0] : tensor<4x8xf32> -> tensor<8xf32>
+    exec.yield %0 : tensor<8xf32>
+  }
+  return %n, %m, %p : tensor<f32>, tensor<8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
 // What must not fuse: a row input that is not elementwise (an embedding),
 // one read before the norm runs, a bias add of a GEMM's product (the GEMM's
 // epilogue); a dx consumer broadcasting it to a larger shape, one reading

@@ -312,6 +312,26 @@ const FusedCase kFusedCases[] = {
   %s = tg.mul %d, %m : tensor<2x4x9xT>, tensor<4x9xT> -> tensor<2x4x9xT>
   return %s : tensor<2x4x9xT>
 })", 64},
+  // Sums reading their prologue element by element: a gradient's squares
+  // for the global norm; the vocabulary-parallel loss's exponentials of
+  // logits less their row max (broadcast), summed per row; a mean over the
+  // leading dims of a product.
+  {"squares_sum", R"(func.func @NAME(%g: tensor<6x20xT>) -> tensor<T> {
+  %s = tg.mul %g, %g : tensor<6x20xT>, tensor<6x20xT> -> tensor<6x20xT>
+  %r = tg.reduce_sum %s [0, 1] : tensor<6x20xT> -> tensor<T>
+  return %r : tensor<T>
+})", 64},
+  {"exp_row_sum", R"(func.func @NAME(%l: tensor<2x3x40xT>, %m: tensor<2x3x1xT>) -> tensor<2x3xT> {
+  %d = tg.sub %l, %m : tensor<2x3x40xT>, tensor<2x3x1xT> -> tensor<2x3x40xT>
+  %e = tg.exp %d : tensor<2x3x40xT>
+  %r = tg.reduce_sum %e [2] : tensor<2x3x40xT> -> tensor<2x3xT>
+  return %r : tensor<2x3xT>
+})", 64},
+  {"product_mean", R"(func.func @NAME(%a: tensor<4x5x8xT>, %w: tensor<8xT>) -> tensor<8xT> {
+  %p = tg.mul %a, %w : tensor<4x5x8xT>, tensor<8xT> -> tensor<4x5x8xT>
+  %r = tg.reduce_mean %p [0, 1] : tensor<4x5x8xT> -> tensor<8xT>
+  return %r : tensor<8xT>
+})", 64},
   // A row op feeding a reduction, and an argument returned as it is.
   {"norm_sum_passthrough", R"(func.func @NAME(%x: tensor<3x16xT>, %w: tensor<16xT>) -> (tensor<3xT>, tensor<16xT>) {
   %n = tg.rms_norm %x, %w {epsilon = 1.0e-5 : f64} : tensor<3x16xT>, tensor<16xT> -> tensor<3x16xT>

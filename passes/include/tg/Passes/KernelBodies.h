@@ -32,9 +32,11 @@ LogicalResult emitElementwiseGroup(OpBuilder &b, Block &body,
                                    ValueRange inputs, ValueRange yielded,
                                    ValueRange outputs);
 
-/// Row ops that a row group may compute the row input of, elementwise ops
-/// before them (a prologue): layer_norm, rms_norm, softmax.
+/// Ops that a row group may compute the input of, elementwise ops before
+/// them (a prologue): layer_norm, rms_norm, softmax (row by row), and
+/// reduce_sum, reduce_mean (isSum: element by element, as they sum them).
 bool takesRowPrologue(Operation *op);
+bool isSum(Operation *op);
 /// Row gradients whose dx a row group may pass through elementwise ops
 /// after them (an epilogue): layer_norm_grad, rms_norm_grad, softmax_grad.
 bool takesRowEpilogue(Operation *op);
@@ -50,7 +52,7 @@ Operation *rowGroupOp(Block &body);
 /// Emits row group `body` (see rowGroupOp) as one loop over the rows: a row
 /// is computed by the prologue and normalised while it is in cache, or
 /// each dx element goes through the epilogue as the row gradient computes
-/// it. `inputs`, `yielded` and `outputs` are as for emitElementwiseGroup;
+/// it; a sum's prologue computes each element as the sum reads it. `inputs`, `yielded` and `outputs` are as for emitElementwiseGroup;
 /// a value that is not yielded is not stored (the row input then lives in
 /// the row op's result rows until the row op overwrites them).
 LogicalResult emitRowGroup(OpBuilder &b, Block &body, ValueRange inputs,
