@@ -39,9 +39,12 @@ void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options) {
   if (options.fusion.elementwise)
     pm.addNestedPass<func::FuncOp>(
         createTgFuseElementwise({options.fusion.remarks}));
-  if (options.fusion.rows)
-    pm.addNestedPass<func::FuncOp>(
-        createTgFuseIntoRows({options.fusion.remarks}));
+  if (options.fusion.rows) {
+    TgFuseIntoRowsOptions rows;
+    rows.remarks = options.fusion.remarks;
+    rows.lossWithGradient = options.fusion.loss && options.kernelBuffers;
+    pm.addNestedPass<func::FuncOp>(createTgFuseIntoRows(rows));
+  }
   pm.addPass(createTgLowerToExec({/*functions=*/{}, options.seed}));
   if (options.fusion.gemmBias)
     pm.addPass(createExecFuseGemmBias());

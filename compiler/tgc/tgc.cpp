@@ -154,7 +154,7 @@ static cl::opt<bool> noFusionOpt(
     cl::desc("Turn off every fusion pass, to compare or to find a fusion at "
              "fault"),
     cl::sub(compileCommand), cl::cat(tgcCategory));
-enum class Fusion { Elementwise, Rows, GemmBias, Attention };
+enum class Fusion { Elementwise, Rows, Loss, GemmBias, Attention };
 static cl::list<Fusion, bool, ListingParser<Fusion>> noFuseOpt(
     "no-fuse", cl::desc("Turn off one fusion pass (comma-separated list)"),
     cl::values(clEnumValN(Fusion::Elementwise, "elementwise",
@@ -162,6 +162,9 @@ static cl::list<Fusion, bool, ListingParser<Fusion>> noFuseOpt(
                clEnumValN(Fusion::Rows, "rows",
                           "tg-fuse-into-rows: residual adds, scales and "
                           "masks into norm and softmax kernels"),
+               clEnumValN(Fusion::Loss, "loss",
+                          "tg-fuse-into-rows' loss-with-gradient: the loss "
+                          "and its gradient in one kernel (CPU)"),
                clEnumValN(Fusion::GemmBias, "gemm-bias",
                           "exec-fuse-gemm-bias: bias adds as GEMM epilogues"),
                clEnumValN(Fusion::Attention, "attention",
@@ -517,6 +520,7 @@ static llvm::Expected<tg::driver::Options> driverOptions() {
   o.fusion.elementwise =
       !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::Elementwise);
   o.fusion.rows = !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::Rows);
+  o.fusion.loss = !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::Loss);
   o.fusion.gemmBias =
       !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::GemmBias);
   o.fusion.attention =

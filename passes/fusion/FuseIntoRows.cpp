@@ -57,6 +57,14 @@ struct FuseIntoRowsPass : impl::TgFuseIntoRowsBase<FuseIntoRowsPass> {
       else
         fuseEpilogue(region, rowOp);
     }
+    if (!lossWithGradient)
+      return;
+    SmallVector<std::pair<exec::DispatchRegionOp, CrossEntropyOp>> losses;
+    for (auto region : block.getOps<exec::DispatchRegionOp>())
+      if (auto loss = dyn_cast_or_null<CrossEntropyOp>(soleOp(region)))
+        losses.push_back({region, loss});
+    for (auto [region, loss] : losses)
+      fuseLossWithGradient(region, loss);
   }
 
 private:
@@ -120,6 +128,34 @@ private:
     }
     if (why.empty())
       absorb(consumer, region);
+  }
+
+  /// The region of the cross_entropy_grad of `loss`'s logits and targets
+  /// takes `loss`'s region in: one kernel computes both from one pass over
+  /// each row (the gradient recomputed the softmax the loss had computed).
+  void fuseLossWithGradient(exec::DispatchRegionOp region,
+                            CrossEntropyOp loss) {
+    exec::DispatchRegionOp gradRegion;
+    for (Operation *user : loss.getLogits().getUsers())
+      if (auto grad = dyn_cast<CrossEntropyGradOp>(user);
+          grad && grad.getTargets() == loss.getTargets())
+        if (auto parent = dyn_cast<exec::DispatchRegionOp>(grad->getParentOp());
+            parent && soleOp(parent) == grad && region->isBeforeInBlock(parent))
+          gradRegion = parent;
+    if (!gradRegion)
+      return;
+    std::string why = readBeforeConsumer(region, gradRegion);
+    if (remarks) {
+      InFlightDiagnostic remark = loss.emitRemark();
+      if (why.empty())
+        remark << "computed with its gradient in one kernel: saves a pass "
+                  "over the logits ("
+               << byteSize(loss.getLogits()) << " bytes)";
+      else
+        remark << "not computed with its gradient: " << why;
+    }
+    if (why.empty())
+      absorb(gradRegion, region);
   }
 
   /// Why `consumer` may not absorb `producer`, or "": the consumer is a row

@@ -3,6 +3,7 @@
 // style, each tg op's loops emitted by emitKernelBody.
 #include "tg/Exec/IR/ExecOps.h"
 #include "tg/IR/TgDialect.h"
+#include "tg/IR/TgOps.h"
 #include "tg/Passes/KernelBodies.h"
 #include "tg/Passes/Passes.h"
 
@@ -94,6 +95,9 @@ LogicalResult bufferize(func::FuncOp kernel) {
       return failure();
   } else if (rowGroupOp(body)) {
     if (failed(emitRowGroup(b, body, inputs, yielded, outputs)))
+      return failure();
+  } else if (lossWithGradient(body)) {
+    if (failed(emitLossWithGradient(b, body, inputs, yielded, outputs)))
       return failure();
   } else if (failed(emitOpByOp(b, body, buffers, locals))) {
     return failure();

@@ -639,10 +639,12 @@ void emitMatmul(OpBuilder &b, Location loc, MatmulOp op, Value lhs, Value rhs,
 // Row-wise ops on flat views
 //===----------------------------------------------------------------------===//
 
-/// Writes softmax of row `base` of `in` into `out` (max subtracted first).
-/// The exponentials are stored, then summed: one loop for both would run
-/// the exponentials at the width of the f64 sum (half the float32 lanes).
-void softmaxRow(Emitter &e, Value in, Value out, Value base, int64_t n) {
+/// Writes softmax of row `base` of `in` into `out` (max subtracted first);
+/// returns the row's max and its sum of exponentials. The exponentials are
+/// stored, then summed: one loop for both would run the exponentials at the
+/// width of the f64 sum (half the float32 lanes).
+std::pair<Value, Value> softmaxRow(Emitter &e, Value in, Value out, Value base,
+                                   int64_t n) {
   Value max = e.rowMax(in, base, n);
   e.loop(n, [&](Value i) {
     Value at = e.addIndex(base, i);
@@ -654,6 +656,7 @@ void softmaxRow(Emitter &e, Value in, Value out, Value base, int64_t n) {
     Value at = e.addIndex(base, i);
     e.store(e.div(e.load(out, at), sum), out, at);
   });
+  return {max, sum};
 }
 
 void emitSoftmax(Emitter &e, Value x, Value y, int64_t rows, int64_t n) {
@@ -806,30 +809,47 @@ void emitRmsNormGrad(Emitter &e, RmsNormGradOp op, Value x, Value w, Value dy,
   });
 }
 
+/// One row's loss: log(sum of exp(x - max)) + max - x[target].
+Value rowLoss(Emitter &e, Value logits, Value targets, Value r, Value base,
+              Value max, Value sum) {
+  Value target = e.toIndex(e.load(targets, r));
+  Value picked = e.load(logits, e.addIndex(base, target));
+  return e.sub(e.add(max, math::LogOp::create(e.b, e.loc, sum)), picked);
+}
+
+/// The mean of the rows' losses (each term(r)), summed in f64 in row order.
+void storeMeanLoss(Emitter &e, int64_t rows, Value loss,
+                   llvm::function_ref<Value(Value)> term) {
+  Value total = e.wideSums(
+      rows, 1, [&](Value r) { return SmallVector<Value>{term(r)}; },
+      /*reassociate=*/false)[0];
+  e.store(e.narrow(e.div(total, e.constant(e.b.getF64Type(), (double)rows))),
+          loss, e.index(0));
+}
+
 void emitCrossEntropy(Emitter &e, Value logits, Value targets, Value loss,
                       int64_t rows, int64_t vocab) {
-  // The batch's loss is summed in f64 (Emitter::wideSum).
-  Value total = e.wideSum(rows, [&](Value r) {
+  storeMeanLoss(e, rows, loss, [&](Value r) {
     Value base = e.mulIndex(r, vocab);
     Value max = e.rowMax(logits, base, vocab);
     Value sum = e.sum(vocab, [&](Value i) {
       return e.exp(e.sub(e.load(logits, e.addIndex(base, i)), max));
     });
-    Value target = e.toIndex(e.load(targets, r));
-    Value picked = e.load(logits, e.addIndex(base, target));
-    return e.sub(e.add(max, math::LogOp::create(e.b, e.loc, sum)), picked);
+    return rowLoss(e, logits, targets, r, base, max, sum);
   });
-  e.store(e.narrow(e.div(total, e.constant(e.b.getF64Type(), (double)rows))),
-          loss, e.index(0));
 }
 
+/// The gradient of the mean loss; with `rowLosses`, each row's loss too
+/// (the forward and the gradient in one pass over the logits).
 void emitCrossEntropyGrad(Emitter &e, Value logits, Value targets,
-                          Value lossGrad, Value dx, int64_t rows,
-                          int64_t vocab) {
-  Value factor = e.div(e.load(lossGrad, e.index(0)), e.constant((double)rows));
+                          Value lossGrad, Value dx, int64_t rows, int64_t vocab,
+                          Value rowLosses = nullptr) {
+  Value factor = e.div(lossGrad, e.constant((double)rows));
   e.rows(rows, [&](Value r) {
     Value base = e.mulIndex(r, vocab);
-    softmaxRow(e, logits, dx, base, vocab);
+    auto [max, sum] = softmaxRow(e, logits, dx, base, vocab);
+    if (rowLosses)
+      e.store(rowLoss(e, logits, targets, r, base, max, sum), rowLosses, r);
     Value at = e.addIndex(base, e.toIndex(e.load(targets, r)));
     e.store(e.sub(e.load(dx, at), e.constant(1.0)), dx, at);
     e.loop(vocab, [&](Value i) {
@@ -1675,6 +1695,66 @@ LogicalResult emitRowGroup(OpBuilder &b, Block &body, ValueRange inputs,
   return RowGroup(b, body, inputs, yielded, outputs).emit();
 }
 
+CrossEntropyGradOp lossWithGradient(Block &body) {
+  // Beside the pair, only the gradient's seed may be in it (compiled in).
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator())
+    if (auto constant = dyn_cast<ConstantOp>(op);
+        !constant || cast<ShapedType>(constant.getType()).getRank() != 0)
+      ops.push_back(&op);
+  if (ops.size() != 2)
+    return nullptr;
+  auto loss = dyn_cast<CrossEntropyOp>(ops[0]);
+  auto grad = dyn_cast<CrossEntropyGradOp>(ops[1]);
+  if (!loss || !grad || loss.getLogits() != grad.getLogits() ||
+      loss.getTargets() != grad.getTargets())
+    return nullptr;
+  return grad;
+}
+
+LogicalResult emitLossWithGradient(OpBuilder &b, Block &body, ValueRange inputs,
+                                   ValueRange yielded, ValueRange outputs) {
+  CrossEntropyGradOp grad = lossWithGradient(body);
+  assert(grad && "emitLossWithGradient on a block that is not the pair");
+  auto loss = *body.getOps<CrossEntropyOp>().begin();
+  Location loc = grad.getLoc();
+  DenseMap<Value, Value> buffers;
+  for (auto [arg, input] : llvm::zip(body.getArguments(), inputs))
+    buffers[arg] = flatten(b, loc, input);
+  for (auto [value, output] : llvm::zip(yielded, outputs))
+    buffers[value] = flatten(b, loc, output);
+  SmallVector<Value> locals;
+  auto bufferOf = [&](Value v) {
+    if (Value buffer = buffers.lookup(v))
+      return buffer;
+    Value local = memref::AllocOp::create(
+        b, loc, MemRefType::get(shapeOf(v), getElementTypeOrSelf(v.getType())));
+    locals.push_back(local);
+    return buffers[v] = flatten(b, loc, local);
+  };
+  auto [rows, vocab] = rowsOf(grad.getLogits());
+  Emitter e(b, loc, getElementTypeOrSelf(grad.getType()));
+  // Each row's loss, kept until the rows are summed in order.
+  Value rowLosses =
+      memref::AllocOp::create(b, loc, MemRefType::get({rows}, e.element));
+  locals.push_back(rowLosses);
+  Value logits = bufferOf(grad.getLogits()),
+        targets = bufferOf(grad.getTargets());
+  // The loss's gradient: an input, or the constant seed compiled in.
+  Value lossGrad;
+  if (auto seed = grad.getLossGrad().getDefiningOp<ConstantOp>())
+    lossGrad = splatScalar(e, seed);
+  else
+    lossGrad = e.load(bufferOf(grad.getLossGrad()), e.index(0));
+  emitCrossEntropyGrad(e, logits, targets, lossGrad,
+                       bufferOf(grad.getResult()), rows, vocab, rowLosses);
+  storeMeanLoss(e, rows, bufferOf(loss.getResult()),
+                [&](Value r) { return e.load(rowLosses, r); });
+  for (Value local : locals)
+    memref::DeallocOp::create(b, loc, local);
+  return success();
+}
+
 bool hasKernelBody(Operation *op) {
   return op->hasTrait<TgOpTrait::HasKernelBody>();
 }
@@ -1768,7 +1848,8 @@ LogicalResult emitKernelBody(OpBuilder &b, Operation *op, ValueRange operands,
         emitCrossEntropy(e, in[0], in[1], out[0], rows, n);
       })
       .Case([&](CrossEntropyGradOp) {
-        emitCrossEntropyGrad(e, in[0], in[1], in[2], out[0], rows, n);
+        emitCrossEntropyGrad(e, in[0], in[1], e.load(in[2], e.index(0)),
+                             out[0], rows, n);
       })
       .Case([&](EmbeddingOp o) {
         auto table = shapeOf(operands[0]);

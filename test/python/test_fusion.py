@@ -28,11 +28,16 @@ MODELS = {name: os.path.join(ROOT, "examples", "models", f"{name}.json")
 TRAIN = os.path.join(ROOT, "examples", "train", "tiny.json")
 STEPS = 6
 # Flash attention (tg-fuse-attention) is off in all of them: it computes the
-# same function with other roundings (test_flash_attention checks it).
-VARIANTS = {"fused": ["--no-fuse=attention"], "unfused": ["--no-fusion"],
-            "no-elementwise": ["--no-fuse=elementwise,attention"],
+# same function with other roundings (test_flash_attention checks it). So is
+# the loss with its gradient in one kernel, whose loss sums each row's
+# exponentials as the gradient stores them (another association of the f64
+# sum than the loss alone, so the loss may differ in its last bit):
+# test_loss_with_gradient compares it.
+VARIANTS = {"fused": ["--no-fuse=attention,loss"], "unfused": ["--no-fusion"],
+            "no-elementwise": ["--no-fuse=elementwise,attention,loss"],
             "no-rows": ["--no-fuse=rows,attention"],
-            "no-gemm-bias": ["--no-fuse=gemm-bias,attention"]}
+            "no-gemm-bias": ["--no-fuse=gemm-bias,attention,loss"],
+            "with-loss": ["--no-fuse=attention"]}
 
 
 class Fusion(unittest.TestCase):
@@ -69,6 +74,21 @@ class Fusion(unittest.TestCase):
                         for key in weights:
                             np.testing.assert_array_equal(weights[key], other_weights[key],
                                                           err_msg=f"{variant}: {key}")
+
+    def test_loss_with_gradient(self):
+        """The loss and its gradient in one kernel: the same gradients, so
+        bitwise the same gradient norms and weights; the loss within a few
+        ulp of its element type (f32: 2^-24, f64: 2^-53; 8 allowed)."""
+        for name, model in MODELS.items():
+            for dtype, ulp in (("f32", 2.0 ** -24), ("f64", 2.0 ** -53)):
+                with self.subTest(model=name, dtype=dtype):
+                    steps, weights = self.train(model, dtype, "fused")
+                    other_steps, other_weights = self.train(model, dtype, "with-loss")
+                    self.assertEqual([(s, g) for s, _, g in steps], [(s, g) for s, _, g in other_steps])
+                    for (_, loss, _), (_, other, _) in zip(steps, other_steps):
+                        self.assertLessEqual(abs(loss - other), 8 * ulp * abs(loss))
+                    for key in weights:
+                        np.testing.assert_array_equal(weights[key], other_weights[key], err_msg=key)
 
     def stats(self, model, *flags):
         return json.loads(run("tgc", "compile", model, "--train", TRAIN, "--stats=json", *flags))

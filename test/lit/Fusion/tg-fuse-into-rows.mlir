@@ -1,6 +1,7 @@
 // RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-into-rows))' | FileCheck %s
 // RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-into-rows{remarks=true}))' -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
 // RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-into-rows{remarks=true max-inputs=2}))' -o /dev/null 2>&1 | FileCheck %s --check-prefix=LIMIT
+// RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-into-rows{loss-with-gradient=false}))' | FileCheck %s --check-prefix=NOLOSS
 
 // A pre-norm block's residual add joins the norm's row kernel as its
 // prologue; the sum is still a result (the residual stream reads it later).
@@ -152,6 +153,56 @@ func.func @sums(%g: tensor<4x8xf32>, %h: tensor<4x8xf32>) -> (tensor<f32>, tenso
     exec.yield %0 : tensor<8xf32>
   }
   return %n, %m, %p : tensor<f32>, tensor<8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// The loss and its gradient (same logits and targets) in one kernel, at the
+// gradient's place; the seed is compiled in. Not without loss-with-gradient
+// (a target whose kernels cannot allocate the rows' losses), nor where the
+// loss is read before the gradient runs.
+// CHECK-LABEL: func.func @loss_with_gradient
+// CHECK: %[[R:.*]]:2 = exec.dispatch_region -> (tensor<4x10xf32>, tensor<f32>) {
+// CHECK-NEXT: tg.constant dense<1.000000e+00>
+// CHECK-NEXT: %[[L:.*]] = tg.cross_entropy %arg0, %arg1
+// CHECK-NEXT: %[[G:.*]] = tg.cross_entropy_grad %arg0, %arg1
+// CHECK-NEXT: exec.yield %[[G]], %[[L]]
+// CHECK: return %[[R]]#1, %[[R]]#0
+// CHECK-LABEL: func.func @loss_read_first
+// CHECK: tg.cross_entropy
+// CHECK-NEXT: exec.yield
+// CHECK: tg.exp
+// REMARK: remark: computed with its gradient in one kernel: saves a pass over the logits (160 bytes)
+// REMARK: remark: not computed with its gradient: 'tg.exp' reads it before that kernel runs
+// NOLOSS-LABEL: func.func @loss_with_gradient
+// NOLOSS: exec.dispatch_region -> (tensor<f32>) {
+// NOLOSS-NEXT: tg.cross_entropy
+func.func @loss_with_gradient(%l: tensor<4x10xf32>, %t: tensor<4xi64>) -> (tensor<f32>, tensor<4x10xf32>) {
+  %seed = tg.constant dense<1.0> : tensor<f32>
+  %loss = exec.dispatch_region -> (tensor<f32>) {
+    %0 = tg.cross_entropy %l, %t : tensor<4x10xf32>, tensor<4xi64> -> tensor<f32>
+    exec.yield %0 : tensor<f32>
+  }
+  %g = exec.dispatch_region -> (tensor<4x10xf32>) {
+    %0 = tg.cross_entropy_grad %l, %t, %seed : tensor<4x10xf32>, tensor<4xi64>, tensor<f32>
+    exec.yield %0 : tensor<4x10xf32>
+  }
+  return %loss, %g : tensor<f32>, tensor<4x10xf32>
+}
+func.func @loss_read_first(%l: tensor<4x10xf32>, %t: tensor<4xi64>) -> (tensor<f32>, tensor<4x10xf32>) {
+  %loss = exec.dispatch_region -> (tensor<f32>) {
+    %0 = tg.cross_entropy %l, %t : tensor<4x10xf32>, tensor<4xi64> -> tensor<f32>
+    exec.yield %0 : tensor<f32>
+  }
+  %e = exec.dispatch_region -> (tensor<f32>) {
+    %0 = tg.exp %loss : tensor<f32>
+    exec.yield %0 : tensor<f32>
+  }
+  %g = exec.dispatch_region -> (tensor<4x10xf32>) {
+    %0 = tg.cross_entropy_grad %l, %t, %e : tensor<4x10xf32>, tensor<4xi64>, tensor<f32>
+    exec.yield %0 : tensor<4x10xf32>
+  }
+  return %loss, %g : tensor<f32>, tensor<4x10xf32>
 }
 
 // -----

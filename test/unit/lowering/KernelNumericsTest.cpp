@@ -228,6 +228,7 @@ struct FusedCase {
   const char *name;
   const char *source;
   double ulps;
+  int64_t bound = 0; // integer arguments lie in [0, bound)
 };
 const FusedCase kFusedCases[] = {
   // The exponentials in a local buffer, the softmax returned twice.
@@ -332,6 +333,19 @@ const FusedCase kFusedCases[] = {
   %r = tg.reduce_mean %p [0, 1] : tensor<4x5x8xT> -> tensor<8xT>
   return %r : tensor<8xT>
 })", 64},
+  // The loss and its gradient in one kernel (tg-fuse-into-rows'
+  // loss-with-gradient), the gradient's seed an input, then compiled in.
+  {"loss_with_gradient", R"(func.func @NAME(%l: tensor<2x3x50xT>, %t: tensor<2x3xi64>, %g: tensor<T>) -> (tensor<T>, tensor<2x3x50xT>) {
+  %loss = tg.cross_entropy %l, %t : tensor<2x3x50xT>, tensor<2x3xi64> -> tensor<T>
+  %d = tg.cross_entropy_grad %l, %t, %g : tensor<2x3x50xT>, tensor<2x3xi64>, tensor<T>
+  return %loss, %d : tensor<T>, tensor<2x3x50xT>
+})", 64, 50},
+  {"loss_with_seeded_gradient", R"(func.func @NAME(%l: tensor<5x40xT>, %t: tensor<5xi64>) -> (tensor<5x40xT>, tensor<T>) {
+  %seed = tg.constant dense<0.5> : tensor<T>
+  %loss = tg.cross_entropy %l, %t : tensor<5x40xT>, tensor<5xi64> -> tensor<T>
+  %d = tg.cross_entropy_grad %l, %t, %seed : tensor<5x40xT>, tensor<5xi64>, tensor<T>
+  return %d, %loss : tensor<5x40xT>, tensor<T>
+})", 64, 40},
   // A row op feeding a reduction, and an argument returned as it is.
   {"norm_sum_passthrough", R"(func.func @NAME(%x: tensor<3x16xT>, %w: tensor<16xT>) -> (tensor<3xT>, tensor<16xT>) {
   %n = tg.rms_norm %x, %w {epsilon = 1.0e-5 : f64} : tensor<3x16xT>, tensor<16xT> -> tensor<3x16xT>
@@ -612,11 +626,11 @@ TEST_F(KernelNumerics, EveryKernelMatchesTheFloat64Reference) {
   for (size_t k = 0; k < funcs.size(); ++k) {
     const std::string &element = elements[k % elements.size()];
     // Fused cases draw from the default domain.
-    Case c = k < numSingle
-                 ? kCases[k / elements.size()]
-                 : Case{kFusedCases[(k - numSingle) / elements.size()].name, "",
-                        "", "",
-                        kFusedCases[(k - numSingle) / elements.size()].ulps};
+    auto fusedCase = [&] {
+      const FusedCase &f = kFusedCases[(k - numSingle) / elements.size()];
+      return Case{f.name, "", "", "", f.ulps, Uniform, f.bound};
+    };
+    Case c = k < numSingle ? kCases[k / elements.size()] : fusedCase();
     check(c, element, relativeErrorOf(k, c, rng), report);
   }
   auto end = std::chrono::steady_clock::now();

@@ -33,9 +33,12 @@ void buildTrainingStage(OpPassManager &pm, const TrainStepOptions &options,
 struct FusionOptions {
   /// tg-fuse-elementwise: chains of elementwise ops in one kernel.
   bool elementwise = true;
-  /// tg-fuse-into-rows: elementwise prologues and epilogues of norms and
-  /// softmax in their row kernels.
+  /// tg-fuse-into-rows: elementwise prologues and epilogues of norms,
+  /// softmax and sums in their row kernels.
   bool rows = true;
+  /// tg-fuse-into-rows' loss-with-gradient: cross_entropy and its gradient
+  /// in one kernel (where the target's kernels may allocate).
+  bool loss = true;
   /// exec-fuse-gemm-bias: bias adds as GEMM epilogues.
   bool gemmBias = true;
   /// tg-fuse-attention: flash attention where the cost model prefers it,
@@ -56,6 +59,9 @@ struct LoweringOptions {
   int64_t bucketBytes = 25 << 20;
   /// The target has flash attention kernels (the CPU; not CUDA yet).
   bool flashKernels = true;
+  /// The target's kernels may allocate memory of their own (the CPU; the
+  /// CUDA target maps kernels whose values pass through their operands).
+  bool kernelBuffers = true;
 };
 
 /// @train_step (tg) -> exec.program with planned resources, timepoints and

@@ -7,6 +7,8 @@
 
 namespace mlir::tg {
 
+class CrossEntropyGradOp;
+
 /// Positions (keys, or queries for the key gradients) a flash attention
 /// kernel handles per step of its inner loops: one vector of scores.
 constexpr int64_t kFlashAttentionTile = 16;
@@ -57,6 +59,19 @@ Operation *rowGroupOp(Block &body);
 /// the row op's result rows until the row op overwrites them).
 LogicalResult emitRowGroup(OpBuilder &b, Block &body, ValueRange inputs,
                            ValueRange yielded, ValueRange outputs);
+
+/// The gradient of a block that is exactly a tg.cross_entropy and the
+/// tg.cross_entropy_grad of the same logits and targets (tg-fuse-into-rows'
+/// loss-with-gradient), or null.
+CrossEntropyGradOp lossWithGradient(Block &body);
+
+/// Emits that pair as one row loop: each row's softmax, its gradient and its
+/// loss from one max and one sum of exponentials; the rows' losses, kept in
+/// a local buffer, are then summed in order (as tg.cross_entropy sums them).
+/// `inputs`, `yielded` and `outputs` as for emitElementwiseGroup. The
+/// buffer is why only a target whose kernels may allocate takes it.
+LogicalResult emitLossWithGradient(OpBuilder &b, Block &body, ValueRange inputs,
+                                   ValueRange yielded, ValueRange outputs);
 
 /// Emits the loops computing tg op `op` at the builder's insertion point.
 /// `operands` and `results` are static, identity-layout memrefs matching

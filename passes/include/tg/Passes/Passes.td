@@ -337,6 +337,13 @@ def TgFuseIntoRows : Pass<"tg-fuse-into-rows", "func::FuncOp"> {
     after the last row), a value read by something that runs before the
     fused kernel, more than `max-inputs` buffers. Nothing is recomputed and
     each op rounds as before: the fused program computes the same values.
+    With `loss-with-gradient`, a tg.cross_entropy and the
+    tg.cross_entropy_grad of the same logits and targets become one kernel:
+    each row's softmax, gradient and loss from one max and one sum of
+    exponentials, where the loss alone was a second pass over the logits
+    (and a serial one: its rows' losses are summed in order). The kernel
+    keeps the rows' losses in a buffer of its own, so only a target whose
+    kernels may allocate takes it (the CPU; tgc turns it off for CUDA).
     Turned off by `tgc --no-fuse=rows` or `--no-fusion`.
   }];
   let options = [
@@ -345,6 +352,10 @@ def TgFuseIntoRows : Pass<"tg-fuse-into-rows", "func::FuncOp"> {
     Option<"maxInputs", "max-inputs", "int64_t", /*default=*/"64",
            "Most buffers a fused kernel reads (a CUDA kernel's parameters "
            "are limited to 4 KiB)">,
+    Option<"lossWithGradient", "loss-with-gradient", "bool",
+           /*default=*/"true",
+           "Compute cross_entropy and its gradient in one kernel (it "
+           "allocates a buffer: not for the CUDA target)">,
   ];
 }
 
