@@ -3,7 +3,9 @@
 // a pre-norm block's norm, attention's scale and mask before its softmax),
 // and the elementwise region consuming a norm or softmax gradient's dx its
 // epilogue (the residual stream's gradient add, attention's scale), so each
-// row is computed, normalised and passed on while it is in cache.
+// row is computed, normalised and passed on while it is in cache; a sum
+// reads its elementwise prologue (a gradient's squares) as it sums it; and
+// the loss is computed with its gradient.
 #include "RegionFusion.h"
 
 #include "tg/IR/TgOps.h"

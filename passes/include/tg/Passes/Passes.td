@@ -313,9 +313,10 @@ def TgFuseElementwise : Pass<"tg-fuse-elementwise", "func::FuncOp"> {
 }
 
 def TgFuseIntoRows : Pass<"tg-fuse-into-rows", "func::FuncOp"> {
-  let summary = "Fuse elementwise regions into the row kernels of norms and "
-                "softmax: a prologue computing the row input, an epilogue "
-                "consuming a row gradient";
+  let summary = "Fuse elementwise regions into the row kernels of norms, "
+                "softmax and sums (a prologue computing the row input, an "
+                "epilogue consuming a row gradient), and the loss with its "
+                "gradient";
   let description = [{
     After tg-fuse-elementwise, in program order:
     - prologue: the elementwise region computing the row input x of a
@@ -330,6 +331,9 @@ def TgFuseIntoRows : Pass<"tg-fuse-into-rows", "func::FuncOp"> {
       residual stream's gradient add, attention's scale): each dx element
       goes through the epilogue as it is computed, and dx is written only if
       something else reads it.
+    - sums: the elementwise region whose values only a tg.reduce_sum or
+      tg.reduce_mean reads (each gradient's squares for the global norm)
+      joins the sum's region; the sum computes each element as it reads it.
     Not fused, with the reason as a remark (`remarks`): an elementwise
     region of another shape (broadcast, it would be recomputed), a bias add
     of a library GEMM's product (left to exec-fuse-gemm-bias), an epilogue
