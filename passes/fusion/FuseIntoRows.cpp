@@ -77,6 +77,26 @@ private:
     if (!producer)
       return;
     std::string why = refusal(producer, region, x, /*prologue=*/true);
+    // A sum may still take the ops that compute its input alone (the
+    // vocabulary-parallel loss's exponentials, whose shifted logits the
+    // target pick reads too): they move to a region of their own first.
+    bool split = false;
+    if (!why.empty() && isSum(rowOp) &&
+        elementwiseGroupShape(producer.getBody().front())) {
+      llvm::SetVector<Operation *> moving = opsOnlyFor(producer, x, region);
+      if (!moving.empty()) {
+        auto [rest, part] = splitOff(producer, moving);
+        x = rowOp->getOperand(0);
+        if (refusal(part, region, x, /*prologue=*/true).empty()) {
+          producer = part;
+          why = "";
+          split = true;
+        } else {
+          producer = absorb(part, rest);
+          x = rowOp->getOperand(0);
+        }
+      }
+    }
     if (remarks) {
       InFlightDiagnostic remark =
           producerOf(cast<OpResult>(x))->emitRemark();
@@ -89,13 +109,56 @@ private:
                << "' as its prologue: saves reading " << byteSize(x)
                << " bytes back (it is still written: read later)";
       else
-        remark << "fused into the row kernel of '"
+        remark << (split ? "its ops that only the sum reads " : "")
+               << "fused into the row kernel of '"
                << rowOp->getName().getStringRef()
                << "' as its prologue: saves writing and reading "
                << byteSize(x) << " bytes";
     }
     if (why.empty())
       absorb(region, producer);
+  }
+
+  /// The ops of `producer` computing its result `x` that nothing but
+  /// `consumer` needs, directly or through each other; none if something
+  /// else reads `x` itself.
+  static llvm::SetVector<Operation *>
+  opsOnlyFor(exec::DispatchRegionOp producer, Value x,
+             exec::DispatchRegionOp consumer) {
+    Block &body = producer.getBody().front();
+    Operation *yield = body.getTerminator();
+    Operation *def =
+        yield->getOperand(cast<OpResult>(x).getResultNumber()).getDefiningOp();
+    llvm::SetVector<Operation *> moving;
+    if (!def || def->getBlock() != &body || readElsewhere(x, consumer))
+      return moving;
+    // A use is fine inside the moving ops, or as a result only the
+    // consumer reads.
+    auto onlyFor = [&](Operation *op) {
+      for (OpOperand &use : op->getUses()) {
+        Operation *user = use.getOwner();
+        if (moving.contains(user))
+          continue;
+        if (user != yield ||
+            readElsewhere(producer->getResult(use.getOperandNumber()),
+                          consumer))
+          return false;
+      }
+      return true;
+    };
+    moving.insert(def);
+    if (!onlyFor(def))
+      return {};
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (Operation &op : llvm::reverse(body.without_terminator()))
+        if (!moving.contains(&op) && !isa<ConstantOp>(op) &&
+            llvm::any_of(op.getUsers(),
+                         [&](Operation *u) { return moving.contains(u); }) &&
+            onlyFor(&op))
+          grew |= moving.insert(&op);
+    }
+    return moving;
   }
 
   /// `rowOp`'s region joins the elementwise region consuming its dx.

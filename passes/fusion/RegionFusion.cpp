@@ -2,6 +2,7 @@
 
 #include "tg/IR/TgOps.h"
 
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -142,6 +143,78 @@ exec::DispatchRegionOp absorb(exec::DispatchRegionOp region,
   region.erase();
   producer.erase();
   return merged;
+}
+
+std::pair<exec::DispatchRegionOp, exec::DispatchRegionOp>
+splitOff(exec::DispatchRegionOp region,
+         const llvm::SetVector<Operation *> &moving) {
+  Block &body = region.getBody().front();
+  auto yield = cast<exec::YieldOp>(body.getTerminator());
+  // Which results stay, which move, and what the moved ops read from the
+  // ops that stay.
+  SmallVector<unsigned> staying, moved;
+  for (auto [i, v] : llvm::enumerate(yield.getValues()))
+    (moving.contains(v.getDefiningOp()) ? moved : staying).push_back(i);
+  llvm::SetVector<Value> boundary;
+  for (Operation *op : moving)
+    for (Value operand : op->getOperands())
+      if (Operation *def = operand.getDefiningOp();
+          def && def->getBlock() == &body && !moving.contains(def) &&
+          !isa<ConstantOp>(def))
+        boundary.insert(operand);
+
+  OpBuilder b(region);
+  SmallVector<Value> firstYield;
+  for (unsigned i : staying)
+    firstYield.push_back(yield.getValues()[i]);
+  // A boundary value the first region yields anyway is read from there.
+  boundary.remove_if(
+      [&](Value v) { return llvm::is_contained(firstYield, v); });
+  llvm::append_range(firstYield, boundary);
+  auto first = exec::DispatchRegionOp::create(
+      b, region.getLoc(), ValueRange(firstYield).getTypes());
+  SmallVector<Value> secondYield;
+  for (unsigned i : moved)
+    secondYield.push_back(yield.getValues()[i]);
+  auto second = exec::DispatchRegionOp::create(
+      b, region.getLoc(), ValueRange(secondYield).getTypes());
+
+  // The second region: the moved ops, reading the boundary values from the
+  // first region's results and holding copies of the constants they use.
+  IRMapping mapping;
+  for (auto [value, result] : llvm::zip(firstYield, first.getResults()))
+    if (!mapping.contains(value))
+      mapping.map(value, result);
+  Block *secondBody = b.createBlock(&second.getBody());
+  b.setInsertionPointToEnd(secondBody);
+  for (Operation &op : body.without_terminator())
+    if (moving.contains(&op))
+      for (Value operand : op.getOperands())
+        if (auto constant = operand.getDefiningOp<ConstantOp>();
+            constant && constant->getBlock() == &body &&
+            !mapping.contains(operand))
+          b.clone(*constant, mapping);
+  for (Operation &op : body.without_terminator())
+    if (moving.contains(&op))
+      b.clone(op, mapping);
+  SmallVector<Value> secondValues;
+  for (Value v : secondYield)
+    secondValues.push_back(mapping.lookup(v));
+  exec::YieldOp::create(b, region.getLoc(), secondValues);
+
+  // The first region: the ops that stay, moved over as they are.
+  yield->setOperands(firstYield);
+  for (Operation *op : moving)
+    op->dropAllUses();
+  for (Operation *op : moving)
+    op->erase();
+  first.getBody().takeBody(region.getBody());
+  for (auto [n, i] : llvm::enumerate(staying))
+    region->getResult(i).replaceAllUsesWith(first->getResult(n));
+  for (auto [n, i] : llvm::enumerate(moved))
+    region->getResult(i).replaceAllUsesWith(second->getResult(n));
+  region.erase();
+  return {first, second};
 }
 
 } // namespace mlir::tg

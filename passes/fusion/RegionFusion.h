@@ -5,6 +5,8 @@
 
 #include "tg/Exec/IR/ExecOps.h"
 
+#include "llvm/ADT/SetVector.h"
+
 #include <string>
 
 namespace mlir::tg {
@@ -41,6 +43,15 @@ std::string readBeforeConsumer(exec::DispatchRegionOp producer,
 /// that something outside still reads. Returns the merged region.
 exec::DispatchRegionOp absorb(exec::DispatchRegionOp region,
                               exec::DispatchRegionOp producer);
+
+/// Moves the ops `moving` of `region` into a new region right after it,
+/// which yields what they computed of `region`'s results; `region` becomes
+/// one yielding the rest and the values the moved ops read from it. Nothing
+/// that stays may use a moved op's result. Returns the two regions (absorb
+/// merges them back).
+std::pair<exec::DispatchRegionOp, exec::DispatchRegionOp>
+splitOff(exec::DispatchRegionOp region,
+         const llvm::SetVector<Operation *> &moving);
 
 } // namespace mlir::tg
 

@@ -157,6 +157,37 @@ func.func @sums(%g: tensor<4x8xf32>, %h: tensor<4x8xf32>) -> (tensor<f32>, tenso
 
 // -----
 
+// The ops computing a sum's input alone move into the sum's kernel, and
+// what something else reads too stays: the vocabulary-parallel loss's
+// exponentials of the shifted logits, which the target pick reads.
+// CHECK-LABEL: func.func @partial_prologue
+// CHECK: %[[SHIFT:.*]] = exec.dispatch_region -> (tensor<4x8xf32>) {
+// CHECK-NEXT: tg.sub
+// CHECK-NEXT: exec.yield
+// CHECK: exec.dispatch_region -> (tensor<4xf32>) {
+// CHECK-NEXT: %[[E:.*]] = tg.exp %[[SHIFT]]
+// CHECK-NEXT: tg.reduce_sum %[[E]] [1]
+// CHECK: tg.pick %[[SHIFT]]
+// REMARK: remark: its ops that only the sum reads fused into the row kernel of 'tg.reduce_sum' as its prologue: saves writing and reading 128 bytes
+func.func @partial_prologue(%l: tensor<4x8xf32>, %m: tensor<4x1xf32>, %t: tensor<4xi64>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %both:2 = exec.dispatch_region -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+    %0 = tg.sub %l, %m : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+    %1 = tg.exp %0 : tensor<4x8xf32>
+    exec.yield %1, %0 : tensor<4x8xf32>, tensor<4x8xf32>
+  }
+  %s = exec.dispatch_region -> (tensor<4xf32>) {
+    %0 = tg.reduce_sum %both#0 [1] : tensor<4x8xf32> -> tensor<4xf32>
+    exec.yield %0 : tensor<4xf32>
+  }
+  %p = exec.dispatch_region -> (tensor<4xf32>) {
+    %0 = tg.pick %both#1[%t] : tensor<4x8xf32>, tensor<4xi64> -> tensor<4xf32>
+    exec.yield %0 : tensor<4xf32>
+  }
+  return %s, %p : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
 // The loss and its gradient (same logits and targets) in one kernel, at the
 // gradient's place; the seed is compiled in. Not without loss-with-gradient
 // (a target whose kernels cannot allocate the rows' losses), nor where the

@@ -334,6 +334,9 @@ def TgFuseIntoRows : Pass<"tg-fuse-into-rows", "func::FuncOp"> {
     - sums: the elementwise region whose values only a tg.reduce_sum or
       tg.reduce_mean reads (each gradient's squares for the global norm)
       joins the sum's region; the sum computes each element as it reads it.
+      Where something else reads some of the region's values, the ops that
+      only the sum needs are split off into it (the vocabulary-parallel
+      loss's exponentials; the shifted logits stay for the target pick).
     Not fused, with the reason as a remark (`remarks`): an elementwise
     region of another shape (broadcast, it would be recomputed), a bias add
     of a library GEMM's product (left to exec-fuse-gemm-bias), an epilogue
