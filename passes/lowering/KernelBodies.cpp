@@ -1444,6 +1444,50 @@ Operation *rowGroupOp(Block &body) {
 
 namespace {
 
+/// The flat buffers of a fused kernel's values: its inputs and the outputs
+/// of what it returns, and local buffers (allocated where first asked for,
+/// freed by `free`) for values it computes but does not return.
+class FlatBuffers {
+public:
+  FlatBuffers(OpBuilder &b, Location loc, Block &body, ValueRange inputs,
+              ValueRange yielded, ValueRange outputs)
+      : b(b), loc(loc) {
+    for (auto [arg, input] : llvm::zip(body.getArguments(), inputs))
+      buffers[arg] = flatten(b, loc, input);
+    for (auto [value, output] : llvm::zip(yielded, outputs))
+      buffers[value] = flatten(b, loc, output);
+  }
+
+  /// The buffer of `v`, null if it has none yet.
+  Value lookup(Value v) const { return buffers.lookup(v); }
+  /// The buffer of `v`, a new local one if it has none.
+  Value get(Value v) {
+    return get(v, MemRefType::get(shapeOf(v), getElementTypeOrSelf(v.getType())));
+  }
+  /// A local buffer of `type` for the kernel's own use.
+  Value local(MemRefType type) {
+    locals.push_back(memref::AllocOp::create(b, loc, type));
+    return flatten(b, loc, locals.back());
+  }
+  void free() {
+    for (Value local : locals)
+      memref::DeallocOp::create(b, loc, local);
+  }
+
+private:
+  Value get(Value v, MemRefType type) {
+    Value &buffer = buffers[v];
+    if (!buffer)
+      buffer = local(type);
+    return buffer;
+  }
+
+  OpBuilder &b;
+  Location loc;
+  DenseMap<Value, Value> buffers; // body values -> flat buffers
+  SmallVector<Value> locals;
+};
+
 /// An element of a row group's iteration space: element `column` of row
 /// `row`, or flat index `flat`; what is missing is derived when needed.
 struct Position {
@@ -1499,14 +1543,10 @@ public:
            ValueRange outputs)
       : b(b), body(body), rowOp(rowGroupOp(body)),
         space(shapeOf(rowOp->getOperand(0))),
-        e(b, rowOp->getLoc(), getElementTypeOrSelf(rowOp->getResult(0).getType())) {
+        e(b, rowOp->getLoc(), getElementTypeOrSelf(rowOp->getResult(0).getType())),
+        buffers(b, rowOp->getLoc(), body, inputs, yielded, outputs),
+        yielded(yielded) {
     std::tie(rows, n) = rowsOf(rowOp->getOperand(0));
-    for (auto [arg, input] : llvm::zip(body.getArguments(), inputs))
-      buffers[arg] = flatten(b, e.loc, input);
-    for (auto [value, output] : llvm::zip(yielded, outputs)) {
-      buffers[value] = flatten(b, e.loc, output);
-      this->yielded.push_back(value);
-    }
   }
 
   LogicalResult emit() {
@@ -1514,17 +1554,16 @@ public:
     // input (prologue) or dx (epilogue) may have none (see below).
     bool prologue = takesRowPrologue(rowOp);
     for (Value v : rowOp->getOperands().drop_front(prologue ? 1 : 0))
-      bufferOf(v);
+      buffers.get(v);
     for (Value v : rowOp->getResults().drop_front(prologue ? 0 : 1))
-      bufferOf(v);
+      buffers.get(v);
     if (isSum(rowOp))
       emitSumWithPrologue();
     else if (prologue)
       emitWithPrologue();
     else
       emitWithEpilogue();
-    for (Value local : locals)
-      memref::DeallocOp::create(b, e.loc, local);
+    buffers.free();
     if (unknown)
       return unknown->emitOpError("is declared Tg_Elementwise but the CPU "
                                   "lowering has no scalar computation for it");
@@ -1543,7 +1582,7 @@ private:
     Value x = rowOp->getOperand(0);
     Value xRows = buffers.lookup(x);
     if (!xRows)
-      xRows = bufferOf(rowOp->getResult(0));
+      xRows = buffers.get(rowOp->getResult(0));
     e.rows(rows, [&](Value r) {
       Value base = e.mulIndex(r, n);
       e.loop(n, [&](Value i) {
@@ -1551,21 +1590,21 @@ private:
         computeElement({r, i, e.addIndex(base, i)}, scalars);
         Value at = e.addIndex(base, i);
         storeYielded(scalars, at);
-        if (!buffers.count(x))
+        if (!buffers.lookup(x))
           e.store(scalars.lookup(x), xRows, at);
       });
       llvm::TypeSwitch<Operation *>(rowOp)
           .Case([&](LayerNormOp op) {
-            layerNormRow(e, op, xRows, bufferOf(op.getWeight()),
-                         bufferOf(op.getBias()), bufferOf(op.getResult()),
+            layerNormRow(e, op, xRows, buffers.get(op.getWeight()),
+                         buffers.get(op.getBias()), buffers.get(op.getResult()),
                          base, n);
           })
           .Case([&](RmsNormOp op) {
-            rmsNormRow(e, op, xRows, bufferOf(op.getWeight()),
-                       bufferOf(op.getResult()), base, n);
+            rmsNormRow(e, op, xRows, buffers.get(op.getWeight()),
+                       buffers.get(op.getResult()), base, n);
           })
           .Case([&](SoftmaxOp op) {
-            softmaxRow(e, xRows, bufferOf(op.getResult()), base, n);
+            softmaxRow(e, xRows, buffers.get(op.getResult()), base, n);
           });
     });
   }
@@ -1583,7 +1622,7 @@ private:
       computeElement({nullptr, nullptr, at}, scalars);
       return scalars.lookup(x);
     };
-    Value result = bufferOf(rowOp->getResult(0));
+    Value result = buffers.get(rowOp->getResult(0));
     if (auto sum = dyn_cast<ReduceSumOp>(rowOp))
       emitSum(b, e.loc, sum, space, read, result);
     else
@@ -1598,9 +1637,9 @@ private:
     Value scratch = buffers.lookup(dx);
     for (Value v : yielded)
       if (!scratch && v.getDefiningOp() != rowOp && shapeOf(v) == space)
-        scratch = buffers[v];
+        scratch = buffers.lookup(v);
     if (!scratch)
-      scratch = bufferOf(dx);
+      scratch = buffers.get(dx);
     auto epilogue = [&](Value v, Value r, Value i) {
       IRMapping scalars;
       scalars.map(dx, v);
@@ -1608,31 +1647,20 @@ private:
       computeElement(at, scalars);
       storeYielded(scalars, at.flatIndex(e, n));
     };
-    auto operand = [&](unsigned k) { return bufferOf(rowOp->getOperand(k)); };
+    auto operand = [&](unsigned k) { return buffers.get(rowOp->getOperand(k)); };
     llvm::TypeSwitch<Operation *>(rowOp)
         .Case([&](LayerNormGradOp op) {
           emitLayerNormGrad(e, op, operand(0), operand(1), operand(2), scratch,
-                            bufferOf(op.getResult(1)),
-                            bufferOf(op.getResult(2)), rows, n, epilogue);
+                            buffers.get(op.getResult(1)),
+                            buffers.get(op.getResult(2)), rows, n, epilogue);
         })
         .Case([&](RmsNormGradOp op) {
           emitRmsNormGrad(e, op, operand(0), operand(1), operand(2), scratch,
-                          bufferOf(op.getResult(1)), rows, n, epilogue);
+                          buffers.get(op.getResult(1)), rows, n, epilogue);
         })
         .Case([&](SoftmaxGradOp) {
           emitSoftmaxGrad(e, operand(0), operand(1), rows, n, epilogue);
         });
-  }
-
-  /// The flat buffer of `v`: its input or output, or a local buffer.
-  Value bufferOf(Value v) {
-    if (Value buffer = buffers.lookup(v))
-      return buffer;
-    Value local = memref::AllocOp::create(
-        b, e.loc,
-        MemRefType::get(shapeOf(v), getElementTypeOrSelf(v.getType())));
-    locals.push_back(local);
-    return buffers[v] = flatten(b, e.loc, local);
   }
 
   /// The elementwise ops' values at element i of row r, in `scalars`
@@ -1671,7 +1699,7 @@ private:
   void storeYielded(IRMapping &scalars, Value at) {
     for (Value v : yielded)
       if (scalars.contains(v))
-        e.store(scalars.lookup(v), buffers[v], at);
+        e.store(scalars.lookup(v), buffers.lookup(v), at);
   }
 
   OpBuilder &b;
@@ -1679,10 +1707,9 @@ private:
   Operation *rowOp;
   ArrayRef<int64_t> space;
   Emitter e;
+  FlatBuffers buffers;
+  ValueRange yielded;
   int64_t rows = 0, n = 0;
-  DenseMap<Value, Value> buffers; // body values -> flat buffers
-  SmallVector<Value> yielded;
-  SmallVector<Value> locals;
   Operation *unknown = nullptr;
   Operation *unstored = nullptr;
 };
@@ -1718,40 +1745,24 @@ LogicalResult emitLossWithGradient(OpBuilder &b, Block &body, ValueRange inputs,
   assert(grad && "emitLossWithGradient on a block that is not the pair");
   auto loss = *body.getOps<CrossEntropyOp>().begin();
   Location loc = grad.getLoc();
-  DenseMap<Value, Value> buffers;
-  for (auto [arg, input] : llvm::zip(body.getArguments(), inputs))
-    buffers[arg] = flatten(b, loc, input);
-  for (auto [value, output] : llvm::zip(yielded, outputs))
-    buffers[value] = flatten(b, loc, output);
-  SmallVector<Value> locals;
-  auto bufferOf = [&](Value v) {
-    if (Value buffer = buffers.lookup(v))
-      return buffer;
-    Value local = memref::AllocOp::create(
-        b, loc, MemRefType::get(shapeOf(v), getElementTypeOrSelf(v.getType())));
-    locals.push_back(local);
-    return buffers[v] = flatten(b, loc, local);
-  };
+  FlatBuffers buffers(b, loc, body, inputs, yielded, outputs);
   auto [rows, vocab] = rowsOf(grad.getLogits());
   Emitter e(b, loc, getElementTypeOrSelf(grad.getType()));
   // Each row's loss, kept until the rows are summed in order.
-  Value rowLosses =
-      memref::AllocOp::create(b, loc, MemRefType::get({rows}, e.element));
-  locals.push_back(rowLosses);
-  Value logits = bufferOf(grad.getLogits()),
-        targets = bufferOf(grad.getTargets());
+  Value rowLosses = buffers.local(MemRefType::get({rows}, e.element));
+  Value logits = buffers.get(grad.getLogits()),
+        targets = buffers.get(grad.getTargets());
   // The loss's gradient: an input, or the constant seed compiled in.
   Value lossGrad;
   if (auto seed = grad.getLossGrad().getDefiningOp<ConstantOp>())
     lossGrad = splatScalar(e, seed);
   else
-    lossGrad = e.load(bufferOf(grad.getLossGrad()), e.index(0));
+    lossGrad = e.load(buffers.get(grad.getLossGrad()), e.index(0));
   emitCrossEntropyGrad(e, logits, targets, lossGrad,
-                       bufferOf(grad.getResult()), rows, vocab, rowLosses);
-  storeMeanLoss(e, rows, bufferOf(loss.getResult()),
+                       buffers.get(grad.getResult()), rows, vocab, rowLosses);
+  storeMeanLoss(e, rows, buffers.get(loss.getResult()),
                 [&](Value r) { return e.load(rowLosses, r); });
-  for (Value local : locals)
-    memref::DeallocOp::create(b, loc, local);
+  buffers.free();
   return success();
 }
 
