@@ -1317,6 +1317,16 @@ struct FlashAttention {
 
 } // namespace
 
+/// The value of `op`, an elementwise op or a splat constant of a group, on
+/// one element of each of its operands; null for an elementwise op without
+/// a scalar computation.
+static Value groupScalar(OpBuilder &b, Operation &op, ValueRange operands) {
+  Emitter e(b, op.getLoc(), getElementTypeOrSelf(op.getResult(0).getType()));
+  if (auto constant = dyn_cast<ConstantOp>(op))
+    return splatScalar(e, constant);
+  return elementwiseScalar(e, &op, operands);
+}
+
 std::optional<ArrayRef<int64_t>> elementwiseGroupShape(Block &body) {
   std::optional<ArrayRef<int64_t>> space;
   for (Operation &op : body.without_terminator()) {
@@ -1360,17 +1370,10 @@ LogicalResult emitElementwiseGroup(OpBuilder &b, Block &body,
         IRMapping scalars;
         scalars.map(body.getArguments(), args.take_front(inputs.size()));
         for (Operation &op : body.without_terminator()) {
-          Emitter e(nb, op.getLoc(),
-                    getElementTypeOrSelf(op.getResult(0).getType()));
-          Value v;
-          if (auto constant = dyn_cast<ConstantOp>(op)) {
-            v = splatScalar(e, constant);
-          } else {
-            SmallVector<Value> operands;
-            for (Value operand : op.getOperands())
-              operands.push_back(scalars.lookup(operand));
-            v = elementwiseScalar(e, &op, operands);
-          }
+          SmallVector<Value> operands;
+          for (Value operand : op.getOperands())
+            operands.push_back(scalars.lookup(operand));
+          Value v = groupScalar(nb, op, operands);
           if (!v) {
             unknown = &op;
             v = args.back();
@@ -1673,23 +1676,17 @@ private:
       if (!isa<ConstantOp>(op) &&
           takesRowPrologue(rowOp) != op.isBeforeInBlock(rowOp))
         continue;
-      Emitter oe(b, op.getLoc(), getElementTypeOrSelf(op.getResult(0).getType()));
-      Value v;
-      if (auto constant = dyn_cast<ConstantOp>(op)) {
-        v = splatScalar(oe, constant);
-      } else {
-        SmallVector<Value> operands;
-        for (Value operand : op.getOperands())
-          operands.push_back(scalars.contains(operand)
-                                 ? scalars.lookup(operand)
-                                 : oe.load(buffers.lookup(operand),
-                                           broadcastIndex(oe, shapeOf(operand),
-                                                          space, at)));
-        v = elementwiseScalar(oe, &op, operands);
-      }
+      SmallVector<Value> operands;
+      for (Value operand : op.getOperands())
+        operands.push_back(
+            scalars.contains(operand)
+                ? scalars.lookup(operand)
+                : e.load(buffers.lookup(operand),
+                         broadcastIndex(e, shapeOf(operand), space, at)));
+      Value v = groupScalar(b, op, operands);
       if (!v) {
         unknown = &op;
-        v = oe.constant(0.0);
+        v = e.constant(0.0);
       }
       scalars.map(op.getResult(0), v);
     }
