@@ -160,8 +160,9 @@ static cl::list<Fusion, bool, ListingParser<Fusion>> noFuseOpt(
     cl::values(clEnumValN(Fusion::Elementwise, "elementwise",
                           "tg-fuse-elementwise: elementwise chains, AdamW"),
                clEnumValN(Fusion::Rows, "rows",
-                          "tg-fuse-into-rows: residual adds, scales and "
-                          "masks into norm and softmax kernels"),
+                          "tg-fuse-into-rows: residual adds, scales, masks "
+                          "and gradient squares into norm, softmax and sum "
+                          "kernels"),
                clEnumValN(Fusion::Loss, "loss",
                           "tg-fuse-into-rows' loss-with-gradient: the loss "
                           "and its gradient in one kernel (CPU)"),

@@ -530,14 +530,21 @@ void emitPartialSum(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
   });
 }
 
+/// The axes a reduction of an input of rank `rank` reduces, in [0, rank).
+template <typename ReduceOpTy>
+llvm::SmallDenseSet<int64_t> reducedAxes(ReduceOpTy op, int64_t rank) {
+  llvm::SmallDenseSet<int64_t> axes;
+  for (int64_t axis : op.getAxes()) // the verifier allows [-rank, rank)
+    axes.insert(normaliseAxis(axis, rank));
+  return axes;
+}
+
 /// reduce_sum or reduce_mean of an input of `shape` whose flat element `at`
 /// is read(at), into `result`.
 template <typename ReduceOpTy>
 void emitSum(OpBuilder &b, Location loc, ReduceOpTy op, ArrayRef<int64_t> shape,
              ElementReader read, Value result) {
-  llvm::SmallDenseSet<int64_t> axes;
-  for (int64_t axis : op.getAxes()) // the verifier allows [-rank, rank)
-    axes.insert(normaliseAxis(axis, shape.size()));
+  llvm::SmallDenseSet<int64_t> axes = reducedAxes(op, shape.size());
   int64_t count = 1;
   for (int64_t axis : axes)
     count *= shape[axis];
@@ -558,12 +565,7 @@ void emitSum(OpBuilder &b, Location loc, ReduceOpTy op, ArrayRef<int64_t> shape,
 template <typename ReduceOpTy>
 void emitReduce(OpBuilder &b, Location loc, ReduceOpTy op, Value input,
                 Value result) {
-  MLIRContext *ctx = b.getContext();
   ArrayRef<int64_t> shape = shapeOf(input);
-  llvm::SmallDenseSet<int64_t> axes;
-  for (int64_t axis : op.getAxes())
-    axes.insert(normaliseAxis(axis, shape.size()));
-  Type element = getElementTypeOrSelf(result.getType());
   if (!isa<ReduceMaxOp>(op.getOperation())) {
     Value in = flatten(b, loc, input);
     emitSum(b, loc, op, shape,
@@ -571,6 +573,9 @@ void emitReduce(OpBuilder &b, Location loc, ReduceOpTy op, Value input,
     return;
   }
   // A max needs no care for rounding: one linalg reduction.
+  MLIRContext *ctx = b.getContext();
+  llvm::SmallDenseSet<int64_t> axes = reducedAxes(op, shape.size());
+  Type element = getElementTypeOrSelf(result.getType());
   SmallVector<AffineExpr> outExprs;
   SmallVector<utils::IteratorType> iterators;
   for (int64_t d = 0; d < (int64_t)shape.size(); ++d) {
