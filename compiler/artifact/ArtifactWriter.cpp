@@ -374,7 +374,9 @@ private:
             fbb, *dtype, g.getTransposeA(), g.getTransposeB(), g.getM(),
             g.getN(), g.getK(), g.getBatch(), g.getStrideA(), g.getStrideB(),
             g.getStrideC(),
-            g.getBias() ? tgx::GemmEpilogue_Bias : tgx::GemmEpilogue_None);
+            g.getBias() ? tgx::GemmEpilogue_Bias : tgx::GemmEpilogue_None,
+            g.getLda(), g.getLdb(), g.getLdc(), g.getInnerBatch(),
+            g.getInnerStrideA(), g.getInnerStrideB(), g.getInnerStrideC());
         buffers = {g.getA(), g.getB(), g.getC()};
         if (g.getBias())
           buffers.push_back(g.getBias());

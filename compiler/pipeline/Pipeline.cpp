@@ -48,6 +48,8 @@ void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options) {
   pm.addPass(createTgLowerToExec({/*functions=*/{}, options.seed}));
   if (options.fusion.gemmBias)
     pm.addPass(createExecFuseGemmBias());
+  if (options.fusion.gemmLayouts)
+    pm.addPass(createExecFuseGemmLayouts());
   pm.addPass(createExecScheduleCollectives());
   pm.addPass(createExecBucketGradients({options.bucketBytes}));
   pm.addPass(createExecInsertTimepoints());

@@ -154,7 +154,7 @@ static cl::opt<bool> noFusionOpt(
     cl::desc("Turn off every fusion pass, to compare or to find a fusion at "
              "fault"),
     cl::sub(compileCommand), cl::cat(tgcCategory));
-enum class Fusion { Elementwise, Rows, Loss, GemmBias, Attention };
+enum class Fusion { Elementwise, Rows, Loss, GemmBias, GemmLayouts, Attention };
 static cl::list<Fusion, bool, ListingParser<Fusion>> noFuseOpt(
     "no-fuse", cl::desc("Turn off one fusion pass (comma-separated list)"),
     cl::values(clEnumValN(Fusion::Elementwise, "elementwise",
@@ -168,6 +168,9 @@ static cl::list<Fusion, bool, ListingParser<Fusion>> noFuseOpt(
                           "and its gradient in one kernel (CPU)"),
                clEnumValN(Fusion::GemmBias, "gemm-bias",
                           "exec-fuse-gemm-bias: bias adds as GEMM epilogues"),
+               clEnumValN(Fusion::GemmLayouts, "gemm-layouts",
+                          "exec-fuse-gemm-layouts: slices, transposes and "
+                          "concatenations around GEMMs as their strides"),
                clEnumValN(Fusion::Attention, "attention",
                           "tg-fuse-attention: flash attention kernels")),
     cl::CommaSeparated, cl::sub(compileCommand), cl::cat(tgcCategory));
@@ -524,6 +527,8 @@ static llvm::Expected<tg::driver::Options> driverOptions() {
   o.fusion.loss = !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::Loss);
   o.fusion.gemmBias =
       !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::GemmBias);
+  o.fusion.gemmLayouts =
+      !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::GemmLayouts);
   o.fusion.attention =
       !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::Attention);
   o.fusion.maxScoreMib = maxScoreMibOpt;

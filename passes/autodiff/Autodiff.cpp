@@ -161,12 +161,17 @@ FailureOr<SmallVector<Value>> mlir::tg::buildGradients(OpBuilder &b,
     }
   }
   b.setListener(previous);
+  // Values with the same gradient (an add's input and result) share one
+  // concatenation.
+  DenseMap<Operation *, Value> concats;
   for (auto &[v, g] : grads)
-    if (auto add = g.getDefiningOp<AddOp>())
-      if (Value concat = concatOfPads(b, add)) {
+    if (auto add = g.getDefiningOp<AddOp>()) {
+      Value &concat = concats[add];
+      if (!concat && (concat = concatOfPads(b, add)))
         add.replaceAllUsesWith(concat);
+      if (concat)
         g = concat;
-      }
+    }
 
   SmallVector<Value> result;
   for (Value v : wrt)

@@ -2,6 +2,7 @@
 // call; the semantic checks after it make every command safe to execute: a
 // backend trusts verified ranges and sizes and checks nothing itself.
 #include "tg/runtime/Artifact.h"
+#include "tg/runtime/GemmLayout.h"
 
 #include "tg/runtime/Hash.h"
 
@@ -460,21 +461,53 @@ private:
     return true;
   }
 
-  /// Gemm operand `index` must hold (batch - 1) * stride + rows * cols
-  /// elements, computed without overflow.
-  bool checkGemmOperand(const tgx::Command &c, uint32_t index, int64_t stride,
-                        int64_t rows, int64_t cols, const std::string &field) {
+  /// Gemm operand `index` (GemmLayout.h) must lie in its range: its last
+  /// product's last element is (outer - 1) * stride + (inner - 1) *
+  /// inner_stride + (rows - 1) * ld + cols - 1, computed without overflow.
+  bool checkGemmOperand(const tgx::Command &c, uint32_t index, const GemmOperand &o,
+                        const std::string &field) {
     const tgx::Gemm &g = *c.gemm();
-    uint64_t span, matrix, elements, bytes;
-    bool overflow = mulOverflows(uint64_t(g.batch() - 1), uint64_t(stride), span) ||
-                    mulOverflows(uint64_t(rows), uint64_t(cols), matrix) ||
-                    __builtin_add_overflow(span, matrix, &elements) ||
+    std::string where = field + ".operands[" + std::to_string(index) + "]";
+    if (o.ld < o.cols || o.ld > std::numeric_limits<int>::max() || o.stride < 0 ||
+        o.innerStride < 0)
+      return fail(field + ".gemm", "gives operand " + std::to_string(index) + " rows of " +
+                                       std::to_string(o.cols) + " elements but leading dimension " +
+                                       std::to_string(o.ld) + ", or a negative stride");
+    int64_t inner = gemmInnerBatch(g);
+    uint64_t outerSpan, innerSpan, rowSpan, elements, bytes;
+    bool overflow = mulOverflows(uint64_t(g.batch() / inner - 1), uint64_t(o.stride), outerSpan) ||
+                    mulOverflows(uint64_t(inner - 1), uint64_t(o.innerStride), innerSpan) ||
+                    mulOverflows(uint64_t(o.rows - 1), uint64_t(o.ld), rowSpan) ||
+                    __builtin_add_overflow(outerSpan, innerSpan, &elements) ||
+                    __builtin_add_overflow(elements, rowSpan, &elements) ||
+                    __builtin_add_overflow(elements, uint64_t(o.cols), &elements) ||
                     mulOverflows(elements, dtypeSize(g.dtype()), bytes);
     const tgx::BufferRange &r = *c.operands()->Get(index);
     if (overflow || r.size() < bytes)
-      return fail(field + ".operands[" + std::to_string(index) + "]",
-                  rangeText(r) + " is too small for the batched " + std::to_string(rows) +
-                      "x" + std::to_string(cols) + " matrix it holds");
+      return fail(where, rangeText(r) + " is too small for the batched " +
+                             std::to_string(o.rows) + "x" + std::to_string(o.cols) +
+                             " matrix it holds");
+    return true;
+  }
+
+  /// Whether distinct elements of c's batch are distinct addresses: sorted
+  /// by stride, every level (columns, rows, inner and outer batch) steps
+  /// over all the elements the smaller ones span. Overlapping outputs would
+  /// make the result depend on the order of the products (and would let a
+  /// tiny program demand unbounded work).
+  static bool outputsDisjoint(const tgx::Gemm &g, const GemmOperand &o) {
+    int64_t inner = gemmInnerBatch(g);
+    std::pair<int64_t, int64_t> levels[] = {
+        {1, o.cols}, {o.ld, o.rows}, {o.innerStride, inner}, {o.stride, g.batch() / inner}};
+    std::sort(std::begin(levels), std::end(levels));
+    int64_t span = 1; // elements the smaller levels cover (all in the range: no overflow)
+    for (auto [stride, count] : levels) {
+      if (count == 1)
+        continue;
+      if (stride < span)
+        return false;
+      span = (count - 1) * stride + span;
+    }
     return true;
   }
 
@@ -504,19 +537,22 @@ private:
       if (v < 1 || v > kMaxDim)
         return fail(field + ".gemm", "has m, n, k or batch " + std::to_string(v) +
                                          " outside [1, " + std::to_string(kMaxDim) + "]");
-    for (int64_t s : {g->stride_a(), g->stride_b(), g->stride_c()})
-      if (s < 0)
-        return fail(field + ".gemm", "has the negative stride " + std::to_string(s));
-    // Overlapping outputs would make the result depend on the batch order
-    // (and would let a tiny program demand unbounded work).
-    if (g->batch() > 1 && g->stride_c() < g->m() * g->n())
-      return fail(field + ".gemm", "has stride_c " + std::to_string(g->stride_c()) +
-                                       ", so the batch's " + std::to_string(g->m()) + "x" +
-                                       std::to_string(g->n()) + " outputs overlap");
-    return checkGemmOperand(c, 0, g->stride_a(), g->m(), g->k(), field) &&
-           checkGemmOperand(c, 1, g->stride_b(), g->k(), g->n(), field) &&
-           checkGemmOperand(c, 2, g->stride_c(), g->m(), g->n(), field) &&
-           (!bias || checkGemmOperand(c, 3, 0, 1, g->n(), field));
+    if (g->inner_batch() < 0 || g->batch() % gemmInnerBatch(*g) != 0)
+      return fail(field + ".gemm.inner_batch",
+                  "is " + std::to_string(g->inner_batch()) + ", which does not divide batch " +
+                      std::to_string(g->batch()));
+    GemmOperand a = gemmOperand(*g, 0), b = gemmOperand(*g, 1), out = gemmOperand(*g, 2);
+    if (!checkGemmOperand(c, 0, a, field) || !checkGemmOperand(c, 1, b, field) ||
+        !checkGemmOperand(c, 2, out, field) ||
+        (bias && !checkGemmOperand(c, 3, GemmOperand{1, g->n(), g->n(), 0, 0}, field)))
+      return false;
+    if (!outputsDisjoint(*g, out))
+      return fail(field + ".gemm", "has c strides " + std::to_string(out.stride) + ", " +
+                                       std::to_string(out.innerStride) + " and ldc " +
+                                       std::to_string(out.ld) + ", so the batch's " +
+                                       std::to_string(g->m()) + "x" + std::to_string(g->n()) +
+                                       " outputs overlap");
+    return true;
   }
 
   bool checkCollective(const tgx::Command &c, const std::string &field) {

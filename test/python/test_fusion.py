@@ -37,6 +37,7 @@ VARIANTS = {"fused": ["--no-fuse=attention,loss"], "unfused": ["--no-fusion"],
             "no-elementwise": ["--no-fuse=elementwise,attention,loss"],
             "no-rows": ["--no-fuse=rows,attention"],
             "no-gemm-bias": ["--no-fuse=gemm-bias,attention,loss"],
+            "no-gemm-layouts": ["--no-fuse=gemm-layouts,attention,loss"],
             "with-loss": ["--no-fuse=attention"]}
 
 
@@ -67,7 +68,8 @@ class Fusion(unittest.TestCase):
             for dtype in ("f32", "f64"):
                 with self.subTest(model=name, dtype=dtype):
                     steps, weights = self.train(model, dtype, "fused")
-                    for variant in ("unfused", "no-elementwise", "no-rows", "no-gemm-bias"):
+                    for variant in ("unfused", "no-elementwise", "no-rows", "no-gemm-bias",
+                                    "no-gemm-layouts"):
                         other_steps, other_weights = self.train(model, dtype, variant)
                         self.assertEqual(steps, other_steps, variant)
                         self.assertEqual(sorted(weights), sorted(other_weights))
@@ -99,11 +101,16 @@ class Fusion(unittest.TestCase):
                 fused, unfused = self.stats(model), self.stats(model, "--no-fusion")
                 elementwise_off = self.stats(model, "--no-fuse=elementwise")
                 rows_off = self.stats(model, "--no-fuse=rows")
+                layouts_off = self.stats(model, "--no-fuse=gemm-layouts")
                 self.assertLess(fused["kernel_launches"], elementwise_off["kernel_launches"])
                 # tg-fuse-into-rows: residual adds, scales and masks into
                 # norm and softmax kernels.
                 self.assertLess(fused["kernel_launches"], rows_off["kernel_launches"])
                 self.assertLess(fused["kernel_bytes"], rows_off["kernel_bytes"])
+                # exec-fuse-gemm-layouts: the heads' slices, transposes and
+                # the q|k|v gradients' concatenation are GEMM strides.
+                self.assertLess(fused["kernel_launches"], layouts_off["kernel_launches"])
+                self.assertLess(fused["kernel_bytes"], layouts_off["kernel_bytes"])
                 # (Llama has no biases for exec-fuse-gemm-bias.)
                 self.assertLessEqual(elementwise_off["kernel_launches"],
                                      unfused["kernel_launches"])

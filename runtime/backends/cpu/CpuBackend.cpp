@@ -4,6 +4,7 @@
 
 #include "KernelLibrary.h"
 #include "ThreadPool.h"
+#include "tg/runtime/GemmLayout.h"
 
 #include <cblas.h>
 
@@ -153,24 +154,22 @@ template <typename T> struct GemmBlocks {
   void run(int64_t block) const {
     int64_t i = block / bands, band = block % bands;
     int64_t first = bandStart(band), rows = bandStart(band + 1) - first;
-    int64_t n = g.n();
+    GemmOperand la = gemmOperand(g, 0), lb = gemmOperand(g, 1), lc = gemmOperand(g, 2);
     // Row-major: op(a) is m x k, stored k x m when transposed; likewise b.
-    blasint lda = g.transpose_a() ? g.m() : g.k();
-    blasint ldb = g.transpose_b() ? g.k() : n;
-    auto *a = static_cast<const T *>(buffers[0]) + i * g.stride_a() +
-              (g.transpose_a() ? first : first * lda);
-    auto *b = static_cast<const T *>(buffers[1]) + i * g.stride_b();
-    auto *c = static_cast<T *>(buffers[2]) + i * g.stride_c() + first * n;
+    auto *a = static_cast<const T *>(buffers[0]) + gemmOffset(g, la, i) +
+              (g.transpose_a() ? first : first * la.ld);
+    auto *b = static_cast<const T *>(buffers[1]) + gemmOffset(g, lb, i);
+    auto *c = static_cast<T *>(buffers[2]) + gemmOffset(g, lc, i) + first * lc.ld;
     gemm(CblasRowMajor, g.transpose_a() ? CblasTrans : CblasNoTrans,
-         g.transpose_b() ? CblasTrans : CblasNoTrans, blasint(rows), blasint(n),
-         blasint(g.k()), T(1), a, lda, b, ldb, T(0), c, blasint(n));
+         g.transpose_b() ? CblasTrans : CblasNoTrans, blasint(rows), blasint(g.n()),
+         blasint(g.k()), T(1), a, blasint(la.ld), b, blasint(lb.ld), T(0), c, blasint(lc.ld));
     // The bias epilogue: one pass over the rows just written (still in
     // cache for small ones), rounding as a separate add kernel would.
     if (g.epilogue() == tgx::GemmEpilogue_Bias) {
       auto *bias = static_cast<const T *>(buffers[3]);
       for (int64_t row = 0; row < rows; ++row)
-        for (int64_t j = 0; j < n; ++j)
-          c[row * n + j] += bias[j];
+        for (int64_t j = 0; j < g.n(); ++j)
+          c[row * lc.ld + j] += bias[j];
     }
   }
 };

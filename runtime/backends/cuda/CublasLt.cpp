@@ -1,6 +1,7 @@
 #include "CublasLt.h"
 
 #include "LoadOnce.h"
+#include "tg/runtime/GemmLayout.h"
 
 #include <dlfcn.h>
 
@@ -53,6 +54,11 @@ struct Gemms::Plan {
   cublasLtMatmulAlgo_t algo{};
   bool f64 = false;
   bool bias = false;
+  size_t elementBytes = 4;
+  // Outer products of a two-level batch: one call each, `callStride`
+  // elements apart in a, b and c.
+  int64_t calls = 1;
+  std::array<int64_t, 3> callStride{};
   ~Plan() {
     if (a) api->cublasLtMatrixLayoutDestroy(a);
     if (b) api->cublasLtMatrixLayoutDestroy(b);
@@ -82,8 +88,18 @@ Gemms::~Gemms() {
 }
 
 int Gemms::plan(const tgx::Gemm &g, std::string &error) {
-  Shape shape{int(g.dtype()), g.transpose_a(), g.transpose_b(), g.m(), g.n(), g.k(),
-              g.batch(),      g.stride_a(),    g.stride_b(),    g.stride_c(), int(g.epilogue())};
+  GemmOperand la = gemmOperand(g, 0), lb = gemmOperand(g, 1), lc = gemmOperand(g, 2);
+  Shape shape{int(g.dtype()),
+              g.transpose_a(),
+              g.transpose_b(),
+              g.m(),
+              g.n(),
+              g.k(),
+              g.batch(),
+              int(g.epilogue()),
+              {la.ld, la.stride, la.innerStride, lb.ld, lb.stride, lb.innerStride, lc.ld,
+               lc.stride, lc.innerStride},
+              gemmInnerBatch(g)};
   auto found = planOf.find(shape);
   if (found != planOf.end())
     return found->second;
@@ -108,6 +124,7 @@ int Gemms::plan(const tgx::Gemm &g, std::string &error) {
   auto p = std::make_unique<Plan>();
   p->api = api;
   p->f64 = g.dtype() == tgx::DType_F64;
+  p->elementBytes = p->f64 ? 8 : g.dtype() == tgx::DType_F32 ? 4 : 2;
   auto fail = [&](const char *call, cublasStatus_t s) {
     error = api->errorText(call, s);
     return -1;
@@ -130,26 +147,30 @@ int Gemms::plan(const tgx::Gemm &g, std::string &error) {
                                         sizeof(epilogue));
     p->bias = true;
   }
-  auto layout = [&](cublasLtMatrixLayout_t &out, uint64_t rows, uint64_t cols,
-                    int64_t stride) -> cublasStatus_t {
-    if (cublasStatus_t s = api->cublasLtMatrixLayoutCreate(&out, type, rows, cols, int64_t(rows)))
+  // A two-level batch runs as `outer` calls of `inner` products each
+  // (cuBLASLt's batch has one stride); a one-level batch as one call.
+  int64_t inner = gemmInnerBatch(g), outer = g.batch() / inner;
+  p->calls = inner > 1 ? outer : 1;
+  int32_t batch = int32_t(inner > 1 ? inner : g.batch());
+  p->callStride = {la.stride, lb.stride, lc.stride};
+  // Column-major, cuBLASLt sees each stored row-major rows x cols matrix
+  // as its transpose: cols x rows, leading dimension our ld.
+  auto layout = [&](cublasLtMatrixLayout_t &out, const GemmOperand &o) -> cublasStatus_t {
+    if (cublasStatus_t s = api->cublasLtMatrixLayoutCreate(&out, type, o.cols, o.rows, o.ld))
       return s;
-    int32_t batch = int32_t(g.batch());
+    int64_t stride = inner > 1 ? o.innerStride : o.stride;
     api->cublasLtMatrixLayoutSetAttribute(out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch,
                                           sizeof(batch));
     api->cublasLtMatrixLayoutSetAttribute(out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
                                           &stride, sizeof(stride));
     return CUBLAS_STATUS_SUCCESS;
   };
-  // Stored column-major: cuBLASLt's A is [n,k] (ld n) or, transposed, [k,n];
-  // its B is [k,m] or [m,k]; C is [n,m].
-  if (cublasStatus_t s = layout(p->a, g.transpose_b() ? g.k() : g.n(),
-                                g.transpose_b() ? g.n() : g.k(), g.stride_b()))
+  // cuBLASLt's A is our b, its B our a, its C our c ([n,m] column-major).
+  if (cublasStatus_t s = layout(p->a, lb))
     return fail("cublasLtMatrixLayoutCreate", s);
-  if (cublasStatus_t s = layout(p->b, g.transpose_a() ? g.m() : g.k(),
-                                g.transpose_a() ? g.k() : g.m(), g.stride_a()))
+  if (cublasStatus_t s = layout(p->b, la))
     return fail("cublasLtMatrixLayoutCreate", s);
-  if (cublasStatus_t s = layout(p->c, g.n(), g.m(), g.stride_c()))
+  if (cublasStatus_t s = layout(p->c, lc))
     return fail("cublasLtMatrixLayoutCreate", s);
 
   cublasLtMatmulPreference_t preference = nullptr;
@@ -192,15 +213,19 @@ bool Gemms::run(int index, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, CUdevice
   double oneD = 1, zeroD = 0;
   const void *alpha = p.f64 ? static_cast<const void *>(&oneD) : &oneF;
   const void *beta = p.f64 ? static_cast<const void *>(&zeroD) : &zeroF;
-  // Our b is cuBLASLt's A, our a its B (see plan()).
-  cublasStatus_t s = api->cublasLtMatmul(
-      handle, p.desc, alpha, reinterpret_cast<const void *>(b), p.a,
-      reinterpret_cast<const void *>(a), p.b, beta, reinterpret_cast<void *>(c), p.c,
-      reinterpret_cast<void *>(c), p.c, &p.algo, reinterpret_cast<void *>(workspace),
-      workspaceBytes, stream);
-  if (s != CUBLAS_STATUS_SUCCESS) {
-    error = api->errorText("cublasLtMatmul", s);
-    return false;
+  for (int64_t call = 0; call < p.calls; ++call) {
+    auto at = [&](CUdeviceptr base, int operand) {
+      return reinterpret_cast<void *>(base + call * p.callStride[operand] * p.elementBytes);
+    };
+    // Our b is cuBLASLt's A, our a its B (see plan()).
+    cublasStatus_t s =
+        api->cublasLtMatmul(handle, p.desc, alpha, at(b, 1), p.a, at(a, 0), p.b, beta, at(c, 2),
+                            p.c, at(c, 2), p.c, &p.algo, reinterpret_cast<void *>(workspace),
+                            workspaceBytes, stream);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+      error = api->errorText("cublasLtMatmul", s);
+      return false;
+    }
   }
   return true;
 }

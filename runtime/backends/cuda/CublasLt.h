@@ -10,6 +10,7 @@
 #include <cublasLt.h>
 #include <cuda.h>
 
+#include <array>
 #include <map>
 #include <memory>
 #include <string>
@@ -37,8 +38,10 @@ public:
 
 private:
   struct Plan;
-  using Shape = std::tuple<int, bool, bool, int64_t, int64_t, int64_t, int64_t,
-                           int64_t, int64_t, int64_t, int>;
+  // dtype, transposes, m, n, k, batch, epilogue, then per operand
+  // (a, b, c): ld, stride, inner stride; then the inner batch.
+  using Shape = std::tuple<int, bool, bool, int64_t, int64_t, int64_t, int64_t, int,
+                           std::array<int64_t, 9>, int64_t>;
   Gemms() = default;
 
   const LtApi *api = nullptr;

@@ -79,6 +79,25 @@ func.func @forward(%x: tensor<2x12xf32> {tg.param = "x"} loc("qkv")) -> tensor<f
 
 // -----
 
+// The sliced value is a bias add's result: the add's input has the same
+// gradient, and both share one concatenation (not one each).
+// CHECK-LABEL: func.func @forward_grad(
+// CHECK-COUNT-1: tg.concat
+// CHECK-NOT: tg.concat
+// CHECK: return
+func.func @forward(%x: tensor<2x12xf32> {tg.param = "x"} loc("qkv"), %b: tensor<12xf32> {tg.param = "b"} loc("b")) -> tensor<f32> {
+  %y = tg.add %x, %b : tensor<2x12xf32>, tensor<12xf32> -> tensor<2x12xf32> loc("qkv_b")
+  %q = tg.slice %y [[0, 0]] [[2, 4]] : tensor<2x12xf32> -> tensor<2x4xf32> loc("q")
+  %k = tg.slice %y [[0, 4]] [[2, 4]] : tensor<2x12xf32> -> tensor<2x4xf32> loc("k")
+  %v = tg.slice %y [[0, 8]] [[2, 4]] : tensor<2x12xf32> -> tensor<2x4xf32> loc("v")
+  %qk = tg.mul %q, %k : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32> loc("qk")
+  %t = tg.mul %qk, %v : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32> loc("t")
+  %l = tg.reduce_sum %t [0, 1] : tensor<2x4xf32> -> tensor<f32> loc("loss")
+  return %l : tensor<f32>
+}
+
+// -----
+
 // Slices that leave a gap keep their pads and adds.
 // CHECK-LABEL: func.func @forward_grad(
 // CHECK: tg.pad

@@ -56,7 +56,7 @@ std::string verifyBytes(const std::vector<uint8_t> &bytes) {
 }
 
 TEST(Artifact, RejectsUnsupportedVersion) {
-  EXPECT_EQ(runtime::kFormatVersion, 2u);
+  EXPECT_EQ(runtime::kFormatVersion, 3u);
   expectRejected([](ProgramSpec &s) { s.formatVersion = 3; },
                  "format_version 3 is not supported by this runtime, which reads version 2 "
                  "only; re-compile the model with the tgc that matches this runtime");
@@ -128,7 +128,19 @@ TEST(Artifact, RejectsBadCommands) {
                  "commands[0] ('matmul').operands[0] (offset");
   expectRejected([](ProgramSpec &s) { s.commands[0].gemm.batch = 0; }, "m, n, k or batch 0");
   expectRejected([](ProgramSpec &s) { s.commands[0].gemm.batch = 2; },
-                 "has stride_c 0, so the batch's 2x2 outputs overlap");
+                 "has c strides 0, 0 and ldc 2, so the batch's 2x2 outputs overlap");
+  // Strided operands (format version 3): rows hold their columns, the
+  // inner batch divides the batch and the last product stays in range.
+  expectRejected([](ProgramSpec &s) { s.commands[0].gemm.ldc = 1; },
+                 "gives operand 2 rows of 2 elements but leading dimension 1");
+  expectRejected(
+      [](ProgramSpec &s) {
+        s.commands[0].gemm.batch = 3;
+        s.commands[0].gemm.innerBatch = 2;
+      },
+      "gemm.inner_batch is 2, which does not divide batch 3");
+  expectRejected([](ProgramSpec &s) { s.commands[0].gemm.lda = 1 << 20; },
+                 "commands[0] ('matmul').operands[0] (offset");
   expectRejected([](ProgramSpec &s) { s.commands[0].hasGemm = false; },
                  "is a Gemm without its 'gemm' table");
   expectRejected(

@@ -153,7 +153,9 @@ flatbuffers::Offset<tgx::Program> writeProgram(flatbuffers::FlatBufferBuilder &b
     if (c.hasGemm) {
       const GemmSpec &g = c.gemm;
       gemm = tgx::CreateGemm(b, g.dtype, g.transposeA, g.transposeB, g.m, g.n, g.k, g.batch,
-                             g.strideA, g.strideB, g.strideC, g.epilogue);
+                             g.strideA, g.strideB, g.strideC, g.epilogue, g.lda, g.ldb,
+                             g.ldc, g.innerBatch, g.innerStrideA, g.innerStrideB,
+                             g.innerStrideC);
     }
     std::vector<tgx::BufferRange> operands;
     for (const Range &r : c.operands)

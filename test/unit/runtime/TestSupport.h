@@ -77,6 +77,8 @@ struct GemmSpec {
   bool transposeA = false, transposeB = false;
   int64_t m = 1, n = 1, k = 1, batch = 1, strideA = 0, strideB = 0, strideC = 0;
   tgx::GemmEpilogue epilogue = tgx::GemmEpilogue_None;
+  int64_t lda = 0, ldb = 0, ldc = 0, innerBatch = 0;
+  int64_t innerStrideA = 0, innerStrideB = 0, innerStrideC = 0;
 };
 
 struct CommandSpec {

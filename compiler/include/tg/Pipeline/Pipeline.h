@@ -41,6 +41,9 @@ struct FusionOptions {
   bool loss = true;
   /// exec-fuse-gemm-bias: bias adds as GEMM epilogues.
   bool gemmBias = true;
+  /// exec-fuse-gemm-layouts: slices, transposes and concatenations around
+  /// GEMMs as their strides.
+  bool gemmLayouts = true;
   /// tg-fuse-attention: flash attention where the cost model prefers it,
   /// and always where one score matrix would exceed `maxScoreMib`.
   bool attention = true;
@@ -69,7 +72,8 @@ struct LoweringOptions {
 /// (with fusion, where `flashKernels`: the target has them),
 /// tg-decompose-attention, tg-form-dispatch-regions, tg-fuse-elementwise
 /// and tg-fuse-into-rows (with fusion), tg-lower-to-exec,
-/// exec-fuse-gemm-bias (with fusion), exec-schedule-collectives,
+/// exec-fuse-gemm-bias and exec-fuse-gemm-layouts (with fusion),
+/// exec-schedule-collectives,
 /// exec-bucket-gradients, exec-insert-timepoints,
 /// exec-plan-buffers, tg-bufferize-kernels.
 void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options);

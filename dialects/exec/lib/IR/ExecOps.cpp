@@ -263,6 +263,26 @@ LogicalResult DispatchOp::verifySymbolUses(SymbolTableCollection &symbols) {
                                 << " is neither a function nor a binary";
 }
 
+GemmOp::Operand GemmOp::getOperandLayout(unsigned operand) {
+  int64_t m = getM(), n = getN(), k = getK();
+  Operand layout;
+  switch (operand) {
+  case 0:
+    layout = getTransposeA() ? Operand{k, m, getLda(), getStrideA(), getInnerStrideA()}
+                             : Operand{m, k, getLda(), getStrideA(), getInnerStrideA()};
+    break;
+  case 1:
+    layout = getTransposeB() ? Operand{n, k, getLdb(), getStrideB(), getInnerStrideB()}
+                             : Operand{k, n, getLdb(), getStrideB(), getInnerStrideB()};
+    break;
+  default:
+    layout = Operand{m, n, getLdc(), getStrideC(), getInnerStrideC()};
+  }
+  if (layout.ld == 0)
+    layout.ld = layout.cols;
+  return layout;
+}
+
 LogicalResult GemmOp::verify() {
   Type element = getA().getType().getElementType();
   if (getB().getType().getElementType() != element ||
@@ -271,28 +291,40 @@ LogicalResult GemmOp::verify() {
   if (!isa<Float16Type, BFloat16Type, Float32Type, Float64Type>(element))
     return emitOpError("supports f16, bf16, f32 and f64, not ") << element;
   int64_t m = getM(), n = getN(), k = getK(), batch = getBatch();
+  int64_t inner = getInnerBatch();
   if (m < 1 || n < 1 || k < 1 || batch < 1)
     return emitOpError("needs m, n, k and batch >= 1");
-  auto covers = [&](Value buffer, int64_t stride, int64_t matrix,
-                    StringRef name) -> LogicalResult {
-    int64_t need = (batch - 1) * stride + matrix;
-    if (stride < 0 || cast<MemRefType>(buffer.getType()).getNumElements() < need)
-      return emitOpError("operand '")
-             << name << "' has "
-             << cast<MemRefType>(buffer.getType()).getNumElements()
-             << " elements; batch " << batch << " with stride " << stride
-             << " needs " << need;
-    return success();
-  };
+  if (inner < 1 || batch % inner != 0)
+    return emitOpError("has inner_batch ")
+           << inner << ", which does not divide batch " << batch;
   if (Value bias = getBias()) {
     auto type = cast<MemRefType>(bias.getType());
     if (type.getElementType() != element || type.getNumElements() != n)
       return emitOpError("needs a bias of n = ")
              << n << " elements of " << element << ", not " << type;
   }
-  return failure(failed(covers(getA(), getStrideA(), m * k, "a")) ||
-                 failed(covers(getB(), getStrideB(), k * n, "b")) ||
-                 failed(covers(getC(), getStrideC(), m * n, "c")));
+  for (auto [index, buffer, name] :
+       llvm::zip(llvm::seq(0u, 3u), ValueRange{getA(), getB(), getC()},
+                 ArrayRef<StringRef>{"a", "b", "c"})) {
+    Operand layout = getOperandLayout(index);
+    if (layout.ld < layout.cols || layout.stride < 0 || layout.innerStride < 0)
+      return emitOpError("operand '")
+             << name << "' has rows of " << layout.cols
+             << " elements but leading dimension " << layout.ld
+             << ", or a negative batch stride";
+    // The last element the batch's last product touches, plus one.
+    int64_t need = (batch / inner - 1) * layout.stride +
+                   (inner - 1) * layout.innerStride +
+                   (layout.rows - 1) * layout.ld + layout.cols;
+    int64_t has = cast<MemRefType>(buffer.getType()).getNumElements();
+    if (has < need)
+      return emitOpError("operand '")
+             << name << "' has " << has << " elements; batch " << batch
+             << " (inner " << inner << ") with strides " << layout.stride
+             << ", " << layout.innerStride << " and leading dimension "
+             << layout.ld << " needs " << need;
+  }
+  return success();
 }
 
 LogicalResult CopyOp::verify() {

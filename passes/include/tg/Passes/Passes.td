@@ -413,6 +413,28 @@ def ExecFuseGemmBias : Pass<"exec-fuse-gemm-bias", "ModuleOp"> {
   }];
 }
 
+def ExecFuseGemmLayouts : Pass<"exec-fuse-gemm-layouts", "ModuleOp"> {
+  let summary = "Fold the slices, transposes and concatenations around a "
+                "GEMM into its strides";
+  let description = [{
+    Before timepoints and planning, after exec-fuse-gemm-bias:
+    - a GEMM's product read only by a kernel that is exactly one tg.transpose
+      or tg.concat (through reshaping views), whose result is a fresh scratch
+      buffer, is written straight into that result (ldc, batch strides; the
+      chain followed as far as it goes). A concatenation goes only where
+      every input is such a product.
+    - a GEMM operand written only by a kernel that is exactly one tg.slice or
+      tg.transpose (the chain followed back as far as it goes) is read
+      where that kernel read it (lda/ldb, batch strides), unless a command
+      in between writes that buffer.
+    Only layouts a strided batched GEMM takes are folded: unit column
+    stride, rows at least their length apart, at most two batch levels
+    (exec.gemm's inner_batch). Layout kernels whose results nothing reads
+    any more are removed. Turned off by `tgc --no-fusion` or
+    `--no-fuse=gemm-layouts`.
+  }];
+}
+
 def ExecScheduleCollectives : Pass<"exec-schedule-collectives", "ModuleOp"> {
   let summary = "Issue each collective as early as its buffers allow, and "
                 "those over the data axis on the communication stream";

@@ -189,7 +189,7 @@ exec.binary @kernels elf {image = "", kernels = [], operand_counts = array<i64>,
 %a = exec.resource scratch : memref<3x2x4xf32>
 %b = exec.resource scratch : memref<4x8xf32>
 %c = exec.resource scratch : memref<3x2x8xf32>
-// expected-error @+1 {{'exec.gemm' op operand 'a' has 24 elements; batch 4 with stride 8 needs 32}}
+// expected-error @+1 {{'exec.gemm' op operand 'a' has 24 elements; batch 4 (inner 1) with strides 8, 0 and leading dimension 4 needs 32}}
 %t = exec.gemm(%a, %b) -> %c {m = 2, n = 8, k = 4, batch = 4, stride_a = 8, stride_b = 0, stride_c = 16} : memref<3x2x4xf32>, memref<4x8xf32> -> memref<3x2x8xf32>
 
 // -----
@@ -323,3 +323,21 @@ exec.binary @kernels ptx {image = ".version 8.0", kernels = ["k0"], operand_coun
 // CUDA blocks hold 1 to 1024 threads.
 // expected-error @+1 {{'exec.binary' op launch 0 ("k0_0") has grid 4, block 2048 and 0 shared bytes: a CUDA launch needs a grid of at least one block of 1 to 1024 threads}}
 exec.binary @kernels ptx {image = ".version 8.0", kernels = ["k0"], operand_counts = array<i64: 1>, symbols = ["k0"], target_cpu = "sm_90a", launch_counts = array<i64: 1>, launch_symbols = ["k0_0"], launch_grid = array<i64: 4>, launch_block = array<i64: 2048>, launch_shared_bytes = array<i64: 0>}
+
+// -----
+
+// A strided operand's rows hold its columns...
+%a = exec.resource scratch : memref<64xf32>
+%b = exec.resource scratch : memref<4x8xf32>
+%c = exec.resource scratch : memref<2x8xf32>
+// expected-error @+1 {{'exec.gemm' op operand 'a' has rows of 4 elements but leading dimension 3, or a negative batch stride}}
+%t = exec.gemm(%a, %b) -> %c {m = 2, n = 8, k = 4, batch = 1, stride_a = 0, stride_b = 0, stride_c = 0, lda = 3} : memref<64xf32>, memref<4x8xf32> -> memref<2x8xf32>
+
+// -----
+
+// ... and a two-level batch divides the batch.
+%a = exec.resource scratch : memref<64xf32>
+%b = exec.resource scratch : memref<4x8xf32>
+%c = exec.resource scratch : memref<6x8xf32>
+// expected-error @+1 {{'exec.gemm' op has inner_batch 2, which does not divide batch 3}}
+%t = exec.gemm(%a, %b) -> %c {m = 2, n = 8, k = 4, batch = 3, stride_a = 8, stride_b = 0, stride_c = 16, inner_batch = 2} : memref<64xf32>, memref<4x8xf32> -> memref<6x8xf32>

@@ -18,7 +18,7 @@ namespace tg::runtime {
 /// incompatible change of tgx.fbs or of the meaning of its fields. This
 /// runtime reads exactly this version. History: 1 the first; 2 added the
 /// checksum trailer and KernelModule.kernel_operand_bytes (both required).
-constexpr uint32_t kFormatVersion = 2;
+constexpr uint32_t kFormatVersion = 3;
 
 /// A .tgx file is the FlatBuffers image of tg.tgx.Program (a multiple of 8
 /// bytes) followed by a 16-byte trailer:

@@ -189,19 +189,41 @@ def Exec_GemmOp : Exec_CommandOp<"gemm", [AttrSizedOperandSegments]> {
     all share one. Element types must match. With `bias` (n elements), the
     library adds it to every row of c as it writes c (an epilogue: cuBLASLt's
     on CUDA, a pass over each row right after the BLAS call on the CPU).
+
+    Strided operands (exec-fuse-gemm-layouts): a stored matrix's rows are
+    `lda` / `ldb` / `ldc` elements apart (0: packed, as many as its columns),
+    and the batch may be two-level: product i is (i / inner_batch,
+    i % inner_batch), its matrix at outer index x stride + inner index x
+    inner_stride. So a GEMM reads attention heads straight out of a
+    [batch, tokens, heads, head dim] buffer and writes them back into one.
   }];
   let arguments = (ins Exec_Buffer:$a, Exec_Buffer:$b, Exec_Buffer:$c,
       Optional<Exec_Buffer>:$bias,
       Variadic<Exec_Timepoint>:$awaits, UnitAttr:$transpose_a,
       UnitAttr:$transpose_b, I64Attr:$m, I64Attr:$n, I64Attr:$k,
       I64Attr:$batch, I64Attr:$stride_a, I64Attr:$stride_b,
-      I64Attr:$stride_c, DefaultValuedAttr<I64Attr, "0">:$stream);
+      I64Attr:$stride_c, DefaultValuedAttr<I64Attr, "0">:$lda,
+      DefaultValuedAttr<I64Attr, "0">:$ldb,
+      DefaultValuedAttr<I64Attr, "0">:$ldc,
+      DefaultValuedAttr<I64Attr, "1">:$inner_batch,
+      DefaultValuedAttr<I64Attr, "0">:$inner_stride_a,
+      DefaultValuedAttr<I64Attr, "0">:$inner_stride_b,
+      DefaultValuedAttr<I64Attr, "0">:$inner_stride_c,
+      DefaultValuedAttr<I64Attr, "0">:$stream);
   let assemblyFormat = [{
     `(` $a `,` $b `)` `->` $c (`bias` `(` $bias^ `:` type($bias) `)`)?
     (`await` `(` $awaits^ `)`)? (`on` $stream^)?
     attr-dict `:` type($a) `,` type($b) `->` type($c)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Operand 0 (a), 1 (b) or 2 (c) as stored: rows x columns, the
+    /// distance between its rows, and its outer and inner batch strides.
+    struct Operand {
+      int64_t rows, cols, ld, stride, innerStride;
+    };
+    Operand getOperandLayout(unsigned operand);
+  }];
 }
 
 def Exec_CopyOp : Exec_CommandOp<"copy"> {

@@ -1,0 +1,630 @@
+// exec-fuse-gemm-layouts: the slices, transposes and concatenations that
+// only move a GEMM's operands or its product between layouts become the
+// GEMM's strides. Attention is the case in point: q, k and v are sliced out
+// of the fused projection and transposed to [batch, heads, tokens, head dim]
+// before their products, and the heads' outputs (and the gradients of q, k
+// and v, concatenated) are transposed back after them. A strided batched
+// GEMM (lda/ldb/ldc and a two-level batch, as cuBLAS and BLAS take) reads
+// and writes those layouts in place: no kernel, no pass over the activation.
+#include "tg/Exec/IR/ExecOps.h"
+#include "tg/IR/TgOps.h"
+#include "tg/Passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::tg {
+#define GEN_PASS_DEF_EXECFUSEGEMMLAYOUTS
+#include "tg/Passes/Passes.h.inc"
+
+namespace {
+
+/// A tensor of `shape` as elements of the buffer `root`: element (i0, ...)
+/// is root's element offset + sum(i_d x strides[d]).
+struct StridedLayout {
+  Value root;
+  int64_t offset = 0;
+  SmallVector<int64_t> shape, strides;
+
+  /// The whole of `root`, row-major.
+  static StridedLayout packed(Value root) {
+    StridedLayout layout{root, 0, {}, {}};
+    auto type = cast<MemRefType>(root.getType());
+    layout.shape.assign(type.getShape().begin(), type.getShape().end());
+    layout.strides.assign(layout.shape.size(), 1);
+    for (int64_t d = int64_t(layout.shape.size()) - 2; d >= 0; --d)
+      layout.strides[d] = layout.strides[d + 1] * layout.shape[d + 1];
+    return layout;
+  }
+
+  void slice(ArrayRef<int64_t> offsets, ArrayRef<int64_t> sizes) {
+    for (auto [d, start] : llvm::enumerate(offsets))
+      offset += start * strides[d];
+    shape.assign(sizes.begin(), sizes.end());
+  }
+
+  /// The result of tg.transpose: its dim i is this one's dim perm[i].
+  void transpose(ArrayRef<int64_t> perm) {
+    StridedLayout from = *this;
+    for (auto [i, p] : llvm::enumerate(perm)) {
+      shape[i] = from.shape[p];
+      strides[i] = from.strides[p];
+    }
+  }
+
+  /// The input of a tg.transpose whose result this is.
+  void untranspose(ArrayRef<int64_t> perm) {
+    StridedLayout result = *this;
+    for (auto [i, p] : llvm::enumerate(perm)) {
+      shape[p] = result.shape[i];
+      strides[p] = result.strides[i];
+    }
+  }
+
+  /// The same elements in another shape without moving them, where the
+  /// strides allow (numpy's no-copy reshape): each group of old dims that
+  /// becomes a group of new dims must be contiguous within itself.
+  bool reshape(ArrayRef<int64_t> newShape) {
+    SmallVector<std::pair<int64_t, int64_t>> old; // (size, stride), no 1s
+    for (auto [size, stride] : llvm::zip(shape, strides))
+      if (size != 1)
+        old.push_back({size, stride});
+    SmallVector<int64_t> newStrides(newShape.size(), 0);
+    size_t i = 0, j = 0;
+    while (i < old.size() || j < newShape.size()) {
+      if (j < newShape.size() && newShape[j] == 1) {
+        ++j;
+        continue;
+      }
+      if (i >= old.size() || j >= newShape.size())
+        return false;
+      size_t endOld = i + 1, endNew = j + 1;
+      int64_t oldCount = old[i].first, newCount = newShape[j];
+      while (oldCount != newCount) {
+        if (oldCount < newCount) {
+          if (endOld == old.size())
+            return false;
+          oldCount *= old[endOld++].first;
+        } else {
+          if (endNew == newShape.size())
+            return false;
+          newCount *= newShape[endNew++];
+        }
+      }
+      for (size_t k = i; k + 1 < endOld; ++k)
+        if (old[k].second != old[k + 1].second * old[k + 1].first)
+          return false;
+      int64_t stride = old[endOld - 1].second;
+      for (size_t k = endNew; k-- > j;) {
+        newStrides[k] = stride;
+        stride *= newShape[k];
+      }
+      i = endOld;
+      j = endNew;
+    }
+    shape.assign(newShape.begin(), newShape.end());
+    strides = std::move(newStrides);
+    return true;
+  }
+
+  /// One past the last element it reaches, from `offset`.
+  int64_t span() const {
+    int64_t last = 0;
+    for (auto [size, stride] : llvm::zip(shape, strides))
+      last += (size - 1) * stride;
+    return last + 1;
+  }
+};
+
+/// A stored GEMM matrix as strides: rows `ld` apart, and the batch as up to
+/// two levels (count, stride), outer first.
+struct GemmView {
+  int64_t ld;
+  SmallVector<std::pair<int64_t, int64_t>, 2> batch;
+};
+
+/// `layout` (of the operand's buffer type) as `batch` stored rows x cols
+/// matrices with unit column stride, or nothing.
+std::optional<GemmView> gemmViewOf(StridedLayout layout, int64_t batch,
+                                   int64_t rows, int64_t cols) {
+  ArrayRef<int64_t> shape = layout.shape;
+  SmallVector<int64_t> target;
+  if (shape.size() >= 2 && shape[shape.size() - 2] == rows && shape.back() == cols)
+    target.assign(shape.begin(), shape.end());
+  else
+    target = {batch, rows, cols};
+  if (!layout.reshape(target))
+    return std::nullopt;
+  size_t rank = target.size();
+  if (cols > 1 && layout.strides[rank - 1] != 1)
+    return std::nullopt;
+  GemmView view{rows > 1 ? layout.strides[rank - 2] : cols, {}};
+  if (view.ld < cols)
+    return std::nullopt;
+  int64_t count = 1;
+  for (size_t d = 0; d + 2 < rank; ++d) {
+    if (target[d] == 1)
+      continue;
+    count *= target[d];
+    auto level = std::make_pair(target[d], layout.strides[d]);
+    if (!view.batch.empty() &&
+        view.batch.back().second == level.first * level.second)
+      view.batch.back() = {view.batch.back().first * level.first, level.second};
+    else
+      view.batch.push_back(level);
+  }
+  if (count != batch || view.batch.size() > 2)
+    return std::nullopt;
+  return view;
+}
+
+/// The single tg.transpose, tg.slice or tg.concat that `dispatch`'s kernel
+/// computes from its inputs in order, or null.
+Operation *layoutOpOf(exec::DispatchOp dispatch, SymbolTableCollection &symbols) {
+  if (dispatch.getOutputs().size() != 1)
+    return nullptr;
+  auto kernel = symbols.lookupNearestSymbolFrom<func::FuncOp>(dispatch, dispatch.getKernel());
+  if (!kernel || kernel.isExternal() || !kernel.getBody().hasOneBlock())
+    return nullptr;
+  Block &body = kernel.getBody().front();
+  if (body.getOperations().size() != 2)
+    return nullptr;
+  Operation *op = &body.front();
+  auto ret = dyn_cast<func::ReturnOp>(body.back());
+  if (!isa<TransposeOp, SliceOp, ConcatOp>(op) || !ret || ret.getNumOperands() != 1 ||
+      ret.getOperand(0) != op->getResult(0) ||
+      op->getNumOperands() != body.getNumArguments())
+    return nullptr;
+  for (auto [i, operand] : llvm::enumerate(op->getOperands()))
+    if (operand != body.getArgument(i))
+      return nullptr;
+  return op;
+}
+
+/// The uses of `buffer` and of the views of it (without offsets, which
+/// only reshape it); false where a view has an offset.
+bool collectUses(Value buffer, SmallVectorImpl<OpOperand *> &uses) {
+  for (OpOperand &use : buffer.getUses()) {
+    if (auto view = dyn_cast<exec::ViewOp>(use.getOwner())) {
+      if (view.getOffset() || !collectUses(view.getResult(), uses))
+        return false;
+      continue;
+    }
+    uses.push_back(&use);
+  }
+  return true;
+}
+
+/// A fresh scratch resource (not a view, not updating a state).
+exec::ResourceOp freshScratch(Value buffer) {
+  auto resource = buffer.getDefiningOp<exec::ResourceOp>();
+  if (!resource || resource.getKind() != exec::ResourceKind::scratch ||
+      resource.getUpdates() || resource->getNumOperands() != 0)
+    return nullptr;
+  return resource;
+}
+
+bool writes(Operation *op, OpOperand *use) {
+  return llvm::is_contained(exec::getWrittenBuffers(op), use->get());
+}
+
+/// One layout kernel on the way: `dispatch` computes `op` and reads the
+/// buffer before it as input `input`.
+struct Step {
+  exec::DispatchOp dispatch;
+  Operation *op;
+  unsigned input;
+};
+
+/// The buffer `step` writes.
+Value resultOf(Step step) { return step.dispatch.getOutputs()[0]; }
+
+/// Applies `step`'s op to the layout of its input.
+void applyForward(StridedLayout &layout, const Step &step) {
+  if (auto slice = dyn_cast<SliceOp>(step.op))
+    layout.slice(slice.getOffsets(), slice.getSizes());
+  else
+    layout.transpose(cast<TransposeOp>(step.op).getPermutation());
+}
+
+/// From the layout of `step`'s result to that of its input.
+void applyBackward(StridedLayout &layout, const Step &step) {
+  if (auto transpose = dyn_cast<TransposeOp>(step.op)) {
+    layout.untranspose(transpose.getPermutation());
+    return;
+  }
+  auto concat = cast<ConcatOp>(step.op);
+  int64_t axis = concat.getAxis(), start = 0;
+  for (unsigned i = 0; i < step.input; ++i)
+    start += cast<ShapedType>(concat.getInputs()[i].getType()).getDimSize(axis);
+  auto inputType = cast<ShapedType>(concat.getInputs()[step.input].getType());
+  SmallVector<int64_t> offsets(inputType.getRank(), 0);
+  offsets[axis] = start;
+  layout.slice(offsets, inputType.getShape());
+}
+
+ArrayRef<int64_t> shapeOf(Value buffer) {
+  return cast<MemRefType>(buffer.getType()).getShape();
+}
+
+class LayoutFolder {
+public:
+  LayoutFolder(exec::ProgramOp program) : program(program) {}
+
+  void run() {
+    SmallVector<exec::GemmOp> gemms(program.getBlock().getOps<exec::GemmOp>());
+    foldProducts(gemms);
+    indexCommands();
+    for (exec::GemmOp gemm : gemms)
+      for (unsigned operand : {0u, 1u})
+        foldOperand(gemm, operand);
+    eraseDeadLayoutKernels();
+  }
+
+  llvm::SetVector<func::FuncOp> touchedKernels;
+
+private:
+  // ----- A GEMM's product written where the layout kernels after it put it.
+
+  /// The layout kernels that move `gemm`'s product on, each the only
+  /// reader of the one before it and writing a fresh buffer of its own.
+  SmallVector<Step> productChain(exec::GemmOp gemm) {
+    SmallVector<Step> chain;
+    Operation *writer = gemm;
+    Value buffer = gemm.getC();
+    while (true) {
+      SmallVector<OpOperand *> uses;
+      if (!freshScratch(buffer) || !collectUses(buffer, uses))
+        break;
+      OpOperand *read = nullptr;
+      bool ok = true;
+      for (OpOperand *use : uses) {
+        if (use->getOwner() == writer && writes(writer, use))
+          continue;
+        ok &= !read;
+        read = use;
+      }
+      auto dispatch = read ? dyn_cast<exec::DispatchOp>(read->getOwner()) : nullptr;
+      if (!ok || !dispatch || !dispatch.getDone().use_empty() ||
+          read->getOperandNumber() >= dispatch.getInputs().size())
+        break;
+      Operation *op = layoutOpOf(dispatch, symbols);
+      if (!op || isa<SliceOp>(op) || !freshScratch(dispatch.getOutputs()[0]))
+        break;
+      chain.push_back({dispatch, op, read->getOperandNumber()});
+      writer = dispatch;
+      buffer = dispatch.getOutputs()[0];
+    }
+    return chain;
+  }
+
+  /// Where the product lands after the first `depth` steps of `chain`.
+  std::optional<StridedLayout> productLayout(exec::GemmOp gemm, ArrayRef<Step> chain,
+                                             size_t depth) {
+    StridedLayout layout = StridedLayout::packed(resultOf(chain[depth - 1]));
+    for (size_t k = depth; k-- > 0;) {
+      applyBackward(layout, chain[k]);
+      Value before = k == 0 ? gemm.getC() : resultOf(chain[k - 1]);
+      if (!layout.reshape(shapeOf(before)))
+        return std::nullopt;
+    }
+    return layout;
+  }
+
+  void foldProducts(ArrayRef<exec::GemmOp> gemms) {
+    struct Candidate {
+      exec::GemmOp gemm;
+      SmallVector<Step> chain;
+      size_t depth; // steps that can be folded
+    };
+    SmallVector<Candidate> candidates;
+    for (exec::GemmOp gemm : gemms) {
+      if (!packed(gemm, 2))
+        continue;
+      SmallVector<Step> chain = productChain(gemm);
+      size_t depth = chain.size();
+      while (depth > 0 && !productView(gemm, chain, depth))
+        --depth;
+      if (depth > 0)
+        candidates.push_back({gemm, std::move(chain), depth});
+    }
+    // A concatenation goes only where every one of its inputs is a product
+    // folded into it; otherwise the chains through it stop before it.
+    for (bool changed = true; changed;) {
+      changed = false;
+      DenseMap<Operation *, llvm::SmallDenseSet<unsigned>> reached;
+      for (Candidate &c : candidates)
+        for (size_t k = 0; k < c.depth; ++k)
+          reached[c.chain[k].dispatch].insert(c.chain[k].input);
+      for (Candidate &c : candidates)
+        for (size_t k = 0; k < c.depth; ++k) {
+          exec::DispatchOp dispatch = c.chain[k].dispatch;
+          if (reached[dispatch].size() != dispatch.getInputs().size()) {
+            c.depth = k;
+            changed = true;
+            break;
+          }
+        }
+      // A shorter chain must still fit the GEMM.
+      for (Candidate &c : candidates)
+        while (c.depth > 0 && !productView(c.gemm, c.chain, c.depth)) {
+          --c.depth;
+          changed = true;
+        }
+    }
+    for (Candidate &c : candidates) {
+      if (c.depth == 0)
+        continue;
+      StridedLayout layout = *productLayout(c.gemm, c.chain, c.depth);
+      auto resource = layout.root.getDefiningOp<exec::ResourceOp>();
+      if (c.gemm->isBeforeInBlock(resource))
+        resource->moveBefore(c.gemm);
+      Value old = c.gemm.getC();
+      retarget(c.gemm, 2, layout, *productView(c.gemm, c.chain, c.depth));
+      deadBuffers.push_back(old);
+      for (size_t k = 0; k < c.depth; ++k) {
+        doomed.insert(c.chain[k].dispatch);
+        deadBuffers.push_back(resultOf(c.chain[k]));
+      }
+    }
+    for (Operation *dispatch : doomed)
+      eraseDispatch(cast<exec::DispatchOp>(dispatch));
+    for (Value buffer : deadBuffers)
+      eraseIfUnused(buffer);
+    doomed.clear();
+    deadBuffers.clear();
+  }
+
+  std::optional<GemmView> productView(exec::GemmOp gemm, ArrayRef<Step> chain, size_t depth) {
+    std::optional<StridedLayout> layout = productLayout(gemm, chain, depth);
+    if (!layout)
+      return std::nullopt;
+    return fits(gemm, 2, *layout);
+  }
+
+  // ----- A GEMM's operand read where the layout kernels before it read it.
+
+  /// Program order of the commands, and each storage's writers.
+  void indexCommands() {
+    position.clear();
+    writers.clear();
+    int64_t i = 0;
+    for (Operation &op : program.getBlock()) {
+      position[&op] = i++;
+      for (Value written : exec::getWrittenBuffers(&op))
+        writers[exec::getStorage(written)].push_back(&op);
+    }
+  }
+
+  /// Whether a command between `from` and `to` writes `buffer`'s storage.
+  bool writtenBetween(Value buffer, Operation *from, Operation *to) {
+    auto written = writers.find(exec::getStorage(buffer));
+    if (written == writers.end())
+      return false;
+    for (Operation *writer : written->second)
+      if (position[writer] > position[from] && position[writer] < position[to])
+        return true;
+    return false;
+  }
+
+  /// The layout kernel that alone wrote the scratch buffer `buffer` is a
+  /// reshaping view of, or null.
+  exec::DispatchOp soleLayoutWriter(Value buffer) {
+    while (auto view = buffer.getDefiningOp<exec::ViewOp>()) {
+      if (view.getOffset())
+        return nullptr;
+      buffer = view.getSource();
+    }
+    exec::ResourceOp storage = freshScratch(buffer);
+    if (!storage)
+      return nullptr;
+    auto written = writers.find(storage);
+    auto dispatch = written != writers.end() && written->second.size() == 1
+                        ? dyn_cast<exec::DispatchOp>(written->second[0])
+                        : nullptr;
+    if (!dispatch || dispatch.getOutputs()[0] != buffer)
+      return nullptr;
+    Operation *op = layoutOpOf(dispatch, symbols);
+    return op && !isa<ConcatOp>(op) ? dispatch : nullptr;
+  }
+
+  void foldOperand(exec::GemmOp gemm, unsigned operand) {
+    if (!packed(gemm, operand))
+      return;
+    // The layout kernels that produced the operand, nearest first.
+    SmallVector<Step> chain;
+    SmallVector<Value> inputs; // what each step reads
+    Value buffer = operand == 0 ? gemm.getA() : gemm.getB();
+    while (exec::DispatchOp producer = soleLayoutWriter(buffer)) {
+      chain.push_back({producer, layoutOpOf(producer, symbols), 0});
+      inputs.push_back(producer.getInputs()[0]);
+      buffer = inputs.back();
+    }
+    for (size_t depth = chain.size(); depth > 0; --depth) {
+      Value root = inputs[depth - 1];
+      if (writtenBetween(root, chain[depth - 1].dispatch, gemm))
+        continue;
+      StridedLayout layout = StridedLayout::packed(root);
+      bool ok = true;
+      for (size_t k = depth; k-- > 0 && ok;) {
+        applyForward(layout, chain[k]);
+        Value after = k == 0 ? (operand == 0 ? gemm.getA() : gemm.getB())
+                             : inputs[k - 1];
+        ok = layout.reshape(shapeOf(after));
+      }
+      if (!ok)
+        continue;
+      if (std::optional<GemmView> view = fits(gemm, operand, layout)) {
+        retarget(gemm, operand, layout, *view);
+        return;
+      }
+    }
+  }
+
+  // ----- Shared.
+
+  /// Whether operand 0 (a), 1 (b) or 2 (c) of `gemm` is still the packed
+  /// batch of matrices its buffer holds.
+  static bool packed(exec::GemmOp gemm, unsigned operand) {
+    exec::GemmOp::Operand o = gemm.getOperandLayout(operand);
+    Value buffer = operand == 0 ? gemm.getA() : operand == 1 ? gemm.getB() : gemm.getC();
+    int64_t matrix = o.rows * o.cols, inner = gemm.getInnerBatch();
+    bool batchPacked = inner == 1 ? gemm.getBatch() == 1 || o.stride == matrix
+                                  : o.innerStride == matrix && o.stride == matrix * inner;
+    return o.ld == o.cols && batchPacked &&
+           cast<MemRefType>(buffer.getType()).getNumElements() == gemm.getBatch() * matrix;
+  }
+
+  /// `layout` as operand `operand` of `gemm`, if it fits the GEMM's batch
+  /// as the other operands have it.
+  std::optional<GemmView> fits(exec::GemmOp gemm, unsigned operand,
+                               const StridedLayout &layout) {
+    exec::GemmOp::Operand o = gemm.getOperandLayout(operand);
+    std::optional<GemmView> view = gemmViewOf(layout, gemm.getBatch(), o.rows, o.cols);
+    if (!view)
+      return std::nullopt;
+    int64_t inner = gemm.getInnerBatch();
+    if (view->batch.size() == 2 && inner != 1 && view->batch[1].first != inner)
+      return std::nullopt;
+    return view;
+  }
+
+  /// Operand `operand` of `gemm` becomes `layout`, as `view` says; the
+  /// others keep their matrices, restated for a two-level batch.
+  void retarget(exec::GemmOp gemm, unsigned operand, const StridedLayout &layout,
+                const GemmView &view) {
+    OpBuilder b(gemm);
+    auto type = cast<MemRefType>(layout.root.getType());
+    Value buffer = exec::ViewOp::create(
+        b, gemm.getLoc(), MemRefType::get({layout.span()}, type.getElementType()),
+        layout.root, b.getI64IntegerAttr(layout.offset));
+    int64_t inner = view.batch.size() == 2 ? view.batch[1].first : gemm.getInnerBatch();
+    if (inner != gemm.getInnerBatch()) {
+      // Split the other operands' one-level batches: (batch / inner, inner).
+      gemm.setInnerStrideA(gemm.getStrideA());
+      gemm.setInnerStrideB(gemm.getStrideB());
+      gemm.setInnerStrideC(gemm.getStrideC());
+      gemm.setStrideA(gemm.getStrideA() * inner);
+      gemm.setStrideB(gemm.getStrideB() * inner);
+      gemm.setStrideC(gemm.getStrideC() * inner);
+      gemm.setInnerBatch(inner);
+    }
+    int64_t stride = 0, innerStride = 0;
+    if (view.batch.size() == 2) {
+      stride = view.batch[0].second;
+      innerStride = view.batch[1].second;
+    } else if (view.batch.size() == 1) {
+      stride = view.batch[0].second * inner;
+      innerStride = view.batch[0].second;
+    }
+    if (inner == 1)
+      innerStride = 0;
+    switch (operand) {
+    case 0:
+      gemm.getAMutable().assign(buffer);
+      gemm.setLda(view.ld);
+      gemm.setStrideA(stride);
+      gemm.setInnerStrideA(innerStride);
+      break;
+    case 1:
+      gemm.getBMutable().assign(buffer);
+      gemm.setLdb(view.ld);
+      gemm.setStrideB(stride);
+      gemm.setInnerStrideB(innerStride);
+      break;
+    default:
+      gemm.getCMutable().assign(buffer);
+      gemm.setLdc(view.ld);
+      gemm.setStrideC(stride);
+      gemm.setInnerStrideC(innerStride);
+    }
+  }
+
+  /// Layout kernels whose results nothing reads any more, and then their
+  /// inputs' producers, as far as they go.
+  void eraseDeadLayoutKernels() {
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (auto dispatch :
+           llvm::make_early_inc_range(program.getBlock().getOps<exec::DispatchOp>())) {
+        if (!layoutOpOf(dispatch, symbols) || !dispatch.getDone().use_empty())
+          continue;
+        Value out = dispatch.getOutputs()[0];
+        SmallVector<OpOperand *> uses;
+        if (!freshScratch(out) || !collectUses(out, uses) || uses.size() != 1)
+          continue;
+        llvm::SetVector<Value> inputs(dispatch.getInputs().begin(), dispatch.getInputs().end());
+        eraseDispatch(dispatch);
+        eraseIfUnused(out);
+        for (Value input : inputs)
+          eraseIfUnused(input);
+        changed = true;
+      }
+    }
+  }
+
+  void eraseDispatch(exec::DispatchOp dispatch) {
+    touchedKernels.insert(
+        symbols.lookupNearestSymbolFrom<func::FuncOp>(dispatch, dispatch.getKernel()));
+    dispatch.erase();
+  }
+
+  /// Erases the views of `buffer` (and theirs) that nothing uses.
+  static void eraseUnusedViewsOf(Value buffer) {
+    for (Operation *user : llvm::make_early_inc_range(buffer.getUsers()))
+      if (auto view = dyn_cast<exec::ViewOp>(user)) {
+        eraseUnusedViewsOf(view.getResult());
+        if (view.getResult().use_empty())
+          view.erase();
+      }
+  }
+
+  /// Erases `buffer` (a scratch resource or a view of one, and then the
+  /// view's source) when nothing but unused views of it is left.
+  static void eraseIfUnused(Value buffer) {
+    Operation *def = buffer.getDefiningOp();
+    if (!def || !isa<exec::ResourceOp, exec::ViewOp>(def))
+      return;
+    if (auto resource = dyn_cast<exec::ResourceOp>(def);
+        resource && resource.getKind() != exec::ResourceKind::scratch)
+      return;
+    eraseUnusedViewsOf(buffer);
+    if (!buffer.use_empty())
+      return;
+    Value source = isa<exec::ViewOp>(def) ? cast<exec::ViewOp>(def).getSource() : Value();
+    def->erase();
+    if (source)
+      eraseIfUnused(source);
+  }
+
+  exec::ProgramOp program;
+  SymbolTableCollection symbols;
+  DenseMap<Operation *, int64_t> position;
+  DenseMap<exec::ResourceOp, SmallVector<Operation *>> writers;
+  llvm::SetVector<Operation *> doomed;
+  SmallVector<Value> deadBuffers;
+};
+
+struct FuseGemmLayoutsPass : impl::ExecFuseGemmLayoutsBase<FuseGemmLayoutsPass> {
+  void runOnOperation() override {
+    llvm::SetVector<func::FuncOp> touched;
+    for (auto program : getOperation().getOps<exec::ProgramOp>()) {
+      LayoutFolder folder(program);
+      folder.run();
+      touched.insert(folder.touchedKernels.begin(), folder.touchedKernels.end());
+    }
+    // A layout kernel left without dispatches is not compiled.
+    SymbolTableCollection symbols;
+    DenseSet<Operation *> dispatched;
+    getOperation().walk([&](exec::DispatchOp dispatch) {
+      dispatched.insert(symbols.lookupNearestSymbolFrom(dispatch, dispatch.getKernel()));
+    });
+    for (func::FuncOp kernel : touched)
+      if (kernel && !dispatched.contains(kernel))
+        kernel.erase();
+  }
+};
+
+} // namespace
+} // namespace mlir::tg
