@@ -57,16 +57,16 @@ std::string verifyBytes(const std::vector<uint8_t> &bytes) {
 
 TEST(Artifact, RejectsUnsupportedVersion) {
   EXPECT_EQ(runtime::kFormatVersion, 3u);
-  expectRejected([](ProgramSpec &s) { s.formatVersion = 3; },
-                 "format_version 3 is not supported by this runtime, which reads version 2 "
+  expectRejected([](ProgramSpec &s) { s.formatVersion = 2; },
+                 "format_version 2 is not supported by this runtime, which reads version 3 "
                  "only; re-compile the model with the tgc that matches this runtime");
   // A version 1 file (no checksum trailer, as tgc wrote them before) gets the
   // version message too, not a checksum complaint.
   expectRejected([](ProgramSpec &s) { s.formatVersion = 1; s.seal = false; },
                  "model.tgx: format_version 1 is not supported by this runtime, which reads "
-                 "version 2 only");
+                 "version 3 only");
   expectRejected([](ProgramSpec &s) { s.formatVersion = 1; },
-                 "format_version 1 is not supported by this runtime, which reads version 2 only");
+                 "format_version 1 is not supported by this runtime, which reads version 3 only");
 }
 
 // Issue 8: 76 of 1,511 mutated artifacts passed verification and trained to
