@@ -78,6 +78,73 @@ TEST(CpuBackend, GemmMatchesNaiveLoop) {
     }
 }
 
+// Strided operands (exec-fuse-gemm-layouts): padded rows (lda, ldb), a
+// two-level batch (2 outer x 3 inner products) with b shared by the inner
+// ones, and c's products interleaved as attention heads are in a
+// [tokens, heads x n + 2] buffer (ldc = 3n + 2, inner stride n), with the bias
+// epilogue.
+TEST(CpuBackend, StridedGemmMatchesNaiveLoop) {
+  constexpr int64_t outer = 2, inner = 3, m = 4, n = 5, k = 6;
+  constexpr int64_t lda = k + 3, ldb = k + 1, ldc = n * inner + 2;
+  ProgramSpec spec;
+  spec.addInterfaceSlots();
+  spec.addSlot("a", tgx::DType_F32, {outer * inner * m * lda});
+  spec.addSlot("b", tgx::DType_F32, {outer * n * ldb}); // transposed: n x k
+  spec.addSlot("c", tgx::DType_F32, {outer * m * ldc});
+  spec.addSlot("bias", tgx::DType_F32, {n});
+  test::CommandSpec command{tgx::CommandKind_Gemm};
+  command.hasGemm = true;
+  test::GemmSpec &g = command.gemm;
+  g.transposeB = true;
+  g.m = m, g.n = n, g.k = k, g.batch = outer * inner;
+  g.strideA = inner * m * lda, g.strideB = n * ldb, g.strideC = m * ldc;
+  g.lda = lda, g.ldb = ldb, g.ldc = ldc, g.innerBatch = inner;
+  g.innerStrideA = m * lda, g.innerStrideB = 0, g.innerStrideC = n;
+  g.epilogue = tgx::GemmEpilogue_Bias;
+  command.operands = {spec.slot("a").range, spec.slot("b").range, spec.slot("c").range,
+                      spec.slot("bias").range};
+  spec.commands.push_back(command);
+  std::vector<uint8_t> bytes = test::build(spec);
+  std::string error;
+  ASSERT_TRUE(runtime::verifyArtifact(bytes.data(), bytes.size(), "gemm.tgx", error)) << error;
+  const tgx::Program &program = *tgx::GetProgram(bytes.data());
+  auto backend = runtime::createBackend(program, "gemm.tgx", runtime::RankPlacement{}, error);
+  ASSERT_TRUE(backend) << error;
+
+  std::vector<float> a(outer * inner * m * lda), b(outer * n * ldb), bias(n);
+  std::vector<float> out(outer * m * ldc, -7.0f); // the gaps must keep this
+  for (std::size_t i = 0; i < a.size(); ++i)
+    a[i] = float(std::sin(double(i)));
+  for (std::size_t i = 0; i < b.size(); ++i)
+    b[i] = float(std::cos(double(i) * 0.7));
+  for (int64_t j = 0; j < n; ++j)
+    bias[j] = float(j) - 2.0f;
+  for (auto [slot, data] : {std::pair{"a", &a}, {"b", &b}, {"c", &out}, {"bias", &bias}})
+    ASSERT_TRUE(backend->write(spec.slot(slot).range.offset, data->data(),
+                               data->size() * sizeof(float), error));
+  ASSERT_TRUE(backend->run(error)) << error;
+  std::vector<float> c(out.size());
+  ASSERT_TRUE(backend->read(spec.slot("c").range.offset, c.data(), c.size() * sizeof(float), error));
+
+  std::vector<bool> written(c.size(), false);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t h = 0; h < inner; ++h)
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double expected = bias[j];
+          for (int64_t l = 0; l < k; ++l)
+            expected += double(a[o * g.strideA + h * g.innerStrideA + i * lda + l]) *
+                        double(b[o * g.strideB + j * ldb + l]);
+          int64_t at = o * g.strideC + h * g.innerStrideC + i * ldc + j;
+          written[at] = true;
+          EXPECT_NEAR(c[at], expected, 1e-5 * k) << "product (" << o << ", " << h << ") element ("
+                                                 << i << ", " << j << ")";
+        }
+  for (std::size_t at = 0; at < c.size(); ++at)
+    if (!written[at])
+      EXPECT_EQ(c[at], -7.0f) << "element " << at << " lies outside every product";
+}
+
 std::string createError(const ProgramSpec &spec) {
   std::vector<uint8_t> bytes = test::build(spec);
   tg_session *session = nullptr;
