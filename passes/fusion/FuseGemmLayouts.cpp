@@ -385,15 +385,21 @@ private:
 
   // ----- A GEMM's operand read where the layout kernels before it read it.
 
-  /// Program order of the commands, and each storage's writers.
+  /// Program order of the commands, and each storage's writers. A buffer
+  /// that holds a state's new value (`updates`) may share the state's
+  /// storage once planned: its writers count as the state's too.
   void indexCommands() {
     position.clear();
     writers.clear();
     int64_t i = 0;
     for (Operation &op : program.getBlock()) {
       position[&op] = i++;
-      for (Value written : exec::getWrittenBuffers(&op))
-        writers[exec::getStorage(written)].push_back(&op);
+      for (Value written : exec::getWrittenBuffers(&op)) {
+        exec::ResourceOp storage = exec::getStorage(written);
+        writers[storage].push_back(&op);
+        if (storage && storage.getUpdates())
+          writers[exec::getStorage(storage.getUpdates())].push_back(&op);
+      }
     }
   }
 

@@ -110,13 +110,17 @@ module @kernels {
 // What stays: a concatenation with an input that no GEMM wrote (the
 // product stops at its transpose); a layout a GEMM cannot take (a
 // transpose of the matrix dims: unit stride along rows); and an operand
-// whose source is written between the layout kernel and the GEMM.
+// whose source is written between the layout kernel and the GEMM (by a
+// command, or as the state a new value updates).
 // CHECK-LABEL: exec.program @kept
 // CHECK: %[[A:.*]] = exec.resource input "a"
 // CHECK: exec.gemm(%{{.*}}, %{{.*}}) -> %{{.*}} {{{.*}}ldc = 4 : i64
 // CHECK: exec.dispatch @kernels::@k3_tokens(%[[A]])
 // CHECK: exec.dispatch @kernels::@k4_concat
 // CHECK: exec.dispatch @kernels::@k5_swap
+// CHECK: exec.gemm(%{{.*}}, %{{.*}}) -> %{{.*}} {batch = 1 : i64, k = 2 : i64, m = 2 : i64, n = 2 : i64, stride_a = 4 : i64, stride_b = 0 : i64, stride_c = 4 : i64}
+// CHECK: exec.dispatch @kernels::@k6_slice
+// CHECK: exec.dispatch @kernels::@k7_overwrite
 // CHECK: exec.gemm(%{{.*}}, %{{.*}}) -> %{{.*}} {batch = 1 : i64, k = 2 : i64, m = 2 : i64, n = 2 : i64, stride_a = 4 : i64, stride_b = 0 : i64, stride_c = 4 : i64}
 // CHECK: exec.dispatch @kernels::@k6_slice
 // CHECK: exec.dispatch @kernels::@k7_overwrite
@@ -146,6 +150,14 @@ exec.program @kept attributes {batch_size = 2 : i64, flops_per_step = 0.0 : f64,
   %t9 = exec.dispatch @kernels::@k7_overwrite(%m) -> (%src) : (memref<2x2xf32>) -> memref<2x4xf32>
   %z = exec.resource output "z" : memref<2x2xf32>
   %t10 = exec.gemm(%half, %m) -> %z {batch = 1 : i64, k = 2 : i64, m = 2 : i64, n = 2 : i64, stride_a = 4 : i64, stride_b = 0 : i64, stride_c = 4 : i64} : memref<2x2xf32>, memref<2x2xf32> -> memref<2x2xf32>
+  // A state's new value, written in its place, counts as writing the state.
+  %w = exec.resource parameter "w" : memref<2x4xf32>
+  %wh = exec.resource scratch : memref<2x2xf32>
+  %t11 = exec.dispatch @kernels::@k6_slice(%w) -> (%wh) : (memref<2x4xf32>) -> memref<2x2xf32>
+  %neww = exec.resource scratch updates(%w : memref<2x4xf32>) : memref<2x4xf32>
+  %t12 = exec.dispatch @kernels::@k7_overwrite(%m) -> (%neww) : (memref<2x2xf32>) -> memref<2x4xf32>
+  %z2 = exec.resource output "z2" : memref<2x2xf32>
+  %t13 = exec.gemm(%wh, %m) -> %z2 {batch = 1 : i64, k = 2 : i64, m = 2 : i64, n = 2 : i64, stride_a = 4 : i64, stride_b = 0 : i64, stride_c = 4 : i64} : memref<2x2xf32>, memref<2x2xf32> -> memref<2x2xf32>
 }
 module @kernels {
   func.func @k3_tokens(%arg0: tensor<2x2x4x2xf32>) -> tensor<2x4x2x2xf32> {
