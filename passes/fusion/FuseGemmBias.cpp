@@ -46,7 +46,7 @@ int biasOperandOf(func::FuncOp kernel) {
 struct FuseGemmBiasPass : impl::ExecFuseGemmBiasBase<FuseGemmBiasPass> {
   void runOnOperation() override {
     SymbolTableCollection symbols;
-    llvm::SetVector<func::FuncOp> fusedKernels;
+    llvm::SetVector<Operation *> fusedKernels;
     getOperation().walk([&](exec::DispatchOp dispatch) {
       if (dispatch.getInputs().size() != 2 || dispatch.getOutputs().size() != 1)
         return;
@@ -106,15 +106,7 @@ struct FuseGemmBiasPass : impl::ExecFuseGemmBiasBase<FuseGemmBiasPass> {
       resource.erase();
       fusedKernels.insert(kernel);
     });
-    // A bias-add kernel left without dispatches is not compiled.
-    DenseSet<Operation *> dispatched;
-    getOperation().walk([&](exec::DispatchOp dispatch) {
-      dispatched.insert(
-          symbols.lookupNearestSymbolFrom(dispatch, dispatch.getKernel()));
-    });
-    for (func::FuncOp kernel : fusedKernels)
-      if (!dispatched.contains(kernel))
-        kernel.erase();
+    exec::eraseUndispatchedKernels(getOperation(), fusedKernels.getArrayRef());
   }
 };
 

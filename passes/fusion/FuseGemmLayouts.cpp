@@ -262,7 +262,7 @@ public:
     eraseDeadLayoutKernels();
   }
 
-  llvm::SetVector<func::FuncOp> touchedKernels;
+  llvm::SetVector<Operation *> touchedKernels;
 
 private:
   // ----- A GEMM's product written where the layout kernels after it put it.
@@ -353,6 +353,8 @@ private:
           changed = true;
         }
     }
+    llvm::SetVector<Operation *> doomed;
+    SmallVector<Value> deadBuffers;
     for (Candidate &c : candidates) {
       if (c.depth == 0)
         continue;
@@ -372,8 +374,6 @@ private:
       eraseDispatch(cast<exec::DispatchOp>(dispatch));
     for (Value buffer : deadBuffers)
       eraseIfUnused(buffer);
-    doomed.clear();
-    deadBuffers.clear();
   }
 
   std::optional<GemmView> productView(exec::GemmOp gemm, ArrayRef<Step> chain, size_t depth) {
@@ -441,7 +441,7 @@ private:
     // The layout kernels that produced the operand, nearest first.
     SmallVector<Step> chain;
     SmallVector<Value> inputs; // what each step reads
-    Value buffer = operand == 0 ? gemm.getA() : gemm.getB();
+    Value buffer = gemm.getOperandBuffer(operand);
     while (exec::DispatchOp producer = soleLayoutWriter(buffer)) {
       chain.push_back({producer, layoutOpOf(producer, symbols), 0});
       inputs.push_back(producer.getInputs()[0]);
@@ -455,8 +455,7 @@ private:
       bool ok = true;
       for (size_t k = depth; k-- > 0 && ok;) {
         applyForward(layout, chain[k]);
-        Value after = k == 0 ? (operand == 0 ? gemm.getA() : gemm.getB())
-                             : inputs[k - 1];
+        Value after = k == 0 ? gemm.getOperandBuffer(operand) : inputs[k - 1];
         ok = layout.reshape(shapeOf(after));
       }
       if (!ok)
@@ -474,7 +473,7 @@ private:
   /// batch of matrices its buffer holds.
   static bool packed(exec::GemmOp gemm, unsigned operand) {
     exec::GemmOp::Operand o = gemm.getOperandLayout(operand);
-    Value buffer = operand == 0 ? gemm.getA() : operand == 1 ? gemm.getB() : gemm.getC();
+    Value buffer = gemm.getOperandBuffer(operand);
     int64_t matrix = o.rows * o.cols, inner = gemm.getInnerBatch();
     bool batchPacked = inner == 1 ? gemm.getBatch() == 1 || o.stride == matrix
                                   : o.innerStride == matrix && o.stride == matrix * inner;
@@ -571,8 +570,7 @@ private:
   }
 
   void eraseDispatch(exec::DispatchOp dispatch) {
-    touchedKernels.insert(
-        symbols.lookupNearestSymbolFrom<func::FuncOp>(dispatch, dispatch.getKernel()));
+    touchedKernels.insert(symbols.lookupNearestSymbolFrom(dispatch, dispatch.getKernel()));
     dispatch.erase();
   }
 
@@ -608,27 +606,17 @@ private:
   SymbolTableCollection symbols;
   DenseMap<Operation *, int64_t> position;
   DenseMap<exec::ResourceOp, SmallVector<Operation *>> writers;
-  llvm::SetVector<Operation *> doomed;
-  SmallVector<Value> deadBuffers;
 };
 
 struct FuseGemmLayoutsPass : impl::ExecFuseGemmLayoutsBase<FuseGemmLayoutsPass> {
   void runOnOperation() override {
-    llvm::SetVector<func::FuncOp> touched;
+    llvm::SetVector<Operation *> touched;
     for (auto program : getOperation().getOps<exec::ProgramOp>()) {
       LayoutFolder folder(program);
       folder.run();
       touched.insert(folder.touchedKernels.begin(), folder.touchedKernels.end());
     }
-    // A layout kernel left without dispatches is not compiled.
-    SymbolTableCollection symbols;
-    DenseSet<Operation *> dispatched;
-    getOperation().walk([&](exec::DispatchOp dispatch) {
-      dispatched.insert(symbols.lookupNearestSymbolFrom(dispatch, dispatch.getKernel()));
-    });
-    for (func::FuncOp kernel : touched)
-      if (kernel && !dispatched.contains(kernel))
-        kernel.erase();
+    exec::eraseUndispatchedKernels(getOperation(), touched.getArrayRef());
   }
 };
 

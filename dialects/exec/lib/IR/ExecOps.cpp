@@ -100,6 +100,17 @@ LogicalResult forEachProgram(Operation *root,
                      .wasInterrupted());
 }
 
+void eraseUndispatchedKernels(Operation *root, ArrayRef<Operation *> kernels) {
+  SymbolTableCollection symbols;
+  DenseSet<Operation *> dispatched;
+  root->walk([&](DispatchOp dispatch) {
+    dispatched.insert(symbols.lookupNearestSymbolFrom(dispatch, dispatch.getKernel()));
+  });
+  for (Operation *kernel : kernels)
+    if (kernel && !dispatched.contains(kernel))
+      kernel->erase();
+}
+
 ResourceOp getStorage(Value buffer) {
   while (auto view = buffer.getDefiningOp<ViewOp>())
     buffer = view.getSource();
@@ -303,10 +314,11 @@ LogicalResult GemmOp::verify() {
       return emitOpError("needs a bias of n = ")
              << n << " elements of " << element << ", not " << type;
   }
-  for (auto [index, buffer, name] :
-       llvm::zip(llvm::seq(0u, 3u), ValueRange{getA(), getB(), getC()},
-                 ArrayRef<StringRef>{"a", "b", "c"})) {
+  static constexpr StringLiteral names[] = {"a", "b", "c"};
+  for (unsigned index = 0; index < 3; ++index) {
+    StringRef name = names[index];
     Operand layout = getOperandLayout(index);
+    Value buffer = getOperandBuffer(index);
     if (layout.ld < layout.cols || layout.stride < 0 || layout.innerStride < 0)
       return emitOpError("operand '")
              << name << "' has rows of " << layout.cols

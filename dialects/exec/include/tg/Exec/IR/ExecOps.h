@@ -44,6 +44,10 @@ LogicalResult forEachProgram(Operation *root,
 int64_t getByteSize(MemRefType type);
 /// The buffer a ranked tensor of `tensorType` is stored in (identity layout).
 MemRefType getBufferType(Type tensorType);
+/// Erases the kernels among `kernels` that no exec.dispatch under `root`
+/// runs any more (a fusion pass removed their last dispatch): they are not
+/// compiled.
+void eraseUndispatchedKernels(Operation *root, ArrayRef<Operation *> kernels);
 /// A kernel function still on tensors (inputs -> results), before
 /// tg-bufferize-kernels puts it on memrefs (inputs, then outputs).
 bool isKernelOnTensors(FunctionType kernel);

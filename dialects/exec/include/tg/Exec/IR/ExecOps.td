@@ -223,6 +223,10 @@ def Exec_GemmOp : Exec_CommandOp<"gemm", [AttrSizedOperandSegments]> {
       int64_t rows, cols, ld, stride, innerStride;
     };
     Operand getOperandLayout(unsigned operand);
+    /// The buffer of operand 0 (a), 1 (b) or 2 (c).
+    Value getOperandBuffer(unsigned operand) {
+      return operand == 0 ? getA() : operand == 1 ? getB() : getC();
+    }
   }];
 }
 
