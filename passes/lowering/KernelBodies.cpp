@@ -966,70 +966,53 @@ void emitShardCopy(Emitter &e, Value whole, Value block, Value rankIndex,
   });
 }
 
-/// The frequency `f` (f64) under the op's scaling, as RopeOp::frequency
-/// computes it: f / factor (linear), or Llama 3's wavelength bands.
-Value scaleRopeFrequency(Emitter &e, RopeOp op, Value f) {
-  if (!op.getScalingFactor())
-    return f;
-  Type f64 = e.b.getF64Type();
-  auto c = [&](double v) { return e.constant(f64, v); };
-  Value scaled = e.div(f, c(op.getScalingFactor()->convertToDouble()));
-  if (!op.getLowFreqFactor())
-    return scaled;
-  double low = op.getLowFreqFactor()->convertToDouble();
-  double high = op.getHighFreqFactor()->convertToDouble();
-  double context = op.getOriginalMaxPositions()->convertToDouble();
-  Value wavelength = e.div(c(2 * M_PI), f);
-  Value smooth = e.div(e.sub(e.div(c(context), wavelength), c(low)),
-                       c(high - low));
-  Value middle = e.add(e.mul(e.sub(c(1.0), smooth), scaled), e.mul(smooth, f));
-  auto above = [&](Value x, double bound) {
-    return arith::CmpFOp::create(e.b, e.loc, arith::CmpFPredicate::OGT, x,
-                                 c(bound));
-  };
-  auto below = [&](Value x, double bound) {
-    return arith::CmpFOp::create(e.b, e.loc, arith::CmpFPredicate::OLT, x,
-                                 c(bound));
-  };
-  Value result = arith::SelectOp::create(e.b, e.loc,
-                                         below(wavelength, context / high), f,
-                                         middle);
-  return arith::SelectOp::create(e.b, e.loc, above(wavelength, context / low),
-                                 scaled, result);
-}
-
-/// Rotates pairs (i, i + D/2) at position t by t * theta^(-2i/D). The angle,
-/// cosine and sine are computed in f64, as the reference does, then rounded.
+/// Rotates pairs (i, i + D/2) at position t by t * f_i. The frequencies are
+/// RopeOp::frequency's, constants here; per position the angles' cosines and
+/// sines are computed in f64, as the reference does, then rounded, and every
+/// plane's row at that position is rotated with them as one vector of D
+/// elements. (Rotating element i of every plane in turn, as this kernel
+/// first did, came back to each row once per pair: with planes 16 KiB apart
+/// their lines share L1 sets and were evicted in between. A 2-layer Llama at
+/// T = 128, 128 planes: 13.0 ms a step in its 8 rope kernels then, 2.3 now.)
 void emitRope(Emitter &e, RopeOp op, Value x, Value y) {
   // x and y are flat views of [B, H, T, D].
   auto type = cast<ShapedType>(op.getInput().getType());
   int64_t seq = type.getDimSize(2), dim = type.getDimSize(3), half = dim / 2;
   int64_t planes = seq * dim == 0 ? 0 : type.getNumElements() / (seq * dim);
+  if (half == 0)
+    return;
   Type f64 = e.b.getF64Type();
-  auto toF64 = [&](Value index) {
-    Value i64 = arith::IndexCastOp::create(e.b, e.loc, e.b.getI64Type(), index);
-    return arith::SIToFPOp::create(e.b, e.loc, f64, i64);
-  };
-  auto narrow = [&](Value v) -> Value {
-    return e.element == f64 ? v : arith::TruncFOp::create(e.b, e.loc, e.element, v);
-  };
+  auto halfType = VectorType::get({half}, e.element);
+  auto rowType = VectorType::get({dim}, e.element);
   double sign = op.getInverse() ? -1.0 : 1.0;
   e.rows(seq, [&](Value t) {
-    e.loop(half, [&](Value i) {
-      Value exponent = e.mul(toF64(i), e.constant(f64, -2.0 / dim));
-      Value frequency = math::PowFOp::create(
-          e.b, e.loc, e.constant(f64, op.getTheta().convertToDouble()), exponent);
-      frequency = scaleRopeFrequency(e, op, frequency);
-      Value angle = e.mul(e.mul(toF64(t), frequency), e.constant(f64, sign));
-      Value c = narrow(math::CosOp::create(e.b, e.loc, angle));
-      Value s = narrow(math::SinOp::create(e.b, e.loc, angle));
-      e.loop(planes, [&](Value p) {
-        Value row = e.mulIndex(e.addIndex(e.mulIndex(p, seq), t), dim);
-        Value first = e.addIndex(row, i), second = e.addIndex(first, e.index(half));
-        Value x1 = e.load(x, first), x2 = e.load(x, second);
-        e.store(e.sub(e.mul(x1, c), e.mul(x2, s)), y, first);
-        e.store(e.add(e.mul(x2, c), e.mul(x1, s)), y, second);
-      });
+    Value i64 = arith::IndexCastOp::create(e.b, e.loc, e.b.getI64Type(), t);
+    Value position = arith::SIToFPOp::create(e.b, e.loc, f64, i64);
+    SmallVector<Value> cosines, sines;
+    for (int64_t i = 0; i < half; ++i) {
+      Value angle =
+          e.mul(position, e.constant(f64, sign * op.frequency(i, dim)));
+      cosines.push_back(e.narrow(math::CosOp::create(e.b, e.loc, angle)));
+      sines.push_back(e.narrow(math::SinOp::create(e.b, e.loc, angle)));
+    }
+    Value c = vector::FromElementsOp::create(e.b, e.loc, halfType, cosines);
+    Value s = vector::FromElementsOp::create(e.b, e.loc, halfType, sines);
+    SmallVector<int64_t> concatenation = llvm::to_vector(llvm::seq<int64_t>(0, dim));
+    e.loop(planes, [&](Value p) {
+      Value row = e.mulIndex(e.addIndex(e.mulIndex(p, seq), t), dim);
+      Value v = vector::LoadOp::create(e.b, e.loc, rowType, x, ValueRange{row});
+      // Shuffles (not strided slices): LLVM's shufflevector on every target.
+      auto halfOf = [&](int64_t offset) {
+        return vector::ShuffleOp::create(
+            e.b, e.loc, v, v,
+            llvm::to_vector(llvm::seq<int64_t>(offset, offset + half)));
+      };
+      Value x1 = halfOf(0), x2 = halfOf(half);
+      Value y1 = e.sub(e.mul(x1, c), e.mul(x2, s));
+      Value y2 = e.add(e.mul(x2, c), e.mul(x1, s));
+      Value rotated =
+          vector::ShuffleOp::create(e.b, e.loc, y1, y2, concatenation);
+      vector::StoreOp::create(e.b, e.loc, rotated, y, ValueRange{row});
     });
   });
 }
