@@ -1145,8 +1145,62 @@ struct FlashAttention {
     return vector::ReductionOp::create(e.b, e.loc, vector::CombiningKind::ADD, v,
                                        Value(), arith::FastMathFlags::reassoc);
   }
-  /// sum_d x_d y_d, in the element type.
-  Value dot(Value x, Value y) { return sum(e.mul(x, y)); }
+  /// The lanes `positions` of vectors a and b laid end to end.
+  Value lanesOf(Value a, Value b, ArrayRef<int64_t> positions) {
+    return vector::ShuffleOp::create(e.b, e.loc, a, b, positions);
+  }
+  /// The tile vector of x_j . y_j for the kTile pairs (x_j, y_j) of rows,
+  /// in the element type. The kTile products are summed together, not one
+  /// by one: each is folded in halves down to at most kTile lanes, then
+  /// pairs of them are merged (laid end to end while they fit in kTile
+  /// lanes, then each key's lanes halved and the halves added) until one
+  /// vector holds one sum per lane, in order. That is ~3 shuffles and adds
+  /// per pair where a horizontal reduction of each product took ~9. A head
+  /// dim that is not a power of two takes the horizontal reductions.
+  Value dots(ArrayRef<Value> xs, ArrayRef<Value> ys) {
+    SmallVector<Value> parts;
+    for (auto [x, y] : llvm::zip_equal(xs, ys))
+      parts.push_back(e.mul(x, y));
+    if (!llvm::isPowerOf2_64(dim))
+      return lanes([&](int64_t j) { return sum(parts[j]); });
+    int64_t width = dim;
+    for (; width > kTile; width /= 2)
+      for (Value &part : parts)
+        part = e.add(
+            lanesOf(part, part,
+                    llvm::to_vector(llvm::seq<int64_t>(0, width / 2))),
+            lanesOf(part, part,
+                    llvm::to_vector(llvm::seq<int64_t>(width / 2, width))));
+    // Each part holds `keys` keys of `width` lanes.
+    for (int64_t keys = 1; parts.size() > 1; keys *= 2) {
+      int64_t each = keys * width;
+      SmallVector<Value> merged;
+      for (int64_t i = 0; i + 1 < int64_t(parts.size()); i += 2) {
+        Value a = parts[i], b = parts[i + 1];
+        if (2 * each <= kTile) {
+          merged.push_back(
+              lanesOf(a, b, llvm::to_vector(llvm::seq<int64_t>(0, 2 * each))));
+          continue;
+        }
+        SmallVector<int64_t> low, high;
+        for (int64_t first : {int64_t(0), each})
+          for (int64_t key = 0; key < keys; ++key)
+            for (int64_t l = 0; l < width / 2; ++l) {
+              low.push_back(first + key * width + l);
+              high.push_back(first + key * width + width / 2 + l);
+            }
+        merged.push_back(e.add(lanesOf(a, b, low), lanesOf(a, b, high)));
+      }
+      if (2 * each > kTile)
+        width /= 2;
+      parts = std::move(merged);
+    }
+    return parts.front();
+  }
+  /// dots() of one row against kTile rows.
+  Value dots(Value x, ArrayRef<Value> ys) {
+    return dots(SmallVector<Value>(ys.size(), x), ys);
+  }
   /// sum_j weights[j] * rows[j] (one tile, element type), widened and added
   /// to `acc` (f64).
   Value accumulate(Value acc, Value weights, ArrayRef<Value> rows) {
@@ -1192,10 +1246,10 @@ struct FlashAttention {
             SmallVector<Value> keys, values;
             for (Value s : tl.positions)
               keys.push_back(e.addIndex(keyPlane, s));
-            Value scores = masked(tl, scaled(lanes([&](int64_t j) {
-                                    return dot(query, load(k, keys[j]));
-                                  })),
-                                  negInf);
+            SmallVector<Value> keyRows;
+            for (Value key : keys)
+              keyRows.push_back(load(k, key));
+            Value scores = masked(tl, scaled(dots(query, keyRows)), negInf);
             Value max = e.max(old[0], vector::ReductionOp::create(
                                           e.b, e.loc,
                                           vector::CombiningKind::MAXIMUMF, scores));
@@ -1264,11 +1318,10 @@ struct FlashAttention {
                 queries.push_back(load(q, rows.back()));
                 dOuts.push_back(load(dOut, rows.back()));
               }
-              Value scores = scaled(
-                  lanes([&](int64_t j) { return dot(queries[j], keyRow); }));
+              Value scores = scaled(dots(keyRow, queries));
               Value lses = lanes([&](int64_t j) { return logSumExp(lse, rows[j]); });
               Value p = masked(tl, e.exp(e.sub(scores, lses)), 0.0);
-              Value dp = lanes([&](int64_t j) { return dot(dOuts[j], valueRow); });
+              Value dp = dots(valueRow, dOuts);
               Value deltas = lanes(
                   [&](int64_t j) { return e.load(dq, e.mulIndex(rows[j], dim)); });
               Value dS = e.mul(p, e.sub(dp, deltas));
@@ -1290,11 +1343,12 @@ struct FlashAttention {
         SmallVector<Value> keys;
         for (Value s : tl.positions)
           keys.push_back(load(k, e.addIndex(keyPlane, s)));
-        Value scores = scaled(lanes([&](int64_t j) { return dot(query, keys[j]); }));
+        Value scores = scaled(dots(query, keys));
         Value p = masked(tl, e.exp(e.sub(scores, rowLse)), 0.0);
-        Value dp = lanes([&](int64_t j) {
-          return dot(dOutRow, load(v, e.addIndex(keyPlane, tl.positions[j])));
-        });
+        SmallVector<Value> values;
+        for (Value s : tl.positions)
+          values.push_back(load(v, e.addIndex(keyPlane, s)));
+        Value dp = dots(dOutRow, values);
         Value dS = e.mul(p, e.sub(dp, splat(delta, tile)));
         return SmallVector<Value>{accumulate(sumSoFar[0], dS, keys)};
       })[0];
