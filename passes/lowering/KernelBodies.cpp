@@ -1158,19 +1158,26 @@ struct FlashAttention {
   /// per pair where a horizontal reduction of each product took ~9. A head
   /// dim that is not a power of two takes the horizontal reductions.
   Value dots(ArrayRef<Value> xs, ArrayRef<Value> ys) {
-    SmallVector<Value> parts;
-    for (auto [x, y] : llvm::zip_equal(xs, ys))
-      parts.push_back(e.mul(x, y));
     if (!llvm::isPowerOf2_64(dim))
-      return lanes([&](int64_t j) { return sum(parts[j]); });
-    int64_t width = dim;
+      return lanes([&](int64_t j) { return sum(e.mul(xs[j], ys[j])); });
+    auto half = [&](Value v, int64_t which) {
+      int64_t width = cast<VectorType>(v.getType()).getNumElements() / 2;
+      return lanesOf(v, v,
+                     llvm::to_vector(llvm::seq<int64_t>(which * width,
+                                                        (which + 1) * width)));
+    };
+    // The first fold is part of the product: x_lo y_lo + x_hi y_hi.
+    SmallVector<Value> parts;
+    int64_t width = dim > kTile ? dim / 2 : dim;
+    for (auto [x, y] : llvm::zip_equal(xs, ys))
+      parts.push_back(dim > kTile
+                          ? math::FmaOp::create(e.b, e.loc, half(x, 0),
+                                                half(y, 0),
+                                                e.mul(half(x, 1), half(y, 1)))
+                          : e.mul(x, y));
     for (; width > kTile; width /= 2)
       for (Value &part : parts)
-        part = e.add(
-            lanesOf(part, part,
-                    llvm::to_vector(llvm::seq<int64_t>(0, width / 2))),
-            lanesOf(part, part,
-                    llvm::to_vector(llvm::seq<int64_t>(width / 2, width))));
+        part = e.add(half(part, 0), half(part, 1));
     // Each part holds `keys` keys of `width` lanes.
     for (int64_t keys = 1; parts.size() > 1; keys *= 2) {
       int64_t each = keys * width;
@@ -1197,6 +1204,24 @@ struct FlashAttention {
     }
     return parts.front();
   }
+  /// x where x > y, else y: one x86 max instruction (arith.maximumf and
+  /// maxnumf order -0 below +0 and pick NaNs by compares and blends, ~3x
+  /// the instructions). A NaN score may be passed over here, but its
+  /// exponential is NaN and so is the row's result.
+  Value greater(Value x, Value y) {
+    Value above = arith::CmpFOp::create(e.b, e.loc, arith::CmpFPredicate::OGT,
+                                        x, y);
+    return arith::SelectOp::create(e.b, e.loc, above, x, y);
+  }
+  /// The largest lane of a tile vector: halves compared with `greater`.
+  Value tileMax(Value v) {
+    for (int64_t width = kTile / 2; width >= 1; width /= 2) {
+      Value high = lanesOf(v, v, llvm::to_vector(llvm::seq<int64_t>(width, 2 * width)));
+      Value low = lanesOf(v, v, llvm::to_vector(llvm::seq<int64_t>(0, width)));
+      v = greater(low, high);
+    }
+    return vector::ExtractOp::create(e.b, e.loc, v, int64_t(0));
+  }
   /// dots() of one row against kTile rows.
   Value dots(Value x, ArrayRef<Value> ys) {
     return dots(SmallVector<Value>(ys.size(), x), ys);
@@ -1207,8 +1232,9 @@ struct FlashAttention {
     Value tileSum;
     for (auto [j, r] : llvm::enumerate(rows)) {
       Value w = vector::ExtractOp::create(e.b, e.loc, weights, int64_t(j));
-      Value term = e.mul(splat(w, row), r);
-      tileSum = tileSum ? e.add(tileSum, term) : term;
+      tileSum = tileSum ? math::FmaOp::create(e.b, e.loc, splat(w, row), r,
+                                              tileSum)
+                        : e.mul(splat(w, row), r);
     }
     return e.add(acc, widen(tileSum));
   }
@@ -1250,9 +1276,7 @@ struct FlashAttention {
             for (Value key : keys)
               keyRows.push_back(load(k, key));
             Value scores = masked(tl, scaled(dots(query, keyRows)), negInf);
-            Value max = e.max(old[0], vector::ReductionOp::create(
-                                          e.b, e.loc,
-                                          vector::CombiningKind::MAXIMUMF, scores));
+            Value max = greater(old[0], tileMax(scores));
             // exp(-inf) = 0 at the first tile: nothing to keep yet.
             Value keep = e.widen(e.exp(e.sub(old[0], max)));
             Value p = e.exp(e.sub(scores, splat(max, tile)));
