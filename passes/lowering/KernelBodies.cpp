@@ -1091,28 +1091,49 @@ struct FlashAttention {
     SmallVector<Value> positions;
     Value valid; // vector<kTile x i1>
   };
-  /// Folds body(tile, accumulators) over the tiles covering [first, end).
+  /// Folds body(tile, accumulators) over the tiles covering [first, end):
+  /// the whole tiles in a loop, whose positions are start + j and all
+  /// valid (the body's loads are then at fixed offsets from one row, and
+  /// its masks fold away), then the rest, if any, as one tile whose
+  /// positions from `end` on are clamped to end - 1 and masked out.
   template <typename Fn>
   SmallVector<Value> foldTiles(Value first, Value end, ValueRange init,
                                Fn &&body) {
     Value count = arith::SubIOp::create(e.b, e.loc, end, first);
-    Value tiles = arith::CeilDivUIOp::create(e.b, e.loc, count, e.index(kTile));
-    return e.foldRange(e.index(0), tiles, init, [&](Value i, ValueRange acc) {
-      Value start = e.addIndex(first, e.mulIndex(i, kTile));
-      Value last = arith::SubIOp::create(e.b, e.loc, end, e.index(1));
-      Tile t;
-      SmallVector<Value> valid;
-      for (int64_t j = 0; j < kTile; ++j) {
-        Value position = e.addIndex(start, e.index(j));
-        valid.push_back(arith::CmpIOp::create(
-            e.b, e.loc, arith::CmpIPredicate::ult, position, end));
-        t.positions.push_back(
-            arith::SelectOp::create(e.b, e.loc, valid.back(), position, last));
-      }
-      t.valid = vector::FromElementsOp::create(
-          e.b, e.loc, VectorType::get({kTile}, e.b.getI1Type()), valid);
-      return body(t, acc);
-    });
+    Value whole = e.divIndex(count, kTile);
+    auto validType = VectorType::get({kTile}, e.b.getI1Type());
+    SmallVector<Value> acc = e.foldRange(
+        e.index(0), whole, init, [&](Value i, ValueRange acc) {
+          Value start = e.addIndex(first, e.mulIndex(i, kTile));
+          Tile t;
+          for (int64_t j = 0; j < kTile; ++j)
+            t.positions.push_back(e.addIndex(start, e.index(j)));
+          t.valid = arith::ConstantOp::create(
+              e.b, e.loc, DenseElementsAttr::get(validType, true));
+          return body(t, acc);
+        });
+    Value start = e.addIndex(first, e.mulIndex(whole, kTile));
+    Value rest = arith::CmpIOp::create(e.b, e.loc, arith::CmpIPredicate::ult,
+                                       start, end);
+    auto partial = scf::IfOp::create(e.b, e.loc, ValueRange(acc).getTypes(),
+                                     rest, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(e.b);
+    e.b.setInsertionPointToEnd(&partial.getElseRegion().front());
+    scf::YieldOp::create(e.b, e.loc, acc);
+    e.b.setInsertionPointToEnd(&partial.getThenRegion().front());
+    Value last = arith::SubIOp::create(e.b, e.loc, end, e.index(1));
+    Tile t;
+    SmallVector<Value> valid;
+    for (int64_t j = 0; j < kTile; ++j) {
+      Value position = e.addIndex(start, e.index(j));
+      valid.push_back(arith::CmpIOp::create(
+          e.b, e.loc, arith::CmpIPredicate::ult, position, end));
+      t.positions.push_back(
+          arith::SelectOp::create(e.b, e.loc, valid.back(), position, last));
+    }
+    t.valid = vector::FromElementsOp::create(e.b, e.loc, validType, valid);
+    scf::YieldOp::create(e.b, e.loc, body(t, acc));
+    return SmallVector<Value>(partial.getResults());
   }
   /// The tile vector of fn(j) for j < kTile.
   template <typename Fn> Value lanes(Fn &&fn) {
