@@ -235,7 +235,7 @@ def TgFuseAttention : Pass<"tg-fuse-attention", "func::FuncOp"> {
     Option<"bandwidthGbs", "bandwidth-gbs", "double", /*default=*/"18.0",
            "Bandwidth of the score-matrix kernels (scale, mask, softmax and "
            "its gradient) assumed by the cost model, GB/s">,
-    Option<"flashGflops", "flash-gflops", "double", /*default=*/"25.0",
+    Option<"flashGflops", "flash-gflops", "double", /*default=*/"40.0",
            "Rate of the flash attention kernels assumed by the cost model, "
            "GFLOP/s">,
   ];
