@@ -54,7 +54,7 @@ void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options) {
   pm.addPass(createExecBucketGradients({options.bucketBytes}));
   pm.addPass(createExecInsertTimepoints());
   pm.addPass(createExecPlanBuffers());
-  pm.addPass(createTgBufferizeKernels());
+  pm.addPass(createTgBufferizeKernels({options.vectorRows}));
 }
 
 void buildCpuTargetStage(OpPassManager &pm) {

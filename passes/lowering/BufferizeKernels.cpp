@@ -25,7 +25,7 @@ namespace {
 /// defines: outputs where `buffers` has them, else new local buffers.
 LogicalResult emitOpByOp(OpBuilder &b, Block &body,
                          DenseMap<Value, Value> &buffers,
-                         SmallVector<Value> &locals) {
+                         SmallVector<Value> &locals, bool vectorRows) {
   for (Operation &op : body.without_terminator()) {
     if (!isa<TgDialect>(op.getDialect()))
       return op.emitOpError("cannot be in a kernel: only tg ops can");
@@ -41,7 +41,7 @@ LogicalResult emitOpByOp(OpBuilder &b, Block &body,
       }
       results.push_back(buffers[v]);
     }
-    if (failed(emitKernelBody(b, &op, operands, results)))
+    if (failed(emitKernelBody(b, &op, operands, results, vectorRows)))
       return failure();
   }
   return success();
@@ -49,7 +49,7 @@ LogicalResult emitOpByOp(OpBuilder &b, Block &body,
 
 /// Rewrites `kernel` (tensors in, tensors out) on memrefs (inputs, then one
 /// output per result). Values that are not results live in local buffers.
-LogicalResult bufferize(func::FuncOp kernel) {
+LogicalResult bufferize(func::FuncOp kernel, bool vectorRows) {
   FunctionType type = kernel.getFunctionType();
   SmallVector<Type> argTypes;
   for (Type t : type.getInputs())
@@ -99,7 +99,7 @@ LogicalResult bufferize(func::FuncOp kernel) {
   } else if (lossWithGradient(body)) {
     if (failed(emitLossWithGradient(b, body, inputs, yielded, outputs)))
       return failure();
-  } else if (failed(emitOpByOp(b, body, buffers, locals))) {
+  } else if (failed(emitOpByOp(b, body, buffers, locals, vectorRows))) {
     return failure();
   }
   for (auto [value, output] : copiesAtEnd)
@@ -113,6 +113,8 @@ LogicalResult bufferize(func::FuncOp kernel) {
 
 struct BufferizeKernelsPass
     : impl::TgBufferizeKernelsBase<BufferizeKernelsPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     // Kernel modules are named: the ones nested in the program's module, or
     // the module this pass runs on.
@@ -126,7 +128,7 @@ struct BufferizeKernelsPass
         if (exec::isKernelOnTensors(kernel.getFunctionType()))
           kernels.push_back(kernel);
     for (func::FuncOp kernel : kernels)
-      if (failed(bufferize(kernel)))
+      if (failed(bufferize(kernel, vectorRows)))
         return signalPassFailure();
   }
 };

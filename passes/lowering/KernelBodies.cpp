@@ -966,53 +966,115 @@ void emitShardCopy(Emitter &e, Value whole, Value block, Value rankIndex,
   });
 }
 
-/// Rotates pairs (i, i + D/2) at position t by t * f_i. The frequencies are
-/// RopeOp::frequency's, constants here; per position the angles' cosines and
-/// sines are computed in f64, as the reference does, then rounded, and every
-/// plane's row at that position is rotated with them as one vector of D
-/// elements. (Rotating element i of every plane in turn, as this kernel
-/// first did, came back to each row once per pair: with planes 16 KiB apart
-/// their lines share L1 sets and were evicted in between. A 2-layer Llama at
-/// T = 128, 128 planes: 13.0 ms a step in its 8 rope kernels then, 2.3 now.)
-void emitRope(Emitter &e, RopeOp op, Value x, Value y) {
+/// The frequency of pair `i` (an index) under the op's scaling, in f64, as
+/// RopeOp::frequency computes it: theta^(-2i/D), then f / factor (linear)
+/// or Llama 3's wavelength bands. With a constant `i` it folds to a constant.
+Value ropeFrequency(Emitter &e, RopeOp op, Value i, int64_t dim) {
+  Type f64 = e.b.getF64Type();
+  auto c = [&](double v) { return e.constant(f64, v); };
+  Value index = arith::IndexCastOp::create(e.b, e.loc, e.b.getI64Type(), i);
+  Value exponent = e.mul(arith::SIToFPOp::create(e.b, e.loc, f64, index),
+                         c(-2.0 / dim));
+  Value f = math::PowFOp::create(e.b, e.loc, c(op.getTheta().convertToDouble()),
+                                 exponent);
+  if (!op.getScalingFactor())
+    return f;
+  Value scaled = e.div(f, c(op.getScalingFactor()->convertToDouble()));
+  if (!op.getLowFreqFactor())
+    return scaled;
+  double low = op.getLowFreqFactor()->convertToDouble();
+  double high = op.getHighFreqFactor()->convertToDouble();
+  double context = op.getOriginalMaxPositions()->convertToDouble();
+  Value wavelength = e.div(c(2 * M_PI), f);
+  Value smooth = e.div(e.sub(e.div(c(context), wavelength), c(low)),
+                       c(high - low));
+  Value middle = e.add(e.mul(e.sub(c(1.0), smooth), scaled), e.mul(smooth, f));
+  auto compare = [&](arith::CmpFPredicate predicate, Value x, double bound) {
+    return arith::CmpFOp::create(e.b, e.loc, predicate, x, c(bound));
+  };
+  Value result = arith::SelectOp::create(
+      e.b, e.loc, compare(arith::CmpFPredicate::OLT, wavelength, context / high),
+      f, middle);
+  return arith::SelectOp::create(
+      e.b, e.loc, compare(arith::CmpFPredicate::OGT, wavelength, context / low),
+      scaled, result);
+}
+
+/// The cosine and sine of pair i's angle at position t (both indices),
+/// computed in f64 as the reference does, then rounded.
+std::pair<Value, Value> ropeRotation(Emitter &e, RopeOp op, Value t, Value i,
+                                     int64_t dim) {
+  Type f64 = e.b.getF64Type();
+  Value position = arith::SIToFPOp::create(
+      e.b, e.loc, f64,
+      arith::IndexCastOp::create(e.b, e.loc, e.b.getI64Type(), t));
+  Value angle = e.mul(e.mul(position, ropeFrequency(e, op, i, dim)),
+                      e.constant(f64, op.getInverse() ? -1.0 : 1.0));
+  return {e.narrow(math::CosOp::create(e.b, e.loc, angle)),
+          e.narrow(math::SinOp::create(e.b, e.loc, angle))};
+}
+
+/// Rotates pairs (i, i + D/2) at position t by t * f_i: a row loop over the
+/// positions. With `vectorRows` (a row runs on one thread: the CPU), a
+/// position's D/2 cosines and sines are computed once and every plane's row
+/// at that position is rotated with them as one vector of D elements.
+/// Otherwise (the CUDA target spreads a row's loops over a warp's lanes, and
+/// holding every pair's rotation would take a thread's registers) one loop
+/// step per pair i, its rotation then every plane's pair. On the CPU that
+/// order came back to each row once per pair, and with planes 16 KiB apart
+/// their lines share L1 sets and were evicted in between: a 2-layer Llama at
+/// T = 128 (128 planes) spent 12.4-13.0 ms a step in its 8 rope kernels,
+/// 1.3-2.3 with vector rows (tgrun --profile, 2 threads).
+void emitRope(Emitter &e, RopeOp op, Value x, Value y, bool vectorRows) {
   // x and y are flat views of [B, H, T, D].
   auto type = cast<ShapedType>(op.getInput().getType());
   int64_t seq = type.getDimSize(2), dim = type.getDimSize(3), half = dim / 2;
   int64_t planes = seq * dim == 0 ? 0 : type.getNumElements() / (seq * dim);
   if (half == 0)
     return;
-  Type f64 = e.b.getF64Type();
+  auto rowOf = [&](Value p, Value t) {
+    return e.mulIndex(e.addIndex(e.mulIndex(p, seq), t), dim);
+  };
+  if (!vectorRows) {
+    e.rows(seq, [&](Value t) {
+      e.loop(half, [&](Value i) {
+        auto [c, s] = ropeRotation(e, op, t, i, dim);
+        e.loop(planes, [&](Value p) {
+          Value first = e.addIndex(rowOf(p, t), i);
+          Value second = e.addIndex(first, e.index(half));
+          Value x1 = e.load(x, first), x2 = e.load(x, second);
+          e.store(e.sub(e.mul(x1, c), e.mul(x2, s)), y, first);
+          e.store(e.add(e.mul(x2, c), e.mul(x1, s)), y, second);
+        });
+      });
+    });
+    return;
+  }
   auto halfType = VectorType::get({half}, e.element);
   auto rowType = VectorType::get({dim}, e.element);
-  double sign = op.getInverse() ? -1.0 : 1.0;
+  auto lanes = [&](int64_t first, int64_t last) {
+    return llvm::to_vector(llvm::seq<int64_t>(first, last));
+  };
   e.rows(seq, [&](Value t) {
-    Value i64 = arith::IndexCastOp::create(e.b, e.loc, e.b.getI64Type(), t);
-    Value position = arith::SIToFPOp::create(e.b, e.loc, f64, i64);
     SmallVector<Value> cosines, sines;
     for (int64_t i = 0; i < half; ++i) {
-      Value angle =
-          e.mul(position, e.constant(f64, sign * op.frequency(i, dim)));
-      cosines.push_back(e.narrow(math::CosOp::create(e.b, e.loc, angle)));
-      sines.push_back(e.narrow(math::SinOp::create(e.b, e.loc, angle)));
+      auto [c, s] = ropeRotation(e, op, t, e.index(i), dim);
+      cosines.push_back(c);
+      sines.push_back(s);
     }
     Value c = vector::FromElementsOp::create(e.b, e.loc, halfType, cosines);
     Value s = vector::FromElementsOp::create(e.b, e.loc, halfType, sines);
-    SmallVector<int64_t> concatenation = llvm::to_vector(llvm::seq<int64_t>(0, dim));
     e.loop(planes, [&](Value p) {
-      Value row = e.mulIndex(e.addIndex(e.mulIndex(p, seq), t), dim);
+      Value row = rowOf(p, t);
       Value v = vector::LoadOp::create(e.b, e.loc, rowType, x, ValueRange{row});
       // Shuffles (not strided slices): LLVM's shufflevector on every target.
-      auto halfOf = [&](int64_t offset) {
-        return vector::ShuffleOp::create(
-            e.b, e.loc, v, v,
-            llvm::to_vector(llvm::seq<int64_t>(offset, offset + half)));
-      };
-      Value x1 = halfOf(0), x2 = halfOf(half);
+      Value x1 = vector::ShuffleOp::create(e.b, e.loc, v, v, lanes(0, half));
+      Value x2 = vector::ShuffleOp::create(e.b, e.loc, v, v, lanes(half, dim));
       Value y1 = e.sub(e.mul(x1, c), e.mul(x2, s));
       Value y2 = e.add(e.mul(x2, c), e.mul(x1, s));
-      Value rotated =
-          vector::ShuffleOp::create(e.b, e.loc, y1, y2, concatenation);
-      vector::StoreOp::create(e.b, e.loc, rotated, y, ValueRange{row});
+      vector::StoreOp::create(
+          e.b, e.loc, vector::ShuffleOp::create(e.b, e.loc, y1, y2, lanes(0, dim)),
+          y, ValueRange{row});
     });
   });
 }
@@ -1855,7 +1917,7 @@ bool hasKernelBody(Operation *op) {
 }
 
 LogicalResult emitKernelBody(OpBuilder &b, Operation *op, ValueRange operands,
-                             ValueRange results) {
+                             ValueRange results, bool vectorRows) {
   Location loc = op->getLoc();
   if (!hasKernelBody(op))
     return op->emitOpError("has no CPU kernel lowering (run "
@@ -1978,7 +2040,7 @@ LogicalResult emitKernelBody(OpBuilder &b, Operation *op, ValueRange operands,
                       shapeOf(operands[0])[o.getDim()], o.getReplicas(),
                       /*toBlock=*/false);
       })
-      .Case([&](RopeOp o) { emitRope(e, o, in[0], out[0]); })
+      .Case([&](RopeOp o) { emitRope(e, o, in[0], out[0], vectorRows); })
       .Case([&](FlashAttentionOp o) {
         FlashAttention(e, o).forward(in[0], in[1], in[2], out[0], out[1]);
       })

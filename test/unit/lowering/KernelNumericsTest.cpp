@@ -501,15 +501,16 @@ protected:
   }
 
   /// Parses `source` (kernel functions on tensors), bufferizes a copy with
-  /// tg-bufferize-kernels, compiles it with the CPU target into one shared
-  /// object and loads it: `funcs[k]` runs as `entry(k)`.
-  void compile(const std::string &source) {
+  /// tg-bufferize-kernels (rows as vectors, or as the CUDA target has them:
+  /// `vectorRows`), compiles it with the CPU target into one shared object
+  /// and loads it: `funcs[k]` runs as `entry(k)`.
+  void compile(const std::string &source, bool vectorRows = true) {
     cases = parseSourceString<ModuleOp>(source, &context);
     ASSERT_TRUE(cases) << diagnostics << source;
     OwningOpRef<ModuleOp> kernels = cases->clone();
     kernels->setSymName("kernels");
     PassManager pm(&context);
-    pm.addPass(tg::createTgBufferizeKernels());
+    pm.addPass(tg::createTgBufferizeKernels({vectorRows}));
     ASSERT_TRUE(succeeded(pm.run(*kernels))) << diagnostics;
     std::vector<std::string> names;
     for (auto func : cases->getOps<func::FuncOp>()) {
@@ -703,6 +704,31 @@ TEST_F(KernelNumerics, LongSumsKeepFloat64Accuracy) {
               "ms\n%s",
               funcs.size(), millisecondsBetween(start, compiledAt),
               millisecondsBetween(compiledAt, end), report.c_str());
+}
+
+/// The kernel bodies whose rows the CUDA target gets as loops of scalar
+/// steps (tg-bufferize-kernels vector-rows=false), where the CPU's are
+/// vectors: the same cases, run here on the CPU.
+TEST_F(KernelNumerics, ScalarRowsMatchTheFloat64Reference) {
+  const std::vector<std::string> elements = {"f32", "f64"};
+  std::vector<Case> scalarCases;
+  std::string source;
+  for (const Case &c : kCases)
+    if (llvm::StringRef(c.op).starts_with("tg.rope "))
+      for (const std::string &element : elements) {
+        source += functionSource(
+            c, "s" + std::to_string(scalarCases.size()) + "_" + element, element);
+        scalarCases.push_back(c);
+      }
+  ASSERT_EQ(scalarCases.size(), 8u);
+  ASSERT_NO_FATAL_FAILURE(compile(source, /*vectorRows=*/false));
+  std::mt19937_64 rng(20261125);
+  std::string report;
+  for (size_t k = 0; k < funcs.size(); ++k)
+    check(scalarCases[k], elements[k % elements.size()],
+          relativeErrorOf(k, scalarCases[k], rng), report);
+  std::printf("%zu kernels with scalar rows:\n%s", funcs.size(),
+              report.c_str());
 }
 
 /// Every op of the dialect with a kernel body has a case above, so a new op

@@ -65,6 +65,9 @@ struct LoweringOptions {
   /// The target's kernels may allocate memory of their own (the CPU; the
   /// CUDA target maps kernels whose values pass through their operands).
   bool kernelBuffers = true;
+  /// A row of the kernels' row loops runs on one thread (the CPU; the CUDA
+  /// target spreads a row's loops over a warp's lanes).
+  bool vectorRows = true;
 };
 
 /// @train_step (tg) -> exec.program with planned resources, timepoints and

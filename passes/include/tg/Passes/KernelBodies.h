@@ -78,9 +78,12 @@ LogicalResult emitLossWithGradient(OpBuilder &b, Block &body, ValueRange inputs,
 /// op's operand and result tensor types; results are fully written. The body
 /// uses linalg (elementwise, layout, reductions, matmul) and scf loops (norms,
 /// softmax, losses, embeddings, RoPE; flash attention over vector rows), in
-/// the op's own element type.
+/// the op's own element type. `vectorRows`: a row of a row loop runs on one
+/// thread (the CPU), so a row may be computed as whole vectors (RoPE's);
+/// otherwise (the CUDA target spreads a row's loops over a warp's lanes)
+/// rows are loops of scalar steps.
 LogicalResult emitKernelBody(OpBuilder &b, Operation *op, ValueRange operands,
-                             ValueRange results);
+                             ValueRange results, bool vectorRows = true);
 
 } // namespace mlir::tg
 

@@ -518,6 +518,12 @@ def TgBufferizeKernels : Pass<"tg-bufferize-kernels", "ModuleOp"> {
     results: destination-passing style) and its body is linalg and scf on
     those buffers, intermediate values of multi-op kernels in local buffers.
   }];
+  let options = [
+    Option<"vectorRows", "vector-rows", "bool", /*default=*/"true",
+           "A row of a row loop runs on one thread (the CPU target), so a "
+           "row may be computed as whole vectors; off for the CUDA target, "
+           "which spreads a row's loops over a warp's lanes">,
+  ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::scf::SCFDialect",
