@@ -1000,14 +1000,18 @@ Value ropeFrequency(Emitter &e, RopeOp op, Value i, int64_t dim) {
       scaled, result);
 }
 
-/// The cosine and sine of pair i's angle at position t (both indices),
-/// computed in f64 as the reference does, then rounded.
-std::pair<Value, Value> ropeRotation(Emitter &e, RopeOp op, Value t, Value i,
-                                     int64_t dim) {
-  Type f64 = e.b.getF64Type();
-  Value position = arith::SIToFPOp::create(
-      e.b, e.loc, f64,
+/// Position t (an index) in f64.
+Value ropePosition(Emitter &e, Value t) {
+  return arith::SIToFPOp::create(
+      e.b, e.loc, e.b.getF64Type(),
       arith::IndexCastOp::create(e.b, e.loc, e.b.getI64Type(), t));
+}
+
+/// The cosine and sine of pair i's angle at `position` (f64), computed in
+/// f64 as the reference does, then rounded.
+std::pair<Value, Value> ropeRotation(Emitter &e, RopeOp op, Value position,
+                                     Value i, int64_t dim) {
+  Type f64 = e.b.getF64Type();
   Value angle = e.mul(e.mul(position, ropeFrequency(e, op, i, dim)),
                       e.constant(f64, op.getInverse() ? -1.0 : 1.0));
   return {e.narrow(math::CosOp::create(e.b, e.loc, angle)),
@@ -1037,8 +1041,9 @@ void emitRope(Emitter &e, RopeOp op, Value x, Value y, bool vectorRows) {
   };
   if (!vectorRows) {
     e.rows(seq, [&](Value t) {
+      Value position = ropePosition(e, t);
       e.loop(half, [&](Value i) {
-        auto [c, s] = ropeRotation(e, op, t, i, dim);
+        auto [c, s] = ropeRotation(e, op, position, i, dim);
         e.loop(planes, [&](Value p) {
           Value first = e.addIndex(rowOf(p, t), i);
           Value second = e.addIndex(first, e.index(half));
@@ -1056,9 +1061,10 @@ void emitRope(Emitter &e, RopeOp op, Value x, Value y, bool vectorRows) {
     return llvm::to_vector(llvm::seq<int64_t>(first, last));
   };
   e.rows(seq, [&](Value t) {
+    Value position = ropePosition(e, t);
     SmallVector<Value> cosines, sines;
     for (int64_t i = 0; i < half; ++i) {
-      auto [c, s] = ropeRotation(e, op, t, e.index(i), dim);
+      auto [c, s] = ropeRotation(e, op, position, e.index(i), dim);
       cosines.push_back(c);
       sines.push_back(s);
     }

@@ -1,4 +1,5 @@
 // RUN: tg-opt %s --split-input-file --tg-bufferize-kernels | FileCheck %s
+// RUN: tg-opt %s --split-input-file --tg-bufferize-kernels=vector-rows=false | FileCheck %s --check-prefix=SCALAR
 
 // A one-op kernel: tensors in, tensors out become memref inputs then one
 // memref output per result (destination-passing style); the op's loops are
@@ -103,5 +104,38 @@ module @kernels {
 module @kernels {
   func.func @k2_done(%a: memref<4xf32>, %b: memref<4xf32>) {
     return
+  }
+}
+
+// -----
+
+// RoPE: a row is a position. By default (the CPU: a row runs on one thread)
+// the position's cosines and sines are computed once, then every plane's
+// row at that position is loaded, rotated and stored as one vector. With
+// vector-rows=false (the CUDA target, whose row loops go over a warp's
+// lanes) a loop over the pairs: each pair's rotation, then that pair of
+// every plane, one element at a time.
+// CHECK-LABEL: func.func @k4_rope(
+// CHECK:         scf.parallel
+// CHECK-COUNT-4:   math.cos
+// CHECK:           vector.from_elements {{.*}} : vector<4xf32>
+// CHECK:           vector.from_elements {{.*}} : vector<4xf32>
+// CHECK:           scf.for
+// CHECK:             vector.load {{.*}} : memref<240xf32>, vector<8xf32>
+// CHECK:             vector.store {{.*}} : memref<240xf32>, vector<8xf32>
+// SCALAR-LABEL: func.func @k4_rope(
+// SCALAR:         scf.parallel
+// SCALAR:           scf.for
+// SCALAR:             math.cos
+// SCALAR:             math.sin
+// SCALAR:             scf.for
+// SCALAR-COUNT-2:       memref.load {{.*}} : memref<240xf32>
+// SCALAR-COUNT-2:       memref.store {{.*}} : memref<240xf32>
+// SCALAR-NOT:       vector.
+// SCALAR:         return
+module @kernels {
+  func.func @k4_rope(%x: tensor<2x3x5x8xf32>) -> tensor<2x3x5x8xf32> {
+    %y = tg.rope %x {theta = 1.0e+04 : f64} : tensor<2x3x5x8xf32>
+    return %y : tensor<2x3x5x8xf32>
   }
 }
