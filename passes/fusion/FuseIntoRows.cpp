@@ -5,7 +5,8 @@
 // epilogue (the residual stream's gradient add, attention's scale), so each
 // row is computed, normalised and passed on while it is in cache; a sum
 // reads its elementwise prologue (a gradient's squares) as it sums it; and
-// the loss is computed with its gradient.
+// the loss is computed with its gradient; the heads' transposes around a
+// rope are read and written through by its kernel.
 #include "RegionFusion.h"
 
 #include "tg/IR/TgOps.h"
@@ -59,6 +60,12 @@ struct FuseIntoRowsPass : impl::TgFuseIntoRowsBase<FuseIntoRowsPass> {
       else
         fuseEpilogue(region, rowOp);
     }
+    SmallVector<std::pair<exec::DispatchRegionOp, RopeOp>> ropes;
+    for (auto region : block.getOps<exec::DispatchRegionOp>())
+      if (auto rope = dyn_cast_or_null<RopeOp>(soleOp(region)))
+        ropes.push_back({region, rope});
+    for (auto [region, rope] : ropes)
+      fuseHeadsTransposes(region, rope);
     if (!lossWithGradient)
       return;
     SmallVector<std::pair<exec::DispatchRegionOp, CrossEntropyOp>> losses;
@@ -191,6 +198,51 @@ private:
                   "and reading "
                << byteSize(dx) << " bytes";
     }
+    if (why.empty())
+      absorb(consumer, region);
+  }
+
+  /// The transposes between [B, T, H, D] and [B, H, T, D] next to a rope
+  /// (Llama's queries and keys into their heads before it, their gradients
+  /// back into tokens after its inverse) join its kernel, which then reads
+  /// or writes its rows where the transpose would have moved them: the
+  /// heads are not written and read again in the other layout. Only a
+  /// transpose that only the rope reads, or that alone reads the rope's
+  /// result, is taken.
+  void fuseHeadsTransposes(exec::DispatchRegionOp region, RopeOp rope) {
+    auto report = [&](Value heads, bool before, const std::string &why) {
+      if (!remarks)
+        return;
+      InFlightDiagnostic remark = rope.emitRemark();
+      StringRef which = before ? "its input's" : "its result's";
+      if (why.empty())
+        remark << "heads' transpose (" << which << ") fused into the rope "
+               << "kernel: saves writing and reading " << byteSize(heads)
+               << " bytes";
+      else
+        remark << "heads' transpose (" << which << ") not fused into the "
+               << "rope kernel: " << why;
+    };
+    Value input = rope.getInput();
+    if (auto producer = input.getDefiningOp<exec::DispatchRegionOp>();
+        producer && isHeadsTranspose(soleOp(producer))) {
+      std::string why = readElsewhere(input, region)
+                            ? "something else reads the transposed heads"
+                            : readBeforeConsumer(producer, region);
+      report(input, /*before=*/true, why);
+      if (why.empty())
+        region = absorb(region, producer);
+    }
+    Value result = resultYielding(region, rope.getResult());
+    if (!result || !result.hasOneUse())
+      return;
+    auto consumer = dyn_cast<exec::DispatchRegionOp>(
+        region->getBlock()->findAncestorOpInBlock(
+            *result.getUses().begin()->getOwner()));
+    if (!consumer || !isHeadsTranspose(soleOp(consumer)))
+      return;
+    std::string why = readBeforeConsumer(region, consumer);
+    report(result, /*before=*/false, why);
     if (why.empty())
       absorb(consumer, region);
   }

@@ -1028,16 +1028,24 @@ std::pair<Value, Value> ropeRotation(Emitter &e, RopeOp op, Value position,
 /// order came back to each row once per pair, and with planes 16 KiB apart
 /// their lines share L1 sets and were evicted in between: a 2-layer Llama at
 /// T = 128 (128 planes) spent 12.4-13.0 ms a step in its 8 rope kernels,
-/// 1.3-2.3 with vector rows (tgrun --profile, 2 threads).
-void emitRope(Emitter &e, RopeOp op, Value x, Value y, bool vectorRows) {
-  // x and y are flat views of [B, H, T, D].
+/// 1.3-2.3 with vector rows (tgrun --profile, 2 threads). x and y are flat
+/// views of [B, H, T, D], or of its [B, T, H, D] transpose where
+/// `tokensIn` / `tokensOut` (the heads' transposes fused into the kernel).
+void emitRope(Emitter &e, RopeOp op, Value x, Value y, bool vectorRows,
+              bool tokensIn, bool tokensOut) {
   auto type = cast<ShapedType>(op.getInput().getType());
+  int64_t heads = type.getDimSize(1);
   int64_t seq = type.getDimSize(2), dim = type.getDimSize(3), half = dim / 2;
   int64_t planes = seq * dim == 0 ? 0 : type.getNumElements() / (seq * dim);
   if (half == 0)
     return;
-  auto rowOf = [&](Value p, Value t) {
-    return e.mulIndex(e.addIndex(e.mulIndex(p, seq), t), dim);
+  // The first element of plane p's row t (p = b * H + h).
+  auto rowOf = [&](Value p, Value t, bool tokens) {
+    if (!tokens)
+      return e.mulIndex(e.addIndex(e.mulIndex(p, seq), t), dim);
+    Value b = e.divIndex(p, heads), h = e.remIndex(p, heads);
+    Value token = e.addIndex(e.mulIndex(b, seq), t);
+    return e.mulIndex(e.addIndex(e.mulIndex(token, heads), h), dim);
   };
   if (!vectorRows) {
     e.rows(seq, [&](Value t) {
@@ -1045,11 +1053,13 @@ void emitRope(Emitter &e, RopeOp op, Value x, Value y, bool vectorRows) {
       e.loop(half, [&](Value i) {
         auto [c, s] = ropeRotation(e, op, position, i, dim);
         e.loop(planes, [&](Value p) {
-          Value first = e.addIndex(rowOf(p, t), i);
-          Value second = e.addIndex(first, e.index(half));
-          Value x1 = e.load(x, first), x2 = e.load(x, second);
-          e.store(e.sub(e.mul(x1, c), e.mul(x2, s)), y, first);
-          e.store(e.add(e.mul(x2, c), e.mul(x1, s)), y, second);
+          Value in = e.addIndex(rowOf(p, t, tokensIn), i);
+          Value out = e.addIndex(rowOf(p, t, tokensOut), i);
+          Value x1 = e.load(x, in);
+          Value x2 = e.load(x, e.addIndex(in, e.index(half)));
+          e.store(e.sub(e.mul(x1, c), e.mul(x2, s)), y, out);
+          e.store(e.add(e.mul(x2, c), e.mul(x1, s)), y,
+                  e.addIndex(out, e.index(half)));
         });
       });
     });
@@ -1071,8 +1081,8 @@ void emitRope(Emitter &e, RopeOp op, Value x, Value y, bool vectorRows) {
     Value c = vector::FromElementsOp::create(e.b, e.loc, halfType, cosines);
     Value s = vector::FromElementsOp::create(e.b, e.loc, halfType, sines);
     e.loop(planes, [&](Value p) {
-      Value row = rowOf(p, t);
-      Value v = vector::LoadOp::create(e.b, e.loc, rowType, x, ValueRange{row});
+      Value v = vector::LoadOp::create(e.b, e.loc, rowType, x,
+                                       ValueRange{rowOf(p, t, tokensIn)});
       // Shuffles (not strided slices): LLVM's shufflevector on every target.
       Value x1 = vector::ShuffleOp::create(e.b, e.loc, v, v, lanes(0, half));
       Value x2 = vector::ShuffleOp::create(e.b, e.loc, v, v, lanes(half, dim));
@@ -1080,7 +1090,7 @@ void emitRope(Emitter &e, RopeOp op, Value x, Value y, bool vectorRows) {
       Value y2 = e.add(e.mul(x2, c), e.mul(x1, s));
       vector::StoreOp::create(
           e.b, e.loc, vector::ShuffleOp::create(e.b, e.loc, y1, y2, lanes(0, dim)),
-          y, ValueRange{row});
+          y, ValueRange{rowOf(p, t, tokensOut)});
     });
   });
 }
@@ -1918,6 +1928,57 @@ LogicalResult emitLossWithGradient(OpBuilder &b, Block &body, ValueRange inputs,
   return success();
 }
 
+bool isHeadsTranspose(Operation *op) {
+  auto transpose = dyn_cast_or_null<TransposeOp>(op);
+  return transpose &&
+         transpose.getPermutation() == ArrayRef<int64_t>{0, 2, 1, 3};
+}
+
+RopeOp ropeGroup(Block &body) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator())
+    ops.push_back(&op);
+  auto rope = llvm::find_if(ops, [](Operation *op) { return isa<RopeOp>(op); });
+  if (rope == ops.end() || ops.size() > 3)
+    return nullptr;
+  size_t at = rope - ops.begin();
+  // At most one transpose before it, feeding it, and one after, reading it;
+  // neither's result (nor the rope's, with one after) used otherwise.
+  auto feedsOnly = [](Operation *from, Operation *to) {
+    return from->getResult(0).hasOneUse() &&
+           *from->getResult(0).getUsers().begin() == to;
+  };
+  if (at > 1 || (at == 1 && !(isHeadsTranspose(ops[0]) &&
+                              feedsOnly(ops[0], *rope))))
+    return nullptr;
+  if (at + 1 < ops.size() &&
+      (at + 2 != ops.size() || !isHeadsTranspose(ops[at + 1]) ||
+       !feedsOnly(*rope, ops[at + 1])))
+    return nullptr;
+  return cast<RopeOp>(*rope);
+}
+
+LogicalResult emitRopeGroup(OpBuilder &b, Block &body, ValueRange inputs,
+                            ValueRange yielded, ValueRange outputs,
+                            bool vectorRows) {
+  RopeOp rope = ropeGroup(body);
+  assert(rope && "emitRopeGroup on a block that is not a rope group");
+  Operation *before = rope.getInput().getDefiningOp();
+  Operation *after = *rope->getUsers().begin();
+  bool tokensIn = isHeadsTranspose(before);
+  bool tokensOut = isHeadsTranspose(after) && after->getBlock() == &body;
+  Value x = tokensIn ? before->getOperand(0) : rope.getInput();
+  Value y = tokensOut ? after->getResult(0) : Value(rope.getResult());
+  if (yielded.size() != 1 || yielded[0] != y || !isa<BlockArgument>(x))
+    return rope.emitOpError("a rope kernel with the heads' transposes takes "
+                            "one input and yields one result");
+  Emitter e(b, rope.getLoc(), getElementTypeOrSelf(rope.getType()));
+  FlatBuffers buffers(b, rope.getLoc(), body, inputs, yielded, outputs);
+  emitRope(e, rope, buffers.get(x), buffers.get(y), vectorRows, tokensIn,
+           tokensOut);
+  return success();
+}
+
 bool hasKernelBody(Operation *op) {
   return op->hasTrait<TgOpTrait::HasKernelBody>();
 }
@@ -2046,7 +2107,10 @@ LogicalResult emitKernelBody(OpBuilder &b, Operation *op, ValueRange operands,
                       shapeOf(operands[0])[o.getDim()], o.getReplicas(),
                       /*toBlock=*/false);
       })
-      .Case([&](RopeOp o) { emitRope(e, o, in[0], out[0], vectorRows); })
+      .Case([&](RopeOp o) {
+        emitRope(e, o, in[0], out[0], vectorRows, /*tokensIn=*/false,
+                 /*tokensOut=*/false);
+      })
       .Case([&](FlashAttentionOp o) {
         FlashAttention(e, o).forward(in[0], in[1], in[2], out[0], out[1]);
       })

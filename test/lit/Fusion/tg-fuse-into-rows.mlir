@@ -304,3 +304,80 @@ func.func @refused(%table: tensor<16x8xf32>, %ids: tensor<4xi64>, %w: tensor<8xf
   }
   return %n0, %n1, %n2, %wide, %withdw, %sum : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<3x4x8xf32>, tensor<4x8xf32>, tensor<4xf32>
 }
+
+// -----
+
+// Llama's queries into their heads: the transpose joins the rope's kernel,
+// which reads the rows in the tokens' layout. The inverse rope of a
+// gradient and the transpose of its result back into tokens likewise: the
+// kernel writes the rows in the tokens' layout.
+// CHECK-LABEL: func.func @heads_transposes_into_rope
+// CHECK: %[[Q:.*]] = exec.dispatch_region -> (tensor<2x4x3x8xf32>) {
+// CHECK-NEXT: %[[H:.*]] = tg.transpose %arg0 [0, 2, 1, 3]
+// CHECK-NEXT: %[[R:.*]] = tg.rope %[[H]]
+// CHECK-NEXT: exec.yield %[[R]] :
+// CHECK: %[[G:.*]] = exec.dispatch_region -> (tensor<2x3x4x8xf32>) {
+// CHECK-NEXT: %[[I:.*]] = tg.rope %arg1 {inverse
+// CHECK-NEXT: %[[T:.*]] = tg.transpose %[[I]] [0, 2, 1, 3]
+// CHECK-NEXT: exec.yield %[[T]] :
+// CHECK-NOT: exec.dispatch_region
+// CHECK: return %[[Q]], %[[G]]
+// REMARK: remark: heads' transpose (its input's) fused into the rope kernel: saves writing and reading 768 bytes
+// REMARK: remark: heads' transpose (its result's) fused into the rope kernel: saves writing and reading 768 bytes
+func.func @heads_transposes_into_rope(%q: tensor<2x3x4x8xf32>, %dq: tensor<2x4x3x8xf32>) -> (tensor<2x4x3x8xf32>, tensor<2x3x4x8xf32>) {
+  %heads = exec.dispatch_region -> (tensor<2x4x3x8xf32>) {
+    %0 = tg.transpose %q [0, 2, 1, 3] : tensor<2x3x4x8xf32> -> tensor<2x4x3x8xf32>
+    exec.yield %0 : tensor<2x4x3x8xf32>
+  }
+  %rotated = exec.dispatch_region -> (tensor<2x4x3x8xf32>) {
+    %0 = tg.rope %heads {theta = 1.0e+04 : f64} : tensor<2x4x3x8xf32>
+    exec.yield %0 : tensor<2x4x3x8xf32>
+  }
+  %unrotated = exec.dispatch_region -> (tensor<2x4x3x8xf32>) {
+    %0 = tg.rope %dq {inverse, theta = 1.0e+04 : f64} : tensor<2x4x3x8xf32>
+    exec.yield %0 : tensor<2x4x3x8xf32>
+  }
+  %tokens = exec.dispatch_region -> (tensor<2x3x4x8xf32>) {
+    %0 = tg.transpose %unrotated [0, 2, 1, 3] : tensor<2x4x3x8xf32> -> tensor<2x3x4x8xf32>
+    exec.yield %0 : tensor<2x3x4x8xf32>
+  }
+  return %rotated, %tokens : tensor<2x4x3x8xf32>, tensor<2x3x4x8xf32>
+}
+
+// -----
+
+// What stays: transposed heads that something else reads too; a transpose
+// of other dims; a rope result that something besides the transpose reads.
+// CHECK-LABEL: func.func @heads_transposes_that_stay
+// CHECK-COUNT-6: exec.dispatch_region
+// CHECK-NOT: exec.dispatch_region
+// CHECK: return
+// REMARK: remark: heads' transpose (its input's) not fused into the rope kernel: something else reads the transposed heads
+// REMARK-NOT: heads' transpose
+func.func @heads_transposes_that_stay(%q: tensor<2x3x4x8xf32>, %k: tensor<2x4x8x8xf32>, %v: tensor<2x4x3x8xf32>) -> (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x8x8xf32>, tensor<2x4x3x8xf32>, tensor<2x3x4x8xf32>) {
+  %heads = exec.dispatch_region -> (tensor<2x4x3x8xf32>) {
+    %0 = tg.transpose %q [0, 2, 1, 3] : tensor<2x3x4x8xf32> -> tensor<2x4x3x8xf32>
+    exec.yield %0 : tensor<2x4x3x8xf32>
+  }
+  %rotated = exec.dispatch_region -> (tensor<2x4x3x8xf32>) {
+    %0 = tg.rope %heads {theta = 1.0e+04 : f64} : tensor<2x4x3x8xf32>
+    exec.yield %0 : tensor<2x4x3x8xf32>
+  }
+  %swapped = exec.dispatch_region -> (tensor<2x4x8x8xf32>) {
+    %0 = tg.transpose %k [0, 1, 3, 2] : tensor<2x4x8x8xf32> -> tensor<2x4x8x8xf32>
+    exec.yield %0 : tensor<2x4x8x8xf32>
+  }
+  %rotated_k = exec.dispatch_region -> (tensor<2x4x8x8xf32>) {
+    %0 = tg.rope %swapped {theta = 1.0e+04 : f64} : tensor<2x4x8x8xf32>
+    exec.yield %0 : tensor<2x4x8x8xf32>
+  }
+  %rotated_v = exec.dispatch_region -> (tensor<2x4x3x8xf32>) {
+    %0 = tg.rope %v {theta = 1.0e+04 : f64} : tensor<2x4x3x8xf32>
+    exec.yield %0 : tensor<2x4x3x8xf32>
+  }
+  %tokens = exec.dispatch_region -> (tensor<2x3x4x8xf32>) {
+    %0 = tg.transpose %rotated_v [0, 2, 1, 3] : tensor<2x4x3x8xf32> -> tensor<2x3x4x8xf32>
+    exec.yield %0 : tensor<2x3x4x8xf32>
+  }
+  return %heads, %rotated, %rotated_k, %rotated_v, %tokens : tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x8x8xf32>, tensor<2x4x3x8xf32>, tensor<2x3x4x8xf32>
+}

@@ -139,3 +139,41 @@ module @kernels {
     return %y : tensor<2x3x5x8xf32>
   }
 }
+
+// -----
+
+// A rope with the heads' transpose before it (tg-fuse-into-rows): one row
+// loop reading plane p = (b, h)'s row t at token (b, t), head h of the
+// input, ((b * T + t) * H + h) * D, and writing it at (p * T + t) * D; no
+// buffer for the transposed heads.
+// CHECK-LABEL: func.func @k5_transpose_to_rope(
+// CHECK-NOT:     memref.alloc
+// CHECK:         scf.parallel (%[[T:.+]]) =
+// CHECK:           scf.for %[[P:.+]] =
+// CHECK:             %[[B:.+]] = arith.divui %[[P]], %c3
+// CHECK:             %[[H:.+]] = arith.remui %[[P]], %c3
+// CHECK:             %[[BT:.+]] = arith.muli %[[B]], %c5
+// CHECK:             %[[TOKEN:.+]] = arith.addi %[[BT]], %[[T]]
+// CHECK:             %[[TH:.+]] = arith.muli %[[TOKEN]], %c3
+// CHECK:             %[[IN:.+]] = arith.addi %[[TH]], %[[H]]
+// CHECK:             arith.muli %[[IN]], %c8
+// CHECK:             vector.load
+// CHECK:             vector.store
+// CHECK-NOT:     tg.
+// CHECK:         return
+// SCALAR-LABEL: func.func @k5_transpose_to_rope(
+// SCALAR-NOT:     memref.alloc
+// SCALAR:         scf.parallel
+// SCALAR:           scf.for
+// SCALAR:             scf.for
+// SCALAR:               arith.divui
+// SCALAR:               arith.remui
+// SCALAR-COUNT-2:       memref.load {{.*}} : memref<240xf32>
+// SCALAR-COUNT-2:       memref.store {{.*}} : memref<240xf32>
+module @kernels {
+  func.func @k5_transpose_to_rope(%x: tensor<2x5x3x8xf32>) -> tensor<2x3x5x8xf32> {
+    %t = tg.transpose %x [0, 2, 1, 3] : tensor<2x5x3x8xf32> -> tensor<2x3x5x8xf32>
+    %r = tg.rope %t {theta = 1.0e+04 : f64} : tensor<2x3x5x8xf32>
+    return %r : tensor<2x3x5x8xf32>
+  }
+}

@@ -362,6 +362,24 @@ const FusedCase kFusedCases[] = {
   %s = tg.reduce_sum %n [1] : tensor<3x16xT> -> tensor<3xT>
   return %s, %w : tensor<3xT>, tensor<16xT>
 })", 64},
+  // The heads' transposes in a rope's kernel (tg-fuse-into-rows): rows read
+  // in the tokens' layout; an inverse rope's rows written in it; both.
+  {"transpose_to_rope", R"(func.func @NAME(%x: tensor<2x5x3x8xT>) -> tensor<2x3x5x8xT> {
+  %t = tg.transpose %x [0, 2, 1, 3] : tensor<2x5x3x8xT> -> tensor<2x3x5x8xT>
+  %r = tg.rope %t {theta = 1.0e+04 : f64} : tensor<2x3x5x8xT>
+  return %r : tensor<2x3x5x8xT>
+})", 8},
+  {"rope_to_transpose", R"(func.func @NAME(%x: tensor<2x3x5x8xT>) -> tensor<2x5x3x8xT> {
+  %r = tg.rope %x {inverse, scaling_factor = 2.0 : f64, theta = 5.0e+02 : f64} : tensor<2x3x5x8xT>
+  %t = tg.transpose %r [0, 2, 1, 3] : tensor<2x3x5x8xT> -> tensor<2x5x3x8xT>
+  return %t : tensor<2x5x3x8xT>
+})", 8},
+  {"transpose_rope_transpose", R"(func.func @NAME(%x: tensor<1x6x2x4xT>) -> tensor<1x6x2x4xT> {
+  %t = tg.transpose %x [0, 2, 1, 3] : tensor<1x6x2x4xT> -> tensor<1x2x6x4xT>
+  %r = tg.rope %t {theta = 1.0e+02 : f64} : tensor<1x2x6x4xT>
+  %u = tg.transpose %r [0, 2, 1, 3] : tensor<1x2x6x4xT> -> tensor<1x6x2x4xT>
+  return %u : tensor<1x6x2x4xT>
+})", 8},
 };
 // clang-format on
 
@@ -713,14 +731,23 @@ TEST_F(KernelNumerics, ScalarRowsMatchTheFloat64Reference) {
   const std::vector<std::string> elements = {"f32", "f64"};
   std::vector<Case> scalarCases;
   std::string source;
+  auto name = [&](const std::string &element) {
+    return "s" + std::to_string(scalarCases.size()) + "_" + element;
+  };
   for (const Case &c : kCases)
     if (llvm::StringRef(c.op).starts_with("tg.rope "))
       for (const std::string &element : elements) {
-        source += functionSource(
-            c, "s" + std::to_string(scalarCases.size()) + "_" + element, element);
+        source += functionSource(c, name(element), element);
         scalarCases.push_back(c);
       }
-  ASSERT_EQ(scalarCases.size(), 8u);
+  for (const FusedCase &f : kFusedCases)
+    if (llvm::StringRef(f.source).contains("tg.rope "))
+      for (const std::string &element : elements) {
+        source += replaceAll(instantiate(f.source, element), "@NAME",
+                             "@" + name(element));
+        scalarCases.push_back(Case{f.name, "", "", "", f.ulps, Uniform, f.bound});
+      }
+  ASSERT_EQ(scalarCases.size(), 14u);
   ASSERT_NO_FATAL_FAILURE(compile(source, /*vectorRows=*/false));
   std::mt19937_64 rng(20261125);
   std::string report;

@@ -8,6 +8,7 @@
 namespace mlir::tg {
 
 class CrossEntropyGradOp;
+class RopeOp;
 
 /// Positions (keys, or queries for the key gradients) a flash attention
 /// kernel handles per step of its inner loops: one vector of scores.
@@ -72,6 +73,24 @@ CrossEntropyGradOp lossWithGradient(Block &body);
 /// buffer is why only a target whose kernels may allocate takes it.
 LogicalResult emitLossWithGradient(OpBuilder &b, Block &body, ValueRange inputs,
                                    ValueRange yielded, ValueRange outputs);
+
+/// Whether `op` is a tg.transpose between [B, T, H, D] and [B, H, T, D]
+/// (permutation [0, 2, 1, 3]: the heads' split or merge).
+bool isHeadsTranspose(Operation *op);
+
+/// The rope of a block that is a tg.rope with a transpose between
+/// [B, T, H, D] and [B, H, T, D] before it (its input's), after it (its
+/// result's) or both (tg-fuse-into-rows' heads' transposes), each read by
+/// the next op only; or null.
+RopeOp ropeGroup(Block &body);
+
+/// Emits that block as the rope's kernel reading its input rows, and writing
+/// its result rows, where the transposes would have put them. `inputs`,
+/// `yielded` and `outputs` as for emitElementwiseGroup; `vectorRows` as for
+/// emitKernelBody.
+LogicalResult emitRopeGroup(OpBuilder &b, Block &body, ValueRange inputs,
+                            ValueRange yielded, ValueRange outputs,
+                            bool vectorRows);
 
 /// Emits the loops computing tg op `op` at the builder's insertion point.
 /// `operands` and `results` are static, identity-layout memrefs matching

@@ -337,12 +337,20 @@ def TgFuseIntoRows : Pass<"tg-fuse-into-rows", "func::FuncOp"> {
       Where something else reads some of the region's values, the ops that
       only the sum needs are split off into it (the vocabulary-parallel
       loss's exponentials; the shifted logits stay for the target pick).
+    - the heads' transposes around a rope: a tg.transpose [0, 2, 1, 3] whose
+      result only a tg.rope reads (Llama's queries and keys into their
+      heads), and one that alone reads a rope's result (their gradients back
+      into tokens after the inverse rope), join the rope's region. Its
+      kernel reads (writes) each plane's row where the transpose would have
+      moved it: the heads are not written and read again in the other
+      layout.
     Not fused, with the reason as a remark (`remarks`): an elementwise
     region of another shape (broadcast, it would be recomputed), a bias add
     of a library GEMM's product (left to exec-fuse-gemm-bias), an epilogue
     that also reads the weight or bias gradient (column sums, complete only
     after the last row), a value read by something that runs before the
-    fused kernel, more than `max-inputs` buffers. Nothing is recomputed and
+    fused kernel, more than `max-inputs` buffers, transposed heads that
+    something else reads too. Nothing is recomputed and
     each op rounds as before: the fused program computes the same values.
     With `loss-with-gradient`, a tg.cross_entropy and the
     tg.cross_entropy_grad of the same logits and targets become one kernel:
