@@ -70,6 +70,12 @@ struct AttentionCost {
     return double(planes) * tiledPairs * dim *
            (kFlashForward + (withGradient ? kFlashGradient : 0));
   }
+  /// The flash kernels' pairs, each costing a fixed time per kernel besides
+  /// its head-dim work (its exponential, its share of the tile's maximum,
+  /// sums and masks): once forward, again in the gradient.
+  double flashKernelPairs() const {
+    return double(planes) * tiledPairs * (withGradient ? 2 : 1);
+  }
   /// One [T, S] score matrix of every head, the unit of the decomposition's
   /// scratch (several are live at once).
   double scoreMatrixBytes() const {
@@ -135,7 +141,8 @@ private:
     AttentionCost cost = costOf(op, bool(grad));
     double decomposedMs = 1e-6 * (cost.decomposedFlops() / gemmGflops +
                                   cost.decomposedBytes() / bandwidthGbs);
-    double flashMs = 1e-6 * cost.flashFlops() / flashGflops;
+    double flashMs = 1e-6 * cost.flashFlops() / flashGflops +
+                     1e-6 * cost.flashKernelPairs() * flashPairNs;
     double scoreMib = cost.scoreMatrixBytes() / (1 << 20);
     std::string estimate = llvm::formatv(
         "{0:f3} ms estimated for the flash kernels ({1} of {2} (query, key) "
