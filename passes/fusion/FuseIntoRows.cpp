@@ -42,6 +42,17 @@ bool readElsewhere(Value value, Operation *op) {
                       [&](Operation *user) { return !op->isAncestor(user); });
 }
 
+/// The regions of `block` whose one op is an OpTy, with that op, in program
+/// order; collected before any is fused, which changes the block.
+template <typename OpTy>
+SmallVector<std::pair<exec::DispatchRegionOp, OpTy>> regionsOf(Block &block) {
+  SmallVector<std::pair<exec::DispatchRegionOp, OpTy>> regions;
+  for (auto region : block.getOps<exec::DispatchRegionOp>())
+    if (auto op = dyn_cast_or_null<OpTy>(soleOp(region)))
+      regions.push_back({region, op});
+  return regions;
+}
+
 struct FuseIntoRowsPass : impl::TgFuseIntoRowsBase<FuseIntoRowsPass> {
   using Base::Base;
 
@@ -60,19 +71,11 @@ struct FuseIntoRowsPass : impl::TgFuseIntoRowsBase<FuseIntoRowsPass> {
       else
         fuseEpilogue(region, rowOp);
     }
-    SmallVector<std::pair<exec::DispatchRegionOp, RopeOp>> ropes;
-    for (auto region : block.getOps<exec::DispatchRegionOp>())
-      if (auto rope = dyn_cast_or_null<RopeOp>(soleOp(region)))
-        ropes.push_back({region, rope});
-    for (auto [region, rope] : ropes)
+    for (auto [region, rope] : regionsOf<RopeOp>(block))
       fuseHeadsTransposes(region, rope);
     if (!lossWithGradient)
       return;
-    SmallVector<std::pair<exec::DispatchRegionOp, CrossEntropyOp>> losses;
-    for (auto region : block.getOps<exec::DispatchRegionOp>())
-      if (auto loss = dyn_cast_or_null<CrossEntropyOp>(soleOp(region)))
-        losses.push_back({region, loss});
-    for (auto [region, loss] : losses)
+    for (auto [region, loss] : regionsOf<CrossEntropyOp>(block))
       fuseLossWithGradient(region, loss);
   }
 
