@@ -55,6 +55,15 @@ public:
   Value div(Value x, Value y) { return arith::DivFOp::create(b, loc, x, y); }
   Value max(Value x, Value y) { return arith::MaximumFOp::create(b, loc, x, y); }
   Value exp(Value x) { return math::ExpOp::create(b, loc, x); }
+  /// Lanes `positions` of vectors x and y laid end to end (a shuffle:
+  /// LLVM's shufflevector on every target, where strided slices are not).
+  Value shuffle(Value x, Value y, ArrayRef<int64_t> positions) {
+    return vector::ShuffleOp::create(b, loc, x, y, positions);
+  }
+  /// Lanes [first, last) of vectors x and y laid end to end.
+  Value lanes(Value x, Value y, int64_t first, int64_t last) {
+    return shuffle(x, y, llvm::to_vector(llvm::seq<int64_t>(first, last)));
+  }
   /// 1 / sqrt(x), as the reference computes it.
   Value reciprocalSqrt(Value x) {
     return div(constant(x.getType(), 1.0), math::SqrtOp::create(b, loc, x));
@@ -1067,9 +1076,6 @@ void emitRope(Emitter &e, RopeOp op, Value x, Value y, bool vectorRows,
   }
   auto halfType = VectorType::get({half}, e.element);
   auto rowType = VectorType::get({dim}, e.element);
-  auto lanes = [&](int64_t first, int64_t last) {
-    return llvm::to_vector(llvm::seq<int64_t>(first, last));
-  };
   e.rows(seq, [&](Value t) {
     Value position = ropePosition(e, t);
     SmallVector<Value> cosines, sines;
@@ -1083,14 +1089,11 @@ void emitRope(Emitter &e, RopeOp op, Value x, Value y, bool vectorRows,
     e.loop(planes, [&](Value p) {
       Value v = vector::LoadOp::create(e.b, e.loc, rowType, x,
                                        ValueRange{rowOf(p, t, tokensIn)});
-      // Shuffles (not strided slices): LLVM's shufflevector on every target.
-      Value x1 = vector::ShuffleOp::create(e.b, e.loc, v, v, lanes(0, half));
-      Value x2 = vector::ShuffleOp::create(e.b, e.loc, v, v, lanes(half, dim));
+      Value x1 = e.lanes(v, v, 0, half), x2 = e.lanes(v, v, half, dim);
       Value y1 = e.sub(e.mul(x1, c), e.mul(x2, s));
       Value y2 = e.add(e.mul(x2, c), e.mul(x1, s));
-      vector::StoreOp::create(
-          e.b, e.loc, vector::ShuffleOp::create(e.b, e.loc, y1, y2, lanes(0, dim)),
-          y, ValueRange{rowOf(p, t, tokensOut)});
+      vector::StoreOp::create(e.b, e.loc, e.lanes(y1, y2, 0, dim), y,
+                              ValueRange{rowOf(p, t, tokensOut)});
     });
   });
 }
@@ -1244,10 +1247,6 @@ struct FlashAttention {
     return vector::ReductionOp::create(e.b, e.loc, vector::CombiningKind::ADD, v,
                                        Value(), arith::FastMathFlags::reassoc);
   }
-  /// The lanes `positions` of vectors a and b laid end to end.
-  Value lanesOf(Value a, Value b, ArrayRef<int64_t> positions) {
-    return vector::ShuffleOp::create(e.b, e.loc, a, b, positions);
-  }
   /// The tile vector of x_j . y_j for the kTile pairs (x_j, y_j) of rows,
   /// in the element type. The kTile products are summed together, not one
   /// by one: each is folded in halves down to at most kTile lanes, then
@@ -1261,9 +1260,7 @@ struct FlashAttention {
       return lanes([&](int64_t j) { return sum(e.mul(xs[j], ys[j])); });
     auto half = [&](Value v, int64_t which) {
       int64_t width = cast<VectorType>(v.getType()).getNumElements() / 2;
-      return lanesOf(v, v,
-                     llvm::to_vector(llvm::seq<int64_t>(which * width,
-                                                        (which + 1) * width)));
+      return e.lanes(v, v, which * width, (which + 1) * width);
     };
     // The first fold is part of the product: x_lo y_lo + x_hi y_hi.
     SmallVector<Value> parts;
@@ -1284,8 +1281,7 @@ struct FlashAttention {
       for (int64_t i = 0; i + 1 < int64_t(parts.size()); i += 2) {
         Value a = parts[i], b = parts[i + 1];
         if (2 * each <= kTile) {
-          merged.push_back(
-              lanesOf(a, b, llvm::to_vector(llvm::seq<int64_t>(0, 2 * each))));
+          merged.push_back(e.lanes(a, b, 0, 2 * each));
           continue;
         }
         SmallVector<int64_t> low, high;
@@ -1295,7 +1291,7 @@ struct FlashAttention {
               low.push_back(first + key * width + l);
               high.push_back(first + key * width + width / 2 + l);
             }
-        merged.push_back(e.add(lanesOf(a, b, low), lanesOf(a, b, high)));
+        merged.push_back(e.add(e.shuffle(a, b, low), e.shuffle(a, b, high)));
       }
       if (2 * each > kTile)
         width /= 2;
@@ -1315,9 +1311,7 @@ struct FlashAttention {
   /// The largest lane of a tile vector: halves compared with `greater`.
   Value tileMax(Value v) {
     for (int64_t width = kTile / 2; width >= 1; width /= 2) {
-      Value high = lanesOf(v, v, llvm::to_vector(llvm::seq<int64_t>(width, 2 * width)));
-      Value low = lanesOf(v, v, llvm::to_vector(llvm::seq<int64_t>(0, width)));
-      v = greater(low, high);
+      v = greater(e.lanes(v, v, 0, width), e.lanes(v, v, width, 2 * width));
     }
     return vector::ExtractOp::create(e.b, e.loc, v, int64_t(0));
   }
