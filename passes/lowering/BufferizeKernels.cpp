@@ -96,7 +96,7 @@ LogicalResult bufferize(func::FuncOp kernel, bool vectorRows) {
   } else if (rowGroupOp(body)) {
     if (failed(emitRowGroup(b, body, inputs, yielded, outputs)))
       return failure();
-  } else if (ropeGroup(body) && body.getOperations().size() > 2) {
+  } else if (ropeGroup(body)) {
     if (failed(emitRopeGroup(b, body, inputs, yielded, outputs, vectorRows)))
       return failure();
   } else if (lossWithGradient(body)) {

@@ -1933,7 +1933,7 @@ RopeOp ropeGroup(Block &body) {
   for (Operation &op : body.without_terminator())
     ops.push_back(&op);
   auto rope = llvm::find_if(ops, [](Operation *op) { return isa<RopeOp>(op); });
-  if (rope == ops.end() || ops.size() > 3)
+  if (rope == ops.end() || ops.size() < 2 || ops.size() > 3)
     return nullptr;
   size_t at = rope - ops.begin();
   // At most one transpose before it, feeding it, and one after, reading it;
@@ -1958,7 +1958,8 @@ LogicalResult emitRopeGroup(OpBuilder &b, Block &body, ValueRange inputs,
   RopeOp rope = ropeGroup(body);
   assert(rope && "emitRopeGroup on a block that is not a rope group");
   Operation *before = rope.getInput().getDefiningOp();
-  Operation *after = *rope->getUsers().begin();
+  Operation *after =
+      rope->hasOneUse() ? *rope->getUsers().begin() : nullptr;
   bool tokensIn = isHeadsTranspose(before);
   bool tokensOut = isHeadsTranspose(after) && after->getBlock() == &body;
   Value x = tokensIn ? before->getOperand(0) : rope.getInput();
