@@ -162,7 +162,7 @@ static cl::list<Fusion, bool, ListingParser<Fusion>> noFuseOpt(
                clEnumValN(Fusion::Rows, "rows",
                           "tg-fuse-into-rows: residual adds, scales, masks "
                           "and gradient squares into norm, softmax and sum "
-                          "kernels"),
+                          "kernels; the heads' transposes into rope kernels"),
                clEnumValN(Fusion::Loss, "loss",
                           "tg-fuse-into-rows' loss-with-gradient: the loss "
                           "and its gradient in one kernel (CPU)"),
