@@ -525,25 +525,7 @@ private:
     }
     if (inner == 1)
       innerStride = 0;
-    switch (operand) {
-    case 0:
-      gemm.getAMutable().assign(buffer);
-      gemm.setLda(view.ld);
-      gemm.setStrideA(stride);
-      gemm.setInnerStrideA(innerStride);
-      break;
-    case 1:
-      gemm.getBMutable().assign(buffer);
-      gemm.setLdb(view.ld);
-      gemm.setStrideB(stride);
-      gemm.setInnerStrideB(innerStride);
-      break;
-    default:
-      gemm.getCMutable().assign(buffer);
-      gemm.setLdc(view.ld);
-      gemm.setStrideC(stride);
-      gemm.setInnerStrideC(innerStride);
-    }
+    gemm.setOperand(operand, buffer, view.ld, stride, innerStride);
   }
 
   /// Layout kernels whose results nothing reads any more, and then their

@@ -294,6 +294,29 @@ GemmOp::Operand GemmOp::getOperandLayout(unsigned operand) {
   return layout;
 }
 
+void GemmOp::setOperand(unsigned operand, Value buffer, int64_t ld,
+                        int64_t stride, int64_t innerStride) {
+  switch (operand) {
+  case 0:
+    getAMutable().assign(buffer);
+    setLda(ld);
+    setStrideA(stride);
+    setInnerStrideA(innerStride);
+    break;
+  case 1:
+    getBMutable().assign(buffer);
+    setLdb(ld);
+    setStrideB(stride);
+    setInnerStrideB(innerStride);
+    break;
+  default:
+    getCMutable().assign(buffer);
+    setLdc(ld);
+    setStrideC(stride);
+    setInnerStrideC(innerStride);
+  }
+}
+
 LogicalResult GemmOp::verify() {
   Type element = getA().getType().getElementType();
   if (getB().getType().getElementType() != element ||

@@ -227,6 +227,10 @@ def Exec_GemmOp : Exec_CommandOp<"gemm", [AttrSizedOperandSegments]> {
     Value getOperandBuffer(unsigned operand) {
       return operand == 0 ? getA() : operand == 1 ? getB() : getC();
     }
+    /// Operand 0 (a), 1 (b) or 2 (c) becomes `buffer`, its rows `ld` apart
+    /// and its outer and inner batches `stride` and `innerStride` apart.
+    void setOperand(unsigned operand, Value buffer, int64_t ld,
+                    int64_t stride, int64_t innerStride);
   }];
 }
 
