@@ -26,8 +26,8 @@ namespace {
 /// both ways, from which the decision follows.
 struct AttentionCost {
   /// Query heads x batch, the (query, key) pairs of one head with and
-  /// without the masked ones, the visible ones padded to the kernels' whole
-  /// tiles per row, the head dim and the element size.
+  /// without the masked ones, the pairs the kernels compute (blocks of
+  /// query rows by whole tiles of keys), the head dim and the element size.
   int64_t planes, allPairs, visiblePairs, tiledPairs, dim, elementBytes;
   bool withGradient;
 
@@ -90,9 +90,18 @@ AttentionCost costOf(AttentionOp op, bool withGradient) {
   int64_t visible = 0, tiled = 0;
   for (int64_t t = 0; t < queries; ++t) {
     auto [first, end] = visibleKeyRange(t, keys, op.getCausal(), window);
-    int64_t count = std::max<int64_t>(0, end - first);
-    visible += count;
-    tiled += llvm::alignTo(count, kFlashAttentionTile);
+    visible += std::max<int64_t>(0, end - first);
+  }
+  // The kernels take blocks of query rows, each over the keys any of its
+  // rows sees (from its first row's first to its last row's end), in whole
+  // tiles.
+  for (int64_t t = 0; t < queries; t += kFlashAttentionLanes) {
+    int64_t last = std::min(t + kFlashAttentionLanes, queries) - 1;
+    int64_t first = visibleKeyRange(t, keys, op.getCausal(), window).first;
+    int64_t end = visibleKeyRange(last, keys, op.getCausal(), window).second;
+    tiled += kFlashAttentionLanes *
+             int64_t(llvm::alignTo(std::max<int64_t>(0, end - first),
+                                   kFlashForwardTile));
   }
   int64_t bytes = int64_t(
       llvm::divideCeil(op.getQuery().getType().getElementTypeBitWidth(), 8));

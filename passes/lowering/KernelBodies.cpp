@@ -105,6 +105,9 @@ public:
     auto forOp = scf::ForOp::create(b, loc, lo, hi, index(1), init);
     {
       OpBuilder::InsertionGuard guard(b);
+      // Without accumulators the builder has put in a yield; ours replaces it.
+      if (init.empty())
+        forOp.getBody()->getTerminator()->erase();
       b.setInsertionPointToEnd(forOp.getBody());
       SmallVector<Value> next =
           body(forOp.getInductionVar(), forOp.getRegionIterArgs());
@@ -1102,374 +1105,474 @@ void emitRope(Emitter &e, RopeOp op, Value x, Value y, bool vectorRows,
 // Flash attention
 //===----------------------------------------------------------------------===//
 
-/// The shapes and visibility rules of a flash attention op, and the index
-/// arithmetic of its flat views: query rows (q, o, dO, dq) are r = (b, h, t),
-/// key rows (k, v, dk, dv) (b, hk, s); query head h reads key head h / group.
-/// A row of D elements is one vector value (registers, or the stack where
-/// they run out). The loops over keys (or queries) go in tiles of kTile
-/// positions: the tile's scores are one vector, so its exponentials,
-/// maximum and sums are vector operations, and the output accumulates a
-/// tile at a time. Inner products over the head dim and the sum of one
-/// tile's kTile rows are in the element type (as the library GEMMs they
-/// replace); the sums over tiles (the softmax denominator, the output and
-/// the gradients) in f64, blockwise.
+/// The shapes and visibility rules of a flash attention op, and its kernels.
+/// Query rows (q, o, dO, dq) are r = (b, h, t), key rows (k, v, dk, dv)
+/// (b, hk, s); query head h reads key head h / group. Each task takes a block
+/// of kLanes rows of one plane as the lanes of its vectors: query rows for
+/// the forward and the query gradient, key rows for the key and value
+/// gradients. Its own rows are transposed once into scratch on the stack (a
+/// column of the block, one element per lane, for each of the D head-dim
+/// elements), and the loops over the other rows go in tiles of a few
+/// positions: a tile's scores are one vector per position, summed over the
+/// head dim by D broadcast FMAs each (as a GEMM's micro-kernel does), and
+/// the online softmax is lane-wise. Inner products over the head dim and the
+/// sum of one tile's positions are in the element type (as the library GEMMs
+/// they replace); the sums over tiles (the softmax denominator, the output
+/// and the gradients) in f64, blockwise, in scratch.
 struct FlashAttention {
-  static constexpr int64_t kTile = kFlashAttentionTile;
+  static constexpr int64_t kLanes = kFlashAttentionLanes;
   Emitter &e;
   int64_t batch, heads, kvHeads, queryLen, keyLen, dim, group;
   bool causal;
   int64_t window;
   double scale;
-  Type wide;
-  VectorType row, wideRow, tile;
+  Type wide, positionType;
+  VectorType lanes, wideLanes, positions;
 
   template <typename OpTy>
   FlashAttention(Emitter &e, OpTy op)
       : e(e), causal(op.getCausal()), window(op.getWindow()),
-        scale(op.getScale().convertToDouble()), wide(e.b.getF64Type()) {
+        scale(op.getScale().convertToDouble()), wide(e.b.getF64Type()),
+        positionType(e.b.getI64Type()) {
     ArrayRef<int64_t> q = shapeOf(op.getQuery()), k = shapeOf(op.getKey());
     batch = q[0], heads = q[1], queryLen = q[2], dim = q[3];
     kvHeads = k[1], keyLen = k[2], group = heads / kvHeads;
-    row = VectorType::get({dim}, e.element);
-    wideRow = VectorType::get({dim}, wide);
-    tile = VectorType::get({kTile}, e.element);
+    lanes = VectorType::get({kLanes}, e.element);
+    wideLanes = VectorType::get({kLanes}, wide);
+    positions = VectorType::get({kLanes}, positionType);
   }
 
-  /// (b, h, t) of query row r.
-  std::tuple<Value, Value, Value> queryRowIndices(Value r) {
-    Value t = e.remIndex(r, queryLen), plane = e.divIndex(r, queryLen);
-    return {e.divIndex(plane, heads), e.remIndex(plane, heads), t};
+  /// A task's rows: positions first + i of a plane whose row 0 is `plane`,
+  /// lane i < kLanes, the first `count` of them in range. Loads read row
+  /// min(first + i, last) so that they stay in bounds.
+  struct TaskRows {
+    Value plane, first, count, at; // at: the lanes' positions, as i64
+    SmallVector<Value> rows;       // plane + clamped position, per lane
+  };
+  TaskRows taskRows(Value plane, Value index, int64_t length) {
+    TaskRows blk;
+    blk.plane = plane;
+    blk.first = e.mulIndex(index, kLanes);
+    blk.count = e.minIndex(e.index(kLanes),
+                           arith::SubIOp::create(e.b, e.loc, e.index(length),
+                                                 blk.first));
+    Value last = e.index(length - 1);
+    for (int64_t i = 0; i < kLanes; ++i)
+      blk.rows.push_back(e.addIndex(
+          plane, e.minIndex(e.addIndex(blk.first, e.index(i)), last)));
+    SmallVector<int64_t> offsets = llvm::to_vector(llvm::seq<int64_t>(0, kLanes));
+    Value first = arith::IndexCastOp::create(e.b, e.loc, positionType, blk.first);
+    blk.at = arith::AddIOp::create(
+        e.b, e.loc, splat(first, positions),
+        arith::ConstantOp::create(
+            e.b, e.loc, DenseElementsAttr::get(positions, ArrayRef(offsets))));
+    return blk;
   }
-  /// The first key row (b, h / group, 0) of query row r's plane, and t.
-  std::pair<Value, Value> keyPlaneOfQueryRow(Value r) {
-    auto [b, h, t] = queryRowIndices(r);
-    Value kvPlane = e.addIndex(e.mulIndex(b, kvHeads), e.divIndex(h, group));
-    return {e.mulIndex(kvPlane, keyLen), t};
-  }
-  /// The keys query position t sees: [first, end) (visibleKeyRange, in IR).
-  std::pair<Value, Value> visibleKeys(Value t) {
-    Value first = e.index(0), end = e.index(keyLen);
-    if (causal)
-      end = e.minIndex(e.addIndex(t, e.index(1)), end);
-    if (window > 0)
-      first = e.maxIndex(e.addIndex(t, e.index(1 - window)), first);
-    return {first, end};
-  }
-  /// The query positions that see key s: [first, end).
-  std::pair<Value, Value> visibleQueries(Value s) {
-    Value first = e.index(0), end = e.index(queryLen);
-    if (causal)
-      first = s;
-    if (window > 0)
-      end = e.minIndex(e.addIndex(s, e.index(window)), end);
-    return {first, end};
-  }
+  int64_t blocks(int64_t length) { return llvm::divideCeil(length, kLanes); }
 
-  /// One tile: the positions start + j (j < kTile) clamped into
-  /// [start, end) so that every load stays in bounds, and which of them
-  /// are before `end` (the others are masked out of every sum).
+  /// One tile: the positions start + j (j < width) clamped into
+  /// [start, end) so that every load stays in bounds, and whether each is
+  /// before `end` (the others are masked out of every sum).
   struct Tile {
-    SmallVector<Value> positions;
-    Value valid; // vector<kTile x i1>
+    SmallVector<Value> positions, valid; // index, i1
   };
   /// Folds body(tile, accumulators) over the tiles covering [first, end):
   /// the whole tiles in a loop, whose positions are start + j and all
-  /// valid (the body's loads are then at fixed offsets from one row, and
-  /// its masks fold away), then the rest, if any, as one tile whose
-  /// positions from `end` on are clamped to end - 1 and masked out.
+  /// valid (the body's loads are then at fixed offsets from one row), then
+  /// the rest, if any, as one tile whose positions from `end` on are
+  /// clamped to end - 1 and masked out.
   template <typename Fn>
-  SmallVector<Value> foldTiles(Value first, Value end, ValueRange init,
-                               Fn &&body) {
+  SmallVector<Value> foldTiles(Value first, Value end, int64_t width,
+                               ValueRange init, Fn &&body) {
     Value count = arith::SubIOp::create(e.b, e.loc, end, first);
-    Value whole = e.divIndex(count, kTile);
-    auto validType = VectorType::get({kTile}, e.b.getI1Type());
+    Value whole = e.divIndex(count, width);
+    Value yes = arith::ConstantIntOp::create(e.b, e.loc, 1, 1);
     SmallVector<Value> acc = e.foldRange(
         e.index(0), whole, init, [&](Value i, ValueRange acc) {
-          Value start = e.addIndex(first, e.mulIndex(i, kTile));
+          Value start = e.addIndex(first, e.mulIndex(i, width));
           Tile t;
-          for (int64_t j = 0; j < kTile; ++j)
+          for (int64_t j = 0; j < width; ++j) {
             t.positions.push_back(e.addIndex(start, e.index(j)));
-          t.valid = arith::ConstantOp::create(
-              e.b, e.loc, DenseElementsAttr::get(validType, true));
+            t.valid.push_back(yes);
+          }
           return body(t, acc);
         });
-    Value start = e.addIndex(first, e.mulIndex(whole, kTile));
+    Value start = e.addIndex(first, e.mulIndex(whole, width));
     Value rest = arith::CmpIOp::create(e.b, e.loc, arith::CmpIPredicate::ult,
                                        start, end);
     auto partial = scf::IfOp::create(e.b, e.loc, ValueRange(acc).getTypes(),
                                      rest, /*withElseRegion=*/true);
+    // Without results the builder has put in the yields; ours replace them.
+    for (mlir::Block *branch : {partial.thenBlock(), partial.elseBlock()})
+      if (!branch->empty())
+        branch->back().erase();
     OpBuilder::InsertionGuard guard(e.b);
     e.b.setInsertionPointToEnd(&partial.getElseRegion().front());
     scf::YieldOp::create(e.b, e.loc, acc);
     e.b.setInsertionPointToEnd(&partial.getThenRegion().front());
     Value last = arith::SubIOp::create(e.b, e.loc, end, e.index(1));
     Tile t;
-    SmallVector<Value> valid;
-    for (int64_t j = 0; j < kTile; ++j) {
+    for (int64_t j = 0; j < width; ++j) {
       Value position = e.addIndex(start, e.index(j));
-      valid.push_back(arith::CmpIOp::create(
+      t.valid.push_back(arith::CmpIOp::create(
           e.b, e.loc, arith::CmpIPredicate::ult, position, end));
       t.positions.push_back(
-          arith::SelectOp::create(e.b, e.loc, valid.back(), position, last));
+          arith::SelectOp::create(e.b, e.loc, t.valid.back(), position, last));
     }
-    t.valid = vector::FromElementsOp::create(e.b, e.loc, validType, valid);
     scf::YieldOp::create(e.b, e.loc, body(t, acc));
     return SmallVector<Value>(partial.getResults());
   }
-  /// The tile vector of fn(j) for j < kTile.
-  template <typename Fn> Value lanes(Fn &&fn) {
-    SmallVector<Value> values;
-    for (int64_t j = 0; j < kTile; ++j)
-      values.push_back(fn(j));
-    return vector::FromElementsOp::create(e.b, e.loc, tile, values);
-  }
-  /// `v` where the tile is valid, `fill` elsewhere.
-  Value masked(const Tile &t, Value v, double fill) {
-    return arith::SelectOp::create(e.b, e.loc, t.valid, v,
-                                   splat(e.constant(fill), tile));
-  }
 
-  Value load(Value flat, Value index) {
-    return vector::LoadOp::create(e.b, e.loc, row, flat,
-                                  ValueRange{e.mulIndex(index, dim)});
-  }
+  /// A vector in f64.
   Value widen(Value v) {
     auto type = cast<VectorType>(v.getType());
     auto wideType = VectorType::get(type.getShape(), wide);
-    return type == wideType ? v : arith::ExtFOp::create(e.b, e.loc, wideType, v);
+    return type == wideType ? v
+                            : arith::ExtFOp::create(e.b, e.loc, wideType, v);
   }
   Value splat(Value scalar, VectorType type) {
     return vector::BroadcastOp::create(e.b, e.loc, type, scalar);
   }
-  Value zeros() { return splat(e.constant(wide, 0.0), wideRow); }
-  /// The sum of a vector's lanes (reassociated).
-  Value sum(Value v) {
-    return vector::ReductionOp::create(e.b, e.loc, vector::CombiningKind::ADD, v,
-                                       Value(), arith::FastMathFlags::reassoc);
+  Value position(Value index) {
+    return splat(arith::IndexCastOp::create(e.b, e.loc, positionType, index),
+                 positions);
   }
-  /// The tile vector of x_j . y_j for the kTile pairs (x_j, y_j) of rows,
-  /// in the element type. The kTile products are summed together, not one
-  /// by one: each is folded in halves down to at most kTile lanes, then
-  /// pairs of them are merged (laid end to end while they fit in kTile
-  /// lanes, then each key's lanes halved and the halves added) until one
-  /// vector holds one sum per lane, in order. That is ~3 shuffles and adds
-  /// per pair where a horizontal reduction of each product took ~9. A head
-  /// dim that is not a power of two takes the horizontal reductions.
-  Value dots(ArrayRef<Value> xs, ArrayRef<Value> ys) {
-    if (!llvm::isPowerOf2_64(dim))
-      return lanes([&](int64_t j) { return sum(e.mul(xs[j], ys[j])); });
-    auto half = [&](Value v, int64_t which) {
-      int64_t width = cast<VectorType>(v.getType()).getNumElements() / 2;
-      return e.lanes(v, v, which * width, (which + 1) * width);
-    };
-    // The first fold is part of the product: x_lo y_lo + x_hi y_hi.
-    SmallVector<Value> parts;
-    int64_t width = dim > kTile ? dim / 2 : dim;
-    for (auto [x, y] : llvm::zip_equal(xs, ys))
-      parts.push_back(dim > kTile
-                          ? math::FmaOp::create(e.b, e.loc, half(x, 0),
-                                                half(y, 0),
-                                                e.mul(half(x, 1), half(y, 1)))
-                          : e.mul(x, y));
-    for (; width > kTile; width /= 2)
-      for (Value &part : parts)
-        part = e.add(half(part, 0), half(part, 1));
-    // Each part holds `keys` keys of `width` lanes.
-    for (int64_t keys = 1; parts.size() > 1; keys *= 2) {
-      int64_t each = keys * width;
-      SmallVector<Value> merged;
-      for (int64_t i = 0; i + 1 < int64_t(parts.size()); i += 2) {
-        Value a = parts[i], b = parts[i + 1];
-        if (2 * each <= kTile) {
-          merged.push_back(e.lanes(a, b, 0, 2 * each));
-          continue;
-        }
-        SmallVector<int64_t> low, high;
-        for (int64_t first : {int64_t(0), each})
-          for (int64_t key = 0; key < keys; ++key)
-            for (int64_t l = 0; l < width / 2; ++l) {
-              low.push_back(first + key * width + l);
-              high.push_back(first + key * width + width / 2 + l);
-            }
-        merged.push_back(e.add(e.shuffle(a, b, low), e.shuffle(a, b, high)));
-      }
-      if (2 * each > kTile)
-        width /= 2;
-      parts = std::move(merged);
+  Value compare(arith::CmpIPredicate predicate, Value x, Value y) {
+    return arith::CmpIOp::create(e.b, e.loc, predicate, x, y);
+  }
+  Value both(Value x, Value y) { return arith::AndIOp::create(e.b, e.loc, x, y); }
+  /// Whether query position(s) t see key position(s) s (vectors of i64
+  /// positions; see visibleKeyRange), and `valid` (an i1).
+  Value visible(Value t, Value s, Value valid) {
+    using P = arith::CmpIPredicate;
+    Value mask = compare(
+        P::slt, s,
+        splat(arith::ConstantIntOp::create(e.b, e.loc, keyLen, 64), positions));
+    if (causal)
+      mask = both(mask, compare(P::sle, s, t));
+    if (window > 0) {
+      Value reach = arith::SubIOp::create(
+          e.b, e.loc, t,
+          splat(arith::ConstantIntOp::create(e.b, e.loc, window - 1, 64),
+                positions));
+      mask = both(mask, compare(P::sge, s, reach));
     }
-    return parts.front();
+    return both(mask, splat(valid, VectorType::get({kLanes}, e.b.getI1Type())));
   }
-  /// x where x > y, else y: one x86 max instruction (arith.maximumf and
-  /// maxnumf order -0 below +0 and pick NaNs by compares and blends, ~3x
-  /// the instructions). A NaN score may be passed over here, but its
-  /// exponential is NaN and so is the row's result.
+
+  /// Scratch for a block's columns: D vectors of kLanes, in `type`, on the
+  /// stack. It is allocated at the top of a task (the CPU target allocates
+  /// it once per chunk of tasks: tg-cpu-parallelize-loops), and each task
+  /// writes it before it reads it.
+  Value columns(Type type) {
+    return memref::AllocaOp::create(e.b, e.loc,
+                                    MemRefType::get({dim * kLanes}, type));
+  }
+  Value column(Value scratch, Value d) {
+    auto type = cast<MemRefType>(scratch.getType()).getElementType();
+    return vector::LoadOp::create(e.b, e.loc, VectorType::get({kLanes}, type),
+                                  scratch, ValueRange{e.mulIndex(d, kLanes)});
+  }
+  void setColumn(Value v, Value scratch, Value d) {
+    vector::StoreOp::create(e.b, e.loc, v, scratch,
+                            ValueRange{e.mulIndex(d, kLanes)});
+  }
+  Value at(Value flat, Value row, Value d) {
+    return e.load(flat, e.addIndex(e.mulIndex(row, dim), d));
+  }
+  /// The block's rows of `flat`, transposed into new scratch.
+  Value transposed(Value flat, const TaskRows &blk) {
+    Value scratch = columns(e.element);
+    e.loop(dim, [&](Value d) {
+      SmallVector<Value> values;
+      for (Value row : blk.rows)
+        values.push_back(at(flat, row, d));
+      setColumn(vector::FromElementsOp::create(e.b, e.loc, lanes, values),
+                scratch, d);
+    });
+    return scratch;
+  }
+  /// New f64 scratch of zeros.
+  Value zeroColumns() {
+    Value scratch = columns(wide);
+    Value zero = splat(e.constant(wide, 0.0), wideLanes);
+    e.loop(dim, [&](Value d) { setColumn(zero, scratch, d); });
+    return scratch;
+  }
+  /// Per tile position j, the vector of (block row i) . (row j of `flat`)
+  /// over the lanes i: D broadcast FMAs.
+  SmallVector<Value> products(Value scratch, Value flat, ArrayRef<Value> rows) {
+    SmallVector<Value> init(rows.size(), splat(e.constant(0.0), lanes));
+    return e.fold(dim, init, [&](Value d, ValueRange sums) {
+      Value col = column(scratch, d);
+      SmallVector<Value> next;
+      for (auto [row, sum] : llvm::zip_equal(rows, sums))
+        next.push_back(math::FmaOp::create(e.b, e.loc, col,
+                                           splat(at(flat, row, d), lanes), sum));
+      return next;
+    });
+  }
+  /// sum_j weights[j] * row j of `flat`, column d, in the element type
+  /// (two chains, then added).
+  Value weightedColumn(ArrayRef<Value> weights, Value flat, ArrayRef<Value> rows,
+                       Value d) {
+    Value chains[2];
+    for (auto [j, w] : llvm::enumerate(weights)) {
+      Value x = splat(at(flat, rows[j], d), lanes);
+      Value &sum = chains[j % 2];
+      sum = sum ? math::FmaOp::create(e.b, e.loc, w, x, sum) : e.mul(w, x);
+    }
+    return chains[1] ? e.add(chains[0], chains[1]) : chains[0];
+  }
+  /// acc column d = acc * keep + sum_j weights[j] * row j of `flat`, for
+  /// each of `sums` (f64 scratch, weights, flat), column by column.
+  struct Sum {
+    Value acc;
+    ArrayRef<Value> weights;
+    Value flat;
+  };
+  void accumulate(ArrayRef<Sum> sums, ArrayRef<Value> rows, Value keep = {}) {
+    e.loop(dim, [&](Value d) {
+      for (const Sum &s : sums) {
+        Value old = column(s.acc, d);
+        if (keep)
+          old = e.mul(old, keep);
+        Value part = widen(weightedColumn(s.weights, s.flat, rows, d));
+        setColumn(e.add(old, part), s.acc, d);
+      }
+    });
+  }
+  /// out row of lane i = column scratch * factor (lane i of a vector, f64),
+  /// for the lanes in range.
+  void store(Value scratch, Value factor, Value out, const TaskRows &blk) {
+    eachLane(blk, [&](int64_t i) {
+      Value f = vector::ExtractOp::create(e.b, e.loc, factor, i);
+      e.loop(dim, [&](Value d) {
+        Value v = e.load(scratch, e.addIndex(e.mulIndex(d, kLanes), e.index(i)));
+        e.store(e.narrow(e.mul(v, f)), out,
+                e.addIndex(e.mulIndex(blk.rows[i], dim), d));
+      });
+    });
+  }
+  /// body(i) for each lane i of the block in range.
+  template <typename Fn> void eachLane(const TaskRows &blk, Fn &&body) {
+    for (int64_t i = 0; i < kLanes; ++i) {
+      Value inRange = compare(arith::CmpIPredicate::ult, e.index(i), blk.count);
+      auto ifOp = scf::IfOp::create(e.b, e.loc, inRange);
+      OpBuilder::InsertionGuard guard(e.b);
+      e.b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+      body(i);
+    }
+  }
+  /// The lanes of a vector over a block's rows of [rows] buffer `flat`,
+  /// in the element type.
+  Value gather(Value flat, ArrayRef<Value> indices) {
+    SmallVector<Value> values;
+    for (Value i : indices)
+      values.push_back(e.narrow(e.load(flat, i)));
+    return vector::FromElementsOp::create(e.b, e.loc, lanes, values);
+  }
+  Value wideSplat(double v) { return splat(e.constant(wide, v), wideLanes); }
+  /// x where x > y, else y (one max instruction; a NaN score still makes its
+  /// row NaN through its exponential).
   Value greater(Value x, Value y) {
     Value above = arith::CmpFOp::create(e.b, e.loc, arith::CmpFPredicate::OGT,
                                         x, y);
     return arith::SelectOp::create(e.b, e.loc, above, x, y);
   }
-  /// The largest lane of a tile vector: halves compared with `greater`.
-  Value tileMax(Value v) {
-    for (int64_t width = kTile / 2; width >= 1; width /= 2) {
-      v = greater(e.lanes(v, v, 0, width), e.lanes(v, v, width, 2 * width));
+  /// Pairwise sum or maximum of values.
+  template <typename Fn> Value tree(SmallVector<Value> values, Fn &&combine) {
+    while (values.size() > 1) {
+      SmallVector<Value> next;
+      for (size_t i = 0; i + 1 < values.size(); i += 2)
+        next.push_back(combine(values[i], values[i + 1]));
+      if (values.size() % 2)
+        next.push_back(values.back());
+      values = std::move(next);
     }
-    return vector::ExtractOp::create(e.b, e.loc, v, int64_t(0));
+    return values.front();
   }
-  /// dots() of one row against kTile rows.
-  Value dots(Value x, ArrayRef<Value> ys) {
-    return dots(SmallVector<Value>(ys.size(), x), ys);
+  Value masked(Value mask, Value v, double fill) {
+    return arith::SelectOp::create(e.b, e.loc, mask, v,
+                                   splat(e.constant(fill), lanes));
   }
-  /// sum_j weights[j] * rows[j] (one tile, element type), widened and added
-  /// to `acc` (f64).
-  Value accumulate(Value acc, Value weights, ArrayRef<Value> rows) {
-    Value tileSum;
-    for (auto [j, r] : llvm::enumerate(rows)) {
-      Value w = vector::ExtractOp::create(e.b, e.loc, weights, int64_t(j));
-      tileSum = tileSum ? math::FmaOp::create(e.b, e.loc, splat(w, row), r,
-                                              tileSum)
-                        : e.mul(splat(w, row), r);
-    }
-    return e.add(acc, widen(tileSum));
+  Value scaled(Value v) { return e.mul(v, splat(e.constant(scale), lanes)); }
+
+  /// The keys any query of [first, first + count) sees, and the queries
+  /// any key of [first, first + count) is seen by (visibleKeyRange).
+  std::pair<Value, Value> keysOf(const TaskRows &blk) {
+    Value begin = e.index(0), end = e.index(keyLen);
+    if (causal)
+      end = e.minIndex(e.addIndex(blk.first, blk.count), end);
+    if (window > 0)
+      begin = e.maxIndex(arith::SubIOp::create(e.b, e.loc, blk.first,
+                                               e.index(window - 1)),
+                         begin);
+    return {begin, end};
   }
-  /// out row `index` = acc * factor, rounded to the element type.
-  void store(Value acc, Value factor, Value out, Value index) {
-    Value v = e.mul(acc, splat(factor, wideRow));
-    if (row != wideRow)
-      v = arith::TruncFOp::create(e.b, e.loc, row, v);
-    vector::StoreOp::create(e.b, e.loc, v, out,
-                            ValueRange{e.mulIndex(index, dim)});
+  std::pair<Value, Value> queriesOf(const TaskRows &blk) {
+    Value begin = e.index(0), end = e.index(queryLen);
+    if (causal)
+      begin = blk.first;
+    if (window > 0)
+      end = e.minIndex(e.addIndex(e.addIndex(blk.first, blk.count),
+                                  e.index(window - 1)),
+                       end);
+    return {begin, end};
   }
-  Value scaled(Value scores) {
-    return e.mul(scores, splat(e.constant(scale), tile));
-  }
-  /// lse[r] in the element type.
-  Value logSumExp(Value lse, Value r) {
-    Value v = e.load(lse, r);
-    return v.getType() == e.element ? v : e.narrow(v);
+  /// Query plane (b, h) of task `task` over query blocks, its block, and
+  /// its key plane.
+  std::tuple<TaskRows, Value> queryBlock(Value task) {
+    Value plane = e.divIndex(task, blocks(queryLen));
+    Value b = e.divIndex(plane, heads), h = e.remIndex(plane, heads);
+    Value kvPlane = e.addIndex(e.mulIndex(b, kvHeads), e.divIndex(h, group));
+    return {taskRows(e.mulIndex(plane, queryLen),
+                  e.remIndex(task, blocks(queryLen)), queryLen),
+            e.mulIndex(kvPlane, keyLen)};
   }
 
-  /// Forward, one query row at a time: an online softmax over the tiles of
-  /// its visible keys (the running max m, the f64 denominator l and output
-  /// accumulator, rescaled by exp(m_old - m_new) once per tile), then
-  /// o = acc / l and lse = m + log(l).
+  /// Forward, a block of query rows at a time: an online softmax over the
+  /// tiles of their keys (per lane the running max m, the f64 denominator l
+  /// and the f64 output columns, rescaled by exp(m_old - m_new) once per
+  /// tile), then o = acc / l and lse = m + log(l).
   void forward(Value q, Value k, Value v, Value o, Value lse) {
     Type lseType = getElementTypeOrSelf(lse.getType());
     double negInf = -std::numeric_limits<double>::infinity();
-    e.rows(batch * heads * queryLen, [&](Value r) {
-      auto [keyPlane, t] = keyPlaneOfQueryRow(r);
-      auto [first, end] = visibleKeys(t);
-      Value query = load(q, r);
+    e.rows(batch * heads * blocks(queryLen), [&](Value task) {
+      auto [blk, keyPlane] = queryBlock(task);
+      auto [first, end] = keysOf(blk);
+      Value queries = transposed(q, blk), acc = zeroColumns();
       SmallVector<Value> state = foldTiles(
-          first, end, {e.constant(negInf), e.constant(wide, 0.0), zeros()},
+          first, end, kFlashForwardTile,
+          {splat(e.constant(negInf), lanes), wideSplat(0.0)},
           [&](const Tile &tl, ValueRange old) {
-            SmallVector<Value> keys, values;
+            SmallVector<Value> keys, scores;
             for (Value s : tl.positions)
               keys.push_back(e.addIndex(keyPlane, s));
-            SmallVector<Value> keyRows;
-            for (Value key : keys)
-              keyRows.push_back(load(k, key));
-            Value scores = masked(tl, scaled(dots(query, keyRows)), negInf);
-            Value max = greater(old[0], tileMax(scores));
-            // exp(-inf) = 0 at the first tile: nothing to keep yet.
-            Value keep = e.widen(e.exp(e.sub(old[0], max)));
-            Value p = e.exp(e.sub(scores, splat(max, tile)));
-            for (Value key : keys)
-              values.push_back(load(v, key));
-            Value rescaled = e.mul(old[2], splat(keep, wideRow));
+            for (auto [j, p] : llvm::enumerate(products(queries, k, keys)))
+              scores.push_back(masked(
+                  visible(blk.at, position(tl.positions[j]), tl.valid[j]),
+                  scaled(p), negInf));
+            Value max = greater(old[0], tree(scores, [&](Value x, Value y) {
+                                  return greater(x, y);
+                                }));
+            // A lane that has seen no key yet keeps m = -inf: shift by 0.
+            Value none = arith::CmpFOp::create(
+                e.b, e.loc, arith::CmpFPredicate::OEQ, max,
+                splat(e.constant(negInf), lanes));
+            Value shift = arith::SelectOp::create(
+                e.b, e.loc, none, splat(e.constant(0.0), lanes), max);
+            Value keep = widen(e.exp(e.sub(old[0], shift)));
+            SmallVector<Value> p;
+            for (Value s : scores)
+              p.push_back(e.exp(e.sub(s, shift)));
+            accumulate({{acc, p, v}}, keys, keep);
+            Value tileSum = tree(p, [&](Value x, Value y) { return e.add(x, y); });
             return SmallVector<Value>{
-                max,
-                e.add(e.mul(old[1], keep), sum(widen(p))),
-                accumulate(rescaled, p, values)};
+                max, e.add(e.mul(old[1], keep), widen(tileSum))};
           });
-      store(state[2], e.div(e.constant(wide, 1.0), state[1]), o, r);
-      Value lseValue =
-          e.add(e.widen(state[0]), math::LogOp::create(e.b, e.loc, state[1]));
-      if (lseType != wide)
-        lseValue = arith::TruncFOp::create(e.b, e.loc, lseType, lseValue);
-      e.store(lseValue, lse, r);
+      store(acc, e.div(wideSplat(1.0), state[1]), o, blk);
+      Value lseValues =
+          e.add(widen(state[0]), math::LogOp::create(e.b, e.loc, state[1]));
+      eachLane(blk, [&](int64_t i) {
+        Value value = vector::ExtractOp::create(e.b, e.loc, lseValues, i);
+        if (lseType != wide)
+          value = arith::TruncFOp::create(e.b, e.loc, lseType, value);
+        e.store(value, lse, blk.rows[i]);
+      });
     });
   }
 
-  /// Backward (FlashAttention-2's recomputation), three row loops:
+  /// Backward (FlashAttention-2's recomputation), three loops over tasks:
   /// delta_r = dO_r . o_r for every query row, kept in element 0 of the
-  /// row's dq until the last loop overwrites the row; then per key row the
-  /// key and value gradients, over tiles of the queries that see the key,
-  /// for each query head of its group; then per query row the query
-  /// gradient over tiles of its keys. With p = exp(scale q.k - lse) and
-  /// dS = p (dO.v - delta): dv_s = sum p dO_t, dk_s = scale sum dS q_t,
-  /// dq_t = scale sum dS k_s.
+  /// row's dq until the last loop overwrites the row; then per block of key
+  /// rows (the lanes) the key and value gradients, over tiles of the
+  /// queries that see them, for each query head of their group; then per
+  /// block of query rows the query gradient over tiles of their keys. With
+  /// p = exp(scale q.k - lse) and dS = p (dO.v - delta): dv_s = sum p dO_t,
+  /// dk_s = scale sum dS q_t, dq_t = scale sum dS k_s.
   void backward(Value q, Value k, Value v, Value o, bool resultTokens,
                 Value lse, Value dOut, Value dq, Value dk, Value dv) {
     int64_t queryRows = batch * heads * queryLen;
-    Value scaleWide = e.constant(wide, scale);
     e.rows(queryRows, [&](Value r) {
       // Row (b, h, t) of o, or of its [B, T, Hq, D] transpose.
       Value resultRow = r;
       if (resultTokens) {
-        auto [b, h, t] = queryRowIndices(r);
+        Value t = e.remIndex(r, queryLen), plane = e.divIndex(r, queryLen);
+        Value b = e.divIndex(plane, heads), h = e.remIndex(plane, heads);
         resultRow = e.addIndex(
             e.mulIndex(e.addIndex(e.mulIndex(b, queryLen), t), heads), h);
       }
       Value delta = e.narrow(e.wideSum(dim, [&](Value d) {
-        Value at = e.addIndex(e.mulIndex(r, dim), d);
-        Value resultAt = e.addIndex(e.mulIndex(resultRow, dim), d);
-        return e.mul(e.load(dOut, at), e.load(o, resultAt));
+        return e.mul(at(dOut, r, d), at(o, resultRow, d));
       }));
       e.store(delta, dq, e.mulIndex(r, dim));
     });
-    e.rows(batch * kvHeads * keyLen, [&](Value key) {
-      Value s = e.remIndex(key, keyLen), kvPlane = e.divIndex(key, keyLen);
+    e.rows(batch * kvHeads * blocks(keyLen), [&](Value task) {
+      Value kvPlane = e.divIndex(task, blocks(keyLen));
       Value b = e.divIndex(kvPlane, kvHeads), hk = e.remIndex(kvPlane, kvHeads);
-      auto [first, end] = visibleQueries(s);
-      Value keyRow = load(k, key), valueRow = load(v, key);
-      SmallVector<Value> acc = e.fold(
-          group, {zeros(), zeros()}, [&](Value g, ValueRange byHead) {
-            Value h = e.addIndex(e.mulIndex(hk, group), g);
-            Value queryPlane =
-                e.mulIndex(e.addIndex(e.mulIndex(b, heads), h), queryLen);
-            return foldTiles(first, end, byHead, [&](const Tile &tl,
-                                                     ValueRange sums) {
-              SmallVector<Value> rows, queries, dOuts;
-              for (Value t : tl.positions) {
-                rows.push_back(e.addIndex(queryPlane, t));
-                queries.push_back(load(q, rows.back()));
-                dOuts.push_back(load(dOut, rows.back()));
-              }
-              Value scores = scaled(dots(keyRow, queries));
-              Value lses = lanes([&](int64_t j) { return logSumExp(lse, rows[j]); });
-              Value p = masked(tl, e.exp(e.sub(scores, lses)), 0.0);
-              Value dp = dots(valueRow, dOuts);
-              Value deltas = lanes(
-                  [&](int64_t j) { return e.load(dq, e.mulIndex(rows[j], dim)); });
-              Value dS = e.mul(p, e.sub(dp, deltas));
-              return SmallVector<Value>{accumulate(sums[0], dS, queries),
-                                        accumulate(sums[1], p, dOuts)};
-            });
-          });
-      store(acc[0], scaleWide, dk, key);
-      store(acc[1], e.constant(wide, 1.0), dv, key);
+      TaskRows blk = taskRows(e.mulIndex(kvPlane, keyLen),
+                        e.remIndex(task, blocks(keyLen)), keyLen);
+      auto [first, end] = queriesOf(blk);
+      Value keys = transposed(k, blk), values = transposed(v, blk);
+      Value dkSum = zeroColumns(), dvSum = zeroColumns();
+      e.loop(group, [&](Value g) {
+        Value h = e.addIndex(e.mulIndex(hk, group), g);
+        Value queryPlane =
+            e.mulIndex(e.addIndex(e.mulIndex(b, heads), h), queryLen);
+        foldTiles(first, end, kFlashGradientTile, {},
+                  [&](const Tile &tl, ValueRange) {
+                    SmallVector<Value> rows;
+                    for (Value t : tl.positions)
+                      rows.push_back(e.addIndex(queryPlane, t));
+                    SmallVector<Value> scores = products(keys, q, rows);
+                    SmallVector<Value> dps = products(values, dOut, rows);
+                    SmallVector<Value> p, dS;
+                    for (auto [j, row] : llvm::enumerate(rows)) {
+                      Value lseRow = splat(e.narrow(e.load(lse, row)), lanes);
+                      p.push_back(masked(
+                          visible(position(tl.positions[j]), blk.at,
+                                  tl.valid[j]),
+                          e.exp(e.sub(scaled(scores[j]), lseRow)), 0.0));
+                      Value delta = e.load(dq, e.mulIndex(row, dim));
+                      dS.push_back(
+                          e.mul(p.back(), e.sub(dps[j], splat(delta, lanes))));
+                    }
+                    accumulate({{dvSum, p, dOut}, {dkSum, dS, q}}, rows);
+                    return SmallVector<Value>{};
+                  });
+      });
+      store(dkSum, wideSplat(scale), dk, blk);
+      store(dvSum, wideSplat(1.0), dv, blk);
     });
-    e.rows(queryRows, [&](Value r) {
-      auto [keyPlane, t] = keyPlaneOfQueryRow(r);
-      auto [first, end] = visibleKeys(t);
-      Value delta = e.load(dq, e.mulIndex(r, dim));
-      Value query = load(q, r), dOutRow = load(dOut, r);
-      Value rowLse = splat(logSumExp(lse, r), tile);
-      Value acc = foldTiles(first, end, {zeros()}, [&](const Tile &tl,
-                                                      ValueRange sumSoFar) {
-        SmallVector<Value> keys;
-        for (Value s : tl.positions)
-          keys.push_back(load(k, e.addIndex(keyPlane, s)));
-        Value scores = scaled(dots(query, keys));
-        Value p = masked(tl, e.exp(e.sub(scores, rowLse)), 0.0);
-        SmallVector<Value> values;
-        for (Value s : tl.positions)
-          values.push_back(load(v, e.addIndex(keyPlane, s)));
-        Value dp = dots(dOutRow, values);
-        Value dS = e.mul(p, e.sub(dp, splat(delta, tile)));
-        return SmallVector<Value>{accumulate(sumSoFar[0], dS, keys)};
-      })[0];
-      store(acc, scaleWide, dq, r);
+    e.rows(batch * heads * blocks(queryLen), [&](Value task) {
+      auto [blk, keyPlane] = queryBlock(task);
+      auto [first, end] = keysOf(blk);
+      // This block's deltas, read before its rows of dq are written.
+      SmallVector<Value> deltaAt;
+      for (Value row : blk.rows)
+        deltaAt.push_back(e.mulIndex(row, dim));
+      Value deltas = gather(dq, deltaAt), lses = gather(lse, blk.rows);
+      Value queries = transposed(q, blk), dOuts = transposed(dOut, blk);
+      Value dqSum = zeroColumns();
+      foldTiles(first, end, kFlashGradientTile, {},
+                [&](const Tile &tl, ValueRange) {
+                  SmallVector<Value> keys;
+                  for (Value s : tl.positions)
+                    keys.push_back(e.addIndex(keyPlane, s));
+                  SmallVector<Value> scores = products(queries, k, keys);
+                  SmallVector<Value> dps = products(dOuts, v, keys);
+                  SmallVector<Value> dS;
+                  for (auto [j, s] : llvm::enumerate(tl.positions)) {
+                    Value p = masked(
+                        visible(blk.at, position(s), tl.valid[j]),
+                        e.exp(e.sub(scaled(scores[j]), lses)), 0.0);
+                    dS.push_back(e.mul(p, e.sub(dps[j], deltas)));
+                  }
+                  accumulate({{dqSum, dS, k}}, keys);
+                  return SmallVector<Value>{};
+                });
+      store(dqSum, wideSplat(scale), dq, blk);
     });
   }
 };

@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
@@ -96,6 +97,15 @@ bool recomputable(Value value) {
   return def && def->getNumRegions() == 0 && isMemoryEffectFree(def);
 }
 
+/// Stack scratch of a loop body (a memref.alloca of a static shape at its
+/// top; the kernel bodies write it before they read it in each iteration).
+/// It is allocated once per chunk of iterations, before their loop: in the
+/// loop, LLVM would grow the stack by it every iteration.
+bool isStackScratch(Operation *op) {
+  auto alloca = dyn_cast<memref::AllocaOp>(op);
+  return alloca && alloca->getNumOperands() == 0;
+}
+
 /// The bare-pointer calling convention of the lowering to LLVM passes only
 /// memrefs with static shapes and the identity layout.
 bool passable(Type type) {
@@ -124,6 +134,13 @@ struct ParallelizeLoopsPass
       for (scf::ParallelOp loop : loops)
         if (outline(kernel, loop, outlined))
           ++outlined;
+      // The loops left serial allocate their stack scratch once, before.
+      kernel.walk([&](scf::ParallelOp loop) {
+        for (Operation &op :
+             llvm::make_early_inc_range(loop.getBody()->without_terminator()))
+          if (isStackScratch(&op))
+            op.moveBefore(loop);
+      });
     }
   }
 
@@ -235,8 +252,15 @@ struct ParallelizeLoopsPass
     }
     for (auto [original, iv] : llvm::zip_equal(loop.getInductionVars(), ivs))
       mapping.map(original, iv);
-    for (Operation &op : loop.getBody()->without_terminator())
+    for (Operation &op : loop.getBody()->without_terminator()) {
+      if (isStackScratch(&op)) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(entry);
+        b.clone(op, mapping);
+        continue;
+      }
       b.clone(op, mapping);
+    }
     b.setInsertionPointToEnd(entry);
     func::ReturnOp::create(b, loc);
 

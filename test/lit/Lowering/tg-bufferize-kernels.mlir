@@ -177,3 +177,29 @@ module @kernels {
     return %r : tensor<2x3x5x8xf32>
   }
 }
+
+// -----
+
+// Flash attention: one task per block of 16 query rows of a plane (1 batch
+// x 2 heads x 2 blocks of 20 rows); the block's queries are transposed into
+// stack scratch (8 columns of 16 lanes) beside its f64 output columns; a
+// tile's 16 key positions get one score vector each, summed over the head
+// dim by broadcast FMAs.
+// CHECK-LABEL: func.func @k9_flash
+// CHECK:         scf.parallel (%{{.+}}) = (%{{.+}}) to (%[[TASKS:.+]]) step
+// CHECK:           %[[QUERIES:.+]] = memref.alloca() : memref<128xf32>
+// CHECK:           vector.store %{{.+}}, %[[QUERIES]][%{{.+}}] : memref<128xf32>, vector<16xf32>
+// CHECK:           %[[OUTPUT:.+]] = memref.alloca() : memref<128xf64>
+// CHECK:           scf.for {{.*}} -> (vector<16xf32>, vector<16xf64>)
+// CHECK:             scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK:               vector.load %[[QUERIES]]
+// CHECK:               vector.broadcast %{{.+}} : f32 to vector<16xf32>
+// CHECK:               math.fma
+// CHECK:             math.exp %{{.+}} : vector<16xf32>
+// CHECK:             vector.store %{{.+}}, %[[OUTPUT]]
+module @kernels {
+  func.func @k9_flash(%q: tensor<1x2x20x8xf32>, %k: tensor<1x1x20x8xf32>, %v: tensor<1x1x20x8xf32>) -> (tensor<1x2x20x8xf32>, tensor<1x2x20xf32>) {
+    %o, %l = tg.flash_attention %q, %k, %v {scale = 0.35 : f64} : tensor<1x2x20x8xf32>, tensor<1x1x20x8xf32>, tensor<1x1x20x8xf32> -> tensor<1x2x20x8xf32>, tensor<1x2x20xf32>
+    return %o, %l : tensor<1x2x20x8xf32>, tensor<1x2x20xf32>
+  }
+}

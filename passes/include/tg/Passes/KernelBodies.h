@@ -10,9 +10,14 @@ namespace mlir::tg {
 class CrossEntropyGradOp;
 class RopeOp;
 
-/// Positions (keys, or queries for the key gradients) a flash attention
-/// kernel handles per step of its inner loops: one vector of scores.
-constexpr int64_t kFlashAttentionTile = 16;
+/// Flash attention kernels take kFlashAttentionLanes rows of a plane per
+/// task (query rows, or key rows for the key and value gradients: the lanes
+/// of their vectors), and the rows they meet (keys, or queries) a tile at a
+/// time: kFlashForwardTile of them forward, kFlashGradientTile in the
+/// gradient, whose tiles hold two scores a position (q.k and dO.v) and would
+/// not fit the registers at 16.
+constexpr int64_t kFlashAttentionLanes = 16, kFlashForwardTile = 16,
+                  kFlashGradientTile = 8;
 
 /// True if emitKernelBody knows `op`: the op declares Tg_HasKernelBody (or
 /// Tg_Elementwise, which implies it) in ODS.

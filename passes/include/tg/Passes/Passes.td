@@ -212,8 +212,8 @@ def TgFuseAttention : Pass<"tg-fuse-attention", "func::FuncOp"> {
     not grow as T^2, and elsewhere where it is estimated faster: the
     decomposition's batched GEMMs over every (query, key) pair at
     `gemm-gflops` plus its passes over the score matrices at `bandwidth-gbs`,
-    against the flash kernels' work over the visible pairs only (padded to
-    whole tiles of 16 per row): their head-dim work at `flash-gflops` plus
+    against the flash kernels' work over the visible pairs only (blocks of
+    16 query rows by whole tiles of 16 keys): their head-dim work at `flash-gflops` plus
     `flash-pair-ns` per pair and kernel (defaults: one core of the 2-core
     dev machine, measured in docs/perf.md). What is not fused is decomposed as before. Each
     decision, its reason and estimates as a remark (`remarks`). The fused
@@ -236,10 +236,10 @@ def TgFuseAttention : Pass<"tg-fuse-attention", "func::FuncOp"> {
     Option<"bandwidthGbs", "bandwidth-gbs", "double", /*default=*/"18.0",
            "Bandwidth of the score-matrix kernels (scale, mask, softmax and "
            "its gradient) assumed by the cost model, GB/s">,
-    Option<"flashGflops", "flash-gflops", "double", /*default=*/"60.0",
+    Option<"flashGflops", "flash-gflops", "double", /*default=*/"83.0",
            "Rate of the flash attention kernels' head-dim work (inner "
            "products and weighted sums) assumed by the cost model, GFLOP/s">,
-    Option<"flashPairNs", "flash-pair-ns", "double", /*default=*/"2.8",
+    Option<"flashPairNs", "flash-pair-ns", "double", /*default=*/"0.44",
            "Time of a flash attention kernel per (query, key) pair besides "
            "its head-dim work (its exponential and its share of a tile's "
            "maximum, sums and masks) assumed by the cost model, ns">,

@@ -172,3 +172,60 @@ func.func @k4_serial(%small: memref<16x16xf32>, %big: memref<1024x1024xf32>, %su
   memref.store %total, %sum[] : memref<f32>
   return
 }
+
+// -----
+
+// Stack scratch at the top of a row loop's body (a static memref.alloca,
+// written before it is read in each row) is allocated once per chunk, at
+// the outlined body's entry, not in its loop, where the stack would grow by
+// it every row.
+// CHECK-LABEL: func.func private @k5_scratch_par0
+// CHECK-SAME:    (%[[BEGIN:.+]]: index, %[[END:.+]]: index
+// CHECK:         %[[SCRATCH:.+]] = memref.alloca() : memref<256xf32>
+// CHECK:         scf.for %{{.+}} = %[[BEGIN]] to %[[END]]
+// CHECK-NOT:       memref.alloca
+// CHECK:           memref.store %{{.+}}, %[[SCRATCH]]
+// CHECK:           memref.load %[[SCRATCH]]
+// CHECK:         return
+func.func @k5_scratch(%x: memref<1024x256xf32>, %y: memref<1024xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c256 = arith.constant 256 : index
+  %c1024 = arith.constant 1024 : index
+  scf.parallel (%r) = (%c0) to (%c1024) step (%c1) {
+    %scratch = memref.alloca() : memref<256xf32>
+    scf.for %i = %c0 to %c256 step %c1 {
+      %v = memref.load %x[%r, %i] : memref<1024x256xf32>
+      %w = arith.mulf %v, %v : f32
+      memref.store %w, %scratch[%i] : memref<256xf32>
+    }
+    %last = memref.load %scratch[%c0] : memref<256xf32>
+    memref.store %last, %y[%r] : memref<1024xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// A row loop too small to split keeps running serially; its scratch is
+// allocated once, before it.
+// CHECK-LABEL: func.func @k6_serial_scratch
+// CHECK:         %[[SCRATCH:.+]] = memref.alloca() : memref<4xf32>
+// CHECK-NEXT:    scf.parallel
+// CHECK-NOT:       memref.alloca
+// CHECK:           memref.store %{{.+}}, %[[SCRATCH]]
+func.func @k6_serial_scratch(%x: memref<4xf32>, %y: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  scf.parallel (%r) = (%c0) to (%c4) step (%c1) {
+    %scratch = memref.alloca() : memref<4xf32>
+    %v = memref.load %x[%r] : memref<4xf32>
+    memref.store %v, %scratch[%r] : memref<4xf32>
+    %w = memref.load %scratch[%r] : memref<4xf32>
+    memref.store %w, %y[%r] : memref<4xf32>
+    scf.reduce
+  }
+  return
+}
