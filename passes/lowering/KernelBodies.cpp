@@ -1420,6 +1420,36 @@ struct FlashAttention {
                        end);
     return {begin, end};
   }
+  /// The rows plane + position of a tile's positions.
+  SmallVector<Value> rowsAt(Value plane, const Tile &tl) {
+    SmallVector<Value> rows;
+    for (Value position : tl.positions)
+      rows.push_back(e.addIndex(plane, position));
+    return rows;
+  }
+  /// A gradient tile, per position j: p = exp(scale x.row_j - lse(j)) where
+  /// visible(j), else 0, and dS = p (y.row'_j - delta(j)), with the block's
+  /// columns x and y (keys and values, or queries and output gradients) and
+  /// rows j of xRows and yRows (queries and output gradients, or keys and
+  /// values).
+  struct GradientTile {
+    SmallVector<Value> p, dS;
+  };
+  template <typename Visible, typename Lse, typename Delta>
+  GradientTile gradientTile(Value x, Value xRows, Value y, Value yRows,
+                            ArrayRef<Value> rows, Visible &&visible, Lse &&lse,
+                            Delta &&delta) {
+    SmallVector<Value> scores = products(x, xRows, rows);
+    SmallVector<Value> dps = products(y, yRows, rows);
+    GradientTile g;
+    for (int64_t j = 0, n = rows.size(); j < n; ++j) {
+      g.p.push_back(masked(visible(j),
+                           e.exp(e.sub(scaled(scores[j]), lse(j))), 0.0));
+      g.dS.push_back(e.mul(g.p.back(), e.sub(dps[j], delta(j))));
+    }
+    return g;
+  }
+
   /// Query plane (b, h) of task `task` over query blocks, its block, and
   /// its key plane.
   std::tuple<TaskRows, Value> queryBlock(Value task) {
@@ -1446,9 +1476,7 @@ struct FlashAttention {
           first, end, kFlashForwardTile,
           {splat(e.constant(negInf), lanes), wideSplat(0.0)},
           [&](const Tile &tl, ValueRange old) {
-            SmallVector<Value> keys, scores;
-            for (Value s : tl.positions)
-              keys.push_back(e.addIndex(keyPlane, s));
+            SmallVector<Value> keys = rowsAt(keyPlane, tl), scores;
             for (auto [j, p] : llvm::enumerate(products(queries, k, keys)))
               scores.push_back(masked(
                   visible(blk.at, position(tl.positions[j]), tl.valid[j]),
@@ -1522,23 +1550,21 @@ struct FlashAttention {
             e.mulIndex(e.addIndex(e.mulIndex(b, heads), h), queryLen);
         foldTiles(first, end, kFlashGradientTile, {},
                   [&](const Tile &tl, ValueRange) {
-                    SmallVector<Value> rows;
-                    for (Value t : tl.positions)
-                      rows.push_back(e.addIndex(queryPlane, t));
-                    SmallVector<Value> scores = products(keys, q, rows);
-                    SmallVector<Value> dps = products(values, dOut, rows);
-                    SmallVector<Value> p, dS;
-                    for (auto [j, row] : llvm::enumerate(rows)) {
-                      Value lseRow = splat(e.narrow(e.load(lse, row)), lanes);
-                      p.push_back(masked(
-                          visible(position(tl.positions[j]), blk.at,
-                                  tl.valid[j]),
-                          e.exp(e.sub(scaled(scores[j]), lseRow)), 0.0));
-                      Value delta = e.load(dq, e.mulIndex(row, dim));
-                      dS.push_back(
-                          e.mul(p.back(), e.sub(dps[j], splat(delta, lanes))));
-                    }
-                    accumulate({{dvSum, p, dOut}, {dkSum, dS, q}}, rows);
+                    SmallVector<Value> rows = rowsAt(queryPlane, tl);
+                    GradientTile g = gradientTile(
+                        keys, q, values, dOut, rows,
+                        [&](int64_t j) {
+                          return visible(position(tl.positions[j]), blk.at,
+                                         tl.valid[j]);
+                        },
+                        [&](int64_t j) {
+                          return splat(e.narrow(e.load(lse, rows[j])), lanes);
+                        },
+                        [&](int64_t j) {
+                          return splat(e.load(dq, e.mulIndex(rows[j], dim)),
+                                       lanes);
+                        });
+                    accumulate({{dvSum, g.p, dOut}, {dkSum, g.dS, q}}, rows);
                     return SmallVector<Value>{};
                   });
       });
@@ -1557,19 +1583,16 @@ struct FlashAttention {
       Value dqSum = zeroColumns();
       foldTiles(first, end, kFlashGradientTile, {},
                 [&](const Tile &tl, ValueRange) {
-                  SmallVector<Value> keys;
-                  for (Value s : tl.positions)
-                    keys.push_back(e.addIndex(keyPlane, s));
-                  SmallVector<Value> scores = products(queries, k, keys);
-                  SmallVector<Value> dps = products(dOuts, v, keys);
-                  SmallVector<Value> dS;
-                  for (auto [j, s] : llvm::enumerate(tl.positions)) {
-                    Value p = masked(
-                        visible(blk.at, position(s), tl.valid[j]),
-                        e.exp(e.sub(scaled(scores[j]), lses)), 0.0);
-                    dS.push_back(e.mul(p, e.sub(dps[j], deltas)));
-                  }
-                  accumulate({{dqSum, dS, k}}, keys);
+                  SmallVector<Value> keys = rowsAt(keyPlane, tl);
+                  GradientTile g = gradientTile(
+                      queries, k, dOuts, v, keys,
+                      [&](int64_t j) {
+                        return visible(blk.at, position(tl.positions[j]),
+                                       tl.valid[j]);
+                      },
+                      [&](int64_t) { return lses; },
+                      [&](int64_t) { return deltas; });
+                  accumulate({{dqSum, g.dS, k}}, keys);
                   return SmallVector<Value>{};
                 });
       store(dqSum, wideSplat(scale), dq, blk);
