@@ -236,10 +236,10 @@ def TgFuseAttention : Pass<"tg-fuse-attention", "func::FuncOp"> {
     Option<"bandwidthGbs", "bandwidth-gbs", "double", /*default=*/"18.0",
            "Bandwidth of the score-matrix kernels (scale, mask, softmax and "
            "its gradient) assumed by the cost model, GB/s">,
-    Option<"flashGflops", "flash-gflops", "double", /*default=*/"60.0",
+    Option<"flashGflops", "flash-gflops", "double", /*default=*/"83.0",
            "Rate of the flash attention kernels' head-dim work (inner "
            "products and weighted sums) assumed by the cost model, GFLOP/s">,
-    Option<"flashPairNs", "flash-pair-ns", "double", /*default=*/"2.8",
+    Option<"flashPairNs", "flash-pair-ns", "double", /*default=*/"0.44",
            "Time of a flash attention kernel per (query, key) pair besides "
            "its head-dim work (its exponential and its share of a tile's "
            "maximum, sums and masks) assumed by the cost model, ns">,
