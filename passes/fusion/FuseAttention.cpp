@@ -4,6 +4,7 @@
 // (what tg-decompose-attention does to the rest) would hold score matrices
 // over the memory budget, or is estimated slower.
 #include "tg/IR/AttentionVisibility.h"
+#include "tg/IR/FlashAttentionLimits.h"
 #include "tg/IR/TgOps.h"
 #include "tg/Passes/Decompose.h"
 #include "tg/Passes/KernelBodies.h"
@@ -159,6 +160,14 @@ private:
         "take {4:f1} MiB each",
         flashMs, cost.visiblePairs, cost.allPairs, decomposedMs, scoreMib);
     std::string reason;
+    if (cost.dim > kFlashAttentionMaxHeadDim) {
+      if (remarks)
+        op.emitRemark() << "not fused: its head dim " << cost.dim
+                        << " is above the flash kernels' "
+                        << kFlashAttentionMaxHeadDim
+                        << " (a task holds 16 x D elements on the stack)";
+      return;
+    }
     if (flashKernels && scoreMib > maxScoreMib)
       reason = llvm::formatv("its score matrices would take {0:f1} MiB each, "
                              "more than max-score-mib ({1:f1}); ",

@@ -89,3 +89,16 @@ func.func @tokens_layout(%q: tensor<1x16x1024x16xf32> loc("q"), %k: tensor<1x16x
   %1:3 = tg.attention_grad %q, %k, %v, %dout {scale = 0.25 : f64} : tensor<1x16x1024x16xf32>, tensor<1x16x1024x16xf32>, tensor<1x16x1024x16xf32>, tensor<1x16x1024x16xf32> -> tensor<1x16x1024x16xf32>, tensor<1x16x1024x16xf32>, tensor<1x16x1024x16xf32>
   return %t, %1#0 : tensor<1x1024x16x16xf32>, tensor<1x16x1024x16xf32>
 }
+
+// -----
+
+// A head dim above the flash kernels' limit (512) stays decomposed, even
+// where its score matrices (16 heads of [1024, 1024]) are over the budget.
+// CHECK-LABEL: func.func @wide_heads(
+// CHECK-NOT: tg.flash_attention
+// CHECK: tg.attention
+// REMARK: remark: not fused: its head dim 1024 is above the flash kernels' 512 (a task holds 16 x D elements on the stack)
+func.func @wide_heads(%q: tensor<1x16x1024x1024xf32>) -> tensor<1x16x1024x1024xf32> {
+  %0 = tg.attention %q, %q, %q {scale = 0.03125 : f64} : tensor<1x16x1024x1024xf32>, tensor<1x16x1024x1024xf32>, tensor<1x16x1024x1024xf32> -> tensor<1x16x1024x1024xf32>
+  return %0 : tensor<1x16x1024x1024xf32>
+}

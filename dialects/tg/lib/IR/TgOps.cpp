@@ -2,6 +2,7 @@
 // operand at fault and the shape that was expected, so a user can fix the
 // frontend or the hand-written IR without reading this file.
 #include "tg/IR/TgOps.h"
+#include "tg/IR/FlashAttentionLimits.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -529,13 +530,26 @@ static RankedTensorType logSumExpType(Value query) {
   return RankedTensorType::get(q.take_front(3), element);
 }
 
+/// The flash kernels' head dim limit (FlashAttentionLimits.h).
+static LogicalResult verifyFlashHeadDim(std::optional<Location> loc,
+                                        StringRef name, Value query) {
+  int64_t dim = dimsOf(query).back();
+  if (dim > kFlashAttentionMaxHeadDim)
+    return fail(loc, name, "head dim ", dim, " is above the flash kernels' ",
+                kFlashAttentionMaxHeadDim,
+                " (a task holds 16 x D elements on the stack); use "
+                "tg.attention, which is decomposed");
+  return success();
+}
+
 LogicalResult FlashAttentionOp::inferReturnTypes(MLIRContext *,
                                                  std::optional<Location> loc,
                                                  Adaptor adaptor,
                                                  SmallVectorImpl<Type> &types) {
   if (failed(verifyAttentionOperands(loc, "flash_attention", adaptor.getQuery(),
                                      adaptor.getKey(), adaptor.getValue(),
-                                     adaptor.getCausal(), windowOf(adaptor))))
+                                     adaptor.getCausal(), windowOf(adaptor))) ||
+      failed(verifyFlashHeadDim(loc, "flash_attention", adaptor.getQuery())))
     return failure();
   types.append({adaptor.getQuery().getType(), logSumExpType(adaptor.getQuery())});
   return success();
@@ -547,7 +561,8 @@ LogicalResult FlashAttentionGradOp::inferReturnTypes(
   StringRef name = "flash_attention_grad";
   if (failed(verifyAttentionOperands(loc, name, adaptor.getQuery(),
                                      adaptor.getKey(), adaptor.getValue(),
-                                     adaptor.getCausal(), windowOf(adaptor))))
+                                     adaptor.getCausal(), windowOf(adaptor))) ||
+      failed(verifyFlashHeadDim(loc, name, adaptor.getQuery())))
     return failure();
   auto queryType = cast<RankedTensorType>(adaptor.getQuery().getType());
   ArrayRef<int64_t> q = queryType.getShape();

@@ -629,3 +629,12 @@ func.func @flash_attention_result_tokens_shape(%q: tensor<1x2x4x8xf32>, %l: tens
   %0:3 = tg.flash_attention_grad %q, %q, %q, %q, %l, %q {result_tokens, scale = 0.5 : f64} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
   return %0#0 : tensor<1x2x4x8xf32>
 }
+
+// -----
+
+func.func @flash_attention_head_dim(%q: tensor<1x1x4x1024xf32>) -> tensor<1x1x4x1024xf32> {
+  // expected-error @+2 {{'tg.flash_attention' op head dim 1024 is above the flash kernels' 512 (a task holds 16 x D elements on the stack); use tg.attention, which is decomposed}}
+  // expected-error @+1 {{'tg.flash_attention' op failed to infer returned types}}
+  %o, %l = tg.flash_attention %q, %q, %q {scale = 0.03125 : f64} : tensor<1x1x4x1024xf32>, tensor<1x1x4x1024xf32>, tensor<1x1x4x1024xf32> -> tensor<1x1x4x1024xf32>, tensor<1x1x4xf32>
+  return %o : tensor<1x1x4x1024xf32>
+}
