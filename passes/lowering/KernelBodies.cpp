@@ -2,7 +2,7 @@
 // and matmul ops become linalg.generic / linalg.copy / linalg.fill, so that
 // upstream tiling and vectorization apply to them later; row-wise ops (norms,
 // softmax, losses), gathers and sums are scf loops over a flat view, which is
-// what they are; flash attention is scf loops over rows held as vectors.
+// what they are; flash attention is micro-kernels over blocks of rows.
 // Every sum accumulates in f64 and is rounded once (Emitter::wideSum), but
 // for flash attention's inner products over the head dim and its sums of one
 // tile, which are in the element type like the GEMMs they replace.
@@ -1127,7 +1127,7 @@ struct FlashAttention {
   int64_t window;
   double scale;
   Type wide, positionType;
-  VectorType lanes, wideLanes, positions;
+  VectorType laneVector, wideLaneVector, positionVector;
 
   template <typename OpTy>
   FlashAttention(Emitter &e, OpTy op)
@@ -1137,35 +1137,37 @@ struct FlashAttention {
     ArrayRef<int64_t> q = shapeOf(op.getQuery()), k = shapeOf(op.getKey());
     batch = q[0], heads = q[1], queryLen = q[2], dim = q[3];
     kvHeads = k[1], keyLen = k[2], group = heads / kvHeads;
-    lanes = VectorType::get({kLanes}, e.element);
-    wideLanes = VectorType::get({kLanes}, wide);
-    positions = VectorType::get({kLanes}, positionType);
+    laneVector = VectorType::get({kLanes}, e.element);
+    wideLaneVector = VectorType::get({kLanes}, wide);
+    positionVector = VectorType::get({kLanes}, positionType);
   }
 
   /// A task's rows: positions first + i of a plane whose row 0 is `plane`,
   /// lane i < kLanes, the first `count` of them in range. Loads read row
   /// min(first + i, last) so that they stay in bounds.
   struct TaskRows {
-    Value plane, first, count, at; // at: the lanes' positions, as i64
-    SmallVector<Value> rows;       // plane + clamped position, per lane
+    Value first, count, at;  // at: the lanes' positions, as i64
+    SmallVector<Value> rows; // plane + clamped position, per lane
   };
   TaskRows taskRows(Value plane, Value index, int64_t length) {
     TaskRows blk;
-    blk.plane = plane;
     blk.first = e.mulIndex(index, kLanes);
-    blk.count = e.minIndex(e.index(kLanes),
-                           arith::SubIOp::create(e.b, e.loc, e.index(length),
-                                                 blk.first));
+    blk.count = e.minIndex(
+        e.index(kLanes),
+        arith::SubIOp::create(e.b, e.loc, e.index(length), blk.first));
     Value last = e.index(length - 1);
     for (int64_t i = 0; i < kLanes; ++i)
       blk.rows.push_back(e.addIndex(
           plane, e.minIndex(e.addIndex(blk.first, e.index(i)), last)));
-    SmallVector<int64_t> offsets = llvm::to_vector(llvm::seq<int64_t>(0, kLanes));
-    Value first = arith::IndexCastOp::create(e.b, e.loc, positionType, blk.first);
+    SmallVector<int64_t> offsets =
+        llvm::to_vector(llvm::seq<int64_t>(0, kLanes));
+    Value first =
+        arith::IndexCastOp::create(e.b, e.loc, positionType, blk.first);
     blk.at = arith::AddIOp::create(
-        e.b, e.loc, splat(first, positions),
+        e.b, e.loc, splat(first, positionVector),
         arith::ConstantOp::create(
-            e.b, e.loc, DenseElementsAttr::get(positions, ArrayRef(offsets))));
+            e.b, e.loc,
+            DenseElementsAttr::get(positionVector, ArrayRef(offsets))));
     return blk;
   }
   int64_t blocks(int64_t length) { return llvm::divideCeil(length, kLanes); }
@@ -1187,8 +1189,8 @@ struct FlashAttention {
     Value count = arith::SubIOp::create(e.b, e.loc, end, first);
     Value whole = e.divIndex(count, width);
     Value yes = arith::ConstantIntOp::create(e.b, e.loc, 1, 1);
-    SmallVector<Value> acc = e.foldRange(
-        e.index(0), whole, init, [&](Value i, ValueRange acc) {
+    SmallVector<Value> acc =
+        e.foldRange(e.index(0), whole, init, [&](Value i, ValueRange acc) {
           Value start = e.addIndex(first, e.mulIndex(i, width));
           Tile t;
           for (int64_t j = 0; j < width; ++j) {
@@ -1235,26 +1237,29 @@ struct FlashAttention {
   }
   Value position(Value index) {
     return splat(arith::IndexCastOp::create(e.b, e.loc, positionType, index),
-                 positions);
+                 positionVector);
   }
   Value compare(arith::CmpIPredicate predicate, Value x, Value y) {
     return arith::CmpIOp::create(e.b, e.loc, predicate, x, y);
   }
-  Value both(Value x, Value y) { return arith::AndIOp::create(e.b, e.loc, x, y); }
+  Value both(Value x, Value y) {
+    return arith::AndIOp::create(e.b, e.loc, x, y);
+  }
   /// Whether query position(s) t see key position(s) s (vectors of i64
   /// positions; see visibleKeyRange), and `valid` (an i1).
   Value visible(Value t, Value s, Value valid) {
     using P = arith::CmpIPredicate;
-    Value mask = compare(
-        P::slt, s,
-        splat(arith::ConstantIntOp::create(e.b, e.loc, keyLen, 64), positions));
+    Value mask =
+        compare(P::slt, s,
+                splat(arith::ConstantIntOp::create(e.b, e.loc, keyLen, 64),
+                      positionVector));
     if (causal)
       mask = both(mask, compare(P::sle, s, t));
     if (window > 0) {
       Value reach = arith::SubIOp::create(
           e.b, e.loc, t,
           splat(arith::ConstantIntOp::create(e.b, e.loc, window - 1, 64),
-                positions));
+                positionVector));
       mask = both(mask, compare(P::sge, s, reach));
     }
     return both(mask, splat(valid, VectorType::get({kLanes}, e.b.getI1Type())));
@@ -1287,7 +1292,7 @@ struct FlashAttention {
       SmallVector<Value> values;
       for (Value row : blk.rows)
         values.push_back(at(flat, row, d));
-      setColumn(vector::FromElementsOp::create(e.b, e.loc, lanes, values),
+      setColumn(vector::FromElementsOp::create(e.b, e.loc, laneVector, values),
                 scratch, d);
     });
     return scratch;
@@ -1295,30 +1300,30 @@ struct FlashAttention {
   /// New f64 scratch of zeros.
   Value zeroColumns() {
     Value scratch = columns(wide);
-    Value zero = splat(e.constant(wide, 0.0), wideLanes);
+    Value zero = splat(e.constant(wide, 0.0), wideLaneVector);
     e.loop(dim, [&](Value d) { setColumn(zero, scratch, d); });
     return scratch;
   }
   /// Per tile position j, the vector of (block row i) . (row j of `flat`)
   /// over the lanes i: D broadcast FMAs.
   SmallVector<Value> products(Value scratch, Value flat, ArrayRef<Value> rows) {
-    SmallVector<Value> init(rows.size(), splat(e.constant(0.0), lanes));
+    SmallVector<Value> init(rows.size(), splat(e.constant(0.0), laneVector));
     return e.fold(dim, init, [&](Value d, ValueRange sums) {
       Value col = column(scratch, d);
       SmallVector<Value> next;
       for (auto [row, sum] : llvm::zip_equal(rows, sums))
-        next.push_back(math::FmaOp::create(e.b, e.loc, col,
-                                           splat(at(flat, row, d), lanes), sum));
+        next.push_back(math::FmaOp::create(
+            e.b, e.loc, col, splat(at(flat, row, d), laneVector), sum));
       return next;
     });
   }
   /// sum_j weights[j] * row j of `flat`, column d, in the element type
   /// (two chains, then added).
-  Value weightedColumn(ArrayRef<Value> weights, Value flat, ArrayRef<Value> rows,
-                       Value d) {
+  Value weightedColumn(ArrayRef<Value> weights, Value flat,
+                       ArrayRef<Value> rows, Value d) {
     Value chains[2];
     for (auto [j, w] : llvm::enumerate(weights)) {
-      Value x = splat(at(flat, rows[j], d), lanes);
+      Value x = splat(at(flat, rows[j], d), laneVector);
       Value &sum = chains[j % 2];
       sum = sum ? math::FmaOp::create(e.b, e.loc, w, x, sum) : e.mul(w, x);
     }
@@ -1348,7 +1353,8 @@ struct FlashAttention {
     eachLane(blk, [&](int64_t i) {
       Value f = vector::ExtractOp::create(e.b, e.loc, factor, i);
       e.loop(dim, [&](Value d) {
-        Value v = e.load(scratch, e.addIndex(e.mulIndex(d, kLanes), e.index(i)));
+        Value v =
+            e.load(scratch, e.addIndex(e.mulIndex(d, kLanes), e.index(i)));
         e.store(e.narrow(e.mul(v, f)), out,
                 e.addIndex(e.mulIndex(blk.rows[i], dim), d));
       });
@@ -1370,33 +1376,38 @@ struct FlashAttention {
     SmallVector<Value> values;
     for (Value i : indices)
       values.push_back(e.narrow(e.load(flat, i)));
-    return vector::FromElementsOp::create(e.b, e.loc, lanes, values);
+    return vector::FromElementsOp::create(e.b, e.loc, laneVector, values);
   }
-  Value wideSplat(double v) { return splat(e.constant(wide, v), wideLanes); }
+  Value wideSplat(double v) {
+    return splat(e.constant(wide, v), wideLaneVector);
+  }
   /// x where x > y, else y (one max instruction; a NaN score still makes its
   /// row NaN through its exponential).
   Value greater(Value x, Value y) {
-    Value above = arith::CmpFOp::create(e.b, e.loc, arith::CmpFPredicate::OGT,
-                                        x, y);
+    Value above =
+        arith::CmpFOp::create(e.b, e.loc, arith::CmpFPredicate::OGT, x, y);
     return arith::SelectOp::create(e.b, e.loc, above, x, y);
   }
   /// Pairwise sum or maximum of values.
-  template <typename Fn> Value tree(SmallVector<Value> values, Fn &&combine) {
-    while (values.size() > 1) {
+  template <typename Fn> Value tree(ArrayRef<Value> values, Fn &&combine) {
+    SmallVector<Value> level(values);
+    while (level.size() > 1) {
       SmallVector<Value> next;
-      for (size_t i = 0; i + 1 < values.size(); i += 2)
-        next.push_back(combine(values[i], values[i + 1]));
-      if (values.size() % 2)
-        next.push_back(values.back());
-      values = std::move(next);
+      for (size_t i = 0; i + 1 < level.size(); i += 2)
+        next.push_back(combine(level[i], level[i + 1]));
+      if (level.size() % 2)
+        next.push_back(level.back());
+      level.swap(next);
     }
-    return values.front();
+    return level.front();
   }
   Value masked(Value mask, Value v, double fill) {
     return arith::SelectOp::create(e.b, e.loc, mask, v,
-                                   splat(e.constant(fill), lanes));
+                                   splat(e.constant(fill), laneVector));
   }
-  Value scaled(Value v) { return e.mul(v, splat(e.constant(scale), lanes)); }
+  Value scaled(Value v) {
+    return e.mul(v, splat(e.constant(scale), laneVector));
+  }
 
   /// The keys any query of [first, first + count) sees, and the queries
   /// any key of [first, first + count) is seen by (visibleKeyRange).
@@ -1405,9 +1416,9 @@ struct FlashAttention {
     if (causal)
       end = e.minIndex(e.addIndex(blk.first, blk.count), end);
     if (window > 0)
-      begin = e.maxIndex(arith::SubIOp::create(e.b, e.loc, blk.first,
-                                               e.index(window - 1)),
-                         begin);
+      begin = e.maxIndex(
+          arith::SubIOp::create(e.b, e.loc, blk.first, e.index(window - 1)),
+          begin);
     return {begin, end};
   }
   std::pair<Value, Value> queriesOf(const TaskRows &blk) {
@@ -1415,9 +1426,9 @@ struct FlashAttention {
     if (causal)
       begin = blk.first;
     if (window > 0)
-      end = e.minIndex(e.addIndex(e.addIndex(blk.first, blk.count),
-                                  e.index(window - 1)),
-                       end);
+      end = e.minIndex(
+          e.addIndex(e.addIndex(blk.first, blk.count), e.index(window - 1)),
+          end);
     return {begin, end};
   }
   /// The rows plane + position of a tile's positions.
@@ -1443,8 +1454,8 @@ struct FlashAttention {
     SmallVector<Value> dps = products(y, yRows, rows);
     GradientTile g;
     for (int64_t j = 0, n = rows.size(); j < n; ++j) {
-      g.p.push_back(masked(visible(j),
-                           e.exp(e.sub(scaled(scores[j]), lse(j))), 0.0));
+      g.p.push_back(
+          masked(visible(j), e.exp(e.sub(scaled(scores[j]), lse(j))), 0.0));
       g.dS.push_back(e.mul(g.p.back(), e.sub(dps[j], delta(j))));
     }
     return g;
@@ -1457,7 +1468,7 @@ struct FlashAttention {
     Value b = e.divIndex(plane, heads), h = e.remIndex(plane, heads);
     Value kvPlane = e.addIndex(e.mulIndex(b, kvHeads), e.divIndex(h, group));
     return {taskRows(e.mulIndex(plane, queryLen),
-                  e.remIndex(task, blocks(queryLen)), queryLen),
+                     e.remIndex(task, blocks(queryLen)), queryLen),
             e.mulIndex(kvPlane, keyLen)};
   }
 
@@ -1474,7 +1485,7 @@ struct FlashAttention {
       Value queries = transposed(q, blk), acc = zeroColumns();
       SmallVector<Value> state = foldTiles(
           first, end, kFlashForwardTile,
-          {splat(e.constant(negInf), lanes), wideSplat(0.0)},
+          {splat(e.constant(negInf), laneVector), wideSplat(0.0)},
           [&](const Tile &tl, ValueRange old) {
             SmallVector<Value> keys = rowsAt(keyPlane, tl), scores;
             for (auto [j, p] : llvm::enumerate(products(queries, k, keys)))
@@ -1487,15 +1498,16 @@ struct FlashAttention {
             // A lane that has seen no key yet keeps m = -inf: shift by 0.
             Value none = arith::CmpFOp::create(
                 e.b, e.loc, arith::CmpFPredicate::OEQ, max,
-                splat(e.constant(negInf), lanes));
+                splat(e.constant(negInf), laneVector));
             Value shift = arith::SelectOp::create(
-                e.b, e.loc, none, splat(e.constant(0.0), lanes), max);
+                e.b, e.loc, none, splat(e.constant(0.0), laneVector), max);
             Value keep = widen(e.exp(e.sub(old[0], shift)));
             SmallVector<Value> p;
             for (Value s : scores)
               p.push_back(e.exp(e.sub(s, shift)));
             accumulate({{acc, p, v}}, keys, keep);
-            Value tileSum = tree(p, [&](Value x, Value y) { return e.add(x, y); });
+            Value tileSum =
+                tree(p, [&](Value x, Value y) { return e.add(x, y); });
             return SmallVector<Value>{
                 max, e.add(e.mul(old[1], keep), widen(tileSum))};
           });
@@ -1514,7 +1526,7 @@ struct FlashAttention {
   /// Backward (FlashAttention-2's recomputation), three loops over tasks:
   /// delta_r = dO_r . o_r for every query row, kept in element 0 of the
   /// row's dq until the last loop overwrites the row; then per block of key
-  /// rows (the lanes) the key and value gradients, over tiles of the
+  /// rows (the laneVector) the key and value gradients, over tiles of the
   /// queries that see them, for each query head of their group; then per
   /// block of query rows the query gradient over tiles of their keys. With
   /// p = exp(scale q.k - lse) and dS = p (dO.v - delta): dv_s = sum p dO_t,
@@ -1540,7 +1552,7 @@ struct FlashAttention {
       Value kvPlane = e.divIndex(task, blocks(keyLen));
       Value b = e.divIndex(kvPlane, kvHeads), hk = e.remIndex(kvPlane, kvHeads);
       TaskRows blk = taskRows(e.mulIndex(kvPlane, keyLen),
-                        e.remIndex(task, blocks(keyLen)), keyLen);
+                              e.remIndex(task, blocks(keyLen)), keyLen);
       auto [first, end] = queriesOf(blk);
       Value keys = transposed(k, blk), values = transposed(v, blk);
       Value dkSum = zeroColumns(), dvSum = zeroColumns();
@@ -1558,11 +1570,12 @@ struct FlashAttention {
                                          tl.valid[j]);
                         },
                         [&](int64_t j) {
-                          return splat(e.narrow(e.load(lse, rows[j])), lanes);
+                          return splat(e.narrow(e.load(lse, rows[j])),
+                                       laneVector);
                         },
                         [&](int64_t j) {
                           return splat(e.load(dq, e.mulIndex(rows[j], dim)),
-                                       lanes);
+                                       laneVector);
                         });
                     accumulate({{dvSum, g.p, dOut}, {dkSum, g.dS, q}}, rows);
                     return SmallVector<Value>{};
@@ -1581,20 +1594,19 @@ struct FlashAttention {
       Value deltas = gather(dq, deltaAt), lses = gather(lse, blk.rows);
       Value queries = transposed(q, blk), dOuts = transposed(dOut, blk);
       Value dqSum = zeroColumns();
-      foldTiles(first, end, kFlashGradientTile, {},
-                [&](const Tile &tl, ValueRange) {
-                  SmallVector<Value> keys = rowsAt(keyPlane, tl);
-                  GradientTile g = gradientTile(
-                      queries, k, dOuts, v, keys,
-                      [&](int64_t j) {
-                        return visible(blk.at, position(tl.positions[j]),
-                                       tl.valid[j]);
-                      },
-                      [&](int64_t) { return lses; },
-                      [&](int64_t) { return deltas; });
-                  accumulate({{dqSum, g.dS, k}}, keys);
-                  return SmallVector<Value>{};
-                });
+      foldTiles(
+          first, end, kFlashGradientTile, {}, [&](const Tile &tl, ValueRange) {
+            SmallVector<Value> keys = rowsAt(keyPlane, tl);
+            GradientTile g = gradientTile(
+                queries, k, dOuts, v, keys,
+                [&](int64_t j) {
+                  return visible(blk.at, position(tl.positions[j]),
+                                 tl.valid[j]);
+                },
+                [&](int64_t) { return lses; }, [&](int64_t) { return deltas; });
+            accumulate({{dqSum, g.dS, k}}, keys);
+            return SmallVector<Value>{};
+          });
       store(dqSum, wideSplat(scale), dq, blk);
     });
   }
