@@ -217,11 +217,13 @@ const Case kCases[] = {
   {"flash_attention", "%q: tensor<1x2x37x16xT>, %k: tensor<1x2x37x16xT>, %v: tensor<1x2x37x16xT>", "tg.flash_attention %q, %k, %v {scale = 0.25 : f64} : tensor<1x2x37x16xT>, tensor<1x2x37x16xT>, tensor<1x2x37x16xT> -> tensor<1x2x37x16xT>, tensor<1x2x37xT>", "tensor<1x2x37x16xT>, tensor<1x2x37xT>", 64, Wide},
   {"flash_attention_gqa_window", "%q: tensor<2x4x20x8xT>, %k: tensor<2x2x20x8xT>, %v: tensor<2x2x20x8xT>", "tg.flash_attention %q, %k, %v {scale = 0.35 : f64, window = 5 : i64} : tensor<2x4x20x8xT>, tensor<2x2x20x8xT>, tensor<2x2x20x8xT> -> tensor<2x4x20x8xT>, tensor<2x4x20xT>", "tensor<2x4x20x8xT>, tensor<2x4x20xT>", 64, Wide},
   {"flash_attention_full", "%q: tensor<1x3x7x8xT>, %k: tensor<1x1x13x8xT>, %v: tensor<1x1x13x8xT>", "tg.flash_attention %q, %k, %v {causal = false, scale = 0.35 : f64} : tensor<1x3x7x8xT>, tensor<1x1x13x8xT>, tensor<1x1x13x8xT> -> tensor<1x3x7x8xT>, tensor<1x3x7xT>", "tensor<1x3x7x8xT>, tensor<1x3x7xT>", 64, Wide},
-  // Head dims the tile's inner products take other ways: 64 is folded in
-  // halves before the products are merged, 12 (not a power of two) is
-  // reduced product by product.
+  // Head dims of more columns than a block has lanes (64) and of an odd
+  // number of pairs (12).
   {"flash_attention_head64", "%q: tensor<1x2x21x64xT>, %k: tensor<1x2x21x64xT>, %v: tensor<1x2x21x64xT>", "tg.flash_attention %q, %k, %v {scale = 0.125 : f64} : tensor<1x2x21x64xT>, tensor<1x2x21x64xT>, tensor<1x2x21x64xT> -> tensor<1x2x21x64xT>, tensor<1x2x21xT>", "tensor<1x2x21x64xT>, tensor<1x2x21xT>", 64, Wide},
   {"flash_attention_head12", "%q: tensor<1x2x19x12xT>, %k: tensor<1x2x19x12xT>, %v: tensor<1x2x19x12xT>", "tg.flash_attention %q, %k, %v {scale = 0.3 : f64} : tensor<1x2x19x12xT>, tensor<1x2x19x12xT>, tensor<1x2x19x12xT> -> tensor<1x2x19x12xT>, tensor<1x2x19xT>", "tensor<1x2x19x12xT>, tensor<1x2x19xT>", 64, Wide},
+  // Several blocks of queries and whole tiles of keys: grouped-query with
+  // a window that starts and ends inside tiles (70 rows, window 24).
+  {"flash_attention_long_window", "%q: tensor<1x4x70x32xT>, %k: tensor<1x2x70x32xT>, %v: tensor<1x2x70x32xT>", "tg.flash_attention %q, %k, %v {scale = 0.17 : f64, window = 24 : i64} : tensor<1x4x70x32xT>, tensor<1x2x70x32xT>, tensor<1x2x70x32xT> -> tensor<1x4x70x32xT>, tensor<1x4x70xT>", "tensor<1x4x70x32xT>, tensor<1x4x70xT>", 64, Wide},
   {"cross_entropy", "%l: tensor<4x10xT>, %t: tensor<4xi64>", "tg.cross_entropy %l, %t : tensor<4x10xT>, tensor<4xi64> -> tensor<T>", "tensor<T>", 64, Wide, 10},
   {"cross_entropy_vocab", "%l: tensor<6x500xT>, %t: tensor<6xi64>", "tg.cross_entropy %l, %t : tensor<6x500xT>, tensor<6xi64> -> tensor<T>", "tensor<T>", 64, Wide, 500},
   {"cross_entropy_3d", "%l: tensor<2x3x12xT>, %t: tensor<2x3xi32>", "tg.cross_entropy %l, %t : tensor<2x3x12xT>, tensor<2x3xi32> -> tensor<T>", "tensor<T>", 64, Wide, 12},
@@ -281,6 +283,18 @@ const FusedCase kFusedCases[] = {
   %o, %l = tg.flash_attention %q, %k, %v {causal = false, scale = 0.35 : f64} : tensor<1x3x7x8xT>, tensor<1x1x13x8xT>, tensor<1x1x13x8xT> -> tensor<1x3x7x8xT>, tensor<1x3x7xT>
   %dq, %dk, %dv = tg.flash_attention_grad %q, %k, %v, %o, %l, %g {causal = false, scale = 0.35 : f64} : tensor<1x3x7x8xT>, tensor<1x1x13x8xT>, tensor<1x1x13x8xT>, tensor<1x3x7x8xT>, tensor<1x3x7xT>, tensor<1x3x7x8xT> -> tensor<1x3x7x8xT>, tensor<1x1x13x8xT>, tensor<1x1x13x8xT>
   return %dq, %dk, %dv : tensor<1x3x7x8xT>, tensor<1x1x13x8xT>, tensor<1x1x13x8xT>
+})", 64},
+  // Several blocks and tiles both ways: the windowed grouped-query case
+  // above, and non-causal over 50 keys from 40 queries.
+  {"flash_attention_grad_long_window", R"(func.func @NAME(%q: tensor<1x4x70x32xT>, %k: tensor<1x2x70x32xT>, %v: tensor<1x2x70x32xT>, %g: tensor<1x4x70x32xT>) -> (tensor<1x4x70x32xT>, tensor<1x2x70x32xT>, tensor<1x2x70x32xT>) {
+  %o, %l = tg.flash_attention %q, %k, %v {scale = 0.17 : f64, window = 24 : i64} : tensor<1x4x70x32xT>, tensor<1x2x70x32xT>, tensor<1x2x70x32xT> -> tensor<1x4x70x32xT>, tensor<1x4x70xT>
+  %dq, %dk, %dv = tg.flash_attention_grad %q, %k, %v, %o, %l, %g {scale = 0.17 : f64, window = 24 : i64} : tensor<1x4x70x32xT>, tensor<1x2x70x32xT>, tensor<1x2x70x32xT>, tensor<1x4x70x32xT>, tensor<1x4x70xT>, tensor<1x4x70x32xT> -> tensor<1x4x70x32xT>, tensor<1x2x70x32xT>, tensor<1x2x70x32xT>
+  return %dq, %dk, %dv : tensor<1x4x70x32xT>, tensor<1x2x70x32xT>, tensor<1x2x70x32xT>
+})", 64},
+  {"flash_attention_grad_full_blocks", R"(func.func @NAME(%q: tensor<1x2x40x16xT>, %k: tensor<1x1x50x16xT>, %v: tensor<1x1x50x16xT>, %g: tensor<1x2x40x16xT>) -> (tensor<1x2x40x16xT>, tensor<1x1x50x16xT>, tensor<1x1x50x16xT>) {
+  %o, %l = tg.flash_attention %q, %k, %v {causal = false, scale = 0.25 : f64} : tensor<1x2x40x16xT>, tensor<1x1x50x16xT>, tensor<1x1x50x16xT> -> tensor<1x2x40x16xT>, tensor<1x2x40xT>
+  %dq, %dk, %dv = tg.flash_attention_grad %q, %k, %v, %o, %l, %g {causal = false, scale = 0.25 : f64} : tensor<1x2x40x16xT>, tensor<1x1x50x16xT>, tensor<1x1x50x16xT>, tensor<1x2x40x16xT>, tensor<1x2x40xT>, tensor<1x2x40x16xT> -> tensor<1x2x40x16xT>, tensor<1x1x50x16xT>, tensor<1x1x50x16xT>
+  return %dq, %dk, %dv : tensor<1x2x40x16xT>, tensor<1x1x50x16xT>, tensor<1x1x50x16xT>
 })", 64},
   // Row groups (tg-fuse-into-rows). Prologues: a residual add and a norm,
   // the sum returned too; attention's scale and broadcast mask before a
