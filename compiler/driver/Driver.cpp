@@ -367,7 +367,7 @@ llvm::Error buildPipeline(OpPassManager &pm, const Options &o, const Compilation
     return llvm::Error::success();
   buildLoweringStage(pm, {o.libraryGemm, c.train ? uint64_t(c.train->seed) : 0, o.fusion,
                           int64_t(o.bucketMb * (1 << 20)),
-                          /*flashKernels=*/!cuda, /*kernelBuffers=*/!cuda,
+                          /*flashKernels=*/!cuda,
                           /*vectorRows=*/!cuda});
   if (stage == Stage::Lowering)
     return llvm::Error::success();

@@ -42,7 +42,7 @@ void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options) {
   if (options.fusion.rows) {
     TgFuseIntoRowsOptions rows;
     rows.remarks = options.fusion.remarks;
-    rows.lossWithGradient = options.fusion.loss && options.kernelBuffers;
+    rows.lossWithGradient = options.fusion.loss;
     pm.addNestedPass<func::FuncOp>(createTgFuseIntoRows(rows));
   }
   pm.addPass(createTgLowerToExec({/*functions=*/{}, options.seed}));

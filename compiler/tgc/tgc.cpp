@@ -165,7 +165,7 @@ static cl::list<Fusion, bool, ListingParser<Fusion>> noFuseOpt(
                           "kernels; the heads' transposes into rope kernels"),
                clEnumValN(Fusion::Loss, "loss",
                           "tg-fuse-into-rows' loss-with-gradient: the loss "
-                          "and its gradient in one kernel (CPU)"),
+                          "and its gradient in one kernel"),
                clEnumValN(Fusion::GemmBias, "gemm-bias",
                           "exec-fuse-gemm-bias: bias adds as GEMM epilogues"),
                clEnumValN(Fusion::GemmLayouts, "gemm-layouts",

@@ -7,7 +7,11 @@
 //   - row loops (scf.parallel from the kernel bodies): one row per warp, the
 //     row's loops strided over the lanes and its folds shuffled together;
 //   - what is left (loops whose iterations depend on each other): one block,
-//     the outer loop in order and the inner loops over its threads.
+//     the outer loop in order and the inner loops over its threads;
+//   - a long fold of a phase with few teams (a bias gradient's column blocks,
+//     a sum over a whole tensor): split into shares, a warp each, whose
+//     partial folds a second launch combines in order (SplitFold).
+// Buffers a kernel keeps between its ops become globals of the GPU module.
 #include "TeamMapping.h"
 #include "tg/Passes/Passes.h"
 #include "tg/Targets/CudaTarget.h"
@@ -40,6 +44,14 @@ constexpr int64_t kBlock = 256;
 // each 128 registers (1024 would cap them at 64 and spill).
 constexpr int64_t kSequentialBlock = 512;
 constexpr int64_t kVectorBytes = 16;
+/// A fold is split into shares of at least this many iterations (8 a lane).
+constexpr int64_t kMinShare = 256;
+/// Fewer shares than this are not worth a second launch.
+constexpr int64_t kMinShares = 4;
+/// Local buffers of one kernel, as device globals, at most this many bytes.
+constexpr int64_t kMaxLocalBytes = int64_t(64) << 20;
+/// Registers of an SM, shared by the threads of its resident blocks.
+constexpr int64_t kRegistersPerSm = 65536;
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -50,11 +62,37 @@ int64_t product(ArrayRef<int64_t> values) {
   return p;
 }
 
-/// A phase of a kernel: one GPU launch.
+/// A phase of a kernel: one GPU launch (two for a split fold).
 struct Phase {
   enum class Kind { Linalg, Rows, Sequential } kind;
   SmallVector<Operation *> ops;
 };
+
+/// A fold too long for the teams of its phase (one block for a sequential
+/// phase, a warp a row for a row loop of few rows), split into `shares`
+/// ranges of `chunk` iterations per row. One launch gives each (row, share)
+/// a warp and keeps its partial folds in device globals; a second one
+/// combines each row's partials in share order (deterministic), then runs
+/// the rest of the phase. `before` only reads, so both launches run it.
+struct SplitFold {
+  scf::ForOp loop;
+  Value row; // the row loop's induction variable; null in a sequential phase
+  int64_t rows = 1, shares = 1, chunk = 1;
+  SmallVector<Operation *> before, after;
+};
+
+/// Whether `op` (or an op inside it) may write memory.
+bool writesMemory(Operation *op) {
+  return op
+      ->walk([](Operation *inner) {
+        auto effects = dyn_cast<MemoryEffectOpInterface>(inner);
+        bool writes =
+            effects ? effects.hasEffect<MemoryEffects::Write>()
+                    : !inner->hasTrait<OpTrait::HasRecursiveMemoryEffects>();
+        return writes ? WalkResult::interrupt() : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
 
 class KernelMapper {
 public:
@@ -75,6 +113,25 @@ private:
                               IRMapping &map, cuda::Launch &launch);
   LogicalResult emitRows(scf::ParallelOp op, gpu::GPUFuncOp func,
                          IRMapping &map, cuda::Launch &launch);
+  /// The phase's fold to split over more warps, if it has one worth it.
+  std::optional<SplitFold> splitFoldOf(const Phase &phase);
+  /// The two launches of a split fold.
+  LogicalResult emitSplitFold(func::FuncOp kernel,
+                              ArrayRef<Operation *> prologue,
+                              const SplitFold &fold,
+                              SmallVector<cuda::Launch> &launches);
+  /// The launch of a phase that is not split.
+  LogicalResult emitPhase(const Phase &phase, gpu::GPUFuncOp func,
+                          IRMapping &map, cuda::Launch &launch);
+  /// Ends a phase's GPU function for `launch`.
+  void finishPhase(gpu::GPUFuncOp func, const cuda::Launch &launch);
+  /// Lets ptxas use every register one block of `launch` may have: a split
+  /// fold keeps a partial per accumulator live (64 of a bias gradient's
+  /// column block, in f64), where ptxas' own limit (128 for some kernels)
+  /// spilled them.
+  void allowBlockRegisters(gpu::GPUFuncOp func, const cuda::Launch &launch);
+  /// A new device global of the GPU module, of `type` (uninitialised).
+  memref::GlobalOp addGlobal(StringRef name, MemRefType type);
 
   /// A grid-stride loop giving each of `items` to one thread (blocks of 256,
   /// as many as fill the device).
@@ -98,7 +155,18 @@ private:
   OpBuilder b;
   Location loc = b.getUnknownLoc();
   Value threadId, blockId;
+  /// The globals standing for the kernel's local buffers (memref.alloc and
+  /// memref.alloca at its top level).
+  DenseMap<Value, memref::GlobalOp> locals;
 };
+
+memref::GlobalOp KernelMapper::addGlobal(StringRef name, MemRefType type) {
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(gpuModule.getBody());
+  return memref::GlobalOp::create(b, loc, name, b.getStringAttr("private"),
+                                  type, b.getUnitAttr(), /*constant=*/false,
+                                  /*alignment=*/b.getI64IntegerAttr(16));
+}
 
 gpu::GPUFuncOp KernelMapper::startPhase(func::FuncOp kernel, StringRef name,
                                         ArrayRef<Operation *> prologue,
@@ -112,8 +180,16 @@ gpu::GPUFuncOp KernelMapper::startPhase(func::FuncOp kernel, StringRef name,
   for (auto [from, to] :
        llvm::zip(kernel.getArguments(), entry.getArguments()))
     map.map(from, to);
-  for (Operation *op : prologue)
-    b.clone(*op, map);
+  for (Operation *op : prologue) {
+    if (isa<memref::AllocOp, memref::AllocaOp>(op)) {
+      memref::GlobalOp global = locals.lookup(op->getResult(0));
+      map.map(op->getResult(0),
+              memref::GetGlobalOp::create(b, loc, global.getType(),
+                                          global.getSymName()));
+    } else {
+      b.clone(*op, map);
+    }
+  }
   threadId = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   blockId = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   return func;
@@ -426,21 +502,278 @@ LogicalResult KernelMapper::emitRows(scf::ParallelOp op, gpu::GPUFuncOp func,
   return team.cloneTeamLevel(body, map);
 }
 
+std::optional<SplitFold> KernelMapper::splitFoldOf(const Phase &phase) {
+  SplitFold fold;
+  ArrayRef<Operation *> ops = phase.ops;
+  SmallVector<Operation *> body;
+  bool sequential = phase.kind == Phase::Kind::Sequential;
+  if (phase.kind == Phase::Kind::Rows) {
+    auto rows = cast<scf::ParallelOp>(ops[0]);
+    std::optional<int64_t> upper = getConstantIntValue(rows.getUpperBound()[0]);
+    if (rows.getNumLoops() != 1 || !upper)
+      return std::nullopt;
+    fold.rows = *upper;
+    fold.row = rows.getInductionVars()[0];
+    for (Operation &op : rows.getBody()->without_terminator())
+      body.push_back(&op);
+    ops = body;
+  } else if (!sequential) {
+    return std::nullopt;
+  }
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    auto loop = dyn_cast<scf::ForOp>(op);
+    if (!loop || loop.getNumRegionIterArgs() == 0) {
+      if (writesMemory(op))
+        return std::nullopt;
+      continue;
+    }
+    std::optional<int64_t> lower = getConstantIntValue(loop.getLowerBound());
+    std::optional<int64_t> upper = getConstantIntValue(loop.getUpperBound());
+    std::optional<int64_t> step = getConstantIntValue(loop.getStep());
+    if (!lower || !upper || !step || *step <= 0 || *upper <= *lower ||
+        writesMemory(loop))
+      return std::nullopt;
+    // One block runs a sequential phase's loop of loops in order (a row of
+    // the loss at a time); only a plain fold is spread over warps there.
+    if (sequential &&
+        loop.getBody()->walk([](scf::ForOp) { return WalkResult::interrupt(); })
+            .wasInterrupted())
+      return std::nullopt;
+    auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+    for (auto [acc, yielded] :
+         llvm::zip(loop.getRegionIterArgs(), yield.getOperands()))
+      if (cuda::foldCombiner(acc, yielded).empty())
+        return std::nullopt;
+    // Enough warps to keep half the device's resident warps busy.
+    int64_t teams = smCount * kBlocksPerSm * (kBlock / kWarpSize) / 2;
+    int64_t trips = ceilDiv(*upper - *lower, *step);
+    int64_t shares =
+        std::min(trips / kMinShare, ceilDiv(teams, std::max<int64_t>(fold.rows, 1)));
+    if (shares < kMinShares)
+      return std::nullopt;
+    fold.loop = loop;
+    fold.chunk = ceilDiv(trips, shares);
+    fold.shares = ceilDiv(trips, fold.chunk);
+    fold.before.assign(ops.begin(), ops.begin() + i);
+    fold.after.assign(ops.begin() + i + 1, ops.end());
+    return fold;
+  }
+  return std::nullopt;
+}
+
+LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
+                                          ArrayRef<Operation *> prologue,
+                                          const SplitFold &fold,
+                                          SmallVector<cuda::Launch> &launches) {
+  auto nextSymbol = [&] {
+    return (kernel.getSymName() + "_" + Twine(launches.size())).str();
+  };
+  constexpr int64_t warpsPerBlock = kBlock / kWarpSize;
+  int64_t tasks = fold.rows * fold.shares;
+  scf::ForOp loop = fold.loop;
+  Value step = loop.getStep(), lowerBound = loop.getLowerBound(),
+        upperBound = loop.getUpperBound();
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+
+  // Launch 1: a warp per (row, share) folds the share's iterations.
+  cuda::Launch shares;
+  shares.symbol = nextSymbol();
+  SmallVector<memref::GlobalOp> partials;
+  for (auto [k, acc] : llvm::enumerate(loop.getRegionIterArgs()))
+    partials.push_back(
+        addGlobal((shares.symbol + "_partials" + Twine(k)).str(),
+                  MemRefType::get({tasks}, acc.getType())));
+  {
+    IRMapping map;
+    gpu::GPUFuncOp func = startPhase(kernel, shares.symbol, prologue, map);
+    shares.block = kBlock;
+    shares.grid = gridFor(tasks, warpsPerBlock);
+    Value warp = arith::DivUIOp::create(b, loc, threadId, index(kWarpSize));
+    Value lane = arith::RemUIOp::create(b, loc, threadId, index(kWarpSize));
+    Value first = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, blockId, index(warpsPerBlock)),
+        warp);
+    auto tasksLoop = scf::ForOp::create(b, loc, first, index(tasks),
+                                        index(shares.grid * warpsPerBlock));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(tasksLoop.getBody()->getTerminator());
+    Value task = tasksLoop.getInductionVar();
+    Value share = arith::RemUIOp::create(b, loc, task, index(fold.shares));
+    if (fold.row)
+      map.map(fold.row,
+              arith::DivUIOp::create(b, loc, task, index(fold.shares)));
+    TeamEmitter team(b, func, {Team::Kind::Warp, kWarpSize, lane});
+    if (failed(team.cloneTeamLevel(fold.before, map)))
+      return failure();
+    Value span = arith::MulIOp::create(b, loc, index(fold.chunk),
+                                       map.lookupOrDefault(step));
+    Value lower = arith::AddIOp::create(
+        b, loc, map.lookupOrDefault(lowerBound),
+        arith::MulIOp::create(b, loc, share, span));
+    Value upper =
+        arith::MinUIOp::create(b, loc, arith::AddIOp::create(b, loc, lower, span),
+                               map.lookupOrDefault(upperBound));
+    auto totals = team.foldOverTeam(loop, lower, upper, map);
+    if (failed(totals))
+      return failure();
+    Value isFirst = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                          lane, index(0));
+    auto ifFirst = scf::IfOp::create(b, loc, isFirst, /*withElse=*/false);
+    b.setInsertionPointToStart(ifFirst.thenBlock());
+    for (auto [global, total] : llvm::zip(partials, *totals)) {
+      Value slots = memref::GetGlobalOp::create(b, loc, global.getType(),
+                                                global.getSymName());
+      memref::StoreOp::create(b, loc, total, slots, ValueRange{task});
+    }
+    b.setInsertionPointAfter(tasksLoop);
+    allowBlockRegisters(func, shares);
+    finishPhase(func, shares);
+  }
+  launches.push_back(shares);
+
+  // Launch 2: each row's team folds its partials in share order into the
+  // loop's init, then runs the rest of the phase.
+  cuda::Launch rest;
+  rest.symbol = nextSymbol();
+  IRMapping map;
+  gpu::GPUFuncOp func = startPhase(kernel, rest.symbol, prologue, map);
+  Team team{Team::Kind::Block, kSequentialBlock, threadId};
+  Value row;
+  std::optional<OpBuilder::InsertionGuard> guard;
+  if (fold.row) {
+    rest.block = kBlock;
+    rest.grid = gridFor(fold.rows, warpsPerBlock);
+    Value warp = arith::DivUIOp::create(b, loc, threadId, index(kWarpSize));
+    team = {Team::Kind::Warp, kWarpSize,
+            arith::RemUIOp::create(b, loc, threadId, index(kWarpSize))};
+    Value first = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, blockId, index(warpsPerBlock)),
+        warp);
+    auto rowsLoop = scf::ForOp::create(b, loc, first, index(fold.rows),
+                                       index(rest.grid * warpsPerBlock));
+    guard.emplace(b);
+    b.setInsertionPoint(rowsLoop.getBody()->getTerminator());
+    row = rowsLoop.getInductionVar();
+    map.map(fold.row, row);
+  } else {
+    rest.block = kSequentialBlock;
+    rest.grid = 1;
+    row = index(0);
+  }
+  TeamEmitter emitter(b, func, team);
+  if (failed(fold.row ? emitter.cloneTeamLevel(fold.before, map)
+                      : emitter.cloneSequential(fold.before, map)))
+    return failure();
+  Value base = arith::MulIOp::create(b, loc, row, index(fold.shares));
+  for (auto [k, global] : llvm::enumerate(partials)) {
+    Value acc = loop.getRegionIterArgs()[k];
+    StringRef combiner = cuda::foldCombiner(acc, yield.getOperand(k));
+    Value slots = memref::GetGlobalOp::create(b, loc, global.getType(),
+                                              global.getSymName());
+    Value start = arith::AddIOp::create(b, loc, base, team.lane);
+    auto combineLoop = scf::ForOp::create(
+        b, loc, start, arith::AddIOp::create(b, loc, base, index(fold.shares)),
+        index(team.size),
+        ValueRange{cuda::combinerIdentity(b, loc, combiner, acc.getType())});
+    {
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(combineLoop.getBody());
+      Value part = memref::LoadOp::create(
+          b, loc, slots, ValueRange{combineLoop.getInductionVar()});
+      scf::YieldOp::create(
+          b, loc,
+          cuda::combine(b, loc, combiner, combineLoop.getRegionIterArgs()[0],
+                        part));
+    }
+    Value total = emitter.reduceAcrossTeam(combineLoop.getResult(0), combiner);
+    map.map(loop.getResult(k),
+            cuda::combine(b, loc, combiner,
+                          map.lookupOrDefault(loop.getInitArgs()[k]), total));
+  }
+  if (failed(fold.row ? emitter.cloneTeamLevel(fold.after, map)
+                      : emitter.cloneSequential(fold.after, map)))
+    return failure();
+  guard.reset();
+  allowBlockRegisters(func, rest);
+  finishPhase(func, rest);
+  launches.push_back(rest);
+  return success();
+}
+
+LogicalResult KernelMapper::emitPhase(const Phase &phase, gpu::GPUFuncOp func,
+                                      IRMapping &map, cuda::Launch &launch) {
+  switch (phase.kind) {
+  case Phase::Kind::Linalg:
+    return emitLinalg(cast<linalg::LinalgOp>(phase.ops[0]), func, map, launch);
+  case Phase::Kind::Rows:
+    return emitRows(cast<scf::ParallelOp>(phase.ops[0]), func, map, launch);
+  case Phase::Kind::Sequential: {
+    launch.grid = 1;
+    launch.block = kSequentialBlock;
+    TeamEmitter team(b, func, {Team::Kind::Block, kSequentialBlock, threadId});
+    return team.cloneSequential(phase.ops, map);
+  }
+  }
+  llvm_unreachable("unknown phase kind");
+}
+
+void KernelMapper::allowBlockRegisters(gpu::GPUFuncOp func,
+                                       const cuda::Launch &launch) {
+  int64_t registers = std::min<int64_t>(kRegistersPerSm / launch.block, 255);
+  func->setAttr(NVVM::NVVMDialect::getMaxnregAttrName(),
+                b.getI32IntegerAttr(registers));
+}
+
+void KernelMapper::finishPhase(gpu::GPUFuncOp func,
+                               const cuda::Launch &launch) {
+  // The emitter chose the block size; ptxas sizes registers by it.
+  func.setKnownBlockSizeAttr(
+      b.getDenseI32ArrayAttr({(int32_t)launch.block, 1, 1}));
+  b.setInsertionPointToEnd(&func.getBody().front());
+  gpu::ReturnOp::create(b, loc);
+  // Drop the prologue's views and constants this phase does not use.
+  for (Operation &op : llvm::make_early_inc_range(
+           llvm::reverse(func.getBody().front().getOperations())))
+    if (isOpTriviallyDead(&op))
+      op.erase();
+}
+
 FailureOr<SmallVector<cuda::Launch>> KernelMapper::map(func::FuncOp kernel) {
   if (kernel.getBody().getBlocks().size() != 1)
     return kernel.emitOpError("has control flow the CUDA target cannot map");
-  auto local = kernel.walk([](Operation *op) {
-    return isa<memref::AllocOp, memref::AllocaOp>(op) ? WalkResult::interrupt()
-                                                      : WalkResult::advance();
+  Block &body = kernel.getBody().front();
+  // Buffers the kernel keeps between its ops (a loss's row losses) become
+  // device globals: a kernel's launches run in order on one stream, and
+  // kernels run on the compute stream alone (exec-schedule-collectives moves
+  // only collectives), so no two launches of it ever share one at once.
+  locals.clear();
+  int64_t localBytes = 0;
+  auto nested = kernel.walk([&](Operation *op) {
+    if (!isa<memref::AllocOp, memref::AllocaOp>(op))
+      return WalkResult::advance();
+    auto type = cast<MemRefType>(op->getResult(0).getType());
+    if (op->getBlock() != &body || !type.hasStaticShape() ||
+        !type.getLayout().isIdentity() || type.getMemorySpace())
+      return WalkResult::interrupt();
+    localBytes += type.getNumElements() *
+                  ceilDiv(type.getElementTypeBitWidth(), 8);
+    locals[op->getResult(0)] = addGlobal(
+        (kernel.getSymName() + "_local" + Twine(locals.size())).str(), type);
+    return WalkResult::advance();
   });
-  if (local.wasInterrupted())
+  if (nested.wasInterrupted())
     return kernel.emitOpError(
-        "keeps a local buffer between its ops; the CUDA target maps kernels "
-        "whose values pass through their operands only");
-  // Views, constants and the loads of inputs are cloned into every phase;
-  // linalg ops and row
-  // loops are phases of their own; runs of anything else are run by one
-  // block in order.
+        "allocates a buffer inside a loop or of a dynamic shape or layout; "
+        "the CUDA target maps a kernel's local buffers, allocated at its top "
+        "level, to device globals");
+  if (localBytes > kMaxLocalBytes)
+    return kernel.emitOpError("keeps ")
+           << localBytes << " bytes of local buffers; the CUDA target holds "
+           << "them as device globals of at most " << kMaxLocalBytes
+           << " bytes a kernel";
+  // Views, constants, local buffers and the loads of inputs are cloned into
+  // every phase; linalg ops and row loops are phases of their own; runs of
+  // anything else are run by one block in order.
   SmallVector<Operation *> prologue;
   SmallVector<Phase> phases;
   DenseSet<Value> available(kernel.getArguments().begin(),
@@ -450,12 +783,15 @@ FailureOr<SmallVector<cuda::Launch>> KernelMapper::map(func::FuncOp kernel) {
   auto readsInput = [&](Operation &op) {
     return isa<memref::LoadOp>(op) && phases.empty();
   };
-  for (Operation &op : kernel.getBody().front().without_terminator()) {
+  for (Operation &op : body.without_terminator()) {
+    if (isa<memref::DeallocOp>(op))
+      continue; // a global outlives the kernel
     if (isa<linalg::LinalgOp>(op) || isa<scf::ParallelOp>(op)) {
       phases.push_back({isa<scf::ParallelOp>(op) ? Phase::Kind::Rows
                                                  : Phase::Kind::Linalg,
                         {&op}});
-    } else if ((isMemoryEffectFree(&op) || readsInput(op)) &&
+    } else if ((isMemoryEffectFree(&op) || readsInput(op) ||
+                isa<memref::AllocOp, memref::AllocaOp>(op)) &&
                llvm::all_of(op.getOperands(),
                             [&](Value v) { return available.contains(v); })) {
       prologue.push_back(&op);
@@ -467,39 +803,19 @@ FailureOr<SmallVector<cuda::Launch>> KernelMapper::map(func::FuncOp kernel) {
     }
   }
   SmallVector<cuda::Launch> launches;
-  for (auto [i, phase] : llvm::enumerate(phases)) {
+  for (const Phase &phase : phases) {
+    if (std::optional<SplitFold> fold = splitFoldOf(phase)) {
+      if (failed(emitSplitFold(kernel, prologue, *fold, launches)))
+        return failure();
+      continue;
+    }
     cuda::Launch launch;
-    launch.symbol = (kernel.getSymName() + "_" + Twine(i)).str();
+    launch.symbol = (kernel.getSymName() + "_" + Twine(launches.size())).str();
     IRMapping map;
     gpu::GPUFuncOp func = startPhase(kernel, launch.symbol, prologue, map);
-    LogicalResult emitted = success();
-    switch (phase.kind) {
-    case Phase::Kind::Linalg:
-      emitted = emitLinalg(cast<linalg::LinalgOp>(phase.ops[0]), func, map,
-                           launch);
-      break;
-    case Phase::Kind::Rows:
-      emitted = emitRows(cast<scf::ParallelOp>(phase.ops[0]), func, map, launch);
-      break;
-    case Phase::Kind::Sequential: {
-      launch.grid = 1;
-      launch.block = kSequentialBlock;
-      TeamEmitter team(b, func, {Team::Kind::Block, kSequentialBlock, threadId});
-      emitted = team.cloneSequential(phase.ops, map);
-      break;
-    }
-    }
-    if (failed(emitted))
+    if (failed(emitPhase(phase, func, map, launch)))
       return failure();
-    // The emitter chose the block size; ptxas sizes registers by it.
-    func.setKnownBlockSizeAttr(
-        b.getDenseI32ArrayAttr({(int32_t)launch.block, 1, 1}));
-    gpu::ReturnOp::create(b, loc);
-    // Drop the prologue's views and constants this phase does not use.
-    for (Operation &op : llvm::make_early_inc_range(
-             llvm::reverse(func.getBody().front().getOperations())))
-      if (isOpTriviallyDead(&op))
-        op.erase();
+    finishPhase(func, launch);
     launches.push_back(launch);
   }
   return launches;

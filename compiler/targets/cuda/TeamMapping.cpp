@@ -124,8 +124,9 @@ Value TeamEmitter::reduceAcrossTeam(Value value, StringRef combiner) {
   return value;
 }
 
-LogicalResult TeamEmitter::cloneStridedLoop(Operation *op, IRMapping &map) {
-  auto loop = cast<scf::ForOp>(op);
+FailureOr<SmallVector<Value>>
+TeamEmitter::foldOverTeam(scf::ForOp loop, Value lower, Value upper,
+                          IRMapping &map) {
   Location loc = loop.getLoc();
   SmallVector<StringRef> combiners;
   SmallVector<Value> identities;
@@ -141,16 +142,14 @@ LogicalResult TeamEmitter::cloneStridedLoop(Operation *op, IRMapping &map) {
     identities.push_back(
         combinerIdentity(b, loc, combiner, acc.getType()));
   }
-  // Iterations lb + k*step go to lane k mod size.
-  Value lb = map.lookupOrDefault(loop.getLowerBound());
+  // Iterations lower + k*step go to lane k mod size.
   Value step = map.lookupOrDefault(loop.getStep());
   Value start = arith::AddIOp::create(
-      b, loc, lb, arith::MulIOp::create(b, loc, team.lane, step));
+      b, loc, lower, arith::MulIOp::create(b, loc, team.lane, step));
   Value stride = arith::MulIOp::create(
       b, loc, step, arith::ConstantIndexOp::create(b, loc, team.size));
-  auto strided = scf::ForOp::create(b, loc, start,
-                                    map.lookupOrDefault(loop.getUpperBound()),
-                                    stride, identities);
+  auto strided =
+      scf::ForOp::create(b, loc, start, upper, stride, identities);
   {
     OpBuilder::InsertionGuard guard(b);
     clearBody(strided);
@@ -165,10 +164,26 @@ LogicalResult TeamEmitter::cloneStridedLoop(Operation *op, IRMapping &map) {
       yielded.push_back(map.lookupOrDefault(v));
     scf::YieldOp::create(b, loc, yielded);
   }
+  SmallVector<Value> totals;
+  for (auto [i, combiner] : llvm::enumerate(combiners))
+    totals.push_back(reduceAcrossTeam(strided.getResult(i), combiner));
+  return totals;
+}
+
+LogicalResult TeamEmitter::cloneStridedLoop(Operation *op, IRMapping &map) {
+  auto loop = cast<scf::ForOp>(op);
+  auto totals =
+      foldOverTeam(loop, map.lookupOrDefault(loop.getLowerBound()),
+                   map.lookupOrDefault(loop.getUpperBound()), map);
+  if (failed(totals))
+    return failure();
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
   for (auto [i, result] : llvm::enumerate(loop.getResults())) {
-    Value total = reduceAcrossTeam(strided.getResult(i), combiners[i]);
-    map.map(result, combine(b, loc, combiners[i],
-                            map.lookupOrDefault(loop.getInitArgs()[i]), total));
+    StringRef combiner =
+        foldCombiner(loop.getRegionIterArgs()[i], yield.getOperand(i));
+    map.map(result, combine(b, loop.getLoc(), combiner,
+                            map.lookupOrDefault(loop.getInitArgs()[i]),
+                            (*totals)[i]));
   }
   // Later team-level code may read what other lanes wrote, or overwrite what
   // they read.

@@ -41,6 +41,12 @@ public:
   /// The fold combining `value` over the lanes of the team, available to
   /// every lane. `combiner` names the arith op (addf, maximumf, minimumf).
   Value reduceAcrossTeam(Value value, StringRef combiner);
+  /// The folds of `loop`'s iterations from `lower` (inclusive) to `upper`
+  /// (exclusive), strided over the lanes and combined across the team,
+  /// each started from its combiner's identity rather than the loop's init:
+  /// every lane gets the totals.
+  FailureOr<SmallVector<Value>> foldOverTeam(scf::ForOp loop, Value lower,
+                                             Value upper, IRMapping &map);
 
 private:
   LogicalResult cloneStridedLoop(Operation *loop, IRMapping &map);

@@ -62,9 +62,6 @@ struct LoweringOptions {
   int64_t bucketBytes = 25 << 20;
   /// The target has flash attention kernels (the CPU; not CUDA yet).
   bool flashKernels = true;
-  /// The target's kernels may allocate memory of their own (the CPU; the
-  /// CUDA target maps kernels whose values pass through their operands).
-  bool kernelBuffers = true;
   /// A row of the kernels' row loops runs on one thread (the CPU; the CUDA
   /// target spreads a row's loops over a warp's lanes).
   bool vectorRows = true;

@@ -362,8 +362,8 @@ def TgFuseIntoRows : Pass<"tg-fuse-into-rows", "func::FuncOp"> {
     each row's softmax, gradient and loss from one max and one sum of
     exponentials, where the loss alone was a second pass over the logits
     (and a serial one: its rows' losses are summed in order). The kernel
-    keeps the rows' losses in a buffer of its own, so only a target whose
-    kernels may allocate takes it (the CPU; tgc turns it off for CUDA).
+    keeps the rows' losses in a buffer of its own (the CUDA target holds
+    it as a device global). `tgc --no-fuse=loss` turns this part off.
     Turned off by `tgc --no-fuse=rows` or `--no-fusion`.
   }];
   let options = [
@@ -374,8 +374,7 @@ def TgFuseIntoRows : Pass<"tg-fuse-into-rows", "func::FuncOp"> {
            "are limited to 4 KiB)">,
     Option<"lossWithGradient", "loss-with-gradient", "bool",
            /*default=*/"true",
-           "Compute cross_entropy and its gradient in one kernel (it "
-           "allocates a buffer: not for the CUDA target)">,
+           "Compute cross_entropy and its gradient in one kernel">,
   ];
 }
 
