@@ -278,6 +278,7 @@ module @whole_sum {
 // CHECK-SAME: launches = [{block = 256 : i64, grid = 2 : i64, shared_bytes = 0 : i64, symbol = "k0_0"}, {block = 512 : i64, grid = 1 : i64, shared_bytes = 0 : i64, symbol = "k0_1"}]
 // CHECK: memref.global "private" @k0_0_partials0 : memref<16xf64> = uninitialized
 // CHECK: gpu.func @k0_0
+// CHECK-SAME: nvvm.maxnreg = 255 : i32
 // CHECK: %[[LANE:.*]] = arith.remui %thread_id_x, %c32
 // CHECK: scf.for %[[TASK:.*]] = %{{.*}} to %c16{{.*}} step %c16
 // CHECK: %[[SHARE:.*]] = arith.remui %[[TASK]], %c16
@@ -290,126 +291,7 @@ module @whole_sum {
 // CHECK-NEXT: %[[SLOTS:.*]] = memref.get_global @k0_0_partials0
 // CHECK-NEXT: memref.store %{{.*}}, %[[SLOTS]][%[[TASK]]]
 // CHECK: gpu.func @k0_1
-// CHECK: %[[PARTS:.*]] = memref.get_global @k0_0_partials0
-// CHECK: scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %c512 iter_args
-// CHECK-NEXT: memref.load %[[PARTS]][%[[J]]]
-// CHECK: gpu.barrier
-// CHECK: gpu.barrier
-// CHECK-NEXT: %[[TOTAL:.*]] = arith.addf %cst, %{{.*}} : f64
-// CHECK: arith.truncf %[[TOTAL]]
-// CHECK: scf.if
-// CHECK-NEXT: memref.store
-module @split_whole_sum {
-  func.func @k0(%x: memref<4096xf32>, %y: memref<f32>) {
-    %c0 = arith.constant 0 : index
-    %c1 = arith.constant 1 : index
-    %c4096 = arith.constant 4096 : index
-    %zero = arith.constant 0.0 : f64
-    %sum = scf.for %i = %c0 to %c4096 step %c1 iter_args(%acc = %zero) -> (f64) {
-      %v = memref.load %x[%i] : memref<4096xf32>
-      %w = arith.extf %v : f32 to f64
-      %s = arith.addf %acc, %w fastmath<reassoc> : f64
-      scf.yield %s : f64
-    }
-    %n = arith.truncf %sum : f64 to f32
-    memref.store %n, %y[] : memref<f32>
-    return
-  }
-}
-
-// -----
-
-// A row loop of 4 long rows (column blocks of a bias gradient, say) would
-// keep 4 warps busy: each row's fold is split into 32 shares (128 warps),
-// and a second launch gives each row a warp that folds its shares (lanes
-// strided over them, then shuffled) and stores the row's sum.
-// CHECK-LABEL: module @split_rows
-// CHECK-SAME: launches = [{block = 256 : i64, grid = 16 : i64, shared_bytes = 0 : i64, symbol = "k0_0"}, {block = 256 : i64, grid = 1 : i64, shared_bytes = 0 : i64, symbol = "k0_1"}]
-// CHECK: memref.global "private" @k0_0_partials0 : memref<128xf64> = uninitialized
-// CHECK: gpu.func @k0_0
-// CHECK: scf.for %[[TASK:.*]] = %{{.*}} to %c128{{.*}} step %c128
-// CHECK-DAG: %[[SHARE:.*]] = arith.remui %[[TASK]], %c32
-// CHECK-DAG: %[[ROW:.*]] = arith.divui %[[TASK]], %c32
-// CHECK: arith.muli %[[ROW]], %c8192
-// CHECK: scf.for %{{.*}} iter_args(%{{.*}} = %cst{{.*}}) -> (f64)
-// CHECK: gpu.shuffle  xor
-// CHECK: memref.store %{{.*}}, %{{.*}}[%[[TASK]]] : memref<128xf64>
-// CHECK: gpu.func @k0_1
-// CHECK: scf.for %[[ROW1:.*]] = %{{.*}} to %c4{{.*}} step %c8
-// CHECK: %[[BASE:.*]] = arith.muli %[[ROW1]], %c32
-// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c32{{.*}} iter_args
-// CHECK: gpu.shuffle  xor
-// CHECK: memref.store %{{.*}}, %{{.*}}[%[[ROW1]]] : memref<4xf32>
-module @split_rows {
-  func.func @k0(%x: memref<32768xf32>, %y: memref<4xf32>) {
-    %c0 = arith.constant 0 : index
-    %c1 = arith.constant 1 : index
-    %c4 = arith.constant 4 : index
-    %c8192 = arith.constant 8192 : index
-    %zero = arith.constant 0.0 : f64
-    scf.parallel (%r) = (%c0) to (%c4) step (%c1) {
-      %base = arith.muli %r, %c8192 : index
-      %sum = scf.for %i = %c0 to %c8192 step %c1 iter_args(%acc = %zero) -> (f64) {
-        %at = arith.addi %base, %i : index
-        %v = memref.load %x[%at] : memref<32768xf32>
-        %w = arith.extf %v : f32 to f64
-        %s = arith.addf %acc, %w fastmath<reassoc> : f64
-        scf.yield %s : f64
-      }
-      %n = arith.truncf %sum : f64 to f32
-      memref.store %n, %y[%r] : memref<4xf32>
-      scf.reduce
-    }
-    return
-  }
-}
-
-// -----
-
-// A fold followed by a store in a row loop must not be split when something
-// before it writes: the shares would run it again.
-// CHECK-LABEL: module @no_split_after_store
-// CHECK-SAME: launches = [{block = 256 : i64, grid = 1 : i64, shared_bytes = 0 : i64, symbol = "k0_0"}]
-module @no_split_after_store {
-  func.func @k0(%x: memref<32768xf32>, %y: memref<4xf32>) {
-    %c0 = arith.constant 0 : index
-    %c1 = arith.constant 1 : index
-    %c4 = arith.constant 4 : index
-    %c8192 = arith.constant 8192 : index
-    %zero = arith.constant 0.0 : f64
-    %one = arith.constant 1.0 : f32
-    scf.parallel (%r) = (%c0) to (%c4) step (%c1) {
-      %base = arith.muli %r, %c8192 : index
-      memref.store %one, %x[%base] : memref<32768xf32>
-      %sum = scf.for %i = %c0 to %c8192 step %c1 iter_args(%acc = %zero) -> (f64) {
-        %at = arith.addi %base, %i : index
-        %v = memref.load %x[%at] : memref<32768xf32>
-        %w = arith.extf %v : f32 to f64
-        %s = arith.addf %acc, %w fastmath<reassoc> : f64
-        scf.yield %s : f64
-      }
-      %n = arith.truncf %sum : f64 to f32
-      memref.store %n, %y[%r] : memref<4xf32>
-      scf.reduce
-    }
-    return
-  }
-}module @split_whole_sum
-// CHECK-SAME: launches = [{block = 256 : i64, grid = 2 : i64, shared_bytes = 0 : i64, symbol = "k0_0"}, {block = 512 : i64, grid = 1 : i64, shared_bytes = 0 : i64, symbol = "k0_1"}]
-// CHECK: memref.global "private" @k0_0_partials0 : memref<16xf64> = uninitialized
-// CHECK: gpu.func @k0_0
-// CHECK: %[[LANE:.*]] = arith.remui %thread_id_x, %c32
-// CHECK: scf.for %[[TASK:.*]] = %{{.*}} to %c16{{.*}} step %c16
-// CHECK: %[[SHARE:.*]] = arith.remui %[[TASK]], %c16
-// CHECK: %[[FROM:.*]] = arith.addi %c0, %{{.*}} : index
-// CHECK: %[[TO:.*]] = arith.minui %{{.*}}, %c4096 : index
-// CHECK: %[[PART:.*]] = scf.for %{{.*}} = %{{.*}} to %[[TO]] step %{{.*}} iter_args(%{{.*}} = %cst{{.*}}) -> (f64)
-// CHECK: gpu.shuffle  xor %[[PART]], %c16_i32, %c32_i32 : f64
-// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[LANE]], %c0
-// CHECK: scf.if %[[FIRST]] {
-// CHECK-NEXT: %[[SLOTS:.*]] = memref.get_global @k0_0_partials0
-// CHECK-NEXT: memref.store %{{.*}}, %[[SLOTS]][%[[TASK]]]
-// CHECK: gpu.func @k0_1
+// CHECK-SAME: nvvm.maxnreg = 128 : i32
 // CHECK: %[[PARTS:.*]] = memref.get_global @k0_0_partials0
 // CHECK: scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %c512 iter_args
 // CHECK-NEXT: memref.load %[[PARTS]][%[[J]]]
