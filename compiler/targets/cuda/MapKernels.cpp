@@ -46,6 +46,8 @@ constexpr int64_t kSequentialBlock = 512;
 constexpr int64_t kVectorBytes = 16;
 /// A fold is split into shares of at least this many iterations (8 a lane).
 constexpr int64_t kMinShare = 256;
+/// A share's iterations, a multiple of this.
+constexpr int64_t kShareMultiple = 16;
 /// Fewer shares than this are not worth a second launch.
 constexpr int64_t kMinShares = 4;
 /// Local buffers of one kernel, as device globals, at most this many bytes.
@@ -552,7 +554,9 @@ std::optional<SplitFold> KernelMapper::splitFoldOf(const Phase &phase) {
     if (shares < kMinShares)
       return std::nullopt;
     fold.loop = loop;
-    fold.chunk = ceilDiv(trips, shares);
+    // Shares start at multiples of 16 iterations, so that a lane may take
+    // its iterations as vectors (LaneVectors.h).
+    fold.chunk = ceilDiv(ceilDiv(trips, shares), kShareMultiple) * kShareMultiple;
     fold.shares = ceilDiv(trips, fold.chunk);
     fold.before.assign(ops.begin(), ops.begin() + i);
     fold.after.assign(ops.begin() + i + 1, ops.end());
@@ -613,7 +617,7 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
     Value upper =
         arith::MinUIOp::create(b, loc, arith::AddIOp::create(b, loc, lower, span),
                                map.lookupOrDefault(upperBound));
-    auto totals = team.foldOverTeam(loop, lower, upper, map);
+    auto totals = team.foldOverTeam(loop, lower, upper, fold.chunk, map);
     if (failed(totals))
       return failure();
     Value isFirst = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,

@@ -1,9 +1,11 @@
 #include "TeamMapping.h"
+#include "LaneVectors.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <limits>
@@ -124,10 +126,22 @@ Value TeamEmitter::reduceAcrossTeam(Value value, StringRef combiner) {
   return value;
 }
 
+/// The vector reduction combining lanes as `combiner` does.
+vector::CombiningKind reductionKind(StringRef combiner) {
+  return llvm::StringSwitch<vector::CombiningKind>(combiner)
+      .Case("arith.addf", vector::CombiningKind::ADD)
+      .Case("arith.mulf", vector::CombiningKind::MUL)
+      .Case("arith.maximumf", vector::CombiningKind::MAXIMUMF)
+      .Case("arith.minimumf", vector::CombiningKind::MINIMUMF)
+      .Case("arith.maxnumf", vector::CombiningKind::MAXNUMF)
+      .Case("arith.minnumf", vector::CombiningKind::MINNUMF);
+}
+
 FailureOr<SmallVector<Value>>
 TeamEmitter::foldOverTeam(scf::ForOp loop, Value lower, Value upper,
-                          IRMapping &map) {
+                          int64_t startMultiple, IRMapping &map) {
   Location loc = loop.getLoc();
+  int64_t width = laneVectorWidth(loop, startMultiple);
   SmallVector<StringRef> combiners;
   SmallVector<Value> identities;
   auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
@@ -139,15 +153,20 @@ TeamEmitter::foldOverTeam(scf::ForOp loop, Value lower, Value upper,
                               "across the lanes of a warp (an add, mul, max "
                               "or min is needed)");
     combiners.push_back(combiner);
-    identities.push_back(
-        combinerIdentity(b, loc, combiner, acc.getType()));
+    Value identity = combinerIdentity(b, loc, combiner, acc.getType());
+    if (width > 1)
+      identity = vector::BroadcastOp::create(
+          b, loc, VectorType::get({width}, acc.getType()), identity);
+    identities.push_back(identity);
   }
-  // Iterations lower + k*step go to lane k mod size.
+  // Iterations lower + (k*width + j)*step, j < width, go to lane k mod size.
   Value step = map.lookupOrDefault(loop.getStep());
+  Value laneStep = arith::MulIOp::create(
+      b, loc, step, arith::ConstantIndexOp::create(b, loc, width));
   Value start = arith::AddIOp::create(
-      b, loc, lower, arith::MulIOp::create(b, loc, team.lane, step));
+      b, loc, lower, arith::MulIOp::create(b, loc, team.lane, laneStep));
   Value stride = arith::MulIOp::create(
-      b, loc, step, arith::ConstantIndexOp::create(b, loc, team.size));
+      b, loc, laneStep, arith::ConstantIndexOp::create(b, loc, team.size));
   auto strided =
       scf::ForOp::create(b, loc, start, upper, stride, identities);
   {
@@ -157,16 +176,25 @@ TeamEmitter::foldOverTeam(scf::ForOp loop, Value lower, Value upper,
     for (auto [from, to] :
          llvm::zip(loop.getRegionIterArgs(), strided.getRegionIterArgs()))
       map.map(from, to);
-    for (Operation &inner : loop.getBody()->without_terminator())
-      b.clone(inner, map);
     SmallVector<Value> yielded;
-    for (Value v : yield.getOperands())
-      yielded.push_back(map.lookupOrDefault(v));
+    if (width > 1) {
+      yielded = cloneVectorBody(b, loop, width, map);
+    } else {
+      for (Operation &inner : loop.getBody()->without_terminator())
+        b.clone(inner, map);
+      for (Value v : yield.getOperands())
+        yielded.push_back(map.lookupOrDefault(v));
+    }
     scf::YieldOp::create(b, loc, yielded);
   }
   SmallVector<Value> totals;
-  for (auto [i, combiner] : llvm::enumerate(combiners))
-    totals.push_back(reduceAcrossTeam(strided.getResult(i), combiner));
+  for (auto [i, combiner] : llvm::enumerate(combiners)) {
+    Value lanePart = strided.getResult(i);
+    if (width > 1)
+      lanePart = vector::ReductionOp::create(b, loc, reductionKind(combiner),
+                                             lanePart);
+    totals.push_back(reduceAcrossTeam(lanePart, combiner));
+  }
   return totals;
 }
 
@@ -174,7 +202,8 @@ LogicalResult TeamEmitter::cloneStridedLoop(Operation *op, IRMapping &map) {
   auto loop = cast<scf::ForOp>(op);
   auto totals =
       foldOverTeam(loop, map.lookupOrDefault(loop.getLowerBound()),
-                   map.lookupOrDefault(loop.getUpperBound()), map);
+                   map.lookupOrDefault(loop.getUpperBound()),
+                   /*startMultiple=*/0, map);
   if (failed(totals))
     return failure();
   auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());

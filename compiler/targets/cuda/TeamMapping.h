@@ -44,9 +44,13 @@ public:
   /// The folds of `loop`'s iterations from `lower` (inclusive) to `upper`
   /// (exclusive), strided over the lanes and combined across the team,
   /// each started from its combiner's identity rather than the loop's init:
-  /// every lane gets the totals.
+  /// every lane gets the totals. `lower` is the loop's lower bound plus a
+  /// multiple of `startMultiple` (0: the lower bound itself). A lane takes
+  /// consecutive iterations as vectors where the body allows
+  /// (laneVectorWidth).
   FailureOr<SmallVector<Value>> foldOverTeam(scf::ForOp loop, Value lower,
-                                             Value upper, IRMapping &map);
+                                             Value upper, int64_t startMultiple,
+                                             IRMapping &map);
 
 private:
   LogicalResult cloneStridedLoop(Operation *loop, IRMapping &map);

@@ -99,14 +99,18 @@ module @row_sum {
 // A row loop of the kernel bodies: one row per warp (8 a block), the row's
 // loops strided over the 32 lanes, its max fold shuffled across them (and
 // combined with the fold's own start), a warp barrier after each loop; the
-// scalar store of the row is made by lane 0.
+// scalar store of the row is made by lane 0. Each lane takes 4 consecutive
+// elements at once (a 16-byte vector load, a vector max), reduced to one
+// value before the shuffles.
 // CHECK-LABEL: module @row_max
 // CHECK-SAME: {block = 256 : i64, grid = 13 : i64, shared_bytes = 0 : i64, symbol = "k0_0"}
 // CHECK: %[[WARP:.*]] = arith.divui %thread_id_x, %c32
 // CHECK: %[[LANE:.*]] = arith.remui %thread_id_x, %c32
 // CHECK: scf.for %[[ROW:.*]] = %{{.*}} to %c100 step %c104
-// CHECK: %[[FOLD:.*]] = scf.for %{{.*}} = %{{.*}} to %c64 step %{{.*}} iter_args(%{{.*}} = %cst{{.*}}) -> (f32)
-// CHECK: arith.maximumf
+// CHECK: %[[VFOLD:.*]] = scf.for %{{.*}} = %{{.*}} to %c64 step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<4xf32>)
+// CHECK: vector.load %{{.*}}[%{{.*}}] {alignment = 16 : i64} : memref<6400xf32>, vector<4xf32>
+// CHECK: arith.maximumf %{{.*}}, %{{.*}} : vector<4xf32>
+// CHECK: %[[FOLD:.*]] = vector.reduction <maximumf>, %[[VFOLD]] : vector<4xf32> into f32
 // CHECK: gpu.shuffle  xor %[[FOLD]], %c16_i32, %c32_i32 : f32
 // CHECK: nvvm.bar.warp.sync
 // CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[LANE]], %c0
@@ -244,7 +248,8 @@ module @loop_buffer {
 // CHECK-LABEL: module @whole_sum
 // CHECK-SAME: {block = 512 : i64, grid = 1 : i64, shared_bytes = 0 : i64, symbol = "k0_0"}
 // CHECK: workgroup(%{{.*}} : memref<32xf64, #gpu.address_space<workgroup>>)
-// CHECK: %[[PART:.*]] = scf.for %{{.*}} = %{{.*}} to %c512 step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (f64)
+// CHECK: %[[VPART:.*]] = scf.for %{{.*}} = %{{.*}} to %c512 step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<4xf64>)
+// CHECK: %[[PART:.*]] = vector.reduction <add>, %[[VPART]] : vector<4xf64> into f64
 // CHECK: gpu.shuffle  xor %[[PART]], %c16_i32, %c32_i32 : f64
 // CHECK: gpu.barrier
 // CHECK: scf.if
@@ -284,7 +289,8 @@ module @whole_sum {
 // CHECK: %[[SHARE:.*]] = arith.remui %[[TASK]], %c16
 // CHECK: %[[FROM:.*]] = arith.addi %c0, %{{.*}} : index
 // CHECK: %[[TO:.*]] = arith.minui %{{.*}}, %c4096 : index
-// CHECK: %[[PART:.*]] = scf.for %{{.*}} = %{{.*}} to %[[TO]] step %{{.*}} iter_args(%{{.*}} = %cst{{.*}}) -> (f64)
+// CHECK: %[[VPART:.*]] = scf.for %{{.*}} = %{{.*}} to %[[TO]] step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<4xf64>)
+// CHECK: %[[PART:.*]] = vector.reduction <add>, %[[VPART]] : vector<4xf64> into f64
 // CHECK: gpu.shuffle  xor %[[PART]], %c16_i32, %c32_i32 : f64
 // CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[LANE]], %c0
 // CHECK: scf.if %[[FIRST]] {
@@ -333,7 +339,8 @@ module @split_whole_sum {
 // CHECK-DAG: %[[SHARE:.*]] = arith.remui %[[TASK]], %c32
 // CHECK-DAG: %[[ROW:.*]] = arith.divui %[[TASK]], %c32
 // CHECK: arith.muli %[[ROW]], %c8192
-// CHECK: scf.for %{{.*}} iter_args(%{{.*}} = %cst{{.*}}) -> (f64)
+// CHECK: scf.for %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<4xf64>)
+// CHECK: vector.reduction <add>
 // CHECK: gpu.shuffle  xor
 // CHECK: memref.store %{{.*}}, %{{.*}}[%[[TASK]]] : memref<128xf64>
 // CHECK: gpu.func @k0_1
@@ -392,6 +399,48 @@ module @no_split_after_store {
       }
       %n = arith.truncf %sum : f64 to f32
       memref.store %n, %y[%r] : memref<4xf32>
+      scf.reduce
+    }
+    return
+  }
+}
+
+// -----
+
+// A lane takes one element at a time where the index is used otherwise than
+// as an element's (here: every other element), or where the row's length is
+// not a multiple of two (51 floats).
+// CHECK-LABEL: module @scalar_lanes
+// CHECK-NOT: vector.
+// CHECK: scf.for %{{.*}} iter_args(%{{.*}} = %cst{{.*}}) -> (f32)
+// CHECK: scf.for %{{.*}} iter_args(%{{.*}} = %cst{{.*}}) -> (f32)
+module @scalar_lanes {
+  func.func @k0(%x: memref<6400xf32>, %y: memref<100xf32>, %z: memref<100xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c32 = arith.constant 32 : index
+    %c51 = arith.constant 51 : index
+    %c64 = arith.constant 64 : index
+    %c100 = arith.constant 100 : index
+    %zero = arith.constant 0.0 : f32
+    scf.parallel (%r) = (%c0) to (%c100) step (%c1) {
+      %base = arith.muli %r, %c64 : index
+      %even = scf.for %i = %c0 to %c32 step %c1 iter_args(%acc = %zero) -> (f32) {
+        %twice = arith.muli %i, %c2 : index
+        %at = arith.addi %base, %twice : index
+        %v = memref.load %x[%at] : memref<6400xf32>
+        %s = arith.addf %acc, %v : f32
+        scf.yield %s : f32
+      }
+      memref.store %even, %y[%r] : memref<100xf32>
+      %head = scf.for %i = %c0 to %c51 step %c1 iter_args(%acc = %zero) -> (f32) {
+        %at = arith.addi %base, %i : index
+        %v = memref.load %x[%at] : memref<6400xf32>
+        %s = arith.addf %acc, %v : f32
+        scf.yield %s : f32
+      }
+      memref.store %head, %z[%r] : memref<100xf32>
       scf.reduce
     }
     return

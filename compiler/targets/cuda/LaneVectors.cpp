@@ -1,0 +1,182 @@
+#include "LaneVectors.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace mlir::tg::cuda {
+namespace {
+
+constexpr int64_t kVectorBytes = 16;
+/// Multiples are tracked up to this (a power of two, above any width).
+constexpr int64_t kMostMultiple = 64;
+
+/// The largest power of two, up to kMostMultiple, known to divide the index
+/// value `v` (constants, and their sums and products).
+int64_t knownMultiple(Value v) {
+  if (std::optional<int64_t> c = getConstantIntValue(v))
+    return *c == 0 ? kMostMultiple
+                   : std::min<int64_t>(kMostMultiple, *c & -*c);
+  Operation *def = v.getDefiningOp();
+  if (auto add = dyn_cast_or_null<arith::AddIOp>(def))
+    return std::min(knownMultiple(add.getLhs()), knownMultiple(add.getRhs()));
+  if (auto mul = dyn_cast_or_null<arith::MulIOp>(def))
+    return std::min(kMostMultiple,
+                    knownMultiple(mul.getLhs()) * knownMultiple(mul.getRhs()));
+  return 1;
+}
+
+/// What a loop body's values are with respect to its index i: `elements`
+/// (index values i + u, u uniform: a flat buffer's element i at offset u)
+/// with the multiple known of u, and `varying` values (depending on i,
+/// vectors once vectorised). Everything else is uniform.
+struct BodyShape {
+  DenseMap<Value, int64_t> elements;
+  DenseSet<Value> varying;
+  int64_t widestBytes = 0;   // of the accesses at elements
+  int64_t multiple = kMostMultiple; // of their offsets
+};
+
+bool dependsOnIndex(const BodyShape &shape, Value v) {
+  return shape.varying.contains(v) || shape.elements.contains(v);
+}
+
+/// A flat (rank-1, identity layout) buffer of whole bytes accessed at an
+/// element index: its element's bytes, recorded; false otherwise.
+bool recordAccess(BodyShape &shape, MemRefType type, ValueRange indices) {
+  unsigned bits = type.getElementTypeBitWidth();
+  if (type.getRank() != 1 || !type.getLayout().isIdentity() || bits % 8 != 0 ||
+      !shape.elements.contains(indices[0]))
+    return false;
+  shape.widestBytes = std::max<int64_t>(shape.widestBytes, bits / 8);
+  shape.multiple = std::min(shape.multiple, shape.elements.lookup(indices[0]));
+  return true;
+}
+
+std::optional<BodyShape> shapeOf(scf::ForOp loop) {
+  BodyShape shape;
+  shape.elements[loop.getInductionVar()] = kMostMultiple;
+  shape.varying.insert(loop.getRegionIterArgs().begin(),
+                       loop.getRegionIterArgs().end());
+  for (Operation &op : loop.getBody()->without_terminator()) {
+    bool depends = llvm::any_of(op.getOperands(), [&](Value v) {
+      return dependsOnIndex(shape, v);
+    });
+    if (!depends) {
+      // Run once for `width` iterations: only what has no effect but reads.
+      if (!isMemoryEffectFree(&op) && !isa<memref::LoadOp>(op))
+        return std::nullopt;
+      continue;
+    }
+    if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      if (!recordAccess(shape, load.getMemRefType(), load.getIndices()))
+        return std::nullopt;
+      shape.varying.insert(load.getResult());
+      continue;
+    }
+    if (auto store = dyn_cast<memref::StoreOp>(op)) {
+      if (!recordAccess(shape, store.getMemRefType(), store.getIndices()))
+        return std::nullopt;
+      continue;
+    }
+    if (auto add = dyn_cast<arith::AddIOp>(op); add && add.getType().isIndex()) {
+      Value lhs = add.getLhs(), rhs = add.getRhs();
+      if (shape.elements.contains(rhs))
+        std::swap(lhs, rhs);
+      if (!shape.elements.contains(lhs) || dependsOnIndex(shape, rhs))
+        return std::nullopt;
+      shape.elements[add.getResult()] =
+          std::min(shape.elements.lookup(lhs), knownMultiple(rhs));
+      continue;
+    }
+    // Arithmetic on elements' values; the index used any other way (a
+    // product, a comparison, a cast) keeps the loop scalar.
+    bool scalars = llvm::all_of(op.getResultTypes(), [](Type t) {
+      return isa<FloatType, IntegerType>(t);
+    });
+    bool indexOperand = llvm::any_of(op.getOperands(), [&](Value v) {
+      return shape.elements.contains(v);
+    });
+    if (!OpTrait::hasElementwiseMappableTraits(&op) || op.getNumRegions() ||
+        op.getNumResults() != 1 || !scalars || indexOperand)
+      return std::nullopt;
+    shape.varying.insert(op.getResult(0));
+  }
+  return shape;
+}
+
+} // namespace
+
+int64_t laneVectorWidth(scf::ForOp loop, int64_t startMultiple) {
+  std::optional<int64_t> lower = getConstantIntValue(loop.getLowerBound());
+  std::optional<int64_t> upper = getConstantIntValue(loop.getUpperBound());
+  std::optional<int64_t> step = getConstantIntValue(loop.getStep());
+  if (!lower || !upper || step != 1)
+    return 1;
+  std::optional<BodyShape> shape = shapeOf(loop);
+  if (!shape || shape->widestBytes == 0)
+    return 1;
+  int64_t width = kVectorBytes / shape->widestBytes;
+  auto divides = [](int64_t w, int64_t n) { return n % w == 0; };
+  while (width > 1 &&
+         !(divides(width, shape->multiple) && divides(width, *lower) &&
+           divides(width, *upper - *lower) && divides(width, startMultiple)))
+    width /= 2;
+  return width;
+}
+
+SmallVector<Value> cloneVectorBody(OpBuilder &b, scf::ForOp loop, int64_t width,
+                                   IRMapping &map) {
+  BodyShape shape = *shapeOf(loop);
+  Location loc = loop.getLoc();
+  auto vectorOf = [&](Type element) {
+    return VectorType::get({width}, element);
+  };
+  auto asVector = [&](Value v) -> Value {
+    Value mapped = map.lookupOrDefault(v);
+    if (isa<VectorType>(mapped.getType()))
+      return mapped;
+    return vector::BroadcastOp::create(b, loc, vectorOf(mapped.getType()),
+                                       mapped);
+  };
+  auto alignment = [&](MemRefType type) {
+    return width * type.getElementTypeBitWidth() / 8;
+  };
+  for (Operation &op : loop.getBody()->without_terminator()) {
+    bool depends = llvm::any_of(op.getOperands(), [&](Value v) {
+      return dependsOnIndex(shape, v);
+    });
+    if (!depends || shape.elements.contains(op.getResult(0))) {
+      // Uniform, or the index of element i: scalar, at the first of the
+      // lane's `width` iterations.
+      b.clone(op, map);
+    } else if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      auto vector = vector::LoadOp::create(
+          b, loc, vectorOf(load.getType()), map.lookupOrDefault(load.getMemRef()),
+          map.lookupOrDefault(load.getIndices()[0]));
+      vector.setAlignment(alignment(load.getMemRefType()));
+      map.map(load.getResult(), vector.getResult());
+    } else if (auto store = dyn_cast<memref::StoreOp>(op)) {
+      auto vector = vector::StoreOp::create(
+          b, loc, asVector(store.getValueToStore()),
+          map.lookupOrDefault(store.getMemRef()),
+          map.lookupOrDefault(store.getIndices()[0]));
+      vector.setAlignment(alignment(store.getMemRefType()));
+    } else {
+      OperationState state(loc, op.getName());
+      for (Value v : op.getOperands())
+        state.addOperands(asVector(v));
+      state.addTypes(vectorOf(op.getResult(0).getType()));
+      state.addAttributes(op.getAttrs());
+      map.map(op.getResult(0), b.create(state)->getResult(0));
+    }
+  }
+  SmallVector<Value> yielded;
+  for (Value v : loop.getBody()->getTerminator()->getOperands())
+    yielded.push_back(asVector(v));
+  return yielded;
+}
+
+} // namespace mlir::tg::cuda

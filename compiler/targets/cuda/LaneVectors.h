@@ -1,0 +1,33 @@
+// A lane's iterations of a row loop as vectors. A warp strides a row's loop
+// over its 32 lanes; one element a lane and access moves 64 bytes of bf16 a
+// warp instruction, and a softmax over the scores ran at a quarter of the
+// device's copy bandwidth. Where every access of the loop body reads or
+// writes element i of a flat buffer (at a uniform offset plus the loop's
+// index), a lane can take `width` consecutive iterations at once: 16-byte
+// vector loads and stores, the body's arithmetic on vectors, and its folds as
+// vector accumulators reduced once after the loop.
+#ifndef TG_TARGETS_CUDA_LANEVECTORS_H
+#define TG_TARGETS_CUDA_LANEVECTORS_H
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace mlir::tg::cuda {
+
+/// The number of consecutive iterations of `loop` a lane can take as one
+/// vector (16 bytes of its widest access), or 1 where the body does anything
+/// else with the index (or the range or an offset is not a multiple of it).
+/// The strided loop starts at the loop's lower bound plus a multiple of
+/// `startMultiple` (0: at the lower bound).
+int64_t laneVectorWidth(scf::ForOp loop, int64_t startMultiple);
+
+/// Clones `loop`'s body for the `width` iterations from the induction
+/// variable's mapped value, whose iter_args are mapped to vector
+/// accumulators; returns the values to yield.
+SmallVector<Value> cloneVectorBody(OpBuilder &b, scf::ForOp loop, int64_t width,
+                                   IRMapping &map);
+
+} // namespace mlir::tg::cuda
+
+#endif
