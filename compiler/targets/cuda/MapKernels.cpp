@@ -127,10 +127,10 @@ private:
                           IRMapping &map, cuda::Launch &launch);
   /// Ends a phase's GPU function for `launch`.
   void finishPhase(gpu::GPUFuncOp func, const cuda::Launch &launch);
-  /// Lets ptxas use every register one block of `launch` may have: a split
-  /// fold keeps a partial per accumulator live (64 of a bias gradient's
-  /// column block, in f64), where ptxas' own limit (128 for some kernels)
-  /// spilled them.
+  /// Lets ptxas use every register one block of `launch` may have. Left to
+  /// itself it aims at more resident blocks and spilled: a split fold's
+  /// partials (one per accumulator, 64 for a bias gradient's column block)
+  /// at 128 registers, a softmax row's vectors at 40.
   void allowBlockRegisters(gpu::GPUFuncOp func, const cuda::Launch &launch);
   /// A new device global of the GPU module, of `type` (uninitialised).
   memref::GlobalOp addGlobal(StringRef name, MemRefType type);
@@ -630,7 +630,6 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
       memref::StoreOp::create(b, loc, total, slots, ValueRange{task});
     }
     b.setInsertionPointAfter(tasksLoop);
-    allowBlockRegisters(func, shares);
     finishPhase(func, shares);
   }
   launches.push_back(shares);
@@ -698,7 +697,6 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
                       : emitter.cloneSequential(fold.after, map)))
     return failure();
   guard.reset();
-  allowBlockRegisters(func, rest);
   finishPhase(func, rest);
   launches.push_back(rest);
   return success();
@@ -733,6 +731,7 @@ void KernelMapper::finishPhase(gpu::GPUFuncOp func,
   // The emitter chose the block size; ptxas sizes registers by it.
   func.setKnownBlockSizeAttr(
       b.getDenseI32ArrayAttr({(int32_t)launch.block, 1, 1}));
+  allowBlockRegisters(func, launch);
   b.setInsertionPointToEnd(&func.getBody().front());
   gpu::ReturnOp::create(b, loc);
   // Drop the prologue's views and constants this phase does not use.

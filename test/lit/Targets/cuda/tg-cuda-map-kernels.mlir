@@ -6,7 +6,7 @@
 // CHECK-LABEL: module @add_bias
 // CHECK-SAME: tg.cuda_kernels = [{launches = [{block = 256 : i64, grid = 1 : i64, shared_bytes = 0 : i64, symbol = "k0_0"}], name = "k0", operands = 3 : i64}]
 // CHECK: gpu.module @add_bias
-// CHECK: gpu.func @k0_0(%[[X:.*]]: memref<8x64xf32>, %[[B:.*]]: memref<8xf32>, %[[Y:.*]]: memref<8x64xf32>) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
+// CHECK: gpu.func @k0_0(%[[X:.*]]: memref<8x64xf32>, %[[B:.*]]: memref<8xf32>, %[[Y:.*]]: memref<8x64xf32>) kernel attributes {known_block_size = array<i32: 256, 1, 1>, nvvm.maxnreg = 255 : i32}
 // CHECK: scf.for %[[ITEM:.*]] = %{{.*}} to %c128 step %c256
 // CHECK: %[[XV:.*]] = vector.load %[[X]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<8x64xf32>, vector<4xf32>
 // CHECK: %[[BS:.*]] = memref.load %[[B]][%{{.*}}] : memref<8xf32>
@@ -146,7 +146,7 @@ module @row_max {
 // over the threads and folded through shared memory.
 // CHECK-LABEL: module @running_total
 // CHECK-SAME: {block = 512 : i64, grid = 1 : i64, shared_bytes = 0 : i64, symbol = "k0_0"}
-// CHECK: gpu.func @k0_0(%{{.*}}: memref<256xf32>, %{{.*}}: memref<f32>) workgroup(%{{.*}} : memref<32xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 512, 1, 1>}
+// CHECK: gpu.func @k0_0(%{{.*}}: memref<256xf32>, %{{.*}}: memref<f32>) workgroup(%{{.*}} : memref<32xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 512, 1, 1>, nvvm.maxnreg = 128 : i32}
 // CHECK: scf.for %{{.*}} = %c0 to %c4 step %c1 iter_args
 // CHECK: scf.for %{{.*}} = %{{.*}} to %c64 step %{{.*}} iter_args
 // CHECK: gpu.barrier
@@ -277,8 +277,8 @@ module @whole_sum {
 // A long sum over a whole tensor is split into shares of 256 elements, a
 // warp each (16 warps: 2 blocks of 256 threads), whose partial sums go to a
 // device global; a second launch folds them in share order over one block,
-// adds the fold's start and stores the total. Both may use every register
-// their block allows (the partials stay live).
+// adds the fold's start and stores the total. Each launch may use every
+// register its block allows (nvvm.maxnreg).
 // CHECK-LABEL: module @split_whole_sum
 // CHECK-SAME: launches = [{block = 256 : i64, grid = 2 : i64, shared_bytes = 0 : i64, symbol = "k0_0"}, {block = 512 : i64, grid = 1 : i64, shared_bytes = 0 : i64, symbol = "k0_1"}]
 // CHECK: memref.global "private" @k0_0_partials0 : memref<16xf64> = uninitialized
