@@ -94,13 +94,13 @@ LogicalResult bufferize(func::FuncOp kernel, bool vectorRows) {
     if (failed(emitElementwiseGroup(b, body, inputs, yielded, outputs)))
       return failure();
   } else if (rowGroupOp(body)) {
-    if (failed(emitRowGroup(b, body, inputs, yielded, outputs)))
+    if (failed(emitRowGroup(b, body, inputs, yielded, outputs, vectorRows)))
       return failure();
   } else if (ropeGroup(body)) {
     if (failed(emitRopeGroup(b, body, inputs, yielded, outputs, vectorRows)))
       return failure();
   } else if (lossWithGradient(body)) {
-    if (failed(emitLossWithGradient(b, body, inputs, yielded, outputs)))
+    if (failed(emitLossWithGradient(b, body, inputs, yielded, outputs, vectorRows)))
       return failure();
   } else if (failed(emitOpByOp(b, body, buffers, locals, vectorRows))) {
     return failure();

@@ -222,12 +222,15 @@ public:
   Value remIndex(Value x, int64_t y) {
     return arith::RemUIOp::create(b, loc, x, index(y));
   }
-  Value rowMax(Value flat, Value base, int64_t n) {
+  /// The max of x(i) over i < n.
+  template <typename Fn> Value maxOf(int64_t n, Fn &&x) {
     return fold(n, {constant(-std::numeric_limits<double>::infinity())},
                 [&](Value i, ValueRange acc) {
-                  return SmallVector<Value>{
-                      max(acc[0], load(flat, addIndex(base, i)))};
+                  return SmallVector<Value>{max(acc[0], x(i))};
                 })[0];
+  }
+  Value rowMax(Value flat, Value base, int64_t n) {
+    return maxOf(n, [&](Value i) { return load(flat, addIndex(base, i)); });
   }
 };
 
@@ -656,28 +659,53 @@ void emitMatmul(OpBuilder &b, Location loc, MatmulOp op, Value lhs, Value rhs,
 // Row-wise ops on flat views
 //===----------------------------------------------------------------------===//
 
-/// Writes softmax of row `base` of `in` into `out` (max subtracted first);
-/// returns the row's max and its sum of exponentials. The exponentials are
+/// Writes the softmax of a row, whose element i is x(i), into row `base` of
+/// `out` (max subtracted first); returns the row's max and its sum of
+/// exponentials. With `storeExponentials` (the CPU) the exponentials are
 /// stored, then summed: one loop for both would run the exponentials at the
-/// width of the f64 sum (half the float32 lanes).
-std::pair<Value, Value> softmaxRow(Emitter &e, Value in, Value out, Value base,
-                                   int64_t n) {
-  Value max = e.rowMax(in, base, n);
-  e.loop(n, [&](Value i) {
-    Value at = e.addIndex(base, i);
-    e.store(e.exp(e.sub(e.load(in, at), max)), out, at);
-  });
-  Value sum =
-      e.sum(n, [&](Value i) { return e.load(out, e.addIndex(base, i)); });
-  e.loop(n, [&](Value i) {
-    Value at = e.addIndex(base, i);
-    e.store(e.div(e.load(out, at), sum), out, at);
-  });
+/// width of the f64 sum (half the float32 lanes). Without (the CUDA target)
+/// x(i) and its exponential are computed again in each of three passes and
+/// `out` is written once: a warp's row stays in L1 for its passes only while
+/// nothing writes it, and the five passes over stored values of a GPT-2
+/// attention softmax moved four times the bytes through L2. Both round the
+/// same values the same way.
+std::pair<Value, Value> softmaxRow(Emitter &e, function_ref<Value(Value)> x,
+                                   Value out, Value base, int64_t n,
+                                   bool storeExponentials) {
+  Value max = e.maxOf(n, x);
+  auto exponential = [&](Value i) { return e.exp(e.sub(x(i), max)); };
+  Value sum;
+  if (storeExponentials) {
+    e.loop(n, [&](Value i) {
+      e.store(exponential(i), out, e.addIndex(base, i));
+    });
+    sum = e.sum(n, [&](Value i) { return e.load(out, e.addIndex(base, i)); });
+    e.loop(n, [&](Value i) {
+      Value at = e.addIndex(base, i);
+      e.store(e.div(e.load(out, at), sum), out, at);
+    });
+  } else {
+    sum = e.sum(n, exponential);
+    e.loop(n, [&](Value i) {
+      e.store(e.div(exponential(i), sum), out, e.addIndex(base, i));
+    });
+  }
   return {max, sum};
 }
 
-void emitSoftmax(Emitter &e, Value x, Value y, int64_t rows, int64_t n) {
-  e.rows(rows, [&](Value r) { softmaxRow(e, x, y, e.mulIndex(r, n), n); });
+/// softmaxRow of row `base` of `in`.
+std::pair<Value, Value> softmaxRow(Emitter &e, Value in, Value out, Value base,
+                                   int64_t n, bool storeExponentials) {
+  return softmaxRow(
+      e, [&](Value i) { return e.load(in, e.addIndex(base, i)); }, out, base,
+      n, storeExponentials);
+}
+
+void emitSoftmax(Emitter &e, Value x, Value y, int64_t rows, int64_t n,
+                 bool vectorRows) {
+  e.rows(rows, [&](Value r) {
+    softmaxRow(e, x, y, e.mulIndex(r, n), n, /*storeExponentials=*/vectorRows);
+  });
 }
 
 void emitSoftmaxGrad(Emitter &e, Value y, Value dy, int64_t rows, int64_t n,
@@ -860,11 +888,12 @@ void emitCrossEntropy(Emitter &e, Value logits, Value targets, Value loss,
 /// (the forward and the gradient in one pass over the logits).
 void emitCrossEntropyGrad(Emitter &e, Value logits, Value targets,
                           Value lossGrad, Value dx, int64_t rows, int64_t vocab,
-                          Value rowLosses = nullptr) {
+                          bool vectorRows, Value rowLosses = nullptr) {
   Value factor = e.div(lossGrad, e.constant((double)rows));
   e.rows(rows, [&](Value r) {
     Value base = e.mulIndex(r, vocab);
-    auto [max, sum] = softmaxRow(e, logits, dx, base, vocab);
+    auto [max, sum] = softmaxRow(e, logits, dx, base, vocab,
+                                 /*storeExponentials=*/vectorRows);
     if (rowLosses)
       e.store(rowLoss(e, logits, targets, r, base, max, sum), rowLosses, r);
     Value at = e.addIndex(base, e.toIndex(e.load(targets, r)));
@@ -1840,8 +1869,8 @@ Value broadcastIndex(Emitter &e, ArrayRef<int64_t> in, ArrayRef<int64_t> space,
 class RowGroup {
 public:
   RowGroup(OpBuilder &b, Block &body, ValueRange inputs, ValueRange yielded,
-           ValueRange outputs)
-      : b(b), body(body), rowOp(rowGroupOp(body)),
+           ValueRange outputs, bool vectorRows)
+      : b(b), body(body), rowOp(rowGroupOp(body)), vectorRows(vectorRows),
         space(shapeOf(rowOp->getOperand(0))),
         e(b, rowOp->getLoc(), getElementTypeOrSelf(rowOp->getResult(0).getType())),
         buffers(b, rowOp->getLoc(), body, inputs, yielded, outputs),
@@ -1883,8 +1912,26 @@ private:
     Value xRows = buffers.lookup(x);
     if (!xRows)
       xRows = buffers.get(rowOp->getResult(0));
+    // A softmax whose prologue yields nothing computes its row on the fly in
+    // each pass where it stores no exponentials (softmaxRow).
+    bool onTheFly = isa<SoftmaxOp>(rowOp) && !vectorRows &&
+                    llvm::all_of(yielded, [&](Value v) {
+                      return v.getDefiningOp() == rowOp;
+                    });
     e.rows(rows, [&](Value r) {
       Value base = e.mulIndex(r, n);
+      if (onTheFly) {
+        softmaxRow(
+            e,
+            [&](Value i) {
+              IRMapping scalars;
+              computeElement({r, i, e.addIndex(base, i)}, scalars);
+              return scalars.lookup(x);
+            },
+            buffers.get(rowOp->getResult(0)), base, n,
+            /*storeExponentials=*/false);
+        return;
+      }
       e.loop(n, [&](Value i) {
         IRMapping scalars;
         computeElement({r, i, e.addIndex(base, i)}, scalars);
@@ -1904,7 +1951,8 @@ private:
                        buffers.get(op.getResult()), base, n);
           })
           .Case([&](SoftmaxOp op) {
-            softmaxRow(e, xRows, buffers.get(op.getResult()), base, n);
+            softmaxRow(e, xRows, buffers.get(op.getResult()), base, n,
+                       /*storeExponentials=*/vectorRows);
           });
     });
   }
@@ -1999,6 +2047,7 @@ private:
   OpBuilder &b;
   Block &body;
   Operation *rowOp;
+  bool vectorRows;
   ArrayRef<int64_t> space;
   Emitter e;
   FlatBuffers buffers;
@@ -2011,9 +2060,10 @@ private:
 } // namespace
 
 LogicalResult emitRowGroup(OpBuilder &b, Block &body, ValueRange inputs,
-                           ValueRange yielded, ValueRange outputs) {
+                           ValueRange yielded, ValueRange outputs,
+                           bool vectorRows) {
   assert(rowGroupOp(body) && "emitRowGroup on a block that is not a group");
-  return RowGroup(b, body, inputs, yielded, outputs).emit();
+  return RowGroup(b, body, inputs, yielded, outputs, vectorRows).emit();
 }
 
 CrossEntropyGradOp lossWithGradient(Block &body) {
@@ -2034,7 +2084,8 @@ CrossEntropyGradOp lossWithGradient(Block &body) {
 }
 
 LogicalResult emitLossWithGradient(OpBuilder &b, Block &body, ValueRange inputs,
-                                   ValueRange yielded, ValueRange outputs) {
+                                   ValueRange yielded, ValueRange outputs,
+                                   bool vectorRows) {
   CrossEntropyGradOp grad = lossWithGradient(body);
   assert(grad && "emitLossWithGradient on a block that is not the pair");
   auto loss = *body.getOps<CrossEntropyOp>().begin();
@@ -2053,7 +2104,8 @@ LogicalResult emitLossWithGradient(OpBuilder &b, Block &body, ValueRange inputs,
   else
     lossGrad = e.load(buffers.get(grad.getLossGrad()), e.index(0));
   emitCrossEntropyGrad(e, logits, targets, lossGrad,
-                       buffers.get(grad.getResult()), rows, vocab, rowLosses);
+                       buffers.get(grad.getResult()), rows, vocab, vectorRows,
+                       rowLosses);
   storeMeanLoss(e, rows, buffers.get(loss.getResult()),
                 [&](Value r) { return e.load(rowLosses, r); });
   buffers.free();
@@ -2179,7 +2231,9 @@ LogicalResult emitKernelBody(OpBuilder &b, Operation *op, ValueRange operands,
   };
   bool known = true;
   llvm::TypeSwitch<Operation *>(op)
-      .Case([&](SoftmaxOp) { emitSoftmax(e, in[0], out[0], rows, n); })
+      .Case([&](SoftmaxOp) {
+        emitSoftmax(e, in[0], out[0], rows, n, vectorRows);
+      })
       .Case([&](SoftmaxGradOp) {
         emitSoftmaxGrad(e, in[0], in[1], rows, n, intoDx);
       })
@@ -2206,7 +2260,7 @@ LogicalResult emitKernelBody(OpBuilder &b, Operation *op, ValueRange operands,
       })
       .Case([&](CrossEntropyGradOp) {
         emitCrossEntropyGrad(e, in[0], in[1], e.load(in[2], e.index(0)),
-                             out[0], rows, n);
+                             out[0], rows, n, vectorRows);
       })
       .Case([&](EmbeddingOp o) {
         auto table = shapeOf(operands[0]);

@@ -203,3 +203,42 @@ module @kernels {
     return %o, %l : tensor<1x2x20x8xf32>, tensor<1x2x20xf32>
   }
 }
+
+// -----
+
+// Softmax rows. The CPU stores the exponentials, sums them back and divides
+// them in place: four loops over the row after the max. With
+// vector-rows=false (the CUDA target) the exponentials are computed again
+// in the sum and the last loop, and the result row is written once.
+// CHECK-LABEL: func.func @k5_softmax(
+// CHECK:         scf.parallel
+// CHECK:           scf.for {{.*}} -> (f32)
+// CHECK:             arith.maximumf
+// CHECK:           scf.for
+// CHECK:             math.exp
+// CHECK:             memref.store
+// CHECK:           scf.for {{.*}} -> (f64)
+// CHECK-NOT:         math.exp
+// CHECK:           scf.for
+// CHECK:             memref.load
+// CHECK:             arith.divf
+// CHECK:             memref.store
+// SCALAR-LABEL: func.func @k5_softmax(
+// SCALAR:         scf.parallel
+// SCALAR:           scf.for {{.*}} -> (f32)
+// SCALAR:             arith.maximumf
+// SCALAR:           scf.for {{.*}} -> (f64)
+// SCALAR-NOT:         memref.store
+// SCALAR:             math.exp
+// SCALAR:           scf.for
+// SCALAR:             math.exp
+// SCALAR:             arith.divf
+// SCALAR:             memref.store
+// SCALAR-NOT:     memref.store
+// SCALAR:         return
+module @kernels {
+  func.func @k5_softmax(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+    %y = tg.softmax %x : tensor<4x16xf32>
+    return %y : tensor<4x16xf32>
+  }
+}

@@ -62,9 +62,11 @@ Operation *rowGroupOp(Block &body);
 /// each dx element goes through the epilogue as the row gradient computes
 /// it; a sum's prologue computes each element as the sum reads it. `inputs`, `yielded` and `outputs` are as for emitElementwiseGroup;
 /// a value that is not yielded is not stored (the row input then lives in
-/// the row op's result rows until the row op overwrites them).
+/// the row op's result rows until the row op overwrites them). `vectorRows`
+/// as for emitKernelBody.
 LogicalResult emitRowGroup(OpBuilder &b, Block &body, ValueRange inputs,
-                           ValueRange yielded, ValueRange outputs);
+                           ValueRange yielded, ValueRange outputs,
+                           bool vectorRows);
 
 /// The gradient of a block that is exactly a tg.cross_entropy and the
 /// tg.cross_entropy_grad of the same logits and targets (tg-fuse-into-rows'
@@ -74,10 +76,11 @@ CrossEntropyGradOp lossWithGradient(Block &body);
 /// Emits that pair as one row loop: each row's softmax, its gradient and its
 /// loss from one max and one sum of exponentials; the rows' losses, kept in
 /// a local buffer, are then summed in order (as tg.cross_entropy sums them).
-/// `inputs`, `yielded` and `outputs` as for emitElementwiseGroup. The
-/// buffer is why only a target whose kernels may allocate takes it.
+/// `inputs`, `yielded` and `outputs` as for emitElementwiseGroup;
+/// `vectorRows` as for emitKernelBody.
 LogicalResult emitLossWithGradient(OpBuilder &b, Block &body, ValueRange inputs,
-                                   ValueRange yielded, ValueRange outputs);
+                                   ValueRange yielded, ValueRange outputs,
+                                   bool vectorRows);
 
 /// Whether `op` is a tg.transpose between [B, T, H, D] and [B, H, T, D]
 /// (permutation [0, 2, 1, 3]: the heads' split or merge).
@@ -105,7 +108,8 @@ LogicalResult emitRopeGroup(OpBuilder &b, Block &body, ValueRange inputs,
 /// the op's own element type. `vectorRows`: a row of a row loop runs on one
 /// thread (the CPU), so a row may be computed as whole vectors (RoPE's);
 /// otherwise (the CUDA target spreads a row's loops over a warp's lanes)
-/// rows are loops of scalar steps.
+/// rows are loops of scalar steps, and a softmax row is computed again in
+/// each pass rather than stored between them (softmaxRow).
 LogicalResult emitKernelBody(OpBuilder &b, Operation *op, ValueRange operands,
                              ValueRange results, bool vectorRows = true);
 
