@@ -107,7 +107,140 @@ std::optional<BodyShape> shapeOf(scf::ForOp loop) {
   return shape;
 }
 
+/// Whether index values `a` and `b` are computed alike (the same pure ops
+/// on alike operands): the kernel bodies recompute a row's offset for
+/// each column of a block.
+bool alike(Value a, Value b, int depth = 4) {
+  if (a == b)
+    return true;
+  Operation *x = a.getDefiningOp(), *y = b.getDefiningOp();
+  if (!x || !y || depth == 0 || x->getName() != y->getName() ||
+      x->getNumRegions() || !isPure(x) || x->getAttrDictionary() != y->getAttrDictionary() ||
+      x->getNumOperands() != y->getNumOperands())
+    return false;
+  return llvm::all_of(llvm::zip(x->getOperands(), y->getOperands()),
+                      [&](auto pair) {
+                        return alike(std::get<0>(pair), std::get<1>(pair),
+                                     depth - 1);
+                      });
+}
+
+/// An index as a sum of terms (what is not an add of index values) plus a
+/// constant.
+struct LinearIndex {
+  SmallVector<Value> terms;
+  int64_t constant = 0;
+};
+
+void addTerms(Value v, LinearIndex &form) {
+  if (std::optional<int64_t> c = getConstantIntValue(v)) {
+    form.constant += *c;
+    return;
+  }
+  if (auto add = v.getDefiningOp<arith::AddIOp>()) {
+    addTerms(add.getLhs(), form);
+    addTerms(add.getRhs(), form);
+    return;
+  }
+  form.terms.push_back(v);
+}
+
+bool sameTerms(ArrayRef<Value> a, ArrayRef<Value> b) {
+  if (a.size() != b.size())
+    return false;
+  SmallVector<bool> used(b.size(), false);
+  for (Value v : a) {
+    auto match = llvm::find_if(llvm::enumerate(b), [&](auto candidate) {
+      return !used[candidate.index()] && alike(v, candidate.value());
+    });
+    if (match == llvm::enumerate(b).end())
+      return false;
+    used[(*match).index()] = true;
+  }
+  return true;
+}
+
+void coalesceInBlock(Block &block) {
+  struct Load {
+    memref::LoadOp op;
+    LinearIndex index;
+  };
+  SmallVector<Load> loads;
+  for (Operation &op : block)
+    if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      MemRefType type = load.getMemRefType();
+      unsigned bits = type.getElementTypeBitWidth();
+      if (type.getRank() != 1 || !type.getLayout().isIdentity() ||
+          bits % 8 != 0)
+        continue;
+      Load entry{load, {}};
+      addTerms(load.getIndices()[0], entry.index);
+      loads.push_back(entry);
+    }
+  DenseSet<Operation *> done;
+  for (Load &first : loads) {
+    if (done.contains(first.op))
+      continue;
+    MemRefType type = first.op.getMemRefType();
+    int64_t width = kVectorBytes / (type.getElementTypeBitWidth() / 8);
+    int64_t multiple = kMostMultiple;
+    for (Value term : first.index.terms)
+      multiple = std::min(multiple, knownMultiple(term));
+    if (width < 2 || multiple % width != 0 ||
+        first.index.constant % width != 0)
+      continue;
+    // The loads of elements constant .. constant + width - 1 of the base.
+    SmallVector<memref::LoadOp> run(width);
+    for (Load &other : loads) {
+      int64_t offset = other.index.constant - first.index.constant;
+      if (offset >= 0 && offset < width && !run[offset] &&
+          other.op.getMemRef() == first.op.getMemRef() &&
+          !done.contains(other.op) &&
+          sameTerms(first.index.terms, other.index.terms))
+        run[offset] = other.op;
+    }
+    if (llvm::any_of(run, [](memref::LoadOp op) { return !op; }))
+      continue;
+    // Nothing between the loads may write: they all read before the first
+    // of them is replaced.
+    Operation *earliest = run[0];
+    Operation *latest = run[0];
+    for (memref::LoadOp op : run) {
+      if (op->isBeforeInBlock(earliest))
+        earliest = op;
+      if (latest->isBeforeInBlock(op))
+        latest = op;
+    }
+    if (earliest != run[0].getOperation())
+      continue; // the base index is computed after the first load
+    bool writes = false;
+    for (Operation *op = earliest; op != latest; op = op->getNextNode())
+      writes |= !isMemoryEffectFree(op) && !isa<memref::LoadOp>(op);
+    if (writes)
+      continue;
+    OpBuilder b(earliest);
+    auto vector = vector::LoadOp::create(
+        b, earliest->getLoc(), VectorType::get({width}, type.getElementType()),
+        run[0].getMemRef(), run[0].getIndices());
+    vector.setAlignment(kVectorBytes);
+    for (auto [j, op] : llvm::enumerate(run)) {
+      OpBuilder at(op);
+      op.replaceAllUsesWith(vector::ExtractOp::create(
+                                at, op.getLoc(), vector.getResult(),
+                                ArrayRef<int64_t>{(int64_t)j})
+                                .getResult());
+      done.insert(op);
+    }
+  }
+  for (Operation *op : done)
+    op->erase();
+}
+
 } // namespace
+
+void coalesceConsecutiveLoads(Operation *root) {
+  root->walk([](Block *block) { coalesceInBlock(*block); });
+}
 
 int64_t laneVectorWidth(scf::ForOp loop, int64_t startMultiple) {
   std::optional<int64_t> lower = getConstantIntValue(loop.getLowerBound());

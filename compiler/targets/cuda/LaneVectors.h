@@ -28,6 +28,13 @@ int64_t laneVectorWidth(scf::ForOp loop, int64_t startMultiple);
 SmallVector<Value> cloneVectorBody(OpBuilder &b, scf::ForOp loop, int64_t width,
                                    IRMapping &map);
 
+/// Replaces runs of scalar loads of consecutive elements of a flat buffer in
+/// one block (offsets b + j, b + j + 1, ... from one base b, j a multiple of
+/// the run, b known to be one) by 16-byte vector loads and extracts: the
+/// column blocks of a bias or norm gradient, whose lane reads 16 or 32
+/// neighbours of a row, then take 2 or 4 loads instead of 16 or 32.
+void coalesceConsecutiveLoads(Operation *root);
+
 } // namespace mlir::tg::cuda
 
 #endif

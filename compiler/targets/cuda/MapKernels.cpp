@@ -12,6 +12,9 @@
 //     a sum over a whole tensor): split into shares, a warp each, whose
 //     partial folds a second launch combines in order (SplitFold).
 // Buffers a kernel keeps between its ops become globals of the GPU module.
+// Loads are made 16 bytes wide where a lane reads consecutive elements
+// (LaneVectors.h).
+#include "LaneVectors.h"
 #include "TeamMapping.h"
 #include "tg/Passes/Passes.h"
 #include "tg/Targets/CudaTarget.h"
@@ -745,6 +748,7 @@ FailureOr<SmallVector<cuda::Launch>> KernelMapper::map(func::FuncOp kernel) {
   if (kernel.getBody().getBlocks().size() != 1)
     return kernel.emitOpError("has control flow the CUDA target cannot map");
   Block &body = kernel.getBody().front();
+  cuda::coalesceConsecutiveLoads(kernel);
   // Buffers the kernel keeps between its ops (a loss's row losses) become
   // device globals: a kernel's launches run in order on one stream, and
   // kernels run on the compute stream alone (exec-schedule-collectives moves

@@ -446,3 +446,162 @@ module @scalar_lanes {
     return
   }
 }
+
+// -----
+
+// A column block's fold reads 8 neighbours of a row (a bias gradient's
+// columns): the loads of elements 0..3 and 4..7 past an offset known to be a
+// multiple of 8 become two 16-byte vector loads, and each value an extract.
+// Where the offset's multiple is unknown (the row times an index argument)
+// the loads stay scalar.
+// CHECK-LABEL: module @consecutive_loads
+// CHECK: gpu.func @k0_0
+// CHECK-COUNT-2: vector.load %{{.*}}[%{{.*}}] {alignment = 16 : i64} : memref<8192xf32>, vector<4xf32>
+// CHECK-NOT: memref.load %{{.*}} : memref<8192xf32>
+// CHECK: gpu.func @k1_0
+// CHECK-NOT: vector.load
+// CHECK-COUNT-8: memref.load %{{.*}} : memref<8192xf32>
+module @consecutive_loads {
+  func.func @k0(%x: memref<8192xf32>, %y: memref<8xf32>, %k: index) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %c4 = arith.constant 4 : index
+    %c5 = arith.constant 5 : index
+    %c6 = arith.constant 6 : index
+    %c7 = arith.constant 7 : index
+    %c8 = arith.constant 8 : index
+    %c1024 = arith.constant 1024 : index
+    %zero = arith.constant 0.0 : f64
+    scf.parallel (%b) = (%c0) to (%c1) step (%c1) {
+      %first = arith.muli %b, %c8 : index
+      %s:8 = scf.for %r = %c0 to %c1024 step %c1 iter_args(%a0 = %zero, %a1 = %zero, %a2 = %zero, %a3 = %zero, %a4 = %zero, %a5 = %zero, %a6 = %zero, %a7 = %zero) -> (f64, f64, f64, f64, f64, f64, f64, f64) {
+        %row = arith.muli %r, %c8 : index
+        %at = arith.addi %first, %row : index
+        %i0 = arith.addi %at, %c0 : index
+        %v0 = memref.load %x[%i0] : memref<8192xf32>
+        %w0 = arith.extf %v0 : f32 to f64
+        %t0 = arith.addf %a0, %w0 : f64
+        %i1 = arith.addi %at, %c1 : index
+        %v1 = memref.load %x[%i1] : memref<8192xf32>
+        %w1 = arith.extf %v1 : f32 to f64
+        %t1 = arith.addf %a1, %w1 : f64
+        %i2 = arith.addi %at, %c2 : index
+        %v2 = memref.load %x[%i2] : memref<8192xf32>
+        %w2 = arith.extf %v2 : f32 to f64
+        %t2 = arith.addf %a2, %w2 : f64
+        %i3 = arith.addi %at, %c3 : index
+        %v3 = memref.load %x[%i3] : memref<8192xf32>
+        %w3 = arith.extf %v3 : f32 to f64
+        %t3 = arith.addf %a3, %w3 : f64
+        %i4 = arith.addi %at, %c4 : index
+        %v4 = memref.load %x[%i4] : memref<8192xf32>
+        %w4 = arith.extf %v4 : f32 to f64
+        %t4 = arith.addf %a4, %w4 : f64
+        %i5 = arith.addi %at, %c5 : index
+        %v5 = memref.load %x[%i5] : memref<8192xf32>
+        %w5 = arith.extf %v5 : f32 to f64
+        %t5 = arith.addf %a5, %w5 : f64
+        %i6 = arith.addi %at, %c6 : index
+        %v6 = memref.load %x[%i6] : memref<8192xf32>
+        %w6 = arith.extf %v6 : f32 to f64
+        %t6 = arith.addf %a6, %w6 : f64
+        %i7 = arith.addi %at, %c7 : index
+        %v7 = memref.load %x[%i7] : memref<8192xf32>
+        %w7 = arith.extf %v7 : f32 to f64
+        %t7 = arith.addf %a7, %w7 : f64
+        scf.yield %t0, %t1, %t2, %t3, %t4, %t5, %t6, %t7 : f64, f64, f64, f64, f64, f64, f64, f64
+      }
+      %n0 = arith.truncf %s#0 : f64 to f32
+      memref.store %n0, %y[%c0] : memref<8xf32>
+      %n1 = arith.truncf %s#1 : f64 to f32
+      memref.store %n1, %y[%c1] : memref<8xf32>
+      %n2 = arith.truncf %s#2 : f64 to f32
+      memref.store %n2, %y[%c2] : memref<8xf32>
+      %n3 = arith.truncf %s#3 : f64 to f32
+      memref.store %n3, %y[%c3] : memref<8xf32>
+      %n4 = arith.truncf %s#4 : f64 to f32
+      memref.store %n4, %y[%c4] : memref<8xf32>
+      %n5 = arith.truncf %s#5 : f64 to f32
+      memref.store %n5, %y[%c5] : memref<8xf32>
+      %n6 = arith.truncf %s#6 : f64 to f32
+      memref.store %n6, %y[%c6] : memref<8xf32>
+      %n7 = arith.truncf %s#7 : f64 to f32
+      memref.store %n7, %y[%c7] : memref<8xf32>
+      scf.reduce
+    }
+    return
+  }
+  func.func @k1(%x: memref<8192xf32>, %y: memref<8xf32>, %k: index) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %c4 = arith.constant 4 : index
+    %c5 = arith.constant 5 : index
+    %c6 = arith.constant 6 : index
+    %c7 = arith.constant 7 : index
+    %c8 = arith.constant 8 : index
+    %c1024 = arith.constant 1024 : index
+    %zero = arith.constant 0.0 : f64
+    scf.parallel (%b) = (%c0) to (%c1) step (%c1) {
+      %first = arith.muli %b, %c8 : index
+      %s:8 = scf.for %r = %c0 to %c1024 step %c1 iter_args(%a0 = %zero, %a1 = %zero, %a2 = %zero, %a3 = %zero, %a4 = %zero, %a5 = %zero, %a6 = %zero, %a7 = %zero) -> (f64, f64, f64, f64, f64, f64, f64, f64) {
+        %row = arith.muli %r, %k : index
+        %at = arith.addi %first, %row : index
+        %i0 = arith.addi %at, %c0 : index
+        %v0 = memref.load %x[%i0] : memref<8192xf32>
+        %w0 = arith.extf %v0 : f32 to f64
+        %t0 = arith.addf %a0, %w0 : f64
+        %i1 = arith.addi %at, %c1 : index
+        %v1 = memref.load %x[%i1] : memref<8192xf32>
+        %w1 = arith.extf %v1 : f32 to f64
+        %t1 = arith.addf %a1, %w1 : f64
+        %i2 = arith.addi %at, %c2 : index
+        %v2 = memref.load %x[%i2] : memref<8192xf32>
+        %w2 = arith.extf %v2 : f32 to f64
+        %t2 = arith.addf %a2, %w2 : f64
+        %i3 = arith.addi %at, %c3 : index
+        %v3 = memref.load %x[%i3] : memref<8192xf32>
+        %w3 = arith.extf %v3 : f32 to f64
+        %t3 = arith.addf %a3, %w3 : f64
+        %i4 = arith.addi %at, %c4 : index
+        %v4 = memref.load %x[%i4] : memref<8192xf32>
+        %w4 = arith.extf %v4 : f32 to f64
+        %t4 = arith.addf %a4, %w4 : f64
+        %i5 = arith.addi %at, %c5 : index
+        %v5 = memref.load %x[%i5] : memref<8192xf32>
+        %w5 = arith.extf %v5 : f32 to f64
+        %t5 = arith.addf %a5, %w5 : f64
+        %i6 = arith.addi %at, %c6 : index
+        %v6 = memref.load %x[%i6] : memref<8192xf32>
+        %w6 = arith.extf %v6 : f32 to f64
+        %t6 = arith.addf %a6, %w6 : f64
+        %i7 = arith.addi %at, %c7 : index
+        %v7 = memref.load %x[%i7] : memref<8192xf32>
+        %w7 = arith.extf %v7 : f32 to f64
+        %t7 = arith.addf %a7, %w7 : f64
+        scf.yield %t0, %t1, %t2, %t3, %t4, %t5, %t6, %t7 : f64, f64, f64, f64, f64, f64, f64, f64
+      }
+      %n0 = arith.truncf %s#0 : f64 to f32
+      memref.store %n0, %y[%c0] : memref<8xf32>
+      %n1 = arith.truncf %s#1 : f64 to f32
+      memref.store %n1, %y[%c1] : memref<8xf32>
+      %n2 = arith.truncf %s#2 : f64 to f32
+      memref.store %n2, %y[%c2] : memref<8xf32>
+      %n3 = arith.truncf %s#3 : f64 to f32
+      memref.store %n3, %y[%c3] : memref<8xf32>
+      %n4 = arith.truncf %s#4 : f64 to f32
+      memref.store %n4, %y[%c4] : memref<8xf32>
+      %n5 = arith.truncf %s#5 : f64 to f32
+      memref.store %n5, %y[%c5] : memref<8xf32>
+      %n6 = arith.truncf %s#6 : f64 to f32
+      memref.store %n6, %y[%c6] : memref<8xf32>
+      %n7 = arith.truncf %s#7 : f64 to f32
+      memref.store %n7, %y[%c7] : memref<8xf32>
+      scf.reduce
+    }
+    return
+  }
+}
