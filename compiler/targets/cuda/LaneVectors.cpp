@@ -9,7 +9,6 @@
 namespace mlir::tg::cuda {
 namespace {
 
-constexpr int64_t kVectorBytes = 16;
 /// Multiples are tracked up to this (a power of two, above any width).
 constexpr int64_t kMostMultiple = 64;
 

@@ -15,6 +15,9 @@
 
 namespace mlir::tg::cuda {
 
+/// The widest access a thread makes (ld.global.v4.b32).
+inline constexpr int64_t kVectorBytes = 16;
+
 /// The number of consecutive iterations of `loop` a lane can take as one
 /// vector (16 bytes of its widest access), or 1 where the body does anything
 /// else with the index (or the range or an offset is not a multiple of it).

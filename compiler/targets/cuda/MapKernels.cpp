@@ -46,7 +46,7 @@ constexpr int64_t kBlock = 256;
 // One block for work that cannot be spread over blocks: 512 threads leave
 // each 128 registers (1024 would cap them at 64 and spill).
 constexpr int64_t kSequentialBlock = 512;
-constexpr int64_t kVectorBytes = 16;
+using cuda::kVectorBytes;
 /// A fold is split into shares of at least this many iterations (8 a lane).
 constexpr int64_t kMinShare = 256;
 /// A share's iterations, a multiple of this.
