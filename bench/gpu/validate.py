@@ -6,9 +6,10 @@ calls this for the parts that need more than a shell):
     validate.py reference METRICS.jsonl -o FILE.json   per-step losses of a CPU run
     validate.py manifest BUNDLE --commit ... --checks NAME...   what the bundle holds, for the report
     validate.py ceilings -o FILE.json                  device copy GB/s and bf16 GEMM TFLOP/s (torch)
+    validate.py attention BUNDLE -o FILE.json          PyTorch's fused attention kernels at the medium model's shape
     validate.py report BUNDLE [--quiet]                the table; exit 1 if a correctness check failed
 
-Only `ceilings` needs torch; the rest is the standard library, so that
+Only `ceilings` and `attention` need torch; the rest is the standard library, so that
 `prepare` runs with any python3.
 """
 import argparse
@@ -28,6 +29,11 @@ H100_BF16_DENSE_FLOPS = 989e12  # H100 SXM, dense bf16 tensor cores (NVIDIA's da
 COPY_BYTES = 1 << 30
 GEMM_SIZE = 8192
 CEILING_ROUNDS, CEILING_REPEATS = 5, 10
+ATTENTION_WARMUP, ATTENTION_ROUNDS = 3, 20
+# The commands of a decomposed attention (what a fused attention kernel
+# replaces), by their labels: the scores, the softmax, the product with the
+# values, and their gradients (the backward pass recomputes the scores).
+ATTENTION_LABEL = re.compile(r"^(grad_)?h\d+_attn(_scores|_probs|_dscores|_dprobs|_dq|_dk|_dv)?$")
 
 
 # ----------------------------------------------------------------------------
@@ -140,6 +146,65 @@ def measure_ceilings(out):
     with open(out, "w") as f:
         json.dump(result, f, indent=1)
     print(f"copy {result['copy_gbps']:.0f} GB/s, bf16 GEMM {result['gemm_tflops']:.0f} TFLOP/s")
+
+
+def causal_attention_flops(batch, heads, seq, head_dim):
+    """Forward FLOPs of causal attention: QK^T and PV over the visible half of
+    the pairs (the convention of FlashAttention's benchmarks); the backward
+    pass counts 2.5 times that."""
+    return 4.0 * batch * heads * seq * seq * head_dim / 2
+
+
+def measure_attention(bundle_root, out):
+    """Forward and backward times of PyTorch's fused attention kernels (cuDNN,
+    FlashAttention-2, memory-efficient) at the medium model's shape: causal,
+    bf16, random inputs; median of ATTENTION_ROUNDS, CUDA events. What TGC's
+    attention is compared with in the report."""
+    import torch
+    import torch.nn.functional as F
+
+    medium = Bundle(bundle_root).manifest["medium"]
+    batch, heads, seq = medium["batch_size"], medium["heads"], medium["seq_len"]
+    head_dim = medium["d"] // heads
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        backends = {"cuDNN": SDPBackend.CUDNN_ATTENTION, "FlashAttention-2": SDPBackend.FLASH_ATTENTION,
+                    "memory-efficient": SDPBackend.EFFICIENT_ATTENTION}
+    except ImportError:  # torch before 2.3
+        backends = {}
+    flops = causal_attention_flops(batch, heads, seq, head_dim)
+    result = {"batch": batch, "heads": heads, "seq": seq, "head_dim": head_dim, "torch": torch.__version__,
+              "forward_flops": flops, "kernels": {}}
+    for name, backend in backends.items():
+        try:
+            q, k, v = (torch.randn(batch, heads, seq, head_dim, device="cuda", dtype=torch.bfloat16,
+                                   requires_grad=True) for _ in range(3))
+            grad = torch.randn(batch, heads, seq, head_dim, device="cuda", dtype=torch.bfloat16)
+            forward_ms, backward_ms = [], []
+            with sdpa_kernel(backend):
+                for i in range(ATTENTION_WARMUP + ATTENTION_ROUNDS):
+                    events = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
+                    events[0].record()
+                    o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                    events[1].record()
+                    o.backward(grad)
+                    events[2].record()
+                    events[2].synchronize()
+                    q.grad = k.grad = v.grad = None
+                    if i >= ATTENTION_WARMUP:
+                        forward_ms.append(events[0].elapsed_time(events[1]))
+                        backward_ms.append(events[1].elapsed_time(events[2]))
+            forward, backward = statistics.median(forward_ms), statistics.median(backward_ms)
+            result["kernels"][name] = {"forward_ms": forward, "backward_ms": backward,
+                                       "forward_tflops": flops / forward / 1e9,
+                                       "backward_tflops": 2.5 * flops / backward / 1e9}
+        except Exception as error:  # a backend this GPU or build lacks
+            result["kernels"][name] = {"error": str(error).splitlines()[0][:200] if str(error) else repr(error)}
+    with open(out, "w") as f:
+        json.dump(result, f, indent=1)
+    for name, k in result["kernels"].items():
+        print(name, " ".join(f"{key} {value:.3g}" if isinstance(value, float) else f"{key} {value}"
+                             for key, value in k.items()))
 
 
 # ----------------------------------------------------------------------------
@@ -316,20 +381,31 @@ def medium_rows(bundle, ceilings, rows):
             rows.append(("**headline**", f"tokens/s, TGC / {name}", "n/a: one side did not run (rows above)", "", ""))
 
 
+def profiled_steps(bundle):
+    """The GPT-2-medium profile's command events of its steps but the first
+    (which loads modules and warms caches), and those steps; None if the
+    profile did not run."""
+    if bundle.failure("medium-profile") is not None:
+        return None
+    trace = bundle.json("work", "medium-profile.json")
+    if trace is None:
+        return None
+    events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+    steps = sorted({e["args"]["step"] for e in events})
+    if len(steps) > 1:
+        steps = steps[1:]
+    return [e for e in events if e["args"]["step"] in steps], steps
+
+
 def profile_rows(bundle, ceilings, rows):
     """Each generated kernel's GB/s against the copy, each GEMM's TFLOP/s
     against the GEMM ceiling, from tgrun --profile of the GPT-2-medium step."""
-    why = bundle.failure("medium-profile")
-    trace = bundle.json("work", "medium-profile.json") if why is None else None
-    if trace is None:
-        rows.append(("kernels", "per-kernel GB/s and per-GEMM TFLOP/s",
-                     f"n/a: {why or 'no trace (tgrun has no --profile?)'}", "", ""))
+    profiled = profiled_steps(bundle)
+    if profiled is None:
+        why = bundle.failure("medium-profile") or "no trace (tgrun has no --profile?)"
+        rows.append(("kernels", "per-kernel GB/s and per-GEMM TFLOP/s", f"n/a: {why}", "", ""))
         return
-    events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
-    steps = sorted({e["args"]["step"] for e in events})
-    if len(steps) > 1:  # the first profiled step loads modules and warms caches
-        steps = steps[1:]
-    events = [e for e in events if e["args"]["step"] in steps]
+    events, steps = profiled
     total_s = sum(e["dur"] for e in events) / 1e6
     groups = {}
     for e in events:
@@ -364,6 +440,61 @@ def profile_rows(bundle, ceilings, rows):
                          f"{gbps:.0f} GB/s", frac, ""))
 
 
+def attention_rows(bundle, rows):
+    """TGC's attention (the decomposed commands, from the profile: forward
+    before the loss, backward after) beside PyTorch's fused kernels at the
+    same shape, per step of the medium model's layers."""
+    medium = bundle.manifest["medium"]
+    layers = medium["layers"]
+    flops = causal_attention_flops(medium["batch_size"], medium["heads"], medium["seq_len"],
+                                   medium["d"] // medium["heads"])
+    label = (f"causal, bf16, B={medium['batch_size']}, H={medium['heads']}, T={medium['seq_len']}, "
+             f"D={medium['d'] // medium['heads']}; ms per step of {layers} layers")
+    against = "TFLOP/s over the causal half of the pairs (backward: 2.5 times the forward's FLOPs)"
+
+    def row(name, forward_s, backward_s):
+        rows.append(("attention", f"{name} ({label})",
+                     f"forward {forward_s * 1e3:.2f} ms ({flops * layers / forward_s / 1e12:.0f} TFLOP/s), "
+                     f"backward {backward_s * 1e3:.2f} ms ({2.5 * flops * layers / backward_s / 1e12:.0f} TFLOP/s)",
+                     against, ""))
+
+    profiled = profiled_steps(bundle)
+    if profiled is None:
+        rows.append(("attention", "TGC", "n/a: no profile", "", ""))
+    else:
+        events, steps = profiled
+        forward_s = backward_s = 0.0
+        for step in steps:
+            in_step = sorted((e for e in events if e["args"]["step"] == step), key=lambda e: e["ts"])
+            loss_at = next((e["ts"] for e in in_step if "cross_entropy" in e["name"]), None)
+            for e in in_step:
+                parts = e["name"].split(maxsplit=1)
+                if len(parts) == 2 and ATTENTION_LABEL.match(parts[1]):
+                    if loss_at is None or e["ts"] < loss_at:
+                        forward_s += e["dur"] / 1e6
+                    else:
+                        backward_s += e["dur"] / 1e6
+        if forward_s > 0 and backward_s > 0:
+            row("TGC, decomposed (scores, softmax, values and their gradients)", forward_s / len(steps),
+                backward_s / len(steps))
+        else:
+            rows.append(("attention", "TGC", "n/a: no attention commands in the profile", "", ""))
+    measured = bundle.json("results", "attention.json")
+    why = bundle.failure("attention")
+    if measured is None or why is not None:
+        rows.append(("attention", "PyTorch's fused kernels", f"n/a: {why or 'no results/attention.json'}", "", ""))
+        return
+    if not measured["kernels"]:
+        rows.append(("attention", f"PyTorch's fused kernels (torch {measured['torch']})",
+                     "n/a: this torch has no torch.nn.attention.sdpa_kernel (2.3 and later)", "", ""))
+    for name, k in measured["kernels"].items():
+        if "error" in k:
+            rows.append(("attention", f"{name} (torch {measured['torch']})", f"n/a: {k['error']}", "", ""))
+        else:
+            row(f"{name} (torch {measured['torch']} SDPA)", k["forward_ms"] * layers / 1e3,
+                k["backward_ms"] * layers / 1e3)
+
+
 def report(root, quiet):
     bundle = Bundle(root)
     if bundle.manifest is None:
@@ -382,6 +513,7 @@ def report(root, quiet):
     failed |= correctness_rows(bundle, rows)
     ceilings = ceiling_rows(bundle, rows)
     medium_rows(bundle, ceilings, rows)
+    attention_rows(bundle, rows)
     profile_rows(bundle, ceilings, rows)
 
     lines = [f"# scripts/gpu-validate: {'FAIL' if failed else 'PASS'}", "",
@@ -418,6 +550,9 @@ def main():
     man.add_argument("--checks", nargs="+", required=True, help="MODEL-DTYPE of each correctness run")
     ceil = sub.add_parser("ceilings")
     ceil.add_argument("-o", required=True)
+    attention = sub.add_parser("attention")
+    attention.add_argument("bundle")
+    attention.add_argument("-o", required=True)
     rep = sub.add_parser("report")
     rep.add_argument("bundle")
     rep.add_argument("--quiet", action="store_true", help="only write BUNDLE/gpu-validate.md")
@@ -430,6 +565,8 @@ def main():
         write_manifest(args)
     elif args.command == "ceilings":
         measure_ceilings(args.o)
+    elif args.command == "attention":
+        measure_attention(args.bundle, args.o)
     else:
         return report(args.bundle, args.quiet)
     return 0

@@ -1,0 +1,133 @@
+"""scripts/gpu-validate without a GPU: `prepare` writes a bundle, `run` says
+there is no GPU (exit 77), and `report` on the bundle fails the correctness
+checks that did not run. The report's attention rows are checked on what a
+GPU run leaves: a profile of a decomposed attention (here the tiny GPT-2's,
+profiled on the CPU; forward before the loss, backward after) and PyTorch's
+fused kernels' times."""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+from tgtest.tools import run
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+SCRIPT = os.path.join(ROOT, "scripts", "gpu-validate")
+VALIDATE = os.path.join(ROOT, "bench", "gpu", "validate.py")
+TINY = os.path.join(ROOT, "examples", "models", "gpt2-tiny.json")
+TRAIN = os.path.join(ROOT, "examples", "train", "tiny.json")
+ATTENTION_LABEL = re.compile(r"^(grad_)?h\d+_attn(_scores|_probs|_dscores|_dprobs|_dq|_dk|_dv)?$")
+# What `validate.py attention` writes on a GPU: one kernel timed, one missing.
+SDPA = {"batch": 8, "heads": 16, "seq": 1024, "head_dim": 64, "torch": "2.11.0", "forward_flops": 1.7e10,
+        "kernels": {"cuDNN": {"forward_ms": 0.1, "backward_ms": 0.25, "forward_tflops": 170.0,
+                              "backward_tflops": 170.0},
+                    "FlashAttention-2": {"error": "No available kernel. Aborting execution."}}}
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+class GpuValidate(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.bundle = os.path.join(cls.tmp.name, "bundle")
+        prepared = subprocess.run([SCRIPT, "prepare", cls.bundle], capture_output=True, text=True)
+        if prepared.returncode != 0:
+            raise RuntimeError(f"gpu-validate prepare failed:\n{prepared.stderr}")
+        cls.manifest = json.load(open(os.path.join(cls.bundle, "manifest.json")))
+        # A decomposed attention's profile, where a GPU run leaves the medium model's.
+        tgx, tokens = os.path.join(cls.tmp.name, "tiny.tgx"), os.path.join(cls.tmp.name, "tokens.bin")
+        run("tgc", "compile", TINY, "--train", TRAIN, "--no-fuse=attention", "-o", tgx)
+        vocab = json.load(open(TINY))["vocab_size"]
+        np.random.default_rng(3).integers(0, vocab, 4000).astype(np.uint16).tofile(tokens)
+        cls.profile = os.path.join(cls.bundle, "work", "medium-profile.json")
+        os.makedirs(os.path.dirname(cls.profile))
+        run("tgrun", tgx, "--data", tokens, "--steps", 3, "--profile", cls.profile)
+        write(os.path.join(cls.bundle, "results", "medium-profile.rc"), "0\n")
+        write(os.path.join(cls.bundle, "results", "attention.json"), json.dumps(SDPA))
+        write(os.path.join(cls.bundle, "results", "attention.rc"), "0\n")
+        cls.report = subprocess.run([sys.executable, VALIDATE, "report", cls.bundle], capture_output=True, text=True)
+        cls.rows = [line for line in cls.report.stdout.splitlines() if line.startswith("| attention |")]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_prepare_writes_the_bundle(self):
+        for name in ("gpt2-tiny-f32", "gpt2-tiny-bf16", "llama-tiny-f32", "llama-tiny-bf16", "gpt2-medium-bf16"):
+            self.assertTrue(os.path.getsize(os.path.join(self.bundle, "artifacts", name + ".tgx")) > 0, name)
+        self.assertEqual([c["name"] for c in self.manifest["correctness"]],
+                         ["gpt2-tiny-f32", "gpt2-tiny-bf16", "llama-tiny-f32", "llama-tiny-bf16"])
+        medium = self.manifest["medium"]
+        self.assertEqual((medium["layers"], medium["heads"], medium["seq_len"], medium["batch_size"]),
+                         (24, 16, 1024, 8))
+        reference = json.load(open(os.path.join(self.bundle, "reference", "gpt2-tiny.json")))
+        self.assertEqual(len(reference["loss"]), 20)
+        self.assertTrue(os.access(os.path.join(self.bundle, "run"), os.X_OK))
+
+    def test_run_needs_a_gpu(self):
+        env = dict(os.environ, PATH="/usr/bin:/bin")  # no nvidia-smi
+        result = subprocess.run([SCRIPT, "run", self.bundle], capture_output=True, text=True, env=env)
+        self.assertEqual(result.returncode, 77, result.stderr)
+        self.assertIn("no GPU", result.stderr)
+
+    def test_report_fails_the_checks_that_did_not_run(self):
+        self.assertEqual(self.report.returncode, 1, self.report.stderr)
+        self.assertIn("# scripts/gpu-validate: FAIL", self.report.stdout)
+        self.assertIn("| correctness | gpt2-tiny f32 vs CPU f32, 20 steps | n/a: did not run", self.report.stdout)
+
+    def test_attention_measures_the_medium_models_shape(self):
+        # No GPU here: each kernel records why it did not run (or, before
+        # torch 2.3, there are none to choose from).
+        out = os.path.join(self.tmp.name, "attention.json")
+        subprocess.run([sys.executable, VALIDATE, "attention", self.bundle, "-o", out], check=True,
+                       capture_output=True, text=True)
+        measured = json.load(open(out))
+        self.assertEqual((measured["batch"], measured["heads"], measured["seq"], measured["head_dim"]),
+                         (8, 16, 1024, 64))
+        self.assertEqual(measured["forward_flops"], 4.0 * 8 * 16 * 1024 * 1024 * 64 / 2)
+        for kernel in measured["kernels"].values():
+            self.assertIn("error", kernel)
+
+    def test_tgc_attention_is_summed_from_the_profile(self):
+        events = [e for e in json.load(open(self.profile))["traceEvents"] if e.get("ph") == "X"]
+        steps = sorted({e["args"]["step"] for e in events})[1:]
+        forward = backward = 0.0
+        for step in steps:
+            in_step = sorted((e for e in events if e["args"]["step"] == step), key=lambda e: e["ts"])
+            loss_at = next(e["ts"] for e in in_step if "cross_entropy" in e["name"])
+            for e in in_step:
+                label = e["name"].split(maxsplit=1)[-1]
+                if ATTENTION_LABEL.match(label):
+                    if e["ts"] < loss_at:
+                        forward += e["dur"] / 1e3 / len(steps)
+                    else:
+                        backward += e["dur"] / 1e3 / len(steps)
+        self.assertGreater(forward, 0)
+        self.assertGreater(backward, 0)
+        tgc = [row for row in self.rows if "TGC, decomposed" in row]
+        self.assertEqual(len(tgc), 1, self.report.stdout)
+        self.assertIn(f"forward {forward:.2f} ms", tgc[0])
+        self.assertIn(f"backward {backward:.2f} ms", tgc[0])
+
+    def test_pytorch_kernels_per_step_of_the_layers(self):
+        cudnn = [row for row in self.rows if "cuDNN" in row]
+        self.assertEqual(len(cudnn), 1, self.report.stdout)
+        # 0.1 and 0.25 ms a layer, 24 layers; 1.72e10 FLOPs a layer forward.
+        self.assertIn("forward 2.40 ms (172 TFLOP/s), backward 6.00 ms (172 TFLOP/s)", cudnn[0])
+        missing = [row for row in self.rows if "FlashAttention-2" in row]
+        self.assertEqual(len(missing), 1)
+        self.assertIn("n/a: No available kernel", missing[0])
+
+
+if __name__ == "__main__":
+    unittest.main()
