@@ -280,7 +280,9 @@ SmallVector<Value> cloneVectorBody(OpBuilder &b, scf::ForOp loop, int64_t width,
     bool depends = llvm::any_of(op.getOperands(), [&](Value v) {
       return dependsOnIndex(shape, v);
     });
-    if (!depends || shape.elements.contains(op.getResult(0))) {
+    bool elementIndex =
+        op.getNumResults() == 1 && shape.elements.contains(op.getResult(0));
+    if (!depends || elementIndex) {
       // Uniform, or the index of element i: scalar, at the first of the
       // lane's `width` iterations.
       b.clone(op, map);
