@@ -86,6 +86,11 @@ struct SplitFold {
   SmallVector<Operation *> before, after;
 };
 
+/// The GPU function of a kernel's `index`-th launch.
+std::string launchSymbol(func::FuncOp kernel, size_t index) {
+  return (kernel.getSymName() + "_" + Twine(index)).str();
+}
+
 /// Whether `op` (or an op inside it) may write memory.
 bool writesMemory(Operation *op) {
   return op
@@ -141,6 +146,10 @@ private:
   /// A grid-stride loop giving each of `items` to one thread (blocks of 256,
   /// as many as fill the device).
   scf::ForOp threadPerItem(int64_t items, cuda::Launch &launch);
+  /// A grid-stride loop giving each of `items` to one warp (8 a block of
+  /// 256, as many blocks as fill the device); sets `lane` to the thread's
+  /// lane in its warp.
+  scf::ForOp warpPerItem(int64_t items, cuda::Launch &launch, Value &lane);
   /// The ivs of a static iteration space from a linear index (last fastest).
   SmallVector<Value> delinearize(Value linear, ArrayRef<int64_t> sizes);
   /// The linalg body at `ivs`, `width` consecutive inner elements at once.
@@ -358,6 +367,20 @@ scf::ForOp KernelMapper::threadPerItem(int64_t items, cuda::Launch &launch) {
                             index(launch.grid * kBlock));
 }
 
+scf::ForOp KernelMapper::warpPerItem(int64_t items, cuda::Launch &launch,
+                                     Value &lane) {
+  constexpr int64_t warpsPerBlock = kBlock / kWarpSize;
+  launch.block = kBlock;
+  launch.grid = gridFor(items, warpsPerBlock);
+  Value warp = arith::DivUIOp::create(b, loc, threadId, index(kWarpSize));
+  lane = arith::RemUIOp::create(b, loc, threadId, index(kWarpSize));
+  Value first = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, blockId, index(warpsPerBlock)),
+      warp);
+  return scf::ForOp::create(b, loc, first, index(items),
+                            index(launch.grid * warpsPerBlock));
+}
+
 LogicalResult KernelMapper::emitElementwise(linalg::LinalgOp op,
                                             IRMapping &map,
                                             cuda::Launch &launch) {
@@ -487,16 +510,8 @@ LogicalResult KernelMapper::emitRows(scf::ParallelOp op, gpu::GPUFuncOp func,
   std::optional<int64_t> step = getConstantIntValue(op.getStep()[0]);
   if (op.getNumLoops() != 1 || lower != 0 || step != 1 || !upper)
     return op.emitOpError("is not a row loop 0..n of the kernel bodies");
-  constexpr int64_t warpsPerBlock = kBlock / kWarpSize;
-  launch.block = kBlock;
-  launch.grid = gridFor(*upper, warpsPerBlock);
-  Value warp = arith::DivUIOp::create(b, loc, threadId, index(kWarpSize));
-  Value lane = arith::RemUIOp::create(b, loc, threadId, index(kWarpSize));
-  Value first = arith::AddIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, blockId, index(warpsPerBlock)),
-      warp);
-  auto loop = scf::ForOp::create(b, loc, first, index(*upper),
-                                 index(launch.grid * warpsPerBlock));
+  Value lane;
+  scf::ForOp loop = warpPerItem(*upper, launch, lane);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(loop.getBody()->getTerminator());
   map.map(op.getInductionVars()[0], loop.getInductionVar());
@@ -572,10 +587,6 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
                                           ArrayRef<Operation *> prologue,
                                           const SplitFold &fold,
                                           SmallVector<cuda::Launch> &launches) {
-  auto nextSymbol = [&] {
-    return (kernel.getSymName() + "_" + Twine(launches.size())).str();
-  };
-  constexpr int64_t warpsPerBlock = kBlock / kWarpSize;
   int64_t tasks = fold.rows * fold.shares;
   scf::ForOp loop = fold.loop;
   Value step = loop.getStep(), lowerBound = loop.getLowerBound(),
@@ -584,7 +595,7 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
 
   // Launch 1: a warp per (row, share) folds the share's iterations.
   cuda::Launch shares;
-  shares.symbol = nextSymbol();
+  shares.symbol = launchSymbol(kernel, launches.size());
   SmallVector<memref::GlobalOp> partials;
   for (auto [k, acc] : llvm::enumerate(loop.getRegionIterArgs()))
     partials.push_back(
@@ -593,15 +604,8 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
   {
     IRMapping map;
     gpu::GPUFuncOp func = startPhase(kernel, shares.symbol, prologue, map);
-    shares.block = kBlock;
-    shares.grid = gridFor(tasks, warpsPerBlock);
-    Value warp = arith::DivUIOp::create(b, loc, threadId, index(kWarpSize));
-    Value lane = arith::RemUIOp::create(b, loc, threadId, index(kWarpSize));
-    Value first = arith::AddIOp::create(
-        b, loc, arith::MulIOp::create(b, loc, blockId, index(warpsPerBlock)),
-        warp);
-    auto tasksLoop = scf::ForOp::create(b, loc, first, index(tasks),
-                                        index(shares.grid * warpsPerBlock));
+    Value lane;
+    scf::ForOp tasksLoop = warpPerItem(tasks, shares, lane);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(tasksLoop.getBody()->getTerminator());
     Value task = tasksLoop.getInductionVar();
@@ -640,23 +644,16 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
   // Launch 2: each row's team folds its partials in share order into the
   // loop's init, then runs the rest of the phase.
   cuda::Launch rest;
-  rest.symbol = nextSymbol();
+  rest.symbol = launchSymbol(kernel, launches.size());
   IRMapping map;
   gpu::GPUFuncOp func = startPhase(kernel, rest.symbol, prologue, map);
   Team team{Team::Kind::Block, kSequentialBlock, threadId};
   Value row;
   std::optional<OpBuilder::InsertionGuard> guard;
   if (fold.row) {
-    rest.block = kBlock;
-    rest.grid = gridFor(fold.rows, warpsPerBlock);
-    Value warp = arith::DivUIOp::create(b, loc, threadId, index(kWarpSize));
-    team = {Team::Kind::Warp, kWarpSize,
-            arith::RemUIOp::create(b, loc, threadId, index(kWarpSize))};
-    Value first = arith::AddIOp::create(
-        b, loc, arith::MulIOp::create(b, loc, blockId, index(warpsPerBlock)),
-        warp);
-    auto rowsLoop = scf::ForOp::create(b, loc, first, index(fold.rows),
-                                       index(rest.grid * warpsPerBlock));
+    Value lane;
+    scf::ForOp rowsLoop = warpPerItem(fold.rows, rest, lane);
+    team = {Team::Kind::Warp, kWarpSize, lane};
     guard.emplace(b);
     b.setInsertionPoint(rowsLoop.getBody()->getTerminator());
     row = rowsLoop.getInductionVar();
@@ -817,7 +814,7 @@ FailureOr<SmallVector<cuda::Launch>> KernelMapper::map(func::FuncOp kernel) {
       continue;
     }
     cuda::Launch launch;
-    launch.symbol = (kernel.getSymName() + "_" + Twine(launches.size())).str();
+    launch.symbol = launchSymbol(kernel, launches.size());
     IRMapping map;
     gpu::GPUFuncOp func = startPhase(kernel, launch.symbol, prologue, map);
     if (failed(emitPhase(phase, func, map, launch)))
