@@ -142,6 +142,11 @@ private:
   void allowBlockRegisters(gpu::GPUFuncOp func, const cuda::Launch &launch);
   /// A new device global of the GPU module, of `type` (uninitialised).
   memref::GlobalOp addGlobal(StringRef name, MemRefType type);
+  /// `global` as a memref, in the function being emitted.
+  Value addressOf(memref::GlobalOp global) {
+    return memref::GetGlobalOp::create(b, loc, global.getType(),
+                                       global.getSymName());
+  }
 
   /// A grid-stride loop giving each of `items` to one thread (blocks of 256,
   /// as many as fill the device).
@@ -196,10 +201,7 @@ gpu::GPUFuncOp KernelMapper::startPhase(func::FuncOp kernel, StringRef name,
     map.map(from, to);
   for (Operation *op : prologue) {
     if (isa<memref::AllocOp, memref::AllocaOp>(op)) {
-      memref::GlobalOp global = locals.lookup(op->getResult(0));
-      map.map(op->getResult(0),
-              memref::GetGlobalOp::create(b, loc, global.getType(),
-                                          global.getSymName()));
+      map.map(op->getResult(0), addressOf(locals.lookup(op->getResult(0))));
     } else {
       b.clone(*op, map);
     }
@@ -632,8 +634,7 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
     auto ifFirst = scf::IfOp::create(b, loc, isFirst, /*withElse=*/false);
     b.setInsertionPointToStart(ifFirst.thenBlock());
     for (auto [global, total] : llvm::zip(partials, *totals)) {
-      Value slots = memref::GetGlobalOp::create(b, loc, global.getType(),
-                                                global.getSymName());
+      Value slots = addressOf(global);
       memref::StoreOp::create(b, loc, total, slots, ValueRange{task});
     }
     b.setInsertionPointAfter(tasksLoop);
@@ -671,8 +672,7 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
   for (auto [k, global] : llvm::enumerate(partials)) {
     Value acc = loop.getRegionIterArgs()[k];
     StringRef combiner = cuda::foldCombiner(acc, yield.getOperand(k));
-    Value slots = memref::GetGlobalOp::create(b, loc, global.getType(),
-                                              global.getSymName());
+    Value slots = addressOf(global);
     Value start = arith::AddIOp::create(b, loc, base, team.lane);
     auto combineLoop = scf::ForOp::create(
         b, loc, start, arith::AddIOp::create(b, loc, base, index(fold.shares)),
