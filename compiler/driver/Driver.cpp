@@ -368,7 +368,8 @@ llvm::Error buildPipeline(OpPassManager &pm, const Options &o, const Compilation
   buildLoweringStage(pm, {o.libraryGemm, c.train ? uint64_t(c.train->seed) : 0, o.fusion,
                           int64_t(o.bucketMb * (1 << 20)),
                           /*flashKernels=*/!cuda,
-                          /*vectorRows=*/!cuda});
+                          /*vectorRows=*/!cuda,
+                          /*alignGemmRows=*/o.alignGemmRows.value_or(bool(cuda))});
   if (stage == Stage::Lowering)
     return llvm::Error::success();
   if (cuda)

@@ -34,6 +34,11 @@ void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options) {
   TgDecomposeAttentionOptions decompose;
   decompose.remarks = options.fusion.remarks;
   pm.addPass(createTgDecomposeAttention(decompose));
+  if (options.alignGemmRows && options.libraryGemm) {
+    TgAlignGemmRowsOptions align;
+    align.remarks = options.fusion.remarks;
+    pm.addNestedPass<func::FuncOp>(createTgAlignGemmRows(align));
+  }
   pm.addNestedPass<func::FuncOp>(
       createTgFormDispatchRegions({options.libraryGemm}));
   if (options.fusion.elementwise)

@@ -149,6 +149,13 @@ static EnumOption<GemmLowering> gemmOpt(
                clEnumValN(GemmLowering::Generated, "generated",
                           "loop kernels generated like every other op")),
     cl::sub(compileCommand), cl::cat(tgcCategory));
+static cl::opt<cl::boolOrDefault> alignGemmRowsOpt(
+    "align-gemm-rows",
+    cl::desc("Pad the operands of library GEMMs whose stored rows are not "
+             "16-byte aligned (=true or =false; default: on for --target "
+             "cuda, whose cuBLASLt tensor-core kernels need it, off on the "
+             "CPU)"),
+    cl::sub(compileCommand), cl::cat(tgcCategory));
 static cl::opt<bool> noFusionOpt(
     "no-fusion",
     cl::desc("Turn off every fusion pass, to compare or to find a fusion at "
@@ -521,6 +528,8 @@ static llvm::Expected<tg::driver::Options> driverOptions() {
   o.target = targetOpt == Target::Cuda ? tg::driver::Target::Cuda : tg::driver::Target::Cpu;
   o.cudaArch = cudaArchOpt;
   o.libraryGemm = gemmOpt == GemmLowering::Library;
+  if (alignGemmRowsOpt != cl::BOU_UNSET)
+    o.alignGemmRows = alignGemmRowsOpt == cl::BOU_TRUE;
   o.fusion.elementwise =
       !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::Elementwise);
   o.fusion.rows = !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::Rows);

@@ -2186,7 +2186,19 @@ LogicalResult emitKernelBody(OpBuilder &b, Operation *op, ValueRange operands,
     return success();
   }
   if (auto pad = dyn_cast<PadOp>(op)) {
-    fillZero(b, loc, results[0]);
+    // Zeros only where the input does not land (each padded dim's low and
+    // high slabs; a corner is zeroed twice): the result is written once.
+    ArrayRef<int64_t> full = shapeOf(results[0]);
+    for (auto [d, low, high] : llvm::enumerate(pad.getLow(), pad.getHigh()))
+      for (auto [start, size] : {std::pair{int64_t(0), low},
+                                 std::pair{full[d] - high, high}}) {
+        if (size == 0)
+          continue;
+        SmallVector<int64_t> offsets(full.size(), 0), sizes(full);
+        offsets[d] = start;
+        sizes[d] = size;
+        fillZero(b, loc, window(b, loc, results[0], offsets, sizes));
+      }
     copy(b, loc, operands[0],
          window(b, loc, results[0], pad.getLow(), shapeOf(operands[0])));
     return success();

@@ -54,6 +54,9 @@ struct Options {
   Target target = Target::Cpu;
   std::string cudaArch = "sm_90a";
   bool libraryGemm = true;
+  /// Pad library GEMMs to 16-byte aligned rows (tg-align-gemm-rows); unset:
+  /// the target's need (CUDA yes, the CPU no).
+  std::optional<bool> alignGemmRows;
   FusionOptions fusion;
   double bucketMb = 25;
 };

@@ -65,12 +65,16 @@ struct LoweringOptions {
   /// A row of the kernels' row loops runs on one thread (the CPU; the CUDA
   /// target spreads a row's loops over a warp's lanes).
   bool vectorRows = true;
+  /// Library GEMMs whose stored rows are not 16-byte aligned get padded
+  /// operands (tg-align-gemm-rows): cuBLASLt needs it, OpenBLAS does not.
+  bool alignGemmRows = false;
 };
 
 /// @train_step (tg) -> exec.program with planned resources, timepoints and
 /// a kernel module on memrefs: tg-unroll-micro-batches, tg-fuse-attention
 /// (with fusion, where `flashKernels`: the target has them),
-/// tg-decompose-attention, tg-form-dispatch-regions, tg-fuse-elementwise
+/// tg-decompose-attention, tg-align-gemm-rows (where `alignGemmRows` and
+/// GEMMs are library calls), tg-form-dispatch-regions, tg-fuse-elementwise
 /// and tg-fuse-into-rows (with fusion), tg-lower-to-exec,
 /// exec-fuse-gemm-bias and exec-fuse-gemm-layouts (with fusion),
 /// exec-schedule-collectives,

@@ -266,6 +266,33 @@ def TgDecomposeAttention : Pass<"tg-decompose-attention", "ModuleOp"> {
   ];
 }
 
+def TgAlignGemmRows : Pass<"tg-align-gemm-rows", "func::FuncOp"> {
+  let summary = "Pad the matrices of a library GEMM whose stored rows are "
+                "not 16-byte aligned, and slice its product back";
+  let description = [{
+    cuBLASLt's tensor-core kernels (TMA, wgmma) need every row of A, B and
+    C to start on 16 bytes; with a row of an odd number of bf16 elements
+    (GPT-2's vocabulary of 50257: the logits, their gradient, the tied
+    embedding) it falls back to kernels 5-7x slower. For each tg.matmul a
+    dimension that is the length of a stored row (N always; K where it is
+    the rows of lhs or of a transposed rhs; M where lhs is transposed) and
+    is not a multiple of 16 bytes is padded with zeros to a multiple of
+    `row-bytes`: the operands with tg.pad (one pad per tensor and shape,
+    through reshapes that keep the last dim), the product with a tg.slice.
+    Zeros add nothing to the products' sums, so the program computes the
+    same values; only the library's order of summation may change. Each
+    padded product and its extra bytes as a remark (`remarks`).
+  }];
+  let options = [
+    Option<"rowBytes", "row-bytes", "int64_t", /*default=*/"128",
+           "Pad a misaligned row to a multiple of this many bytes (a cache "
+           "line: also the multiple cuBLASLt's tiles read whole)">,
+    Option<"remarks", "remarks", "bool", /*default=*/"false",
+           "Report each padded product and what the padding costs as a "
+           "remark">,
+  ];
+}
+
 def TgFormDispatchRegions
     : Pass<"tg-form-dispatch-regions", "func::FuncOp"> {
   let summary = "Group the ops of a function into exec.dispatch_region ops on "
