@@ -25,6 +25,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 
+#include <limits>
+
 namespace mlir::tg::driver {
 using namespace frontend;
 
@@ -365,11 +367,20 @@ llvm::Error buildPipeline(OpPassManager &pm, const Options &o, const Compilation
   }
   if (stage == Stage::Training)
     return llvm::Error::success();
-  buildLoweringStage(pm, {o.libraryGemm, c.train ? uint64_t(c.train->seed) : 0, o.fusion,
-                          int64_t(o.bucketMb * (1 << 20)),
-                          /*flashKernels=*/!cuda,
-                          /*vectorRows=*/!cuda,
-                          /*alignGemmRows=*/o.alignGemmRows.value_or(bool(cuda))});
+  LoweringOptions lowering{o.libraryGemm, c.train ? uint64_t(c.train->seed) : 0,
+                           o.fusion, int64_t(o.bucketMb * (1 << 20)),
+                           /*flashKernels=*/!cuda,
+                           /*vectorRows=*/!cuda,
+                           /*alignGemmRows=*/o.alignGemmRows.value_or(bool(cuda))};
+  if (cuda) {
+    // A GPU has no flash kernel yet, so every attention is decomposed; its
+    // gradient recomputing P costs a batched GEMM and a softmax (~11% of a
+    // GPT-2-medium step on an H200), keeping it only memory. Keep P whatever
+    // the sequence, up to a tenth of the device's memory.
+    lowering.keepProbsFactor = std::numeric_limits<double>::infinity();
+    lowering.keepProbsMib = o.deviceMemoryGB * 1e9 / 10 / (1 << 20);
+  }
+  buildLoweringStage(pm, lowering);
   if (stage == Stage::Lowering)
     return llvm::Error::success();
   if (cuda)

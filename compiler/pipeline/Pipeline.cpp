@@ -33,6 +33,8 @@ void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options) {
   }
   TgDecomposeAttentionOptions decompose;
   decompose.remarks = options.fusion.remarks;
+  decompose.keepProbsFactor = options.keepProbsFactor;
+  decompose.keepProbsMib = options.keepProbsMib;
   pm.addPass(createTgDecomposeAttention(decompose));
   if (options.alignGemmRows && options.libraryGemm) {
     TgAlignGemmRowsOptions align;

@@ -138,7 +138,9 @@ static EnumOption<Stats> statsOpt(
 static cl::opt<double> deviceMemoryOpt(
     "device-memory",
     cl::desc("Memory of one device in GB (10^9 bytes), against which "
-             "--stats says whether the step fits (default 80, an H100's)"),
+             "--stats says whether the step fits, and a tenth of which "
+             "--target cuda gives to the attention probabilities kept for "
+             "the gradient (default 80, an H100's)"),
     cl::init(80), cl::value_desc("GB"), cl::sub(compileCommand),
     cl::cat(tgcCategory));
 enum class GemmLowering { Library, Generated };
@@ -543,6 +545,7 @@ static llvm::Expected<tg::driver::Options> driverOptions() {
   o.fusion.maxScoreMib = maxScoreMibOpt;
   o.fusion.remarks = fusionRemarksOpt;
   o.bucketMb = bucketMbOpt;
+  o.deviceMemoryGB = deviceMemoryOpt;
   return o;
 }
 

@@ -11,6 +11,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <tuple>
@@ -240,16 +241,27 @@ private:
   /// Whether the gradient `op`, whose forward was decomposed, reuses its P
   /// (KeepProbabilities), with the reason as a remark.
   bool keepProbabilities(AttentionGradOp op, const Dims &d) {
-    bool kept = keepsProbabilities(d.keyLen, d.headDim, keep);
+    double mib = double(d.batch * d.heads * d.queryLen * d.keyLen) *
+                 d.element.getIntOrFloatBitWidth() / 8 / (1 << 20);
+    bool shortRows = keepsProbabilities(d.keyLen, d.headDim, keep);
+    bool withinBudget = keep.budgetMib == 0 || keptMib + mib <= keep.budgetMib;
+    bool kept = shortRows && withinBudget;
+    if (kept)
+      keptMib += mib;
     if (keep.remarks) {
-      double mib = double(d.batch * d.heads * d.queryLen * d.keyLen) *
-                   d.element.getIntOrFloatBitWidth() / 8 / (1 << 20);
-      op.emitRemark() << (kept ? "keeps" : "recomputes")
-                      << " the forward's attention probabilities ("
-                      << llvm::formatv("{0:F1}", mib) << " MiB): keys per row "
-                      << d.keyLen << (kept ? " <= " : " > ")
-                      << llvm::formatv("{0:F1}", keep.factor)
-                      << " x head dim " << d.headDim;
+      auto diag = op.emitRemark();
+      diag << (kept ? "keeps" : "recomputes")
+           << " the forward's attention probabilities ("
+           << llvm::formatv("{0:F1}", mib) << " MiB): ";
+      if (!shortRows || std::isfinite(keep.factor))
+        diag << "keys per row " << d.keyLen << (shortRows ? " <= " : " > ")
+             << llvm::formatv("{0:F1}", keep.factor) << " x head dim "
+             << d.headDim;
+      if (shortRows && keep.budgetMib != 0)
+        diag << (std::isfinite(keep.factor) ? "; " : "")
+             << (kept ? "" : "keeping them would exceed the budget: ")
+             << llvm::formatv("{0:F1} of {1:F1} MiB kept", keptMib,
+                              keep.budgetMib);
     }
     return kept;
   }
@@ -257,6 +269,8 @@ private:
   func::FuncOp func;
   OpBuilder b;
   KeepProbabilities keep;
+  /// The probabilities kept so far in the function.
+  double keptMib = 0;
   llvm::DenseMap<std::tuple<Type, int64_t, int64_t>, Value> masks;
   llvm::DenseMap<ForwardKey, Probs> forwardProbs;
 };

@@ -14,7 +14,7 @@ struct DecomposeAttentionPass
   using Base::Base;
   void runOnOperation() override {
     for (auto func : getOperation().getOps<func::FuncOp>())
-      if (failed(decomposeAttention(func, {keepProbsFactor, remarks})))
+      if (failed(decomposeAttention(func, {keepProbsFactor, keepProbsMib, remarks})))
         return signalPassFailure();
   }
 };

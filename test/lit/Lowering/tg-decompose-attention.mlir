@@ -146,3 +146,30 @@ func.func @sliding_window(%q: tensor<1x1x4x2xf32> loc("q"), %k: tensor<1x1x4x2xf
   %dq, %dk, %dv = tg.attention_grad %q, %k, %v, %g {scale = 0.5 : f64, window = 2 : i64} : tensor<1x1x4x2xf32>, tensor<1x1x4x2xf32>, tensor<1x1x4x2xf32>, tensor<1x1x4x2xf32> -> tensor<1x1x4x2xf32>, tensor<1x1x4x2xf32>, tensor<1x1x4x2xf32> loc("dq")
   return %0, %1, %dq : tensor<1x1x4x2xf32>, tensor<1x1x4x2xf32>, tensor<1x1x4x2xf32>
 }
+
+// -----
+
+// A budget for the kept probabilities (the CUDA target's: keys per row do
+// not matter, a tenth of the device's memory does): two gradients whose P
+// takes 1 MiB each (4 heads of 256 x 256 f32), 1.5 MiB allowed. The first
+// gradient in program order keeps its forward's P; the second would exceed
+// the budget and recomputes it.
+// RUN: tg-opt %s --split-input-file --tg-decompose-attention='keep-probs-factor=inf keep-probs-mib=1.5 remarks=true' -o /dev/null 2>&1 | FileCheck %s --check-prefix=BUDGET
+// RUN: tg-opt %s --split-input-file --tg-decompose-attention='keep-probs-factor=inf keep-probs-mib=1.5' --mlir-use-nameloc-as-prefix | FileCheck %s --check-prefix=BUDGET-IR
+// BUDGET: remark: {{.*}}keeps the forward's attention probabilities (1.0 MiB): 1.0 of 1.5 MiB kept
+// BUDGET: remark: {{.*}}recomputes the forward's attention probabilities (1.0 MiB): keeping them would exceed the budget: 1.0 of 1.5 MiB kept
+// BUDGET-IR-LABEL: func.func @budget(
+// BUDGET-IR-NOT: %da_probs
+// BUDGET-IR: tg.softmax_grad %b_probs
+// BUDGET-IR: %da_probs = tg.softmax
+// BUDGET-IR: tg.softmax_grad %da_probs
+func.func @budget(%q: tensor<1x4x256x2xf32> loc("q"), %q2: tensor<1x4x256x2xf32> loc("q2"),
+                  %k: tensor<1x4x256x2xf32> loc("k"), %v: tensor<1x4x256x2xf32> loc("v"),
+                  %g: tensor<1x4x256x2xf32> loc("g"))
+    -> (tensor<1x4x256x2xf32>, tensor<1x4x256x2xf32>, tensor<1x4x256x2xf32>, tensor<1x4x256x2xf32>) {
+  %0 = tg.attention %q, %k, %v {scale = 0.5 : f64} : tensor<1x4x256x2xf32>, tensor<1x4x256x2xf32>, tensor<1x4x256x2xf32> -> tensor<1x4x256x2xf32> loc("a")
+  %1 = tg.attention %q2, %k, %v {scale = 0.5 : f64} : tensor<1x4x256x2xf32>, tensor<1x4x256x2xf32>, tensor<1x4x256x2xf32> -> tensor<1x4x256x2xf32> loc("b")
+  %db:3 = tg.attention_grad %q2, %k, %v, %g {scale = 0.5 : f64} : tensor<1x4x256x2xf32>, tensor<1x4x256x2xf32>, tensor<1x4x256x2xf32>, tensor<1x4x256x2xf32> -> tensor<1x4x256x2xf32>, tensor<1x4x256x2xf32>, tensor<1x4x256x2xf32> loc("db")
+  %da:3 = tg.attention_grad %q, %k, %v, %g {scale = 0.5 : f64} : tensor<1x4x256x2xf32>, tensor<1x4x256x2xf32>, tensor<1x4x256x2xf32>, tensor<1x4x256x2xf32> -> tensor<1x4x256x2xf32>, tensor<1x4x256x2xf32>, tensor<1x4x256x2xf32> loc("da")
+  return %0, %1, %db#0, %da#0 : tensor<1x4x256x2xf32>, tensor<1x4x256x2xf32>, tensor<1x4x256x2xf32>, tensor<1x4x256x2xf32>
+}

@@ -59,6 +59,10 @@ struct Options {
   std::optional<bool> alignGemmRows;
   FusionOptions fusion;
   double bucketMb = 25;
+  /// One device's memory in GB (10^9 bytes): --stats checks the plan
+  /// against it, and on CUDA a tenth of it bounds the attention
+  /// probabilities kept for the gradient.
+  double deviceMemoryGB = 80;
 };
 
 /// What the driver knows about the model it compiles.

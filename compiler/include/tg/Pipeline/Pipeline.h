@@ -68,6 +68,9 @@ struct LoweringOptions {
   /// Library GEMMs whose stored rows are not 16-byte aligned get padded
   /// operands (tg-align-gemm-rows): cuBLASLt needs it, OpenBLAS does not.
   bool alignGemmRows = false;
+  /// Where the decomposed attention's gradient reuses its forward's
+  /// probabilities (tg-decompose-attention; see KeepProbabilities).
+  double keepProbsFactor = 4, keepProbsMib = 0;
 };
 
 /// @train_step (tg) -> exec.program with planned resources, timepoints and

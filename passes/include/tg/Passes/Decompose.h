@@ -37,6 +37,12 @@ struct KeepProbabilities {
   /// Longer sequences recompute P, as Megatron's selective recomputation
   /// does. 0: always recompute.
   double factor = 4;
+  /// At most this many MiB of kept probabilities in a function (0: no
+  /// limit), counted over the gradients in program order: a GPU, whose
+  /// memory rather than its caches bounds what it keeps, keeps P whatever
+  /// the sequence (factor infinite) up to a share of its memory, and
+  /// recomputes the rest.
+  double budgetMib = 0;
   /// Each decision and its reason as a remark on the gradient op.
   bool remarks = false;
 };

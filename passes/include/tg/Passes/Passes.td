@@ -253,13 +253,17 @@ def TgDecomposeAttention : Pass<"tg-decompose-attention", "ModuleOp"> {
     See tg/Passes/Decompose.h. A gradient reuses its forward's probabilities
     P where the keys per query row are at most `keep-probs-factor` times the
     head dim (P then costs about a block's other saved activations in memory
-    and saves a batched GEMM and a softmax), and recomputes them otherwise;
-    each decision as a remark (`remarks`).
+    and saves a batched GEMM and a softmax) and the function's kept P stays
+    within `keep-probs-mib`, and recomputes them otherwise; each decision as
+    a remark (`remarks`).
   }];
   let options = [
     Option<"keepProbsFactor", "keep-probs-factor", "double", /*default=*/"4",
            "Reuse the forward's probabilities where keys <= this x head dim "
-           "(0: always recompute them)">,
+           "(0: always recompute them; inf: whatever the keys)">,
+    Option<"keepProbsMib", "keep-probs-mib", "double", /*default=*/"0",
+           "Keep at most this many MiB of probabilities in a function, the "
+           "gradients in program order (0: no limit)">,
     Option<"remarks", "remarks", "bool", /*default=*/"false",
            "Report whether each gradient keeps or recomputes the "
            "probabilities, and why, as a remark">,
