@@ -38,6 +38,18 @@ FailureOr<tgx::DType> dtypeOf(Operation *where, Type type) {
          << type << ", which the .tgx format cannot store";
 }
 
+tgx::GemmActivation activationOf(exec::GemmActivation activation) {
+  switch (activation) {
+  case exec::GemmActivation::none:
+    return tgx::GemmActivation_None;
+  case exec::GemmActivation::gelu_tanh:
+    return tgx::GemmActivation_GeluTanh;
+  case exec::GemmActivation::gelu_tanh_grad:
+    return tgx::GemmActivation_GeluTanhGrad;
+  }
+  llvm_unreachable("an exec.gemm activation the format does not know");
+}
+
 /// The slot name the runtime and checkpoints know a state resource by.
 std::string slotName(ResourceOp r) {
   std::string name = r.getName()->str();
@@ -376,10 +388,13 @@ private:
             g.getStrideC(),
             g.getBias() ? tgx::GemmEpilogue_Bias : tgx::GemmEpilogue_None,
             g.getLda(), g.getLdb(), g.getLdc(), g.getInnerBatch(),
-            g.getInnerStrideA(), g.getInnerStrideB(), g.getInnerStrideC());
+            g.getInnerStrideA(), g.getInnerStrideB(), g.getInnerStrideC(),
+            activationOf(g.getActivation()));
         buffers = {g.getA(), g.getB(), g.getC()};
         if (g.getBias())
           buffers.push_back(g.getBias());
+        if (g.getAux())
+          buffers.push_back(g.getAux());
       } else if (auto copy = dyn_cast<exec::CopyOp>(op)) {
         kind = tgx::CommandKind_Copy;
         buffers = {copy.getSource(), copy.getTarget()};

@@ -3,6 +3,7 @@
 #include "Kernels.h"
 
 #include "tg/IR/AttentionVisibility.h"
+#include "tg/runtime/GemmActivation.h"
 
 #include "llvm/ADT/SmallVector.h"
 
@@ -191,14 +192,10 @@ Tensor binary(const Tensor &lhs, const Tensor &rhs, Shape resultShape,
   return out;
 }
 
-static constexpr double kGeluTanhCoefficient = 0.044715;
-
 double gelu(double x, bool tanhApproximation) {
   if (!tanhApproximation)
     return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
-  double c = std::sqrt(2 / M_PI);
-  return 0.5 * x *
-         (1 + std::tanh(c * (x + kGeluTanhCoefficient * x * x * x)));
+  return ::tg::runtime::geluTanh(x);
 }
 
 double geluDerivative(double x, bool tanhApproximation) {
@@ -206,10 +203,7 @@ double geluDerivative(double x, bool tanhApproximation) {
     double pdf = std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
     return 0.5 * (1 + std::erf(x / std::sqrt(2.0))) + x * pdf;
   }
-  double c = std::sqrt(2 / M_PI);
-  double t = std::tanh(c * (x + kGeluTanhCoefficient * x * x * x));
-  return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c *
-                             (1 + 3 * kGeluTanhCoefficient * x * x);
+  return ::tg::runtime::geluTanhDerivative(x);
 }
 
 static double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }

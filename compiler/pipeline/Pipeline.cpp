@@ -57,6 +57,9 @@ void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options) {
     pm.addPass(createExecFuseGemmBias());
   if (options.fusion.gemmLayouts)
     pm.addPass(createExecFuseGemmLayouts());
+  if (options.fusion.gemmActivation)
+    pm.addPass(createExecFuseGemmActivation(
+        {options.fusion.remarks, options.fusion.gemmActivationF64}));
   pm.addPass(createExecScheduleCollectives());
   pm.addPass(createExecBucketGradients({options.bucketBytes}));
   pm.addPass(createExecInsertTimepoints());

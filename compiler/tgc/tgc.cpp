@@ -163,26 +163,48 @@ static cl::opt<bool> noFusionOpt(
     cl::desc("Turn off every fusion pass, to compare or to find a fusion at "
              "fault"),
     cl::sub(compileCommand), cl::cat(tgcCategory));
-enum class Fusion { Elementwise, Rows, Loss, GemmBias, GemmLayouts, Attention };
+enum class Fusion {
+  Elementwise,
+  Rows,
+  Loss,
+  GemmBias,
+  GemmLayouts,
+  GemmActivation,
+  Attention
+};
+/// The fusion passes --no-fuse and --fuse name.
+static cl::ValuesClass fusionNames() {
+  return cl::values(
+      clEnumValN(Fusion::Elementwise, "elementwise",
+                 "tg-fuse-elementwise: elementwise chains, AdamW"),
+      clEnumValN(Fusion::Rows, "rows",
+                 "tg-fuse-into-rows: residual adds, scales, masks "
+                 "and gradient squares into norm, softmax and sum "
+                 "kernels; the heads' transposes into rope kernels"),
+      clEnumValN(Fusion::Loss, "loss",
+                 "tg-fuse-into-rows' loss-with-gradient: the loss "
+                 "and its gradient in one kernel"),
+      clEnumValN(Fusion::GemmBias, "gemm-bias",
+                 "exec-fuse-gemm-bias: bias adds as GEMM epilogues"),
+      clEnumValN(Fusion::GemmLayouts, "gemm-layouts",
+                 "exec-fuse-gemm-layouts: slices, transposes and "
+                 "concatenations around GEMMs as their strides"),
+      clEnumValN(Fusion::GemmActivation, "gemm-activation",
+                 "exec-fuse-gemm-activation: GELU and its gradient "
+                 "as GEMM epilogues (on for --target cuda only)"),
+      clEnumValN(Fusion::Attention, "attention",
+                 "tg-fuse-attention: flash attention kernels"));
+}
 static cl::list<Fusion, bool, ListingParser<Fusion>> noFuseOpt(
     "no-fuse", cl::desc("Turn off one fusion pass (comma-separated list)"),
-    cl::values(clEnumValN(Fusion::Elementwise, "elementwise",
-                          "tg-fuse-elementwise: elementwise chains, AdamW"),
-               clEnumValN(Fusion::Rows, "rows",
-                          "tg-fuse-into-rows: residual adds, scales, masks "
-                          "and gradient squares into norm, softmax and sum "
-                          "kernels; the heads' transposes into rope kernels"),
-               clEnumValN(Fusion::Loss, "loss",
-                          "tg-fuse-into-rows' loss-with-gradient: the loss "
-                          "and its gradient in one kernel"),
-               clEnumValN(Fusion::GemmBias, "gemm-bias",
-                          "exec-fuse-gemm-bias: bias adds as GEMM epilogues"),
-               clEnumValN(Fusion::GemmLayouts, "gemm-layouts",
-                          "exec-fuse-gemm-layouts: slices, transposes and "
-                          "concatenations around GEMMs as their strides"),
-               clEnumValN(Fusion::Attention, "attention",
-                          "tg-fuse-attention: flash attention kernels")),
-    cl::CommaSeparated, cl::sub(compileCommand), cl::cat(tgcCategory));
+    fusionNames(), cl::CommaSeparated, cl::sub(compileCommand),
+    cl::cat(tgcCategory));
+static cl::list<Fusion, bool, ListingParser<Fusion>> fuseOpt(
+    "fuse",
+    cl::desc("Turn on a fusion pass the target leaves off (comma-separated "
+             "list): gemm-activation on the CPU, to check it there"),
+    fusionNames(), cl::CommaSeparated, cl::sub(compileCommand),
+    cl::cat(tgcCategory));
 static cl::opt<double> maxScoreMibOpt(
     "max-score-mib",
     cl::desc("Flash attention wherever the decomposed attention's score "
@@ -542,6 +564,10 @@ static llvm::Expected<tg::driver::Options> driverOptions() {
       !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::GemmLayouts);
   o.fusion.attention =
       !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::Attention);
+  if (noFusionOpt || llvm::is_contained(noFuseOpt, Fusion::GemmActivation))
+    o.gemmActivation = false;
+  else if (llvm::is_contained(fuseOpt, Fusion::GemmActivation))
+    o.gemmActivation = true;
   o.fusion.maxScoreMib = maxScoreMibOpt;
   o.fusion.remarks = fusionRemarksOpt;
   o.bucketMb = bucketMbOpt;

@@ -527,11 +527,16 @@ private:
     if (g->epilogue() < tgx::GemmEpilogue_MIN || g->epilogue() > tgx::GemmEpilogue_MAX)
       return fail(field + ".gemm.epilogue",
                   "has the unknown value " + std::to_string(int(g->epilogue())));
+    if (g->activation() < tgx::GemmActivation_MIN || g->activation() > tgx::GemmActivation_MAX)
+      return fail(field + ".gemm.activation",
+                  "has the unknown value " + std::to_string(int(g->activation())));
     bool bias = g->epilogue() == tgx::GemmEpilogue_Bias;
-    if (c.operands()->size() != (bias ? 4u : 3u))
-      return fail(field + ".operands", "has " + std::to_string(c.operands()->size()) +
-                                           " entries instead of " +
-                                           (bias ? "[a, b, c, bias]" : "[a, b, c]"));
+    bool aux = g->activation() != tgx::GemmActivation_None;
+    if (c.operands()->size() != 3u + bias + aux)
+      return fail(field + ".operands",
+                  "has " + std::to_string(c.operands()->size()) + " entries instead of " +
+                      (bias ? (aux ? "[a, b, c, bias, aux]" : "[a, b, c, bias]")
+                            : (aux ? "[a, b, c, aux]" : "[a, b, c]")));
     constexpr int64_t kMaxDim = std::numeric_limits<int>::max(); // BLAS ints
     for (int64_t v : {g->m(), g->n(), g->k(), g->batch()})
       if (v < 1 || v > kMaxDim)
@@ -546,6 +551,25 @@ private:
         !checkGemmOperand(c, 2, out, field) ||
         (bias && !checkGemmOperand(c, 3, GemmOperand{1, g->n(), g->n(), 0, 0}, field)))
       return false;
+    if (aux) {
+      const char *name = tgx::EnumNameGemmActivation(g->activation());
+      if (g->batch() != 1 || out.ld != g->n())
+        return fail(field + ".gemm.activation",
+                    std::string("is ") + name + ", which needs batch 1 and a packed c");
+      if (g->dtype() == tgx::DType_F64 && program.target() == tgx::Target_Cuda)
+        return fail(field + ".gemm.activation",
+                    std::string("is ") + name + ", which cuBLASLt does not apply to F64");
+      if (bias && g->activation() == tgx::GemmActivation_GeluTanhGrad)
+        return fail(field + ".gemm.activation", "is GeluTanhGrad, which takes no bias");
+      if (!checkGemmOperand(c, 3 + bias, GemmOperand{g->m(), g->n(), g->n(), 0, 0}, field))
+        return false;
+      // GeluTanh writes both c and aux.
+      const tgx::BufferRange &rc = *c.operands()->Get(2), &ra = *c.operands()->Get(3 + bias);
+      if (g->activation() == tgx::GemmActivation_GeluTanh &&
+          rc.offset() < ra.offset() + ra.size() && ra.offset() < rc.offset() + rc.size())
+        return fail(field + ".operands", "has c " + rangeText(rc) + " and aux " +
+                                             rangeText(ra) + ", which overlap");
+    }
     if (!outputsDisjoint(*g, out))
       return fail(field + ".gemm", "has c strides " + std::to_string(out.stride) + ", " +
                                        std::to_string(out.innerStride) + " and ldc " +

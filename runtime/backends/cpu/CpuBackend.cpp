@@ -4,6 +4,7 @@
 
 #include "KernelLibrary.h"
 #include "ThreadPool.h"
+#include "tg/runtime/GemmActivation.h"
 #include "tg/runtime/GemmLayout.h"
 
 #include <cblas.h>
@@ -165,11 +166,32 @@ template <typename T> struct GemmBlocks {
          blasint(g.k()), T(1), a, blasint(la.ld), b, blasint(lb.ld), T(0), c, blasint(lc.ld));
     // The bias epilogue: one pass over the rows just written (still in
     // cache for small ones), rounding as a separate add kernel would.
-    if (g.epilogue() == tgx::GemmEpilogue_Bias) {
+    bool biased = g.epilogue() == tgx::GemmEpilogue_Bias;
+    if (biased && g.activation() == tgx::GemmActivation_None) {
       auto *bias = static_cast<const T *>(buffers[3]);
       for (int64_t row = 0; row < rows; ++row)
         for (int64_t j = 0; j < g.n(); ++j)
           c[row * lc.ld + j] += bias[j];
+    }
+    if (g.activation() != tgx::GemmActivation_None)
+      applyActivation(c, first, rows, biased ? static_cast<const T *>(buffers[3]) : nullptr,
+                      static_cast<T *>(buffers[biased ? 4 : 3]));
+  }
+
+  /// The activation epilogue over `rows` rows of c from row `first` (batch
+  /// 1, c packed; GemmActivation.h): in the same pass as the bias, each
+  /// value rounded to T once.
+  void applyActivation(T *c, int64_t first, int64_t rows, const T *bias, T *aux) const {
+    int64_t n = g.n();
+    aux += first * n;
+    for (int64_t i = 0; i < rows * n; ++i) {
+      if (g.activation() == tgx::GemmActivation_GeluTanh) {
+        T x = bias ? T(c[i] + bias[i % n]) : c[i];
+        aux[i] = x;
+        c[i] = T(geluTanh(double(x)));
+      } else {
+        c[i] = T(double(c[i]) * geluTanhDerivative(double(aux[i])));
+      }
     }
   }
 };

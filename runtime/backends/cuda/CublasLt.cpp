@@ -54,6 +54,7 @@ struct Gemms::Plan {
   cublasLtMatmulAlgo_t algo{};
   bool f64 = false;
   bool bias = false;
+  bool aux = false;
   size_t elementBytes = 4;
   // Outer products of a two-level batch: one call each, `callStride`
   // elements apart in a, b and c.
@@ -99,7 +100,8 @@ int Gemms::plan(const tgx::Gemm &g, std::string &error) {
               int(g.epilogue()),
               {la.ld, la.stride, la.innerStride, lb.ld, lb.stride, lb.innerStride, lc.ld,
                lc.stride, lc.innerStride},
-              gemmInnerBatch(g)};
+              gemmInnerBatch(g),
+              int(g.activation())};
   auto found = planOf.find(shape);
   if (found != planOf.end())
     return found->second;
@@ -140,12 +142,23 @@ int Gemms::plan(const tgx::Gemm &g, std::string &error) {
   api->cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &transLtB,
                                       sizeof(transLtB));
   // The bias runs along our n, the rows of cuBLASLt's column-major D (its
-  // pointer is set per command in run()).
-  if (g.epilogue() == tgx::GemmEpilogue_Bias) {
-    cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+  // pointer is set per command in run()). GELU's aux (the sum before it)
+  // has D's layout: n x m column-major, leading dimension n (a multiple of
+  // 8 for cuBLASLt; the compiler pads rows to 16 bytes).
+  p->bias = g.epilogue() == tgx::GemmEpilogue_Bias;
+  p->aux = g.activation() != tgx::GemmActivation_None;
+  cublasLtEpilogue_t epilogue = p->bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+  if (g.activation() == tgx::GemmActivation_GeluTanh)
+    epilogue = p->bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
+  else if (g.activation() == tgx::GemmActivation_GeluTanhGrad)
+    epilogue = CUBLASLT_EPILOGUE_DGELU;
+  if (epilogue != CUBLASLT_EPILOGUE_DEFAULT)
     api->cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
                                         sizeof(epilogue));
-    p->bias = true;
+  if (p->aux) {
+    int64_t auxLd = g.n();
+    api->cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &auxLd,
+                                        sizeof(auxLd));
   }
   // A two-level batch runs as `outer` calls of `inner` products each
   // (cuBLASLt's batch has one stride); a one-level batch as one call.
@@ -199,16 +212,20 @@ int Gemms::plan(const tgx::Gemm &g, std::string &error) {
   return index;
 }
 
-bool Gemms::run(int index, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, CUdeviceptr bias,
-                CUdeviceptr workspace, CUstream stream, std::string &error) const {
+bool Gemms::run(int index, const std::vector<CUdeviceptr> &operands, CUdeviceptr workspace,
+                CUstream stream, std::string &error) const {
   const Plan &p = *plans[index];
-  if (p.bias) {
-    // Commands of one shape share the plan: the pointer is the command's.
-    // (cuBLASLt reads it when the matmul is issued or captured.)
-    const void *pointer = reinterpret_cast<const void *>(bias);
-    api->cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &pointer,
-                                        sizeof(pointer));
-  }
+  CUdeviceptr a = operands[0], b = operands[1], c = operands[2];
+  // Commands of one shape share the plan: the epilogue's pointers are the
+  // command's. (cuBLASLt reads them when the matmul is issued or captured.)
+  auto setPointer = [&](cublasLtMatmulDescAttributes_t attribute, CUdeviceptr at) {
+    const void *pointer = reinterpret_cast<const void *>(at);
+    api->cublasLtMatmulDescSetAttribute(p.desc, attribute, &pointer, sizeof(pointer));
+  };
+  if (p.bias)
+    setPointer(CUBLASLT_MATMUL_DESC_BIAS_POINTER, operands[3]);
+  if (p.aux)
+    setPointer(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, operands[p.bias ? 4 : 3]);
   float oneF = 1, zeroF = 0;
   double oneD = 1, zeroD = 0;
   const void *alpha = p.f64 ? static_cast<const void *>(&oneD) : &oneF;

@@ -31,17 +31,20 @@ public:
   /// The plan for `gemm`'s shape (planned on first sight), or -1 with
   /// `error` set when cuBLASLt has no algorithm for it.
   int plan(const tgx::Gemm &gemm, std::string &error);
-  /// c = op(a) x op(b) (+ bias, with the Bias epilogue) with plan `index`
-  /// on `stream`.
-  bool run(int index, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, CUdeviceptr bias,
-           CUdeviceptr workspace, CUstream stream, std::string &error) const;
+  /// c = op(a) x op(b) (+ bias, with the Bias epilogue; then the
+  /// activation) with plan `index` on `stream`. `operands` are the
+  /// command's: a, b, c, the bias with the Bias epilogue, aux with an
+  /// activation.
+  bool run(int index, const std::vector<CUdeviceptr> &operands, CUdeviceptr workspace,
+           CUstream stream, std::string &error) const;
 
 private:
   struct Plan;
   // dtype, transposes, m, n, k, batch, epilogue, then per operand
-  // (a, b, c): ld, stride, inner stride; then the inner batch.
+  // (a, b, c): ld, stride, inner stride; then the inner batch and the
+  // activation.
   using Shape = std::tuple<int, bool, bool, int64_t, int64_t, int64_t, int64_t, int,
-                           std::array<int64_t, 9>, int64_t>;
+                           std::array<int64_t, 9>, int64_t, int>;
   Gemms() = default;
 
   const LtApi *api = nullptr;

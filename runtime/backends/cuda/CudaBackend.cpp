@@ -391,9 +391,7 @@ private:
           return false;
       return true;
     case tgx::CommandKind_Gemm:
-      if (!gemms->run(step.gemmPlan, step.buffers[0], step.buffers[1], step.buffers[2],
-                      step.buffers.size() > 3 ? step.buffers[3] : 0, workspace, stream,
-                      error)) {
+      if (!gemms->run(step.gemmPlan, step.buffers, workspace, stream, error)) {
         error = source + ": " + error;
         return false;
       }

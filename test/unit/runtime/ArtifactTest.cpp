@@ -56,17 +56,17 @@ std::string verifyBytes(const std::vector<uint8_t> &bytes) {
 }
 
 TEST(Artifact, RejectsUnsupportedVersion) {
-  EXPECT_EQ(runtime::kFormatVersion, 3u);
+  EXPECT_EQ(runtime::kFormatVersion, 4u);
   expectRejected([](ProgramSpec &s) { s.formatVersion = 2; },
-                 "format_version 2 is not supported by this runtime, which reads version 3 "
+                 "format_version 2 is not supported by this runtime, which reads version 4 "
                  "only; re-compile the model with the tgc that matches this runtime");
   // A version 1 file (no checksum trailer, as tgc wrote them before) gets the
   // version message too, not a checksum complaint.
   expectRejected([](ProgramSpec &s) { s.formatVersion = 1; s.seal = false; },
                  "model.tgx: format_version 1 is not supported by this runtime, which reads "
-                 "version 3 only");
+                 "version 4 only");
   expectRejected([](ProgramSpec &s) { s.formatVersion = 1; },
-                 "format_version 1 is not supported by this runtime, which reads version 3 only");
+                 "format_version 1 is not supported by this runtime, which reads version 4 only");
 }
 
 // Issue 8: 76 of 1,511 mutated artifacts passed verification and trained to
@@ -149,6 +149,27 @@ TEST(Artifact, RejectsBadCommands) {
   expectRejected(
       [](ProgramSpec &s) { s.commands[0].gemm.epilogue = tgx::GemmEpilogue(9); },
       "commands[0] ('matmul').gemm.epilogue has the unknown value 9");
+  // Activations (format version 4): an aux operand after c, one packed
+  // product.
+  expectRejected(
+      [](ProgramSpec &s) { s.commands[0].gemm.activation = tgx::GemmActivation_GeluTanh; },
+      "commands[0] ('matmul').operands has 3 entries instead of [a, b, c, aux]");
+  expectRejected(
+      [](ProgramSpec &s) { s.commands[0].gemm.activation = tgx::GemmActivation(3); },
+      "commands[0] ('matmul').gemm.activation has the unknown value 3");
+  expectRejected(
+      [](ProgramSpec &s) {
+        s.commands[0].gemm.activation = tgx::GemmActivation_GeluTanh;
+        s.commands[0].operands.push_back(s.commands[0].operands[2]);
+      },
+      "which overlap");
+  expectRejected(
+      [](ProgramSpec &s) {
+        s.commands[0].gemm.activation = tgx::GemmActivation_GeluTanhGrad;
+        s.commands[0].gemm.batch = 2;
+        s.commands[0].operands.push_back(s.commands[0].operands[0]);
+      },
+      "gemm.activation is GeluTanhGrad, which needs batch 1 and a packed c");
   expectRejected([](ProgramSpec &s) { s.commands[0].gemm.dtype = tgx::DType_BF16; },
                  "commands[0] ('matmul').gemm.dtype is BF16, but the CPU target multiplies F32 "
                  "and F64 only");

@@ -2,6 +2,7 @@
 // batches, broadcast operands, both dtypes), and load-time errors.
 #include "TestSupport.h"
 #include "tg/runtime/Backend.h"
+#include "tg/runtime/GemmActivation.h"
 #include "tg/runtime/tg_runtime.h"
 
 #include <gtest/gtest.h>
@@ -152,6 +153,70 @@ std::string createError(const ProgramSpec &spec) {
       tg_session_create_from_memory(bytes.data(), bytes.size(), "model.tgx", &session));
   tg_session_destroy(session);
   return error;
+}
+
+// The activation epilogues (exec-fuse-gemm-activation): GELU of the product
+// plus bias with the sum kept in aux, then the product of a second GEMM
+// times GELU's derivative at that aux, against the double formulas of
+// GemmActivation.h (f64 throughout, so only the GEMM's sums round).
+TEST(CpuBackend, GeluEpiloguesMatchTheFormulas) {
+  constexpr int64_t m = 5, n = 4, k = 3;
+  ProgramSpec spec;
+  spec.addInterfaceSlots();
+  for (auto [name, size] : {std::pair{"a", m * k}, {"b", k * n}, {"bias", n}, {"act", m * n},
+                            {"pre", m * n}, {"a2", m * k}, {"dpre", m * n}})
+    spec.addSlot(name, tgx::DType_F64, {size});
+  auto r = [&](const char *name) { return spec.slot(name).range; };
+  test::CommandSpec forward{tgx::CommandKind_Gemm};
+  forward.hasGemm = true;
+  forward.gemm.dtype = tgx::DType_F64;
+  forward.gemm.m = m, forward.gemm.n = n, forward.gemm.k = k;
+  forward.gemm.epilogue = tgx::GemmEpilogue_Bias;
+  forward.gemm.activation = tgx::GemmActivation_GeluTanh;
+  forward.operands = {r("a"), r("b"), r("act"), r("bias"), r("pre")};
+  test::CommandSpec backward = forward;
+  backward.gemm.epilogue = tgx::GemmEpilogue_None;
+  backward.gemm.activation = tgx::GemmActivation_GeluTanhGrad;
+  backward.operands = {r("a2"), r("b"), r("dpre"), r("pre")};
+  spec.commands = {forward, backward};
+  std::vector<uint8_t> bytes = test::build(spec);
+  std::string error;
+  ASSERT_TRUE(runtime::verifyArtifact(bytes.data(), bytes.size(), "gelu.tgx", error)) << error;
+  const tgx::Program &program = *tgx::GetProgram(bytes.data());
+  auto backend = runtime::createBackend(program, "gelu.tgx", runtime::RankPlacement{}, error);
+  ASSERT_TRUE(backend) << error;
+
+  std::vector<double> a(m * k), b(k * n), bias(n), a2(m * k);
+  for (int64_t i = 0; i < m * k; ++i) {
+    a[i] = std::sin(double(i));
+    a2[i] = std::cos(double(i) * 1.3);
+  }
+  for (int64_t i = 0; i < k * n; ++i)
+    b[i] = std::cos(double(i) * 0.7);
+  for (int64_t j = 0; j < n; ++j)
+    bias[j] = 0.5 * double(j) - 1.0;
+  for (auto [slot, data] : {std::pair{"a", &a}, {"b", &b}, {"bias", &bias}, {"a2", &a2}})
+    ASSERT_TRUE(backend->write(spec.slot(slot).range.offset, data->data(),
+                               data->size() * sizeof(double), error));
+  ASSERT_TRUE(backend->run(error)) << error;
+  std::vector<double> act(m * n), pre(m * n), dpre(m * n);
+  for (auto [slot, data] : {std::pair{"act", &act}, {"pre", &pre}, {"dpre", &dpre}})
+    ASSERT_TRUE(backend->read(spec.slot(slot).range.offset, data->data(),
+                              data->size() * sizeof(double), error));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double x = bias[j], g = 0;
+      for (int64_t l = 0; l < k; ++l) {
+        x += a[i * k + l] * b[l * n + j];
+        g += a2[i * k + l] * b[l * n + j];
+      }
+      int64_t at = i * n + j;
+      EXPECT_NEAR(pre[at], x, 1e-14) << at;
+      EXPECT_NEAR(act[at], runtime::geluTanh(x), 1e-14) << at;
+      EXPECT_NEAR(dpre[at], g * runtime::geluTanhDerivative(x), 1e-14) << at;
+      // Not the identity: the values span GELU's curved part.
+      EXPECT_GT(std::abs(act[at] - x) + std::abs(dpre[at] - g), 1e-3) << at;
+    }
 }
 
 TEST(CpuBackend, MissingKernelSymbolIsNamed) {

@@ -155,7 +155,7 @@ flatbuffers::Offset<tgx::Program> writeProgram(flatbuffers::FlatBufferBuilder &b
       gemm = tgx::CreateGemm(b, g.dtype, g.transposeA, g.transposeB, g.m, g.n, g.k, g.batch,
                              g.strideA, g.strideB, g.strideC, g.epilogue, g.lda, g.ldb,
                              g.ldc, g.innerBatch, g.innerStrideA, g.innerStrideB,
-                             g.innerStrideC);
+                             g.innerStrideC, g.activation);
     }
     std::vector<tgx::BufferRange> operands;
     for (const Range &r : c.operands)

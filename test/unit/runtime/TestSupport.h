@@ -79,6 +79,7 @@ struct GemmSpec {
   tgx::GemmEpilogue epilogue = tgx::GemmEpilogue_None;
   int64_t lda = 0, ldb = 0, ldc = 0, innerBatch = 0;
   int64_t innerStrideA = 0, innerStrideB = 0, innerStrideC = 0;
+  tgx::GemmActivation activation = tgx::GemmActivation_None;
 };
 
 struct CommandSpec {

@@ -57,6 +57,9 @@ struct Options {
   /// Pad library GEMMs to 16-byte aligned rows (tg-align-gemm-rows); unset:
   /// the target's need (CUDA yes, the CPU no).
   std::optional<bool> alignGemmRows;
+  /// GELU and its gradient as GEMM epilogues (exec-fuse-gemm-activation);
+  /// unset: the target's choice (CUDA yes, the CPU no).
+  std::optional<bool> gemmActivation;
   FusionOptions fusion;
   double bucketMb = 25;
   /// One device's memory in GB (10^9 bytes): --stats checks the plan

@@ -44,6 +44,12 @@ struct FusionOptions {
   /// exec-fuse-gemm-layouts: slices, transposes and concatenations around
   /// GEMMs as their strides.
   bool gemmLayouts = true;
+  /// exec-fuse-gemm-activation: GELU and its gradient as GEMM epilogues
+  /// (cuBLASLt's; off unless the target asks, since on the CPU the
+  /// runtime's epilogue rounds otherwise than the generated kernel).
+  bool gemmActivation = false;
+  /// ... of f64 products too (the CPU runtime's epilogue; not cuBLASLt's).
+  bool gemmActivationF64 = false;
   /// tg-fuse-attention: flash attention where the cost model prefers it,
   /// and always where one score matrix would exceed `maxScoreMib`.
   bool attention = true;
@@ -79,7 +85,8 @@ struct LoweringOptions {
 /// tg-decompose-attention, tg-align-gemm-rows (where `alignGemmRows` and
 /// GEMMs are library calls), tg-form-dispatch-regions, tg-fuse-elementwise
 /// and tg-fuse-into-rows (with fusion), tg-lower-to-exec,
-/// exec-fuse-gemm-bias and exec-fuse-gemm-layouts (with fusion),
+/// exec-fuse-gemm-bias, exec-fuse-gemm-layouts and
+/// exec-fuse-gemm-activation (with fusion),
 /// exec-schedule-collectives,
 /// exec-bucket-gradients, exec-insert-timepoints,
 /// exec-plan-buffers, tg-bufferize-kernels.

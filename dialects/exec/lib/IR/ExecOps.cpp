@@ -65,6 +65,8 @@ SmallVector<Value> getReadBuffers(Operation *command) {
         SmallVector<Value> read{op.getA(), op.getB()};
         if (op.getBias())
           read.push_back(op.getBias());
+        if (op.getActivation() == GemmActivation::gelu_tanh_grad)
+          read.push_back(op.getAux());
         return read;
       })
       .Case<CopyOp, AllReduceOp, ReduceScatterOp, AllGatherOp, SendOp>(
@@ -75,7 +77,12 @@ SmallVector<Value> getReadBuffers(Operation *command) {
 SmallVector<Value> getWrittenBuffers(Operation *command) {
   return llvm::TypeSwitch<Operation *, SmallVector<Value>>(command)
       .Case([](DispatchOp op) { return SmallVector<Value>(op.getOutputs()); })
-      .Case([](GemmOp op) { return SmallVector<Value>{op.getC()}; })
+      .Case([](GemmOp op) {
+        SmallVector<Value> written{op.getC()};
+        if (op.getActivation() == GemmActivation::gelu_tanh)
+          written.push_back(op.getAux());
+        return written;
+      })
       .Case<CopyOp, AllReduceOp, ReduceScatterOp, AllGatherOp, RecvOp>(
           [](auto op) { return SmallVector<Value>{op.getTarget()}; })
       .Default([](Operation *) { return SmallVector<Value>{}; });
@@ -336,6 +343,23 @@ LogicalResult GemmOp::verify() {
     if (type.getElementType() != element || type.getNumElements() != n)
       return emitOpError("needs a bias of n = ")
              << n << " elements of " << element << ", not " << type;
+  }
+  GemmActivation activation = getActivation();
+  if (activation == GemmActivation::none) {
+    if (getAux())
+      return emitOpError("has an aux buffer but no activation");
+  } else {
+    auto aux = getAux() ? dyn_cast<MemRefType>(getAux().getType()) : nullptr;
+    if (!aux || aux.getElementType() != element || aux.getNumElements() != m * n)
+      return emitOpError("with activation ")
+             << stringifyGemmActivation(activation) << " needs an aux buffer of m x n = "
+             << m * n << " elements of " << element;
+    if (batch != 1 || !(getLdc() == 0 || getLdc() == n))
+      return emitOpError("with activation ")
+             << stringifyGemmActivation(activation)
+             << " needs one product (batch 1) and a packed c";
+    if (activation == GemmActivation::gelu_tanh_grad && getBias())
+      return emitOpError("with activation gelu_tanh_grad takes no bias");
   }
   static constexpr StringLiteral names[] = {"a", "b", "c"};
   for (unsigned index = 0; index < 3; ++index) {

@@ -478,6 +478,39 @@ def ExecFuseGemmLayouts : Pass<"exec-fuse-gemm-layouts", "ModuleOp"> {
   }];
 }
 
+def ExecFuseGemmActivation : Pass<"exec-fuse-gemm-activation", "ModuleOp"> {
+  let summary = "Fold GELU (tanh approximation) and its gradient into the "
+                "GEMMs that feed them, as cuBLASLt epilogues";
+  let description = [{
+    Before timepoints and planning, after exec-fuse-gemm-bias and
+    exec-fuse-gemm-layouts. Only single packed products (batch 1, packed c),
+    and f64 ones only with `f64` (cuBLASLt has no f64 GELU epilogue; the
+    CPU runtime's has):
+    - a dispatch of a kernel that is exactly tg.gelu (tanh) of a GEMM's
+      product (with or without its bias epilogue) goes: the GEMM writes the
+      GELU to the dispatch's output and the sum before it to `aux`, the
+      buffer it wrote before, which the gradient reads (GELU_AUX(_BIAS));
+    - a dispatch of a kernel that is exactly tg.gelu_grad (tanh) of a
+      buffer x and a GEMM's product without bias, the product read by
+      nothing else, goes: the GEMM multiplies its product by GELU's
+      derivative at x (`aux`) and writes the dispatch's output (DGELU).
+    Saves a kernel and a pass over the MLP's hidden activation each way.
+    On the CPU the runtime applies the same epilogue as one pass over the
+    rows after the BLAS call; the CUDA target runs this pass by default,
+    the CPU target only when asked (`tgc --fuse=gemm-activation`). Each
+    fold, and why a GELU kernel is not folded, as a remark (`remarks`).
+    SiLU (Llama) has no cuBLASLt epilogue and stays a kernel.
+  }];
+  let options = [
+    Option<"remarks", "remarks", "bool", /*default=*/"false",
+           "Report each fold, and each GELU kernel not folded and why, as a "
+           "remark">,
+    Option<"f64", "f64", "bool", /*default=*/"false",
+           "Fold f64 products too (the CPU runtime applies the epilogue in "
+           "any precision; cuBLASLt has none for f64)">,
+  ];
+}
+
 def ExecScheduleCollectives : Pass<"exec-schedule-collectives", "ModuleOp"> {
   let summary = "Issue each collective as early as its buffers allow, and "
                 "those over the data axis on the communication stream";

@@ -17,8 +17,10 @@ namespace tg::runtime {
 /// The format version this runtime reads and tgc writes. Bump it on any
 /// incompatible change of tgx.fbs or of the meaning of its fields. This
 /// runtime reads exactly this version. History: 1 the first; 2 added the
-/// checksum trailer and KernelModule.kernel_operand_bytes (both required).
-constexpr uint32_t kFormatVersion = 3;
+/// checksum trailer and KernelModule.kernel_operand_bytes (both required);
+/// 3 strided GEMM operands; 4 GEMM activations (Gemm.activation, an aux
+/// operand), which a reader of 3 would ignore.
+constexpr uint32_t kFormatVersion = 4;
 
 /// A .tgx file is the FlatBuffers image of tg.tgx.Program (a multiple of 8
 /// bytes) followed by a 16-byte trailer:

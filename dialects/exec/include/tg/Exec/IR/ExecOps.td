@@ -65,6 +65,18 @@ def Exec_Reduction : I32EnumAttr<"Reduction", "how a collective combines", [
   let cppNamespace = "::mlir::tg::exec";
 }
 
+def Exec_GemmActivation : I32EnumAttr<"GemmActivation",
+    "what a GEMM's epilogue applies after the bias", [
+      I32EnumAttrCase<"none", 0>,
+      // c = gelu(product + bias) with the tanh approximation; aux = the
+      // sum before it (what the gradient reads).
+      I32EnumAttrCase<"gelu_tanh", 1>,
+      // c = product * gelu'(aux), the tanh approximation's derivative.
+      I32EnumAttrCase<"gelu_tanh_grad", 2>,
+    ]> {
+  let cppNamespace = "::mlir::tg::exec";
+}
+
 def Exec_BinaryFormat : I32EnumAttr<"BinaryFormat", "kernel image format", [
     I32EnumAttrCase<"elf", 0>, // host shared object, NAME_packed(void**)
     I32EnumAttrCase<"ptx", 1>,
@@ -190,6 +202,14 @@ def Exec_GemmOp : Exec_CommandOp<"gemm", [AttrSizedOperandSegments]> {
     library adds it to every row of c as it writes c (an epilogue: cuBLASLt's
     on CUDA, a pass over each row right after the BLAS call on the CPU).
 
+    `activation` (exec-fuse-gemm-activation; one packed product, batch 1;
+    not f64 on CUDA):
+    `gelu_tanh` writes GELU (tanh approximation) of the product plus bias to
+    c and the sum before it to `aux` (m x n, packed), which the gradient
+    reads; `gelu_tanh_grad` (no bias) writes the product times GELU's
+    derivative at `aux` to c. cuBLASLt's GELU_AUX(_BIAS) and DGELU epilogues
+    on CUDA, the same pass over the rows on the CPU.
+
     Strided operands (exec-fuse-gemm-layouts): a stored matrix's rows are
     `lda` / `ldb` / `ldc` elements apart (0: packed, as many as its columns),
     and the batch may be two-level: product i is (i / inner_batch,
@@ -198,7 +218,7 @@ def Exec_GemmOp : Exec_CommandOp<"gemm", [AttrSizedOperandSegments]> {
     [batch, tokens, heads, head dim] buffer and writes them back into one.
   }];
   let arguments = (ins Exec_Buffer:$a, Exec_Buffer:$b, Exec_Buffer:$c,
-      Optional<Exec_Buffer>:$bias,
+      Optional<Exec_Buffer>:$bias, Optional<Exec_Buffer>:$aux,
       Variadic<Exec_Timepoint>:$awaits, UnitAttr:$transpose_a,
       UnitAttr:$transpose_b, I64Attr:$m, I64Attr:$n, I64Attr:$k,
       I64Attr:$batch, I64Attr:$stride_a, I64Attr:$stride_b,
@@ -209,9 +229,11 @@ def Exec_GemmOp : Exec_CommandOp<"gemm", [AttrSizedOperandSegments]> {
       DefaultValuedAttr<I64Attr, "0">:$inner_stride_a,
       DefaultValuedAttr<I64Attr, "0">:$inner_stride_b,
       DefaultValuedAttr<I64Attr, "0">:$inner_stride_c,
+      DefaultValuedAttr<Exec_GemmActivation, "::mlir::tg::exec::GemmActivation::none">:$activation,
       DefaultValuedAttr<I64Attr, "0">:$stream);
   let assemblyFormat = [{
     `(` $a `,` $b `)` `->` $c (`bias` `(` $bias^ `:` type($bias) `)`)?
+    (`aux` `(` $aux^ `:` type($aux) `)`)? (`activation` $activation^)?
     (`await` `(` $awaits^ `)`)? (`on` $stream^)?
     attr-dict `:` type($a) `,` type($b) `->` type($c)
   }];

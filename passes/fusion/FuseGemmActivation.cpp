@@ -1,0 +1,182 @@
+// exec-fuse-gemm-activation: GELU (tanh approximation) after a GEMM, and its
+// gradient after the GEMM that computes the gradient of its output, become
+// the GEMMs' epilogues (cuBLASLt's GELU_AUX(_BIAS) and DGELU): the MLP's
+// hidden activation is written once by the GEMM instead of written, read
+// and written again by a kernel, forward and backward.
+#include "tg/Exec/IR/ExecOps.h"
+#include "tg/IR/TgOps.h"
+#include "tg/Passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::tg {
+#define GEN_PASS_DEF_EXECFUSEGEMMACTIVATION
+#include "tg/Passes/Passes.h.inc"
+
+namespace {
+
+/// The single op of `dispatch`'s kernel if the kernel is exactly one `Op`
+/// of its arguments in order, returned; null otherwise.
+template <typename Op>
+Op soleOpOf(exec::DispatchOp dispatch, SymbolTableCollection &symbols) {
+  auto kernel = symbols.lookupNearestSymbolFrom<func::FuncOp>(dispatch, dispatch.getKernel());
+  if (!kernel || kernel.isExternal() || !kernel.getBody().hasOneBlock() ||
+      dispatch.getOutputs().size() != 1)
+    return nullptr;
+  Block &body = kernel.getBody().front();
+  auto op = dyn_cast<Op>(body.front());
+  auto ret = dyn_cast<func::ReturnOp>(body.back());
+  if (!op || !ret || body.getOperations().size() != 2 || ret.getNumOperands() != 1 ||
+      ret.getOperand(0) != op->getResult(0) ||
+      op->getNumOperands() != body.getNumArguments())
+    return nullptr;
+  for (auto [i, operand] : llvm::enumerate(op->getOperands()))
+    if (operand != body.getArgument(i))
+      return nullptr;
+  return op;
+}
+
+/// The GEMM that alone writes `product`, a scratch buffer, if `dispatch`
+/// after it is its only other user; null otherwise.
+exec::GemmOp soleWriterOf(Value product, exec::DispatchOp dispatch) {
+  auto resource = product.getDefiningOp<exec::ResourceOp>();
+  if (!resource || resource.getKind() != exec::ResourceKind::scratch || resource.getUpdates())
+    return nullptr;
+  exec::GemmOp gemm;
+  for (Operation *user : product.getUsers()) {
+    if (user == dispatch)
+      continue;
+    auto writer = dyn_cast<exec::GemmOp>(user);
+    if (!writer || writer.getC() != product || gemm)
+      return nullptr;
+    gemm = writer;
+  }
+  return gemm && gemm->isBeforeInBlock(dispatch) ? gemm : nullptr;
+}
+
+struct FuseGemmActivationPass
+    : impl::ExecFuseGemmActivationBase<FuseGemmActivationPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    SymbolTableCollection symbolTables;
+    symbols = &symbolTables;
+    fusedKernels.clear();
+    SmallVector<exec::DispatchOp> dispatches;
+    getOperation().walk([&](exec::DispatchOp dispatch) { dispatches.push_back(dispatch); });
+    for (exec::DispatchOp dispatch : dispatches) {
+      if (auto gelu = soleOpOf<GeluOp>(dispatch, *symbols))
+        foldGelu(dispatch, gelu);
+      else if (auto grad = soleOpOf<GeluGradOp>(dispatch, *symbols))
+        foldGeluGrad(dispatch, grad);
+    }
+    exec::eraseUndispatchedKernels(getOperation(), fusedKernels.getArrayRef());
+  }
+
+private:
+  /// Why `gemm` cannot take an activation epilogue writing `out` in place
+  /// of `dispatch`, or "".
+  std::string refusal(exec::GemmOp gemm, exec::DispatchOp dispatch, Value out,
+                      GeluApproximation approximation) {
+    if (!gemm)
+      return "its input is not a GEMM's product that only it reads";
+    if (approximation != GeluApproximation::tanh)
+      return "it is the exact (erf) GELU; cuBLASLt's epilogues compute the tanh "
+             "approximation";
+    if (gemm.getActivation() != exec::GemmActivation::none)
+      return "the GEMM has an activation epilogue already";
+    if (gemm.getBatch() != 1 || !(gemm.getLdc() == 0 || gemm.getLdc() == gemm.getN()))
+      return "the GEMM is batched or writes a strided product";
+    if (!f64 && isa<Float64Type>(gemm.getC().getType().getElementType()))
+      return "cuBLASLt has no f64 GELU epilogue";
+    if (out.getType() != gemm.getC().getType() || !dispatch.getDone().use_empty())
+      return "its output is not the product's shape, or a command awaits it";
+    // `out` gets written when the GEMM runs: it must exist there, and no
+    // command between the two may touch it.
+    Operation *def = out.getDefiningOp();
+    if (def && def->getBlock() == gemm->getBlock() && gemm->isBeforeInBlock(def) &&
+        !(isa<exec::ResourceOp>(def) && def->getNumOperands() == 0))
+      return "its output is defined after the GEMM";
+    for (Operation *user : out.getUsers())
+      if (user != dispatch && user->getBlock() == gemm->getBlock() &&
+          gemm->isBeforeInBlock(user) && user->isBeforeInBlock(dispatch))
+        return "a command between the GEMM and it uses its output";
+    return "";
+  }
+
+  /// The GEMM writes `out` instead of `dispatch`, with `activation` and
+  /// `aux`.
+  void fold(exec::GemmOp gemm, exec::DispatchOp dispatch, Value out, Value aux,
+            exec::GemmActivation activation) {
+    if (Operation *def = out.getDefiningOp())
+      if (def->getBlock() == gemm->getBlock() && gemm->isBeforeInBlock(def))
+        def->moveBefore(gemm);
+    gemm.getCMutable().assign(out);
+    gemm.getAuxMutable().assign(aux);
+    gemm.setActivation(activation);
+    fusedKernels.insert(symbols->lookupNearestSymbolFrom(dispatch, dispatch.getKernel()));
+    dispatch.erase();
+  }
+
+  void report(exec::DispatchOp dispatch, StringRef op, const std::string &why) {
+    if (remarks)
+      dispatch.emitRemark() << op << " not folded into a GEMM epilogue: " << why;
+  }
+
+  /// out = gelu(product): the GEMM writes out, and the product (the
+  /// gradient's input) as aux.
+  void foldGelu(exec::DispatchOp dispatch, GeluOp gelu) {
+    Value product = dispatch.getInputs()[0], out = dispatch.getOutputs()[0];
+    auto resource = product.getDefiningOp<exec::ResourceOp>();
+    exec::GemmOp gemm;
+    if (resource && resource.getKind() == exec::ResourceKind::scratch)
+      for (Operation *user : product.getUsers())
+        if (auto writer = dyn_cast<exec::GemmOp>(user); writer && writer.getC() == product)
+          gemm = gemm ? exec::GemmOp() : writer;
+    if (gemm && !gemm->isBeforeInBlock(dispatch))
+      gemm = nullptr;
+    if (std::string why = refusal(gemm, dispatch, out, gelu.getApproximate()); !why.empty())
+      return report(dispatch, "gelu", why);
+    if (remarks)
+      dispatch.emitRemark() << "gelu folded into the GEMM's epilogue ("
+                            << (gemm.getBias() ? "GELU_AUX_BIAS" : "GELU_AUX")
+                            << "): the GEMM writes it, and keeps its input for the gradient";
+    fold(gemm, dispatch, out, product, exec::GemmActivation::gelu_tanh);
+  }
+
+  /// out = gelu'(x) * product, the product read by nothing else: the GEMM
+  /// applies the derivative at x (aux) and writes out.
+  void foldGeluGrad(exec::DispatchOp dispatch, GeluGradOp grad) {
+    Value x = dispatch.getInputs()[0], product = dispatch.getInputs()[1];
+    Value out = dispatch.getOutputs()[0];
+    exec::GemmOp gemm = soleWriterOf(product, dispatch);
+    std::string why = refusal(gemm, dispatch, out, grad.getApproximate());
+    if (why.empty() && gemm.getBias())
+      why = "the GEMM adds a bias, which DGELU does not";
+    if (why.empty() && x.getType() != product.getType())
+      why = "GELU's input is not the product's shape";
+    // x must hold its value when the GEMM runs.
+    if (why.empty())
+      for (Operation *user : x.getUsers())
+        if (user->getBlock() == gemm->getBlock() && gemm->isBeforeInBlock(user) &&
+            user->isBeforeInBlock(dispatch) &&
+            llvm::is_contained(exec::getWrittenBuffers(user), x))
+          why = "a command between the GEMM and it writes GELU's input";
+    if (!why.empty())
+      return report(dispatch, "gelu_grad", why);
+    if (remarks)
+      dispatch.emitRemark() << "gelu_grad folded into the GEMM's epilogue (DGELU): "
+                               "the GEMM's product is never stored";
+    auto resource = product.getDefiningOp<exec::ResourceOp>();
+    fold(gemm, dispatch, out, x, exec::GemmActivation::gelu_tanh_grad);
+    resource.erase();
+  }
+
+  SymbolTableCollection *symbols = nullptr;
+  llvm::SetVector<Operation *> fusedKernels;
+};
+
+} // namespace
+} // namespace mlir::tg
