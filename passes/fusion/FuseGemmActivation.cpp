@@ -89,6 +89,9 @@ private:
       return "the GEMM has an activation epilogue already";
     if (gemm.getBatch() != 1 || !(gemm.getLdc() == 0 || gemm.getLdc() == gemm.getN()))
       return "the GEMM is batched or writes a strided product";
+    if (gemm.getN() % 8 != 0)
+      return "its rows of " + std::to_string(gemm.getN()) +
+             " elements are no multiple of 8, which cuBLASLt's aux needs";
     if (!f64 && isa<Float64Type>(gemm.getC().getType().getElementType()))
       return "cuBLASLt has no f64 GELU epilogue";
     if (out.getType() != gemm.getC().getType() || !dispatch.getDone().use_empty())
