@@ -94,10 +94,15 @@ public:
 
   /// for (i = 0; i < n; ++i) body(i)
   template <typename Fn> void loop(int64_t n, Fn &&body) {
-    auto forOp = scf::ForOp::create(b, loc, index(0), index(n), index(1));
+    loopTo(index(n), std::forward<Fn>(body));
+  }
+  /// for (i = 0; i < n; ++i) body(i), n an index value.
+  template <typename Fn> scf::ForOp loopTo(Value n, Fn &&body) {
+    auto forOp = scf::ForOp::create(b, loc, index(0), n, index(1));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(forOp.getBody()->getTerminator());
     body(forOp.getInductionVar());
+    return forOp;
   }
   /// Folds body(i, accumulators) -> new accumulators over lo <= i < hi.
   template <typename Fn>
@@ -941,18 +946,38 @@ void emitEmbedding(Emitter &e, Value table, Value indices, Value offset,
   });
 }
 
+/// The embedding's gradient: row v of the table sums the gradient rows of
+/// the tokens with index v, in token order. `tasks` row tasks each take a
+/// span of consecutive vocabulary rows and scan every token for them (in
+/// order: kInOrderAttr), adding the rows of those in the span, so the tasks
+/// run in parallel and every sum is the one a single pass over the tokens
+/// makes. Tokens outside the rank's share of the vocabulary add nothing.
 void emitEmbeddingGrad(Emitter &e, Value indices, Value grad, Value offset,
-                       Value table, int64_t count, int64_t vocab, int64_t dim) {
+                       Value table, int64_t count, int64_t vocab, int64_t dim,
+                       int64_t tasks) {
   fillZero(e.b, e.loc, table);
-  e.loop(count, [&](Value p) {
-    auto [index, inRange] = shareIndex(e, e.load(indices, p), offset, vocab);
-    Value row = e.mulIndex(index, dim);
-    Value gradRow = e.mulIndex(p, dim);
-    e.loop(dim, [&](Value d) {
-      Value at = e.addIndex(row, d);
-      Value g = zeroOutside(e, inRange, e.load(grad, e.addIndex(gradRow, d)));
-      e.store(e.add(e.load(table, at), g), table, at);
+  int64_t span = llvm::divideCeil(vocab, std::min(tasks, vocab));
+  e.rows(llvm::divideCeil(vocab, span), [&](Value task) {
+    Value first = e.mulIndex(task, span);
+    scf::ForOp scan = e.loopTo(e.index(count), [&](Value p) {
+      auto [index, inRange] = shareIndex(e, e.load(indices, p), offset, vocab);
+      // Unsigned: rows before the span are out of it too.
+      Value inSpan = arith::AndIOp::create(
+          e.b, e.loc, inRange,
+          arith::CmpIOp::create(e.b, e.loc, arith::CmpIPredicate::ult,
+                                arith::SubIOp::create(e.b, e.loc, index, first),
+                                e.index(span)));
+      // Elements to add: the row's, or none (no branch around the loop,
+      // which a GPU target spreads over a team).
+      Value columns = arith::SelectOp::create(e.b, e.loc, inSpan, e.index(dim), e.index(0));
+      Value row = e.mulIndex(index, dim);
+      Value gradRow = e.mulIndex(p, dim);
+      e.loopTo(columns, [&](Value d) {
+        Value at = e.addIndex(row, d);
+        e.store(e.add(e.load(table, at), e.load(grad, e.addIndex(gradRow, d))), table, at);
+      });
     });
+    scan->setAttr(kInOrderAttr, e.b.getUnitAttr());
   });
 }
 
@@ -2282,10 +2307,12 @@ LogicalResult emitKernelBody(OpBuilder &b, Operation *op, ValueRange operands,
       })
       .Case([&](EmbeddingGradOp o) {
         auto table = shapeOf(results[0]);
+        // Each task scans every token: a few tasks a thread on the CPU; on a
+        // GPU a warp each, enough of them to fill it.
         emitEmbeddingGrad(
             e, in[0], in[1], o.getOffset() ? in[2] : Value(), out[0],
             cast<ShapedType>(operands[0].getType()).getNumElements(), table[0],
-            table[1]);
+            table[1], /*tasks=*/vectorRows ? 64 : 1024);
       })
       .Case([&](PickOp o) {
         emitPick(e, in[0], in[1], o.getOffset() ? in[2] : Value(), out[0], rows,

@@ -1,5 +1,6 @@
 #include "TeamMapping.h"
 #include "LaneVectors.h"
+#include "tg/Passes/KernelBodies.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -224,8 +225,9 @@ LogicalResult TeamEmitter::cloneTeamLevel(ArrayRef<Operation *> ops,
                                           IRMapping &map) {
   for (Operation *op : ops) {
     Location loc = op->getLoc();
-    if (isa<scf::ForOp>(op)) {
-      if (failed(cloneStridedLoop(op, map)))
+    if (auto loop = dyn_cast<scf::ForOp>(op)) {
+      if (failed(loop->hasAttr(kInOrderAttr) ? cloneInOrder(loop, map)
+                                             : cloneStridedLoop(op, map)))
         return failure();
     } else if (isa<memref::StoreOp>(op)) {
       // One lane writes the team's scalar; the others see it after the
@@ -266,37 +268,36 @@ LogicalResult TeamEmitter::cloneSequential(ArrayRef<Operation *> ops,
                                   : WalkResult::advance();
                      })
                      .wasInterrupted();
-    if (!loop || innermostFold) {
-      if (failed(cloneTeamLevel({op}, map)))
-        return failure();
-      continue;
-    }
-    SmallVector<Value> inits;
-    for (Value init : loop.getInitArgs())
-      inits.push_back(map.lookupOrDefault(init));
-    auto copy = scf::ForOp::create(
-        b, loop.getLoc(), map.lookupOrDefault(loop.getLowerBound()),
-        map.lookupOrDefault(loop.getUpperBound()),
-        map.lookupOrDefault(loop.getStep()), inits);
-    OpBuilder::InsertionGuard guard(b);
-    clearBody(copy);
-    map.map(loop.getInductionVar(), copy.getInductionVar());
-    for (auto [from, to] :
-         llvm::zip(loop.getRegionIterArgs(), copy.getRegionIterArgs()))
-      map.map(from, to);
-    SmallVector<Operation *> body;
-    for (Operation &inner : loop.getBody()->without_terminator())
-      body.push_back(&inner);
-    if (failed(cloneTeamLevel(body, map)))
+    if (failed(!loop || innermostFold ? cloneTeamLevel({op}, map) : cloneInOrder(loop, map)))
       return failure();
-    SmallVector<Value> yielded;
-    for (Value v : loop.getBody()->getTerminator()->getOperands())
-      yielded.push_back(map.lookupOrDefault(v));
-    scf::YieldOp::create(b, loop.getLoc(), yielded);
-    b.setInsertionPointAfter(copy);
-    for (auto [from, to] : llvm::zip(loop.getResults(), copy.getResults()))
-      map.map(from, to);
   }
+  return success();
+}
+
+LogicalResult TeamEmitter::cloneInOrder(scf::ForOp loop, IRMapping &map) {
+  SmallVector<Value> inits;
+  for (Value init : loop.getInitArgs())
+    inits.push_back(map.lookupOrDefault(init));
+  auto copy = scf::ForOp::create(b, loop.getLoc(), map.lookupOrDefault(loop.getLowerBound()),
+                                 map.lookupOrDefault(loop.getUpperBound()),
+                                 map.lookupOrDefault(loop.getStep()), inits);
+  OpBuilder::InsertionGuard guard(b);
+  clearBody(copy);
+  map.map(loop.getInductionVar(), copy.getInductionVar());
+  for (auto [from, to] : llvm::zip(loop.getRegionIterArgs(), copy.getRegionIterArgs()))
+    map.map(from, to);
+  SmallVector<Operation *> body;
+  for (Operation &inner : loop.getBody()->without_terminator())
+    body.push_back(&inner);
+  if (failed(cloneTeamLevel(body, map)))
+    return failure();
+  SmallVector<Value> yielded;
+  for (Value v : loop.getBody()->getTerminator()->getOperands())
+    yielded.push_back(map.lookupOrDefault(v));
+  scf::YieldOp::create(b, loop.getLoc(), yielded);
+  b.setInsertionPointAfter(copy);
+  for (auto [from, to] : llvm::zip(loop.getResults(), copy.getResults()))
+    map.map(from, to);
   return success();
 }
 

@@ -30,7 +30,9 @@ public:
 
   /// Clones `ops` (in order) for the team: `scf.for` loops directly among
   /// them are strided over the lanes and their folds reduced across the
-  /// team; stores among them are made by lane 0 between team barriers.
+  /// team, but for the loops marked kInOrderAttr, which run in order
+  /// (cloneInOrder); stores among them are made by lane 0 between team
+  /// barriers.
   LogicalResult cloneTeamLevel(ArrayRef<Operation *> ops, IRMapping &map);
   /// Clones `ops` run by every lane alike: `scf.for` loops among them that
   /// hold loops or stores stay sequential, the ops of their bodies cloned at
@@ -54,6 +56,8 @@ public:
 
 private:
   LogicalResult cloneStridedLoop(Operation *loop, IRMapping &map);
+  /// `loop` run by every lane alike, its body at team level.
+  LogicalResult cloneInOrder(scf::ForOp loop, IRMapping &map);
   void synchronize();
   void clearBody(scf::ForOp loop);
   Value sharedScratch(Type element);

@@ -242,3 +242,25 @@ module @kernels {
     return %y : tensor<4x16xf32>
   }
 }
+
+// -----
+
+// The embedding's gradient: the table zeroed, then row tasks of spans of
+// vocabulary rows (100 rows: at most 64 tasks on the CPU, 50 of 2 rows; 100 of 1 in
+// the CUDA form), each scanning every token in order (tg.in_order) and
+// adding the gradient rows of the tokens in its span (16 elements, or none).
+// CHECK-LABEL: func.func @k0_embedding_grad(
+// CHECK: linalg.fill
+// CHECK: scf.parallel (%[[TASK:.*]]) = (%c0{{.*}}) to (%c50) step
+// CHECK: scf.for %[[T:.*]] = %c0{{.*}} to %c16{{.*}} step %c1
+// CHECK: arith.select %{{.*}}, %c16{{.*}}, %c0
+// CHECK: } {tg.in_order}
+// SCALAR-LABEL: func.func @k0_embedding_grad(
+// SCALAR: scf.parallel (%{{.*}}) = (%c0{{.*}}) to (%c100) step
+// SCALAR: } {tg.in_order}
+module @kernels {
+  func.func @k0_embedding_grad(%ids: tensor<2x8xi32>, %g: tensor<2x8x16xf32>) -> tensor<100x16xf32> {
+    %0 = tg.embedding_grad %ids, %g : tensor<2x8xi32>, tensor<2x8x16xf32> -> tensor<100x16xf32>
+    return %0 : tensor<100x16xf32>
+  }
+}

@@ -19,6 +19,12 @@ class RopeOp;
 constexpr int64_t kFlashAttentionLanes = 16, kFlashForwardTile = 16,
                   kFlashGradientTile = 8;
 
+/// Marks an scf.for inside a row loop whose iterations depend on each other
+/// (they add into the same elements): a GPU target runs it in order on the
+/// row's team, spreading only the loops inside it over the lanes. Every
+/// other loop of a row touches element i at its own index i only.
+constexpr llvm::StringLiteral kInOrderAttr = "tg.in_order";
+
 /// True if emitKernelBody knows `op`: the op declares Tg_HasKernelBody (or
 /// Tg_Elementwise, which implies it) in ODS.
 bool hasKernelBody(Operation *op);

@@ -175,6 +175,50 @@ module @running_total {
 
 // -----
 
+// A row loop marked tg.in_order (the embedding gradient: a task scans every
+// token in order and adds the rows of those in its span) runs in order on
+// the row's warp, the loop inside it strided over the lanes; a warp sync
+// after each. Without the mark a row's loop is strided itself.
+// CHECK-LABEL: module @in_order
+// CHECK: gpu.func @k0_0(
+// CHECK: scf.for %[[TASK:.*]] = %{{.*}} to %c4 step
+// CHECK-NEXT: scf.for %[[T:.*]] = %c0 to %c16 step %c1 {
+// CHECK: %[[N:.*]] = arith.select %{{.*}}, %c8, %c0
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[N]] step %{{.*}} {
+// CHECK: memref.store
+// CHECK: nvvm.bar.warp.sync
+module @in_order {
+  func.func @k0(%tok: memref<16xi32>, %g: memref<128xf32>, %w: memref<32xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %c8 = arith.constant 8 : index
+    %c16 = arith.constant 16 : index
+    scf.parallel (%r) = (%c0) to (%c4) step (%c1) {
+      scf.for %t = %c0 to %c16 step %c1 {
+        %id = memref.load %tok[%t] : memref<16xi32>
+        %v = arith.index_cast %id : i32 to index
+        %mine = arith.cmpi eq, %v, %r : index
+        %n = arith.select %mine, %c8, %c0 : index
+        %row = arith.muli %v, %c8 : index
+        %grow = arith.muli %t, %c8 : index
+        scf.for %d = %c0 to %n step %c1 {
+          %at = arith.addi %row, %d : index
+          %from = arith.addi %grow, %d : index
+          %x = memref.load %g[%from] : memref<128xf32>
+          %y = memref.load %w[%at] : memref<32xf32>
+          %s = arith.addf %y, %x : f32
+          memref.store %s, %w[%at] : memref<32xf32>
+        }
+      } {tg.in_order}
+      scf.reduce
+    }
+    return
+  }
+}
+
+// -----
+
 // A fold that is not an add, mul, max or min cannot be split over lanes.
 module @bad_fold {
   func.func @k0(%x: memref<64xf32>, %y: memref<1xf32>) {
