@@ -184,6 +184,10 @@ llvm::Expected<std::vector<uint8_t>> linkSharedObject(ArrayRef<char> object) {
   std::string message;
   SmallVector<StringRef> argv = {*driver, "-shared", "-o", libraryPath,
                                  objectPath, "-lm"};
+#ifdef TG_CLANG_RT_BUILTINS
+  // bf16 and f16 conversions (see CMakeLists.txt).
+  argv.insert(argv.end() - 1, TG_CLANG_RT_BUILTINS);
+#endif
   if (llvm::sys::ExecuteAndWait(*driver, argv, std::nullopt, {}, 0, 0,
                                 &message) != 0)
     return llvm::createStringError("linking the kernels with '" + *driver +

@@ -22,7 +22,7 @@ struct SerializeKernelsPass
       gemm.emitOpError("is in ")
           << element << ", but the CPU target runs matrix products in f32 or "
           << "f64 only: compile with --dtype=f32 (or precision \"fp32\" in "
-          << "TRAIN.json)";
+          << "TRAIN.json), or with --gemm=generated (slow)";
       return WalkResult::interrupt();
     });
     if (bf16Gemm.wasInterrupted())

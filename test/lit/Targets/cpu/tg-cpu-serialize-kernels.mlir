@@ -33,7 +33,7 @@ module @kernels {
 // The CPU's GEMMs are OpenBLAS sgemm/dgemm: a bf16 program is refused.
 exec.program @step attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>} {
   %a = exec.resource input "a" at 0 : memref<2x2xbf16>
-  // expected-error @+1 {{'exec.gemm' op is in 'bf16', but the CPU target runs matrix products in f32 or f64 only: compile with --dtype=f32 (or precision "fp32" in TRAIN.json)}}
+  // expected-error @+1 {{'exec.gemm' op is in 'bf16', but the CPU target runs matrix products in f32 or f64 only: compile with --dtype=f32 (or precision "fp32" in TRAIN.json), or with --gemm=generated (slow)}}
   %t = exec.gemm(%a, %a) -> %a {m = 2, n = 2, k = 2, batch = 1, stride_a = 4, stride_b = 4, stride_c = 4} : memref<2x2xbf16>, memref<2x2xbf16> -> memref<2x2xbf16>
 }
 
