@@ -347,6 +347,22 @@ def medium_rows(bundle, ceilings, rows):
             f"; arena {medium['arena_bytes'] / 2**30:.1f} GiB")
     else:
         rows.append(("gpt2-medium", "TGC (tgrun)", f"n/a: {why}", "", ""))
+    # The same step compiled without the changes made since the last GPU run
+    # (scripts/gpu-validate's MEDIUM_BASE_FLAGS), in the same run.
+    base_name = "TGC as before (no GELU epilogues, unpadded GEMM rows, probabilities recomputed)"
+    why = bundle.failure("medium-base")
+    if why is None:
+        metrics = read_metrics(bundle.path("results", "medium-base.jsonl"))
+        throughput["base"] = framework_row(base_name, [r["step_ms"] for r in metrics], "")
+        n = min(len(metrics), len(losses.get("TGC", [])))
+        if n:
+            diff = max(abs(a - b["loss"]) for a, b in zip(losses["TGC"][:n], metrics[:n]))
+            rows.append(("gpt2-medium", "TGC vs TGC as before: losses",
+                         f"max abs diff {fmt(diff)} over {n} steps",
+                         "bf16: other roundings (GELU in the GEMM's f32 epilogue, other cuBLASLt "
+                         "kernels); information, no threshold", ""))
+    else:
+        rows.append(("gpt2-medium", base_name, f"n/a: {why}", "", ""))
     for mode, name in (("eager", "PyTorch eager"), ("compile", "PyTorch torch.compile")):
         result = bundle.json("results", f"torch-{mode}.json")
         why = bundle.failure(f"torch-{mode}")
@@ -373,6 +389,9 @@ def medium_rows(bundle, ceilings, rows):
                      f"max abs diff {fmt(diff)} over {n} steps; step 1: {losses['TGC'][0]:.4f} vs "
                      f"{losses['eager'][0]:.4f}",
                      f"PyTorch computes in {eager['compute_dtype']} (information, no threshold)", ""))
+    if throughput.get("TGC") and throughput.get("base"):
+        rows.append(("gpt2-medium", "tokens/s, TGC / TGC as before",
+                     f"{throughput['TGC'] / throughput['base']:.2f}×", "> 1: the changes pay", ""))
     for mode, name in (("eager", "PyTorch eager"), ("compile", "torch.compile")):
         if throughput.get("TGC") and throughput.get(mode):
             rows.append(("**headline**", f"tokens/s, TGC / {name}", f"**{throughput['TGC'] / throughput[mode]:.2f}×**",

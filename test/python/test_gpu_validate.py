@@ -55,6 +55,13 @@ class GpuValidate(unittest.TestCase):
         write(os.path.join(cls.bundle, "results", "medium-profile.rc"), "0\n")
         write(os.path.join(cls.bundle, "results", "attention.json"), json.dumps(SDPA))
         write(os.path.join(cls.bundle, "results", "attention.rc"), "0\n")
+        # The medium step and the same step compiled as before, as a GPU run
+        # leaves them: 80 and 100 ms a step.
+        for name, step_ms, loss in (("medium-tgc", 80.0, 11.0), ("medium-base", 100.0, 11.25)):
+            write(os.path.join(cls.bundle, "results", name + ".jsonl"),
+                  "".join(json.dumps({"step": s + 1, "loss": loss, "step_ms": step_ms}) + "\n"
+                          for s in range(25)))
+            write(os.path.join(cls.bundle, "results", name + ".rc"), "0\n")
         cls.report = subprocess.run([sys.executable, VALIDATE, "report", cls.bundle], capture_output=True, text=True)
         cls.rows = [line for line in cls.report.stdout.splitlines() if line.startswith("| attention |")]
 
@@ -63,7 +70,8 @@ class GpuValidate(unittest.TestCase):
         cls.tmp.cleanup()
 
     def test_prepare_writes_the_bundle(self):
-        for name in ("gpt2-tiny-f32", "gpt2-tiny-bf16", "llama-tiny-f32", "llama-tiny-bf16", "gpt2-medium-bf16"):
+        for name in ("gpt2-tiny-f32", "gpt2-tiny-bf16", "llama-tiny-f32", "llama-tiny-bf16", "gpt2-medium-bf16",
+                     "gpt2-medium-bf16-base"):
             self.assertTrue(os.path.getsize(os.path.join(self.bundle, "artifacts", name + ".tgx")) > 0, name)
         self.assertEqual([c["name"] for c in self.manifest["correctness"]],
                          ["gpt2-tiny-f32", "gpt2-tiny-bf16", "llama-tiny-f32", "llama-tiny-bf16"])
@@ -84,6 +92,13 @@ class GpuValidate(unittest.TestCase):
         self.assertEqual(self.report.returncode, 1, self.report.stderr)
         self.assertIn("# scripts/gpu-validate: FAIL", self.report.stdout)
         self.assertIn("| correctness | gpt2-tiny f32 vs CPU f32, 20 steps | n/a: did not run", self.report.stdout)
+
+    def test_the_step_as_before_is_timed_beside_it(self):
+        self.assertIn("| gpt2-medium | TGC as before (no GELU epilogues, unpadded GEMM rows, probabilities "
+                      "recomputed) | 100.0 ms/step", self.report.stdout)
+        self.assertIn("| gpt2-medium | tokens/s, TGC / TGC as before | 1.25× |", self.report.stdout)
+        self.assertIn("| gpt2-medium | TGC vs TGC as before: losses | max abs diff 0.25 over 25 steps",
+                      self.report.stdout)
 
     def test_attention_measures_the_medium_models_shape(self):
         # No GPU here: each kernel records why it did not run (or, before
