@@ -673,12 +673,14 @@ void emitMatmul(OpBuilder &b, Location loc, MatmulOp op, Value lhs, Value rhs,
 /// `out` is written once: a warp's row stays in L1 for its passes only while
 /// nothing writes it, and the five passes over stored values of a GPT-2
 /// attention softmax moved four times the bytes through L2. Both round the
-/// same values the same way.
+/// same values the same way. With `scale`, each probability is multiplied by
+/// it (rounded) as it is written.
 std::pair<Value, Value> softmaxRow(Emitter &e, function_ref<Value(Value)> x,
                                    Value out, Value base, int64_t n,
-                                   bool storeExponentials) {
+                                   bool storeExponentials, Value scale = nullptr) {
   Value max = e.maxOf(n, x);
   auto exponential = [&](Value i) { return e.exp(e.sub(x(i), max)); };
+  auto scaled = [&](Value p) { return scale ? e.mul(p, scale) : p; };
   Value sum;
   if (storeExponentials) {
     e.loop(n, [&](Value i) {
@@ -687,12 +689,12 @@ std::pair<Value, Value> softmaxRow(Emitter &e, function_ref<Value(Value)> x,
     sum = e.sum(n, [&](Value i) { return e.load(out, e.addIndex(base, i)); });
     e.loop(n, [&](Value i) {
       Value at = e.addIndex(base, i);
-      e.store(e.div(e.load(out, at), sum), out, at);
+      e.store(scaled(e.div(e.load(out, at), sum)), out, at);
     });
   } else {
     sum = e.sum(n, exponential);
     e.loop(n, [&](Value i) {
-      e.store(e.div(exponential(i), sum), out, e.addIndex(base, i));
+      e.store(scaled(e.div(exponential(i), sum)), out, e.addIndex(base, i));
     });
   }
   return {max, sum};
@@ -889,24 +891,25 @@ void emitCrossEntropy(Emitter &e, Value logits, Value targets, Value loss,
   });
 }
 
-/// The gradient of the mean loss; with `rowLosses`, each row's loss too
-/// (the forward and the gradient in one pass over the logits).
+/// The gradient of the mean loss, (p - onehot(target)) x lossGrad / rows,
+/// each probability scaled as the softmax writes it and the target's
+/// element written again from its probability (computed by the same ops:
+/// the same bits); with `rowLosses`, each row's loss too (the forward and
+/// the gradient in one pass over the logits).
 void emitCrossEntropyGrad(Emitter &e, Value logits, Value targets,
                           Value lossGrad, Value dx, int64_t rows, int64_t vocab,
                           bool vectorRows, Value rowLosses = nullptr) {
   Value factor = e.div(lossGrad, e.constant((double)rows));
   e.rows(rows, [&](Value r) {
     Value base = e.mulIndex(r, vocab);
-    auto [max, sum] = softmaxRow(e, logits, dx, base, vocab,
-                                 /*storeExponentials=*/vectorRows);
+    auto [max, sum] = softmaxRow(
+        e, [&](Value i) { return e.load(logits, e.addIndex(base, i)); }, dx, base,
+        vocab, /*storeExponentials=*/vectorRows, factor);
     if (rowLosses)
       e.store(rowLoss(e, logits, targets, r, base, max, sum), rowLosses, r);
     Value at = e.addIndex(base, e.toIndex(e.load(targets, r)));
-    e.store(e.sub(e.load(dx, at), e.constant(1.0)), dx, at);
-    e.loop(vocab, [&](Value i) {
-      Value at = e.addIndex(base, i);
-      e.store(e.mul(e.load(dx, at), factor), dx, at);
-    });
+    Value p = e.div(e.exp(e.sub(e.load(logits, at), max)), sum);
+    e.store(e.mul(e.sub(p, e.constant(1.0)), factor), dx, at);
   });
 }
 
