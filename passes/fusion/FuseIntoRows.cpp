@@ -274,8 +274,42 @@ private:
       else
         remark << "not computed with its gradient: " << why;
     }
-    if (why.empty())
-      absorb(gradRegion, region);
+    if (!why.empty())
+      return;
+    exec::DispatchRegionOp pair = absorb(gradRegion, region);
+    fuseLossCasts(pair, loss);
+  }
+
+  /// The cast widening the logits before the loss with its gradient, and
+  /// the cast narrowing the gradient after it (bf16 logits, f32 loss), join
+  /// its kernel: it reads the narrow logits and writes the narrow gradient,
+  /// and the wide ones are never stored.
+  void fuseLossCasts(exec::DispatchRegionOp pair, CrossEntropyOp loss) {
+    Value logits = loss.getLogits();
+    auto producer = logits.getDefiningOp<exec::DispatchRegionOp>();
+    auto in = producer ? dyn_cast_or_null<CastOp>(soleOp(producer)) : nullptr;
+    if (in && !readElsewhere(logits, pair) && tooManyInputs(pair, producer, maxInputs).empty() &&
+        readBeforeConsumer(producer, pair).empty()) {
+      if (remarks)
+        in.emitRemark() << "fused into the loss with its gradient as its prologue: saves "
+                           "writing and reading the converted logits ("
+                        << byteSize(logits) << " bytes)";
+      pair = absorb(pair, producer);
+    }
+    auto grad = *pair.getBody().front().getOps<CrossEntropyGradOp>().begin();
+    Value gradient = resultYielding(pair, grad.getResult());
+    if (!gradient || !gradient.hasOneUse())
+      return;
+    auto consumer = (*gradient.getUsers().begin())->getParentOfType<exec::DispatchRegionOp>();
+    auto out = consumer ? dyn_cast_or_null<CastOp>(soleOp(consumer)) : nullptr;
+    if (!out || !tooManyInputs(consumer, pair, maxInputs).empty() ||
+        !readBeforeConsumer(pair, consumer).empty())
+      return;
+    if (remarks)
+      out.emitRemark() << "fused into the loss with its gradient as its epilogue: saves "
+                          "writing and reading the gradient before its conversion ("
+                       << byteSize(gradient) << " bytes)";
+    absorb(consumer, pair);
   }
 
   /// Why `consumer` may not absorb `producer`, or "": the consumer is a row

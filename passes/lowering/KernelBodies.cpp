@@ -182,6 +182,16 @@ public:
   Value narrow(Value v) {
     return v.getType() == element ? v : arith::TruncFOp::create(b, loc, element, v);
   }
+  /// Stores float `v` into element `i` of `flat`, converted to its element
+  /// type (a fused cast's epilogue: rounded once, as the cast kernel would).
+  void storeConverted(Value v, Value flat, Value i) {
+    Type to = cast<MemRefType>(flat.getType()).getElementType();
+    if (v.getType() != to)
+      v = to.getIntOrFloatBitWidth() < v.getType().getIntOrFloatBitWidth()
+              ? Value(arith::TruncFOp::create(b, loc, to, v))
+              : Value(arith::ExtFOp::create(b, loc, to, v));
+    store(v, flat, i);
+  }
   /// Per column c < width of a [height, width] layout, the sums over the
   /// rows of terms(r, c)[k] into outs[k][c], accumulated in f64 and rounded
   /// once. Columns go in blocks (columnBlock): one loop over the rows keeps
@@ -674,7 +684,8 @@ void emitMatmul(OpBuilder &b, Location loc, MatmulOp op, Value lhs, Value rhs,
 /// nothing writes it, and the five passes over stored values of a GPT-2
 /// attention softmax moved four times the bytes through L2. Both round the
 /// same values the same way. With `scale`, each probability is multiplied by
-/// it (rounded) as it is written.
+/// it (rounded) as it is written; into an `out` of a narrower type (a fused
+/// cast) it is converted then, and the exponentials are not stored.
 std::pair<Value, Value> softmaxRow(Emitter &e, function_ref<Value(Value)> x,
                                    Value out, Value base, int64_t n,
                                    bool storeExponentials, Value scale = nullptr) {
@@ -682,7 +693,7 @@ std::pair<Value, Value> softmaxRow(Emitter &e, function_ref<Value(Value)> x,
   auto exponential = [&](Value i) { return e.exp(e.sub(x(i), max)); };
   auto scaled = [&](Value p) { return scale ? e.mul(p, scale) : p; };
   Value sum;
-  if (storeExponentials) {
+  if (storeExponentials && cast<MemRefType>(out.getType()).getElementType() == max.getType()) {
     e.loop(n, [&](Value i) {
       e.store(exponential(i), out, e.addIndex(base, i));
     });
@@ -694,7 +705,7 @@ std::pair<Value, Value> softmaxRow(Emitter &e, function_ref<Value(Value)> x,
   } else {
     sum = e.sum(n, exponential);
     e.loop(n, [&](Value i) {
-      e.store(scaled(e.div(exponential(i), sum)), out, e.addIndex(base, i));
+      e.storeConverted(scaled(e.div(exponential(i), sum)), out, e.addIndex(base, i));
     });
   }
   return {max, sum};
@@ -862,10 +873,9 @@ void emitRmsNormGrad(Emitter &e, RmsNormGradOp op, Value x, Value w, Value dy,
 }
 
 /// One row's loss: log(sum of exp(x - max)) + max - x[target].
-Value rowLoss(Emitter &e, Value logits, Value targets, Value r, Value base,
+Value rowLoss(Emitter &e, function_ref<Value(Value)> x, Value targets, Value r,
               Value max, Value sum) {
-  Value target = e.toIndex(e.load(targets, r));
-  Value picked = e.load(logits, e.addIndex(base, target));
+  Value picked = x(e.toIndex(e.load(targets, r)));
   return e.sub(e.add(max, math::LogOp::create(e.b, e.loc, sum)), picked);
 }
 
@@ -887,7 +897,8 @@ void emitCrossEntropy(Emitter &e, Value logits, Value targets, Value loss,
     Value sum = e.sum(vocab, [&](Value i) {
       return e.exp(e.sub(e.load(logits, e.addIndex(base, i)), max));
     });
-    return rowLoss(e, logits, targets, r, base, max, sum);
+    return rowLoss(
+        e, [&](Value i) { return e.load(logits, e.addIndex(base, i)); }, targets, r, max, sum);
   });
 }
 
@@ -895,21 +906,22 @@ void emitCrossEntropy(Emitter &e, Value logits, Value targets, Value loss,
 /// each probability scaled as the softmax writes it and the target's
 /// element written again from its probability (computed by the same ops:
 /// the same bits); with `rowLosses`, each row's loss too (the forward and
-/// the gradient in one pass over the logits).
-void emitCrossEntropyGrad(Emitter &e, Value logits, Value targets,
+/// the gradient in one pass over the logits). `logit(at)` is the logit at
+/// flat index `at` in the element type (a fused cast's prologue converts it
+/// there); `dx` may be narrower (a fused cast's epilogue).
+void emitCrossEntropyGrad(Emitter &e, function_ref<Value(Value)> logit, Value targets,
                           Value lossGrad, Value dx, int64_t rows, int64_t vocab,
                           bool vectorRows, Value rowLosses = nullptr) {
   Value factor = e.div(lossGrad, e.constant((double)rows));
   e.rows(rows, [&](Value r) {
     Value base = e.mulIndex(r, vocab);
-    auto [max, sum] = softmaxRow(
-        e, [&](Value i) { return e.load(logits, e.addIndex(base, i)); }, dx, base,
-        vocab, /*storeExponentials=*/vectorRows, factor);
+    auto x = [&](Value i) { return logit(e.addIndex(base, i)); };
+    auto [max, sum] = softmaxRow(e, x, dx, base, vocab, /*storeExponentials=*/vectorRows, factor);
     if (rowLosses)
-      e.store(rowLoss(e, logits, targets, r, base, max, sum), rowLosses, r);
-    Value at = e.addIndex(base, e.toIndex(e.load(targets, r)));
-    Value p = e.div(e.exp(e.sub(e.load(logits, at), max)), sum);
-    e.store(e.mul(e.sub(p, e.constant(1.0)), factor), dx, at);
+      e.store(rowLoss(e, x, targets, r, max, sum), rowLosses, r);
+    Value target = e.toIndex(e.load(targets, r));
+    Value p = e.div(e.exp(e.sub(x(target), max)), sum);
+    e.storeConverted(e.mul(e.sub(p, e.constant(1.0)), factor), dx, e.addIndex(base, target));
   });
 }
 
@@ -2095,18 +2107,33 @@ LogicalResult emitRowGroup(OpBuilder &b, Block &body, ValueRange inputs,
 }
 
 CrossEntropyGradOp lossWithGradient(Block &body) {
-  // Beside the pair, only the gradient's seed may be in it (compiled in).
+  // Beside the pair, only the gradient's seed may be in it (compiled in),
+  // and the casts of the logits before it and of the gradient after it.
   SmallVector<Operation *> ops;
   for (Operation &op : body.without_terminator())
     if (auto constant = dyn_cast<ConstantOp>(op);
         !constant || cast<ShapedType>(constant.getType()).getRank() != 0)
       ops.push_back(&op);
-  if (ops.size() != 2)
+  ArrayRef<Operation *> pair(ops);
+  auto in = !pair.empty() ? dyn_cast<CastOp>(pair.front()) : nullptr;
+  if (in)
+    pair = pair.drop_front();
+  auto out = !pair.empty() ? dyn_cast<CastOp>(pair.back()) : nullptr;
+  if (out)
+    pair = pair.drop_back();
+  if (pair.size() != 2)
     return nullptr;
-  auto loss = dyn_cast<CrossEntropyOp>(ops[0]);
-  auto grad = dyn_cast<CrossEntropyGradOp>(ops[1]);
+  auto loss = dyn_cast<CrossEntropyOp>(pair[0]);
+  auto grad = dyn_cast<CrossEntropyGradOp>(pair[1]);
   if (!loss || !grad || loss.getLogits() != grad.getLogits() ||
       loss.getTargets() != grad.getTargets())
+    return nullptr;
+  auto bits = [](Value v) { return getElementTypeOrSelf(v.getType()).getIntOrFloatBitWidth(); };
+  auto isFloat = [](Value v) { return isa<FloatType>(getElementTypeOrSelf(v.getType())); };
+  if ((in && (grad.getLogits() != in.getResult() || !isFloat(in.getInput()) ||
+              bits(in.getInput()) >= bits(in.getResult()))) ||
+      (out && (out.getInput() != grad.getResult() || !grad->hasOneUse() ||
+               bits(out.getResult()) >= bits(out.getInput()))))
     return nullptr;
   return grad;
 }
@@ -2123,17 +2150,26 @@ LogicalResult emitLossWithGradient(OpBuilder &b, Block &body, ValueRange inputs,
   Emitter e(b, loc, getElementTypeOrSelf(grad.getType()));
   // Each row's loss, kept until the rows are summed in order.
   Value rowLosses = buffers.local(MemRefType::get({rows}, e.element));
-  Value logits = buffers.get(grad.getLogits()),
+  // A cast of the logits before the pair is read through (each logit
+  // converted as it is read); one of the gradient after it is written
+  // through: the wide logits and gradient are never stored.
+  auto in = grad.getLogits().getDefiningOp<CastOp>();
+  auto out = dyn_cast<CastOp>(*grad->getUsers().begin());
+  Value logits = buffers.get(in ? in.getInput() : grad.getLogits()),
         targets = buffers.get(grad.getTargets());
+  auto logit = [&](Value at) {
+    Value v = e.load(logits, at);
+    return in ? arith::ExtFOp::create(e.b, e.loc, e.element, v).getResult() : v;
+  };
   // The loss's gradient: an input, or the constant seed compiled in.
   Value lossGrad;
   if (auto seed = grad.getLossGrad().getDefiningOp<ConstantOp>())
     lossGrad = splatScalar(e, seed);
   else
     lossGrad = e.load(buffers.get(grad.getLossGrad()), e.index(0));
-  emitCrossEntropyGrad(e, logits, targets, lossGrad,
-                       buffers.get(grad.getResult()), rows, vocab, vectorRows,
-                       rowLosses);
+  emitCrossEntropyGrad(e, logit, targets, lossGrad,
+                       buffers.get(out ? out.getResult() : grad.getResult()), rows, vocab,
+                       vectorRows, rowLosses);
   storeMeanLoss(e, rows, buffers.get(loss.getResult()),
                 [&](Value r) { return e.load(rowLosses, r); });
   buffers.free();
@@ -2299,7 +2335,8 @@ LogicalResult emitKernelBody(OpBuilder &b, Operation *op, ValueRange operands,
         emitCrossEntropy(e, in[0], in[1], out[0], rows, n);
       })
       .Case([&](CrossEntropyGradOp) {
-        emitCrossEntropyGrad(e, in[0], in[1], e.load(in[2], e.index(0)),
+        emitCrossEntropyGrad(e, [&](Value at) { return e.load(in[0], at); }, in[1],
+                             e.load(in[2], e.index(0)),
                              out[0], rows, n, vectorRows);
       })
       .Case([&](EmbeddingOp o) {

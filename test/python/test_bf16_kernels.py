@@ -7,13 +7,19 @@ kernels' shared object links (LLVM's archive; libgcc lacks them). It
 computes what the CUDA target's bf16 step does (bf16 values, f32 masters,
 f64 sums), so its losses follow the f32 run within the tolerance
 scripts/gpu-validate gives bf16 (2e-2 x max(1, loss)) for 6 steps, for both
-model families.
+model families. And bf16 checks the loss kernel's fused casts: it reads the
+bf16 logits and writes the bf16 gradient itself (tg-fuse-into-rows), which
+must give bitwise the steps of the casts as kernels of their own
+(`--no-fuse=loss`: they round the same values once each).
 """
 import os
+import re
 import tempfile
 import unittest
 
-from tgtest.tools import train_short
+import numpy as np
+
+from tgtest.tools import run_status, train_short
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 MODELS = {name: os.path.join(ROOT, "examples", "models", f"{name}.json")
@@ -41,6 +47,26 @@ class Bf16Kernels(unittest.TestCase):
                     self.assertGreater(worst, 0.0)
                     # The masters and moments stay f32.
                     self.assertTrue(all(str(w.dtype) == "torch.float32" for w in weights.values()))
+
+    def test_loss_with_its_casts_matches_the_casts_as_kernels(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, model in MODELS.items():
+                with self.subTest(model=name):
+                    code, _, err = run_status("tgc", "compile", model, "--train", TRAIN, "--dtype=bf16",
+                                              "--gemm=generated", "--fusion-remarks", "-o",
+                                              os.path.join(tmp, "remarks.tgx"))
+                    self.assertEqual(code, 0, err)
+                    self.assertEqual(len(re.findall(r"fused into the loss with its gradient as its "
+                                                    r"(prologue|epilogue)", err)), 2, err)
+                    runs = [train_short(model, TRAIN, STEPS, tmp, f"{name}-{tag}", "--dtype=bf16",
+                                        "--gemm=generated", *flags)
+                            for tag, flags in (("fused", ()), ("unfused", ("--no-fuse=loss",)))]
+                    (fused, fused_weights), (unfused, unfused_weights) = runs
+                    self.assertEqual([(m["loss"], m["grad_norm"]) for m in fused],
+                                     [(m["loss"], m["grad_norm"]) for m in unfused])
+                    for key in fused_weights:
+                        np.testing.assert_array_equal(fused_weights[key].numpy(),
+                                                      unfused_weights[key].numpy(), err_msg=key)
 
 
 if __name__ == "__main__":

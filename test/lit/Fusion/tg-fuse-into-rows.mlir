@@ -238,6 +238,45 @@ func.func @loss_read_first(%l: tensor<4x10xf32>, %t: tensor<4xi64>) -> (tensor<f
 
 // -----
 
+// bf16 logits: the cast widening them joins the kernel as its prologue and
+// the cast narrowing the gradient as its epilogue; the f32 logits and
+// gradient are never stored. A cast of logits something else also reads
+// stays.
+// CHECK-LABEL: func.func @loss_with_casts
+// CHECK: %[[R:.*]]:2 = exec.dispatch_region -> (tensor<4x10xbf16>, tensor<f32>) {
+// CHECK: %[[W:.*]] = tg.cast %arg0 : tensor<4x10xbf16> -> tensor<4x10xf32>
+// CHECK: tg.cross_entropy %[[W]], %arg1
+// CHECK: %[[G:.*]] = tg.cross_entropy_grad %[[W]], %arg1
+// CHECK: %[[N:.*]] = tg.cast %[[G]] : tensor<4x10xf32> -> tensor<4x10xbf16>
+// CHECK: exec.yield %[[N]], %{{.*}} : tensor<4x10xbf16>, tensor<f32>
+// CHECK-NOT: exec.dispatch_region
+// CHECK: return %[[R]]#1, %[[R]]#0
+// REMARK: remark: computed with its gradient in one kernel: saves a pass over the logits (160 bytes)
+// REMARK: remark: fused into the loss with its gradient as its prologue: saves writing and reading the converted logits (160 bytes)
+// REMARK: remark: fused into the loss with its gradient as its epilogue: saves writing and reading the gradient before its conversion (160 bytes)
+func.func @loss_with_casts(%l: tensor<4x10xbf16>, %t: tensor<4xi64>) -> (tensor<f32>, tensor<4x10xbf16>) {
+  %seed = tg.constant dense<1.0> : tensor<f32>
+  %w = exec.dispatch_region -> (tensor<4x10xf32>) {
+    %0 = tg.cast %l : tensor<4x10xbf16> -> tensor<4x10xf32>
+    exec.yield %0 : tensor<4x10xf32>
+  }
+  %loss = exec.dispatch_region -> (tensor<f32>) {
+    %0 = tg.cross_entropy %w, %t : tensor<4x10xf32>, tensor<4xi64> -> tensor<f32>
+    exec.yield %0 : tensor<f32>
+  }
+  %g = exec.dispatch_region -> (tensor<4x10xf32>) {
+    %0 = tg.cross_entropy_grad %w, %t, %seed : tensor<4x10xf32>, tensor<4xi64>, tensor<f32>
+    exec.yield %0 : tensor<4x10xf32>
+  }
+  %n = exec.dispatch_region -> (tensor<4x10xbf16>) {
+    %0 = tg.cast %g : tensor<4x10xf32> -> tensor<4x10xbf16>
+    exec.yield %0 : tensor<4x10xbf16>
+  }
+  return %loss, %n : tensor<f32>, tensor<4x10xbf16>
+}
+
+// -----
+
 // What must not fuse: a row input that is not elementwise (an embedding),
 // one read before the norm runs, a bias add of a GEMM's product (the GEMM's
 // epilogue); a dx consumer broadcasting it to a larger shape, one reading

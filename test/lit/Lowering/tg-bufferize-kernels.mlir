@@ -264,3 +264,39 @@ module @kernels {
     return %0 : tensor<100x16xf32>
   }
 }
+
+// -----
+
+// The loss with its gradient and the casts around it (bf16 logits, f32
+// loss): each logit is widened as it is read and each gradient element
+// narrowed once as it is written (the probability scaled by the loss's
+// gradient over the rows; the target's element again from its
+// probability); no f32 copy of the logits or of the gradient, only the
+// rows' losses are a local buffer. The CPU form does not store the
+// exponentials into a bf16 gradient either.
+// CHECK-LABEL: func.func @k0_loss_with_casts(
+// CHECK-SAME: %[[L:.*]]: memref<4x10xbf16>, %{{.*}}: memref<4xi64>, %[[G:.*]]: memref<4x10xbf16>, %{{.*}}: memref<f32>)
+// CHECK: memref.alloc() : memref<4xf32>
+// CHECK-NOT: memref.alloc
+// CHECK: scf.parallel
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: arith.mulf
+// CHECK-NEXT: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: memref.store %{{.*}}, %alloc
+// CHECK: arith.divf
+// CHECK: arith.subf
+// CHECK-NEXT: arith.mulf
+// CHECK-NEXT: arith.truncf %{{.*}} : f32 to bf16
+// CHECK-NOT: memref<4x10xf32>
+// SCALAR-LABEL: func.func @k0_loss_with_casts(
+// SCALAR-NOT: memref<4x10xf32>
+module @kernels {
+  func.func @k0_loss_with_casts(%l: tensor<4x10xbf16>, %t: tensor<4xi64>) -> (tensor<4x10xbf16>, tensor<f32>) {
+    %seed = tg.constant dense<1.0> : tensor<f32>
+    %w = tg.cast %l : tensor<4x10xbf16> -> tensor<4x10xf32>
+    %loss = tg.cross_entropy %w, %t : tensor<4x10xf32>, tensor<4xi64> -> tensor<f32>
+    %g = tg.cross_entropy_grad %w, %t, %seed : tensor<4x10xf32>, tensor<4xi64>, tensor<f32>
+    %n = tg.cast %g : tensor<4x10xf32> -> tensor<4x10xbf16>
+    return %n, %loss : tensor<4x10xbf16>, tensor<f32>
+  }
+}
