@@ -277,39 +277,48 @@ private:
     if (!why.empty())
       return;
     exec::DispatchRegionOp pair = absorb(gradRegion, region);
-    fuseLossCasts(pair, loss);
+    fuseLossLinks(pair, loss);
   }
 
-  /// The cast widening the logits before the loss with its gradient, and
-  /// the cast narrowing the gradient after it (bf16 logits, f32 loss), join
-  /// its kernel: it reads the narrow logits and writes the narrow gradient,
-  /// and the wide ones are never stored.
-  void fuseLossCasts(exec::DispatchRegionOp pair, CrossEntropyOp loss) {
+  /// What the loss with its gradient reads its logits through and writes
+  /// its gradient through joins its kernel (see lossWithGradient): the cast
+  /// widening bf16 logits and the slice of the rows the aligned logits GEMM
+  /// padded; the cast narrowing the gradient and the pad for the GEMMs that
+  /// read it. None of the intermediates is stored.
+  void fuseLossLinks(exec::DispatchRegionOp pair, CrossEntropyOp loss) {
     Value logits = loss.getLogits();
-    auto producer = logits.getDefiningOp<exec::DispatchRegionOp>();
-    auto in = producer ? dyn_cast_or_null<CastOp>(soleOp(producer)) : nullptr;
-    if (in && !readElsewhere(logits, pair) && tooManyInputs(pair, producer, maxInputs).empty() &&
-        readBeforeConsumer(producer, pair).empty()) {
+    for (bool (*matches)(Operation *) : {isWideningCast, isRowSlice}) {
+      auto producer = logits.getDefiningOp<exec::DispatchRegionOp>();
+      Operation *op = producer ? soleOp(producer) : nullptr;
+      if (!op || !matches(op) || readElsewhere(logits, pair) ||
+          !tooManyInputs(pair, producer, maxInputs).empty() ||
+          !readBeforeConsumer(producer, pair).empty())
+        continue;
       if (remarks)
-        in.emitRemark() << "fused into the loss with its gradient as its prologue: saves "
-                           "writing and reading the converted logits ("
-                        << byteSize(logits) << " bytes)";
+        op->emitRemark() << "fused into the loss with its gradient, which reads through it: "
+                            "saves writing and reading "
+                         << byteSize(logits) << " bytes";
       pair = absorb(pair, producer);
+      logits = op->getOperand(0);
     }
     auto grad = *pair.getBody().front().getOps<CrossEntropyGradOp>().begin();
-    Value gradient = resultYielding(pair, grad.getResult());
-    if (!gradient || !gradient.hasOneUse())
-      return;
-    auto consumer = (*gradient.getUsers().begin())->getParentOfType<exec::DispatchRegionOp>();
-    auto out = consumer ? dyn_cast_or_null<CastOp>(soleOp(consumer)) : nullptr;
-    if (!out || !tooManyInputs(consumer, pair, maxInputs).empty() ||
-        !readBeforeConsumer(pair, consumer).empty())
-      return;
-    if (remarks)
-      out.emitRemark() << "fused into the loss with its gradient as its epilogue: saves "
-                          "writing and reading the gradient before its conversion ("
-                       << byteSize(gradient) << " bytes)";
-    absorb(consumer, pair);
+    Value inside = grad.getResult();
+    for (bool (*matches)(Operation *) : {isNarrowingCast, isRowPad}) {
+      Value gradient = resultYielding(pair, inside);
+      if (!gradient || !gradient.hasOneUse())
+        return;
+      auto consumer = (*gradient.getUsers().begin())->getParentOfType<exec::DispatchRegionOp>();
+      Operation *op = consumer ? soleOp(consumer) : nullptr;
+      if (!op || !matches(op) || !tooManyInputs(consumer, pair, maxInputs).empty() ||
+          !readBeforeConsumer(pair, consumer).empty())
+        continue;
+      if (remarks)
+        op->emitRemark() << "fused into the loss with its gradient, which writes through it: "
+                            "saves writing and reading "
+                         << byteSize(gradient) << " bytes";
+      pair = absorb(consumer, pair);
+      inside = op->getResult(0);
+    }
   }
 
   /// Why `consumer` may not absorb `producer`, or "": the consumer is a row

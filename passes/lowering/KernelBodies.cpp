@@ -906,22 +906,29 @@ void emitCrossEntropy(Emitter &e, Value logits, Value targets, Value loss,
 /// each probability scaled as the softmax writes it and the target's
 /// element written again from its probability (computed by the same ops:
 /// the same bits); with `rowLosses`, each row's loss too (the forward and
-/// the gradient in one pass over the logits). `logit(at)` is the logit at
-/// flat index `at` in the element type (a fused cast's prologue converts it
-/// there); `dx` may be narrower (a fused cast's epilogue).
-void emitCrossEntropyGrad(Emitter &e, function_ref<Value(Value)> logit, Value targets,
-                          Value lossGrad, Value dx, int64_t rows, int64_t vocab,
-                          bool vectorRows, Value rowLosses = nullptr) {
+/// the gradient in one pass over the logits). `logit(r, i)` is logit i of
+/// row r in the element type (a fused cast's prologue converts it there, a
+/// fused slice's reads it from a longer row); `dx` may be narrower (a fused
+/// cast's epilogue), its rows `dxStride` apart, their elements past `vocab`
+/// zeros (a fused pad's epilogue).
+void emitCrossEntropyGrad(Emitter &e, function_ref<Value(Value, Value)> logit,
+                          Value targets, Value lossGrad, Value dx, int64_t dxStride,
+                          int64_t rows, int64_t vocab, bool vectorRows,
+                          Value rowLosses = nullptr) {
   Value factor = e.div(lossGrad, e.constant((double)rows));
   e.rows(rows, [&](Value r) {
-    Value base = e.mulIndex(r, vocab);
-    auto x = [&](Value i) { return logit(e.addIndex(base, i)); };
+    Value base = e.mulIndex(r, dxStride);
+    auto x = [&](Value i) { return logit(r, i); };
     auto [max, sum] = softmaxRow(e, x, dx, base, vocab, /*storeExponentials=*/vectorRows, factor);
     if (rowLosses)
       e.store(rowLoss(e, x, targets, r, max, sum), rowLosses, r);
     Value target = e.toIndex(e.load(targets, r));
     Value p = e.div(e.exp(e.sub(x(target), max)), sum);
     e.storeConverted(e.mul(e.sub(p, e.constant(1.0)), factor), dx, e.addIndex(base, target));
+    Value padding = e.addIndex(base, e.index(vocab));
+    e.loop(dxStride - vocab, [&](Value i) {
+      e.storeConverted(e.constant(0.0), dx, e.addIndex(padding, i));
+    });
   });
 }
 
@@ -2106,43 +2113,91 @@ LogicalResult emitRowGroup(OpBuilder &b, Block &body, ValueRange inputs,
   return RowGroup(b, body, inputs, yielded, outputs, vectorRows).emit();
 }
 
-CrossEntropyGradOp lossWithGradient(Block &body) {
+bool isRowSlice(Operation *op) {
+  auto slice = dyn_cast_or_null<SliceOp>(op);
+  if (!slice)
+    return false;
+  ArrayRef<int64_t> from = shapeOf(slice.getInput()), to = shapeOf(slice.getResult());
+  return llvm::all_of(slice.getOffsets(), [](int64_t o) { return o == 0; }) &&
+         from.drop_back() == to.drop_back();
+}
+bool isRowPad(Operation *op) {
+  auto pad = dyn_cast_or_null<PadOp>(op);
+  return pad && llvm::all_of(pad.getLow(), [](int64_t l) { return l == 0; }) &&
+         llvm::all_of(pad.getHigh().drop_back(), [](int64_t h) { return h == 0; });
+}
+bool isWideningCast(Operation *op) {
+  auto cast = dyn_cast_or_null<CastOp>(op);
+  auto from = cast ? dyn_cast<FloatType>(getElementTypeOrSelf(cast.getInput().getType())) : nullptr;
+  return from && from.getWidth() < getElementTypeOrSelf(cast.getType()).getIntOrFloatBitWidth();
+}
+bool isNarrowingCast(Operation *op) {
+  auto cast = dyn_cast_or_null<CastOp>(op);
+  return cast && getElementTypeOrSelf(cast.getType()).getIntOrFloatBitWidth() <
+                     getElementTypeOrSelf(cast.getInput().getType()).getIntOrFloatBitWidth();
+}
+
+LossGradientChain lossWithGradient(Block &body) {
   // Beside the pair, only the gradient's seed may be in it (compiled in),
-  // and the casts of the logits before it and of the gradient after it.
+  // and before it the slice and cast the logits come through, after it the
+  // cast and pad the gradient goes through, each the only reader of what
+  // the op before it computes.
   SmallVector<Operation *> ops;
   for (Operation &op : body.without_terminator())
     if (auto constant = dyn_cast<ConstantOp>(op);
         !constant || cast<ShapedType>(constant.getType()).getRank() != 0)
       ops.push_back(&op);
-  ArrayRef<Operation *> pair(ops);
-  auto in = !pair.empty() ? dyn_cast<CastOp>(pair.front()) : nullptr;
-  if (in)
-    pair = pair.drop_front();
-  auto out = !pair.empty() ? dyn_cast<CastOp>(pair.back()) : nullptr;
-  if (out)
-    pair = pair.drop_back();
-  if (pair.size() != 2)
-    return nullptr;
-  auto loss = dyn_cast<CrossEntropyOp>(pair[0]);
-  auto grad = dyn_cast<CrossEntropyGradOp>(pair[1]);
+  ArrayRef<Operation *> rest(ops);
+  LossGradientChain chain;
+  auto take = [&](bool front, auto matches) -> Operation * {
+    if (rest.empty() || !matches(front ? rest.front() : rest.back()))
+      return nullptr;
+    Operation *op = front ? rest.front() : rest.back();
+    rest = front ? rest.drop_front() : rest.drop_back();
+    return op;
+  };
+  chain.slice = take(true, isRowSlice);
+  chain.widen = take(true, isWideningCast);
+  chain.pad = take(false, isRowPad);
+  chain.narrow = take(false, isNarrowingCast);
+  if (rest.size() != 2)
+    return {};
+  auto loss = dyn_cast<CrossEntropyOp>(rest[0]);
+  auto grad = dyn_cast<CrossEntropyGradOp>(rest[1]);
   if (!loss || !grad || loss.getLogits() != grad.getLogits() ||
       loss.getTargets() != grad.getTargets())
-    return nullptr;
-  auto bits = [](Value v) { return getElementTypeOrSelf(v.getType()).getIntOrFloatBitWidth(); };
-  auto isFloat = [](Value v) { return isa<FloatType>(getElementTypeOrSelf(v.getType())); };
-  if ((in && (grad.getLogits() != in.getResult() || !isFloat(in.getInput()) ||
-              bits(in.getInput()) >= bits(in.getResult()))) ||
-      (out && (out.getInput() != grad.getResult() || !grad->hasOneUse() ||
-               bits(out.getResult()) >= bits(out.getInput()))))
-    return nullptr;
-  return grad;
+    return {};
+  // Each link computes what the next reads, and nothing else reads it.
+  Value logits = grad.getLogits();
+  SmallVector<Operation *, 2> readers{loss, grad};
+  for (Operation *op : {chain.widen, chain.slice}) {
+    if (!op)
+      continue;
+    if (op->getResult(0) != logits || !llvm::all_of(logits.getUsers(), [&](Operation *user) {
+          return llvm::is_contained(readers, user);
+        }))
+      return {};
+    readers = {op};
+    logits = op->getOperand(0);
+  }
+  Value gradient = grad.getResult();
+  for (Operation *op : {chain.narrow, chain.pad}) {
+    if (!op)
+      continue;
+    if (op->getOperand(0) != gradient || !gradient.hasOneUse())
+      return {};
+    gradient = op->getResult(0);
+  }
+  chain.grad = grad;
+  return chain;
 }
 
 LogicalResult emitLossWithGradient(OpBuilder &b, Block &body, ValueRange inputs,
                                    ValueRange yielded, ValueRange outputs,
                                    bool vectorRows) {
-  CrossEntropyGradOp grad = lossWithGradient(body);
-  assert(grad && "emitLossWithGradient on a block that is not the pair");
+  LossGradientChain chain = lossWithGradient(body);
+  assert(chain && "emitLossWithGradient on a block that is not the pair");
+  auto grad = cast<CrossEntropyGradOp>(chain.grad);
   auto loss = *body.getOps<CrossEntropyOp>().begin();
   Location loc = grad.getLoc();
   FlatBuffers buffers(b, loc, body, inputs, yielded, outputs);
@@ -2150,16 +2205,22 @@ LogicalResult emitLossWithGradient(OpBuilder &b, Block &body, ValueRange inputs,
   Emitter e(b, loc, getElementTypeOrSelf(grad.getType()));
   // Each row's loss, kept until the rows are summed in order.
   Value rowLosses = buffers.local(MemRefType::get({rows}, e.element));
-  // A cast of the logits before the pair is read through (each logit
-  // converted as it is read); one of the gradient after it is written
-  // through: the wide logits and gradient are never stored.
-  auto in = grad.getLogits().getDefiningOp<CastOp>();
-  auto out = dyn_cast<CastOp>(*grad->getUsers().begin());
-  Value logits = buffers.get(in ? in.getInput() : grad.getLogits()),
-        targets = buffers.get(grad.getTargets());
-  auto logit = [&](Value at) {
-    Value v = e.load(logits, at);
-    return in ? arith::ExtFOp::create(e.b, e.loc, e.element, v).getResult() : v;
+  // The logits read where the slice and the cast before the pair read
+  // them (each logit converted as it is read), the gradient written where
+  // the cast and the pad after it write theirs: no intermediate is stored.
+  Value source = grad.getLogits();
+  for (Operation *op : {chain.widen, chain.slice})
+    if (op)
+      source = op->getOperand(0);
+  Value result = grad.getResult();
+  for (Operation *op : {chain.narrow, chain.pad})
+    if (op)
+      result = op->getResult(0);
+  Value logits = buffers.get(source), targets = buffers.get(grad.getTargets());
+  int64_t stride = shapeOf(source).back();
+  auto logit = [&](Value r, Value i) {
+    Value v = e.load(logits, e.addIndex(e.mulIndex(r, stride), i));
+    return chain.widen ? arith::ExtFOp::create(e.b, e.loc, e.element, v).getResult() : v;
   };
   // The loss's gradient: an input, or the constant seed compiled in.
   Value lossGrad;
@@ -2167,9 +2228,8 @@ LogicalResult emitLossWithGradient(OpBuilder &b, Block &body, ValueRange inputs,
     lossGrad = splatScalar(e, seed);
   else
     lossGrad = e.load(buffers.get(grad.getLossGrad()), e.index(0));
-  emitCrossEntropyGrad(e, logit, targets, lossGrad,
-                       buffers.get(out ? out.getResult() : grad.getResult()), rows, vocab,
-                       vectorRows, rowLosses);
+  emitCrossEntropyGrad(e, logit, targets, lossGrad, buffers.get(result),
+                       /*dxStride=*/shapeOf(result).back(), rows, vocab, vectorRows, rowLosses);
   storeMeanLoss(e, rows, buffers.get(loss.getResult()),
                 [&](Value r) { return e.load(rowLosses, r); });
   buffers.free();
@@ -2335,9 +2395,12 @@ LogicalResult emitKernelBody(OpBuilder &b, Operation *op, ValueRange operands,
         emitCrossEntropy(e, in[0], in[1], out[0], rows, n);
       })
       .Case([&](CrossEntropyGradOp) {
-        emitCrossEntropyGrad(e, [&](Value at) { return e.load(in[0], at); }, in[1],
-                             e.load(in[2], e.index(0)),
-                             out[0], rows, n, vectorRows);
+        emitCrossEntropyGrad(e,
+                             [&](Value r, Value i) {
+                               return e.load(in[0], e.addIndex(e.mulIndex(r, n), i));
+                             },
+                             in[1], e.load(in[2], e.index(0)), out[0], /*dxStride=*/n,
+                             rows, n, vectorRows);
       })
       .Case([&](EmbeddingOp o) {
         auto table = shapeOf(operands[0]);

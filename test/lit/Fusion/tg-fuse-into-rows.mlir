@@ -252,8 +252,8 @@ func.func @loss_read_first(%l: tensor<4x10xf32>, %t: tensor<4xi64>) -> (tensor<f
 // CHECK-NOT: exec.dispatch_region
 // CHECK: return %[[R]]#1, %[[R]]#0
 // REMARK: remark: computed with its gradient in one kernel: saves a pass over the logits (160 bytes)
-// REMARK: remark: fused into the loss with its gradient as its prologue: saves writing and reading the converted logits (160 bytes)
-// REMARK: remark: fused into the loss with its gradient as its epilogue: saves writing and reading the gradient before its conversion (160 bytes)
+// REMARK: remark: fused into the loss with its gradient, which reads through it: saves writing and reading 160 bytes
+// REMARK: remark: fused into the loss with its gradient, which writes through it: saves writing and reading 160 bytes
 func.func @loss_with_casts(%l: tensor<4x10xbf16>, %t: tensor<4xi64>) -> (tensor<f32>, tensor<4x10xbf16>) {
   %seed = tg.constant dense<1.0> : tensor<f32>
   %w = exec.dispatch_region -> (tensor<4x10xf32>) {
@@ -273,6 +273,52 @@ func.func @loss_with_casts(%l: tensor<4x10xbf16>, %t: tensor<4xi64>) -> (tensor<
     exec.yield %0 : tensor<4x10xbf16>
   }
   return %loss, %n : tensor<f32>, tensor<4x10xbf16>
+}
+
+// -----
+
+// The CUDA target's bf16 logits with rows padded for their GEMM
+// (tg-align-gemm-rows): the slice of the padded rows and the cast join the
+// kernel before the pair, the cast and the pad after it.
+// CHECK-LABEL: func.func @loss_through_padded_rows
+// CHECK: %[[R:.*]]:2 = exec.dispatch_region -> (tensor<4x16xbf16>, tensor<f32>) {
+// CHECK: tg.slice %arg0
+// CHECK: tg.cast
+// CHECK: tg.cross_entropy_grad
+// CHECK: tg.cast
+// CHECK: %[[P:.*]] = tg.pad
+// CHECK: exec.yield %[[P]], %{{.*}} : tensor<4x16xbf16>, tensor<f32>
+// CHECK-NOT: exec.dispatch_region
+// REMARK: remark: computed with its gradient in one kernel
+// REMARK-COUNT-2: remark: fused into the loss with its gradient, which reads through it
+// REMARK-COUNT-2: remark: fused into the loss with its gradient, which writes through it
+func.func @loss_through_padded_rows(%lp: tensor<4x16xbf16>, %t: tensor<4xi64>) -> (tensor<f32>, tensor<4x16xbf16>) {
+  %seed = tg.constant dense<1.0> : tensor<f32>
+  %l = exec.dispatch_region -> (tensor<4x10xbf16>) {
+    %0 = tg.slice %lp[[0, 0]] [[4, 10]] : tensor<4x16xbf16> -> tensor<4x10xbf16>
+    exec.yield %0 : tensor<4x10xbf16>
+  }
+  %w = exec.dispatch_region -> (tensor<4x10xf32>) {
+    %0 = tg.cast %l : tensor<4x10xbf16> -> tensor<4x10xf32>
+    exec.yield %0 : tensor<4x10xf32>
+  }
+  %loss = exec.dispatch_region -> (tensor<f32>) {
+    %0 = tg.cross_entropy %w, %t : tensor<4x10xf32>, tensor<4xi64> -> tensor<f32>
+    exec.yield %0 : tensor<f32>
+  }
+  %g = exec.dispatch_region -> (tensor<4x10xf32>) {
+    %0 = tg.cross_entropy_grad %w, %t, %seed : tensor<4x10xf32>, tensor<4xi64>, tensor<f32>
+    exec.yield %0 : tensor<4x10xf32>
+  }
+  %n = exec.dispatch_region -> (tensor<4x10xbf16>) {
+    %0 = tg.cast %g : tensor<4x10xf32> -> tensor<4x10xbf16>
+    exec.yield %0 : tensor<4x10xbf16>
+  }
+  %p = exec.dispatch_region -> (tensor<4x16xbf16>) {
+    %0 = tg.pad %n low [0, 0] high [0, 6] : tensor<4x10xbf16> -> tensor<4x16xbf16>
+    exec.yield %0 : tensor<4x16xbf16>
+  }
+  return %loss, %p : tensor<f32>, tensor<4x16xbf16>
 }
 
 // -----

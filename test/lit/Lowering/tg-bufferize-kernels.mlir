@@ -300,3 +300,33 @@ module @kernels {
     return %n, %loss : tensor<4x10xbf16>, tensor<f32>
   }
 }
+
+// -----
+
+// The same through rows padded to 16 for their GEMMs: the logits read at
+// row x 16 from the padded buffer, the gradient written at row x 16, each
+// row's last 6 elements zeros.
+// CHECK-LABEL: func.func @k0_loss_through_padded_rows(
+// CHECK-SAME: %[[L:.*]]: memref<4x16xbf16>, %{{.*}}: memref<4xi64>, %[[G:.*]]: memref<4x16xbf16>, %{{.*}}: memref<f32>)
+// CHECK: memref.alloc() : memref<4xf32>
+// CHECK-NOT: memref.alloc
+// CHECK: scf.parallel (%[[R:.*]]) =
+// CHECK: %[[BASE:.*]] = arith.muli %[[R]], %c16
+// CHECK: arith.muli %[[R]], %c16
+// CHECK: %[[PAD:.*]] = arith.addi %[[BASE]], %c10
+// CHECK: scf.for %[[I:.*]] = %c0{{.*}} to %c6
+// CHECK: %[[AT:.*]] = arith.addi %[[PAD]], %[[I]]
+// CHECK: %[[ZERO:.*]] = arith.truncf %cst{{.*}} : f32 to bf16
+// CHECK: memref.store %[[ZERO]], %{{.*}}[%[[AT]]] : memref<64xbf16>
+module @kernels {
+  func.func @k0_loss_through_padded_rows(%lp: tensor<4x16xbf16>, %t: tensor<4xi64>) -> (tensor<4x16xbf16>, tensor<f32>) {
+    %seed = tg.constant dense<1.0> : tensor<f32>
+    %l = tg.slice %lp[[0, 0]] [[4, 10]] : tensor<4x16xbf16> -> tensor<4x10xbf16>
+    %w = tg.cast %l : tensor<4x10xbf16> -> tensor<4x10xf32>
+    %loss = tg.cross_entropy %w, %t : tensor<4x10xf32>, tensor<4xi64> -> tensor<f32>
+    %g = tg.cross_entropy_grad %w, %t, %seed : tensor<4x10xf32>, tensor<4xi64>, tensor<f32>
+    %n = tg.cast %g : tensor<4x10xf32> -> tensor<4x10xbf16>
+    %p = tg.pad %n low [0, 0] high [0, 6] : tensor<4x10xbf16> -> tensor<4x16xbf16>
+    return %p, %loss : tensor<4x16xbf16>, tensor<f32>
+  }
+}

@@ -74,14 +74,32 @@ LogicalResult emitRowGroup(OpBuilder &b, Block &body, ValueRange inputs,
                            ValueRange yielded, ValueRange outputs,
                            bool vectorRows);
 
-/// The gradient of a block that is exactly a tg.cross_entropy and the
-/// tg.cross_entropy_grad of the same logits and targets (tg-fuse-into-rows'
-/// loss-with-gradient), or null.
-CrossEntropyGradOp lossWithGradient(Block &body);
+/// A block that is a tg.cross_entropy and the tg.cross_entropy_grad of the
+/// same logits and targets (tg-fuse-into-rows' loss-with-gradient), with
+/// what it took in around them: the logits may come through a slice of
+/// longer rows (padded for the GEMM that wrote them, tg-align-gemm-rows)
+/// and a widening cast (bf16 logits), the gradient go through a narrowing
+/// cast and a zero padding of its rows. Each is null where absent; false
+/// for any other block.
+struct LossGradientChain {
+  Operation *slice = nullptr, *widen = nullptr, *narrow = nullptr, *pad = nullptr;
+  Operation *grad = nullptr; // the tg.cross_entropy_grad
+  explicit operator bool() const { return grad != nullptr; }
+};
+LossGradientChain lossWithGradient(Block &body);
+/// The links of such a chain: a slice keeping the first elements of each
+/// row, a zero padding after them (row lengths change, nothing else), a
+/// float cast to a wider or narrower type.
+bool isRowSlice(Operation *op);
+bool isRowPad(Operation *op);
+bool isWideningCast(Operation *op);
+bool isNarrowingCast(Operation *op);
 
 /// Emits that pair as one row loop: each row's softmax, its gradient and its
 /// loss from one max and one sum of exponentials; the rows' losses, kept in
 /// a local buffer, are then summed in order (as tg.cross_entropy sums them).
+/// The slice and the casts are read and written through, the pad written
+/// with the rows: no intermediate is stored.
 /// `inputs`, `yielded` and `outputs` as for emitElementwiseGroup;
 /// `vectorRows` as for emitKernelBody.
 LogicalResult emitLossWithGradient(OpBuilder &b, Block &body, ValueRange inputs,
