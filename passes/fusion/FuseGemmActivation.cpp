@@ -17,27 +17,6 @@ namespace mlir::tg {
 
 namespace {
 
-/// The single op of `dispatch`'s kernel if the kernel is exactly one `Op`
-/// of its arguments in order, returned; null otherwise.
-template <typename Op>
-Op soleOpOf(exec::DispatchOp dispatch, SymbolTableCollection &symbols) {
-  auto kernel = symbols.lookupNearestSymbolFrom<func::FuncOp>(dispatch, dispatch.getKernel());
-  if (!kernel || kernel.isExternal() || !kernel.getBody().hasOneBlock() ||
-      dispatch.getOutputs().size() != 1)
-    return nullptr;
-  Block &body = kernel.getBody().front();
-  auto op = dyn_cast<Op>(body.front());
-  auto ret = dyn_cast<func::ReturnOp>(body.back());
-  if (!op || !ret || body.getOperations().size() != 2 || ret.getNumOperands() != 1 ||
-      ret.getOperand(0) != op->getResult(0) ||
-      op->getNumOperands() != body.getNumArguments())
-    return nullptr;
-  for (auto [i, operand] : llvm::enumerate(op->getOperands()))
-    if (operand != body.getArgument(i))
-      return nullptr;
-  return op;
-}
-
 /// The GEMM that alone writes `product`, a scratch buffer, if `dispatch`
 /// after it is its only other user; null otherwise.
 exec::GemmOp soleWriterOf(Value product, exec::DispatchOp dispatch) {
@@ -67,9 +46,10 @@ struct FuseGemmActivationPass
     SmallVector<exec::DispatchOp> dispatches;
     getOperation().walk([&](exec::DispatchOp dispatch) { dispatches.push_back(dispatch); });
     for (exec::DispatchOp dispatch : dispatches) {
-      if (auto gelu = soleOpOf<GeluOp>(dispatch, *symbols))
+      Operation *op = exec::getSoleKernelOp(dispatch, *symbols);
+      if (auto gelu = dyn_cast_or_null<GeluOp>(op))
         foldGelu(dispatch, gelu);
-      else if (auto grad = soleOpOf<GeluGradOp>(dispatch, *symbols))
+      else if (auto grad = dyn_cast_or_null<GeluGradOp>(op))
         foldGeluGrad(dispatch, grad);
     }
     exec::eraseUndispatchedKernels(getOperation(), fusedKernels.getArrayRef());

@@ -162,24 +162,8 @@ std::optional<GemmView> gemmViewOf(StridedLayout layout, int64_t batch,
 /// The single tg.transpose, tg.slice or tg.concat that `dispatch`'s kernel
 /// computes from its inputs in order, or null.
 Operation *layoutOpOf(exec::DispatchOp dispatch, SymbolTableCollection &symbols) {
-  if (dispatch.getOutputs().size() != 1)
-    return nullptr;
-  auto kernel = symbols.lookupNearestSymbolFrom<func::FuncOp>(dispatch, dispatch.getKernel());
-  if (!kernel || kernel.isExternal() || !kernel.getBody().hasOneBlock())
-    return nullptr;
-  Block &body = kernel.getBody().front();
-  if (body.getOperations().size() != 2)
-    return nullptr;
-  Operation *op = &body.front();
-  auto ret = dyn_cast<func::ReturnOp>(body.back());
-  if (!isa<TransposeOp, SliceOp, ConcatOp>(op) || !ret || ret.getNumOperands() != 1 ||
-      ret.getOperand(0) != op->getResult(0) ||
-      op->getNumOperands() != body.getNumArguments())
-    return nullptr;
-  for (auto [i, operand] : llvm::enumerate(op->getOperands()))
-    if (operand != body.getArgument(i))
-      return nullptr;
-  return op;
+  Operation *op = exec::getSoleKernelOp(dispatch, symbols);
+  return isa_and_nonnull<TransposeOp, SliceOp, ConcatOp>(op) ? op : nullptr;
 }
 
 /// The uses of `buffer` and of the views of it (without offsets, which

@@ -19,12 +19,8 @@ import unittest
 
 import numpy as np
 
-from tgtest.tools import run_status, train_short
+from tgtest.tools import TINY_MODELS as MODELS, TINY_TRAIN as TRAIN, run_status, train_short
 
-ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
-MODELS = {name: os.path.join(ROOT, "examples", "models", f"{name}.json")
-          for name in ("gpt2-tiny", "llama-tiny")}
-TRAIN = os.path.join(ROOT, "examples", "train", "tiny.json")
 STEPS = 6
 
 

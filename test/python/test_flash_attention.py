@@ -17,10 +17,9 @@
 """
 import json
 import os
-import tempfile
 import unittest
 
-from tgtest.tools import run, run_status, train_short
+from tgtest.tools import ScratchDirTest, run, run_status, train_short
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 MODELS = {name: os.path.join(ROOT, "examples", "models", f"{name}.json")
@@ -43,16 +42,7 @@ def rel(a, b):
     return abs(a - b) / max(abs(b), 1e-300)
 
 
-class FlashAttention(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.dir = cls.tmp.name
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
-
+class FlashAttention(ScratchDirTest):
     def path(self, name):
         return os.path.join(self.dir, name)
 

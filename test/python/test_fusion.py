@@ -15,12 +15,11 @@ parameter as one kernel.
 import json
 import os
 import re
-import tempfile
 import unittest
 
 import numpy as np
 
-from tgtest.tools import run, run_status, train_short
+from tgtest.tools import ScratchDirTest, run, run_status, train_short
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 MODELS = {name: os.path.join(ROOT, "examples", "models", f"{name}.json")
@@ -41,16 +40,7 @@ VARIANTS = {"fused": ["--no-fuse=attention,loss"], "unfused": ["--no-fusion"],
             "with-loss": ["--no-fuse=attention"]}
 
 
-class Fusion(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.dir = cls.tmp.name
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
-
+class Fusion(ScratchDirTest):
     def path(self, name):
         return os.path.join(self.dir, name)
 

@@ -19,30 +19,17 @@ program:
 import json
 import os
 import re
-import tempfile
 import unittest
 
 import numpy as np
 
-from tgtest.tools import run, run_status, train_short
+from tgtest.tools import (TINY_MODELS as MODELS, TINY_TRAIN as TRAIN, ScratchDirTest, run,
+                          run_status, train_short)
 
-ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
-MODELS = {name: os.path.join(ROOT, "examples", "models", f"{name}.json")
-          for name in ("gpt2-tiny", "llama-tiny")}
-TRAIN = os.path.join(ROOT, "examples", "train", "tiny.json")
 STEPS = 6
 
 
-class GemmActivation(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.dir = cls.tmp.name
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
-
+class GemmActivation(ScratchDirTest):
     def train(self, tag, *flags):
         metrics, weights = train_short(MODELS["gpt2-tiny"], TRAIN, STEPS, self.dir, tag, *flags)
         self.assertEqual(len(metrics), STEPS)

@@ -3,6 +3,8 @@ import json
 import os
 import re
 import subprocess
+import tempfile
+import unittest
 
 import numpy as np
 import torch
@@ -10,6 +12,24 @@ import torch
 from tgtest import safetensors_io
 
 BIN = os.environ.get("TGC_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "..", "build", "bin"))
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "..")
+# The two tiny models of the families, and their training settings.
+TINY_MODELS = {name: os.path.join(ROOT, "examples", "models", f"{name}.json")
+               for name in ("gpt2-tiny", "llama-tiny")}
+TINY_TRAIN = os.path.join(ROOT, "examples", "train", "tiny.json")
+
+
+class ScratchDirTest(unittest.TestCase):
+    """Tests sharing one scratch directory, `cls.dir`, removed after them."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.dir = cls.tmp.name
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
 
 
 def run(tool, *args):

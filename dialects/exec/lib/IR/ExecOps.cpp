@@ -118,6 +118,26 @@ void eraseUndispatchedKernels(Operation *root, ArrayRef<Operation *> kernels) {
       kernel->erase();
 }
 
+Operation *getSoleKernelOp(DispatchOp dispatch, SymbolTableCollection &symbols) {
+  if (dispatch.getOutputs().size() != 1)
+    return nullptr;
+  auto kernel = symbols.lookupNearestSymbolFrom<func::FuncOp>(dispatch, dispatch.getKernel());
+  if (!kernel || kernel.isExternal() || !kernel.getBody().hasOneBlock())
+    return nullptr;
+  Block &body = kernel.getBody().front();
+  if (body.getOperations().size() != 2)
+    return nullptr;
+  Operation *op = &body.front();
+  auto ret = dyn_cast<func::ReturnOp>(body.back());
+  if (!ret || ret.getNumOperands() != 1 || ret.getOperand(0) != op->getResult(0) ||
+      op->getNumOperands() != body.getNumArguments())
+    return nullptr;
+  for (auto [i, operand] : llvm::enumerate(op->getOperands()))
+    if (operand != body.getArgument(i))
+      return nullptr;
+  return op;
+}
+
 ResourceOp getStorage(Value buffer) {
   while (auto view = buffer.getDefiningOp<ViewOp>())
     buffer = view.getSource();

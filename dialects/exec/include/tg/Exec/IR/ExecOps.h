@@ -48,6 +48,11 @@ MemRefType getBufferType(Type tensorType);
 /// runs any more (a fusion pass removed their last dispatch): they are not
 /// compiled.
 void eraseUndispatchedKernels(Operation *root, ArrayRef<Operation *> kernels);
+/// The one op of `dispatch`'s kernel (on tensors) if the kernel is exactly
+/// that op of its arguments in order, returning its one result, and the
+/// dispatch has one output; null otherwise. What the exec-level fusions look
+/// for around a GEMM (a layout op, an activation).
+Operation *getSoleKernelOp(DispatchOp dispatch, SymbolTableCollection &symbols);
 /// A kernel function still on tensors (inputs -> results), before
 /// tg-bufferize-kernels puts it on memrefs (inputs, then outputs).
 bool isKernelOnTensors(FunctionType kernel);
