@@ -373,7 +373,7 @@ llvm::Error buildPipeline(OpPassManager &pm, const Options &o, const Compilation
                            /*vectorRows=*/!cuda,
                            /*alignGemmRows=*/o.alignGemmRows.value_or(bool(cuda))};
   lowering.fusion.gemmActivation = o.gemmActivation.value_or(bool(cuda));
-  lowering.fusion.gemmActivationF64 = !cuda;
+  lowering.fusion.gemmActivationWide = !cuda;
   if (cuda) {
     // A GPU has no flash kernel yet, so every attention is decomposed; its
     // gradient recomputing P costs a batched GEMM and a softmax (~11% of a

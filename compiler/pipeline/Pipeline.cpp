@@ -59,7 +59,7 @@ void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options) {
     pm.addPass(createExecFuseGemmLayouts());
   if (options.fusion.gemmActivation)
     pm.addPass(createExecFuseGemmActivation(
-        {options.fusion.remarks, options.fusion.gemmActivationF64}));
+        {options.fusion.remarks, options.fusion.gemmActivationWide}));
   pm.addPass(createExecScheduleCollectives());
   pm.addPass(createExecBucketGradients({options.bucketBytes}));
   pm.addPass(createExecInsertTimepoints());

@@ -72,8 +72,8 @@ private:
     if (gemm.getN() % 8 != 0)
       return "its rows of " + std::to_string(gemm.getN()) +
              " elements are no multiple of 8, which cuBLASLt's aux needs";
-    if (!f64 && isa<Float64Type>(gemm.getC().getType().getElementType()))
-      return "cuBLASLt has no f64 GELU epilogue";
+    if (!wide && !isa<BFloat16Type, Float16Type>(gemm.getC().getType().getElementType()))
+      return "it is not a 16-bit product: on CUDA, f32 and f64 GELUs keep their kernels";
     if (out.getType() != gemm.getC().getType() || !dispatch.getDone().use_empty())
       return "its output is not the product's shape, or a command awaits it";
     // `out` gets written when the GEMM runs: it must exist there, and no

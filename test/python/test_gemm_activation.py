@@ -2,7 +2,7 @@
 
 The CUDA target folds GPT-2's GELU (tanh approximation) into the MLP's
 first GEMM (cuBLASLt GELU_AUX_BIAS) and GELU's gradient into the GEMM that
-computes the gradient of its output (DGELU). The CPU runtime applies the
+computes the gradient of its output (DGELU), in bf16 and f16. The CPU runtime applies the
 same epilogues as a pass over the rows after the BLAS call, and the CPU
 target folds them when asked (`--fuse=gemm-activation`), which is how their
 placement of buffers and their math are checked here against the unfused
@@ -87,6 +87,8 @@ class GemmActivation(ScratchDirTest):
         self.assertEqual(cuda.count("gelu folded into the GEMM's epilogue (GELU_AUX_BIAS)"), 6)
         self.assertEqual(cuda.count("gelu_grad folded into the GEMM's epilogue (DGELU)"), 2)
         self.assertEqual(self.remarks(), [])
+        # On CUDA, the 16-bit products of mixed precision only.
+        self.assertEqual(self.remarks("--target", "cuda", "--dtype=f32"), [])
         self.assertEqual(self.remarks("--target", "cuda", "--no-fuse=gemm-activation"), [])
         self.assertEqual(self.remarks("--target", "cuda", "--no-fusion"), [])
 

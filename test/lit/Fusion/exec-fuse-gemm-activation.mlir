@@ -1,6 +1,6 @@
 // RUN: tg-opt %s --split-input-file --exec-fuse-gemm-activation | FileCheck %s
 // RUN: tg-opt %s --split-input-file --exec-fuse-gemm-activation=remarks=true -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
-// RUN: tg-opt %s --split-input-file --exec-fuse-gemm-activation='f64=true' | FileCheck %s --check-prefix=F64
+// RUN: tg-opt %s --split-input-file --exec-fuse-gemm-activation='wide=true' | FileCheck %s --check-prefix=WIDE
 
 // An MLP's GELU and its gradient (bf16). Forward: the GEMM with its bias
 // epilogue writes the GELU to the dispatch's output, declared after the
@@ -56,37 +56,38 @@ module @kernels {
 // -----
 
 // What stays: the exact (erf) GELU; a GELU gradient whose product another
-// kernel also reads; a GELU gradient after a biased GEMM; an f64 GELU
-// (cuBLASLt has no f64 epilogue; folded with f64=true, the CPU's case).
+// kernel also reads; a GELU gradient after a biased GEMM; an f64 GELU (on
+// CUDA only the 16-bit products of mixed precision take the epilogues;
+// folded with wide=true, the CPU's case).
 // CHECK-LABEL: exec.program @kept
 // CHECK-COUNT-5: exec.dispatch
 // CHECK-NOT: exec.dispatch
 // REMARK: remark: gelu not folded into a GEMM epilogue: it is the exact (erf) GELU; cuBLASLt's epilogues compute the tanh approximation
 // REMARK: remark: gelu_grad not folded into a GEMM epilogue: its input is not a GEMM's product that only it reads
 // REMARK: remark: gelu_grad not folded into a GEMM epilogue: the GEMM adds a bias, which DGELU does not
-// REMARK: remark: gelu not folded into a GEMM epilogue: cuBLASLt has no f64 GELU epilogue
-// F64-LABEL: exec.program @kept
-// F64-COUNT-4: exec.dispatch
-// F64: aux(%{{.*}} : memref<4x8xf64>) activation gelu_tanh {
-// F64-NOT: exec.dispatch
+// REMARK: remark: gelu not folded into a GEMM epilogue: it is not a 16-bit product: on CUDA, f32 and f64 GELUs keep their kernels
+// WIDE-LABEL: exec.program @kept
+// WIDE-COUNT-4: exec.dispatch
+// WIDE: aux(%{{.*}} : memref<4x8xf64>) activation gelu_tanh {
+// WIDE-NOT: exec.dispatch
 exec.program @kept attributes {batch_size = 1 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>, seed = 0 : i64, seq_len = 1 : i64, vocab_size = 1 : i64} {
-  %x = exec.resource input "x" : memref<4x2xf32>
-  %w = exec.resource parameter "w" : memref<2x8xf32>
-  %b = exec.resource parameter "b" : memref<8xf32>
-  %pre = exec.resource scratch : memref<4x8xf32>
-  %t0 = exec.gemm(%x, %w) -> %pre {m = 4, n = 8, k = 2, batch = 1, stride_a = 8, stride_b = 0, stride_c = 32} : memref<4x2xf32>, memref<2x8xf32> -> memref<4x8xf32>
-  %erf = exec.resource output "erf" : memref<4x8xf32>
-  %t1 = exec.dispatch @kernels::@k0_gelu_erf(%pre) -> (%erf) : (memref<4x8xf32>) -> memref<4x8xf32>
-  %p2 = exec.resource scratch : memref<4x8xf32>
-  %t2 = exec.gemm(%x, %w) -> %p2 {m = 4, n = 8, k = 2, batch = 1, stride_a = 8, stride_b = 0, stride_c = 32} : memref<4x2xf32>, memref<2x8xf32> -> memref<4x8xf32>
-  %g2 = exec.resource output "g2" : memref<4x8xf32>
-  %t3 = exec.dispatch @kernels::@k1_gelu_grad(%pre, %p2) -> (%g2) : (memref<4x8xf32>, memref<4x8xf32>) -> memref<4x8xf32>
-  %also = exec.resource output "also" : memref<4x8xf32>
-  %t4 = exec.dispatch @kernels::@k0_gelu_erf(%p2) -> (%also) : (memref<4x8xf32>) -> memref<4x8xf32>
-  %p3 = exec.resource scratch : memref<4x8xf32>
-  %t5 = exec.gemm(%x, %w) -> %p3 bias(%b : memref<8xf32>) {m = 4, n = 8, k = 2, batch = 1, stride_a = 8, stride_b = 0, stride_c = 32} : memref<4x2xf32>, memref<2x8xf32> -> memref<4x8xf32>
-  %g3 = exec.resource output "g3" : memref<4x8xf32>
-  %t6 = exec.dispatch @kernels::@k1_gelu_grad(%pre, %p3) -> (%g3) : (memref<4x8xf32>, memref<4x8xf32>) -> memref<4x8xf32>
+  %x = exec.resource input "x" : memref<4x2xbf16>
+  %w = exec.resource parameter "w" : memref<2x8xbf16>
+  %b = exec.resource parameter "b" : memref<8xbf16>
+  %pre = exec.resource scratch : memref<4x8xbf16>
+  %t0 = exec.gemm(%x, %w) -> %pre {m = 4, n = 8, k = 2, batch = 1, stride_a = 8, stride_b = 0, stride_c = 32} : memref<4x2xbf16>, memref<2x8xbf16> -> memref<4x8xbf16>
+  %erf = exec.resource output "erf" : memref<4x8xbf16>
+  %t1 = exec.dispatch @kernels::@k0_gelu_erf(%pre) -> (%erf) : (memref<4x8xbf16>) -> memref<4x8xbf16>
+  %p2 = exec.resource scratch : memref<4x8xbf16>
+  %t2 = exec.gemm(%x, %w) -> %p2 {m = 4, n = 8, k = 2, batch = 1, stride_a = 8, stride_b = 0, stride_c = 32} : memref<4x2xbf16>, memref<2x8xbf16> -> memref<4x8xbf16>
+  %g2 = exec.resource output "g2" : memref<4x8xbf16>
+  %t3 = exec.dispatch @kernels::@k1_gelu_grad(%pre, %p2) -> (%g2) : (memref<4x8xbf16>, memref<4x8xbf16>) -> memref<4x8xbf16>
+  %also = exec.resource output "also" : memref<4x8xbf16>
+  %t4 = exec.dispatch @kernels::@k0_gelu_erf(%p2) -> (%also) : (memref<4x8xbf16>) -> memref<4x8xbf16>
+  %p3 = exec.resource scratch : memref<4x8xbf16>
+  %t5 = exec.gemm(%x, %w) -> %p3 bias(%b : memref<8xbf16>) {m = 4, n = 8, k = 2, batch = 1, stride_a = 8, stride_b = 0, stride_c = 32} : memref<4x2xbf16>, memref<2x8xbf16> -> memref<4x8xbf16>
+  %g3 = exec.resource output "g3" : memref<4x8xbf16>
+  %t6 = exec.dispatch @kernels::@k1_gelu_grad(%pre, %p3) -> (%g3) : (memref<4x8xbf16>, memref<4x8xbf16>) -> memref<4x8xbf16>
   %x64 = exec.resource input "x64" : memref<4x2xf64>
   %w64 = exec.resource parameter "w64" : memref<2x8xf64>
   %p4 = exec.resource scratch : memref<4x8xf64>
@@ -95,13 +96,13 @@ exec.program @kept attributes {batch_size = 1 : i64, flops_per_step = 0.0 : f64,
   %t8 = exec.dispatch @kernels::@k2_gelu64(%p4) -> (%g4) : (memref<4x8xf64>) -> memref<4x8xf64>
 }
 module @kernels {
-  func.func @k0_gelu_erf(%arg0: tensor<4x8xf32>) -> tensor<4x8xf32> {
-    %0 = tg.gelu %arg0 none : tensor<4x8xf32>
-    return %0 : tensor<4x8xf32>
+  func.func @k0_gelu_erf(%arg0: tensor<4x8xbf16>) -> tensor<4x8xbf16> {
+    %0 = tg.gelu %arg0 none : tensor<4x8xbf16>
+    return %0 : tensor<4x8xbf16>
   }
-  func.func @k1_gelu_grad(%arg0: tensor<4x8xf32>, %arg1: tensor<4x8xf32>) -> tensor<4x8xf32> {
-    %0 = tg.gelu_grad %arg0, %arg1 tanh : tensor<4x8xf32>
-    return %0 : tensor<4x8xf32>
+  func.func @k1_gelu_grad(%arg0: tensor<4x8xbf16>, %arg1: tensor<4x8xbf16>) -> tensor<4x8xbf16> {
+    %0 = tg.gelu_grad %arg0, %arg1 tanh : tensor<4x8xbf16>
+    return %0 : tensor<4x8xbf16>
   }
   func.func @k2_gelu64(%arg0: tensor<4x8xf64>) -> tensor<4x8xf64> {
     %0 = tg.gelu %arg0 tanh : tensor<4x8xf64>

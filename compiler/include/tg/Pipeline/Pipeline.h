@@ -48,8 +48,9 @@ struct FusionOptions {
   /// (cuBLASLt's; off unless the target asks, since on the CPU the
   /// runtime's epilogue rounds otherwise than the generated kernel).
   bool gemmActivation = false;
-  /// ... of f64 products too (the CPU runtime's epilogue; not cuBLASLt's).
-  bool gemmActivationF64 = false;
+  /// ... of f32 and f64 products too (the CPU runtime's epilogue; on CUDA
+  /// only the 16-bit ones of mixed precision).
+  bool gemmActivationWide = false;
   /// tg-fuse-attention: flash attention where the cost model prefers it,
   /// and always where one score matrix would exceed `maxScoreMib`.
   bool attention = true;

@@ -484,8 +484,10 @@ def ExecFuseGemmActivation : Pass<"exec-fuse-gemm-activation", "ModuleOp"> {
   let description = [{
     Before timepoints and planning, after exec-fuse-gemm-bias and
     exec-fuse-gemm-layouts. Only single packed products (batch 1, packed c),
-    and f64 ones only with `f64` (cuBLASLt has no f64 GELU epilogue; the
-    CPU runtime's has):
+    of bf16 or f16, and of f32 and f64 only with `wide` (the CPU runtime's
+    epilogue takes any type; on CUDA the epilogues serve the 16-bit products
+    of mixed precision, and f32 and f64 keep their kernels: cuBLASLt has no
+    f64 GELU epilogue, and its f32 ones are not run anywhere yet):
     - a dispatch of a kernel that is exactly tg.gelu (tanh) of a GEMM's
       product (with or without its bias epilogue) goes: the GEMM writes the
       GELU to the dispatch's output and the sum before it to `aux`, the
@@ -505,9 +507,9 @@ def ExecFuseGemmActivation : Pass<"exec-fuse-gemm-activation", "ModuleOp"> {
     Option<"remarks", "remarks", "bool", /*default=*/"false",
            "Report each fold, and each GELU kernel not folded and why, as a "
            "remark">,
-    Option<"f64", "f64", "bool", /*default=*/"false",
-           "Fold f64 products too (the CPU runtime applies the epilogue in "
-           "any precision; cuBLASLt has none for f64)">,
+    Option<"wide", "wide", "bool", /*default=*/"false",
+           "Fold f32 and f64 products too (the CPU runtime applies the "
+           "epilogue in any precision)">,
   ];
 }
 
