@@ -56,12 +56,10 @@ struct FuseGemmActivationPass
   }
 
 private:
-  /// Why `gemm` cannot take an activation epilogue writing `out` in place
-  /// of `dispatch`, or "".
+  /// Why `gemm` (non-null) cannot take an activation epilogue writing `out`
+  /// in place of `dispatch`, or "".
   std::string refusal(exec::GemmOp gemm, exec::DispatchOp dispatch, Value out,
                       GeluApproximation approximation) {
-    if (!gemm)
-      return "its input is not a GEMM's product that only it reads";
     if (approximation != GeluApproximation::tanh)
       return "it is the exact (erf) GELU; cuBLASLt's epilogues compute the tanh "
              "approximation";
@@ -118,8 +116,8 @@ private:
       for (Operation *user : product.getUsers())
         if (auto writer = dyn_cast<exec::GemmOp>(user); writer && writer.getC() == product)
           gemm = gemm ? exec::GemmOp() : writer;
-    if (gemm && !gemm->isBeforeInBlock(dispatch))
-      gemm = nullptr;
+    if (!gemm || !gemm->isBeforeInBlock(dispatch))
+      return report(dispatch, "gelu", "its input is not written by one GEMM before it");
     if (std::string why = refusal(gemm, dispatch, out, gelu.getApproximate()); !why.empty())
       return report(dispatch, "gelu", why);
     if (remarks)
@@ -135,6 +133,9 @@ private:
     Value x = dispatch.getInputs()[0], product = dispatch.getInputs()[1];
     Value out = dispatch.getOutputs()[0];
     exec::GemmOp gemm = soleWriterOf(product, dispatch);
+    if (!gemm)
+      return report(dispatch, "gelu_grad",
+                    "its input is not the product of one GEMM before it, read by it alone");
     std::string why = refusal(gemm, dispatch, out, grad.getApproximate());
     if (why.empty() && gemm.getBias())
       why = "the GEMM adds a bias, which DGELU does not";

@@ -63,7 +63,7 @@ module @kernels {
 // CHECK-COUNT-5: exec.dispatch
 // CHECK-NOT: exec.dispatch
 // REMARK: remark: gelu not folded into a GEMM epilogue: it is the exact (erf) GELU; cuBLASLt's epilogues compute the tanh approximation
-// REMARK: remark: gelu_grad not folded into a GEMM epilogue: its input is not a GEMM's product that only it reads
+// REMARK: remark: gelu_grad not folded into a GEMM epilogue: its input is not the product of one GEMM before it, read by it alone
 // REMARK: remark: gelu_grad not folded into a GEMM epilogue: the GEMM adds a bias, which DGELU does not
 // REMARK: remark: gelu not folded into a GEMM epilogue: it is not a 16-bit product: on CUDA, f32 and f64 GELUs keep their kernels
 // WIDE-LABEL: exec.program @kept
