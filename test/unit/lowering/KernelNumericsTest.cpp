@@ -370,6 +370,17 @@ const FusedCase kFusedCases[] = {
   %d = tg.cross_entropy_grad %l, %t, %seed : tensor<5x40xT>, tensor<5xi64>, tensor<T>
   return %d, %loss : tensor<5x40xT>, tensor<T>
 })", 64, 40},
+  // The same through rows padded for their GEMMs (tg-align-gemm-rows): the
+  // logits read from longer rows through their slice, the gradient written
+  // into longer rows with zeros after it.
+  {"loss_through_padded_rows", R"(func.func @NAME(%lp: tensor<5x48xT>, %t: tensor<5xi64>) -> (tensor<5x48xT>, tensor<T>) {
+  %seed = tg.constant dense<0.5> : tensor<T>
+  %l = tg.slice %lp[[0, 0]] [[5, 40]] : tensor<5x48xT> -> tensor<5x40xT>
+  %loss = tg.cross_entropy %l, %t : tensor<5x40xT>, tensor<5xi64> -> tensor<T>
+  %d = tg.cross_entropy_grad %l, %t, %seed : tensor<5x40xT>, tensor<5xi64>, tensor<T>
+  %dp = tg.pad %d low [0, 0] high [0, 8] : tensor<5x40xT> -> tensor<5x48xT>
+  return %dp, %loss : tensor<5x48xT>, tensor<T>
+})", 64, 40},
   // A row op feeding a reduction, and an argument returned as it is.
   {"norm_sum_passthrough", R"(func.func @NAME(%x: tensor<3x16xT>, %w: tensor<16xT>) -> (tensor<3xT>, tensor<16xT>) {
   %n = tg.rms_norm %x, %w {epsilon = 1.0e-5 : f64} : tensor<3x16xT>, tensor<16xT> -> tensor<3x16xT>
