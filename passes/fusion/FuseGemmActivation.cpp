@@ -17,9 +17,9 @@ namespace mlir::tg {
 
 namespace {
 
-/// The GEMM that alone writes `product`, a scratch buffer, if `dispatch`
-/// after it is its only other user; null otherwise.
-exec::GemmOp soleWriterOf(Value product, exec::DispatchOp dispatch) {
+/// The one GEMM writing `product`, a scratch buffer, before `dispatch`
+/// reads it; with `onlyReader`, null unless nothing but `dispatch` reads it.
+exec::GemmOp writerOf(Value product, exec::DispatchOp dispatch, bool onlyReader) {
   auto resource = product.getDefiningOp<exec::ResourceOp>();
   if (!resource || resource.getKind() != exec::ResourceKind::scratch || resource.getUpdates())
     return nullptr;
@@ -28,9 +28,13 @@ exec::GemmOp soleWriterOf(Value product, exec::DispatchOp dispatch) {
     if (user == dispatch)
       continue;
     auto writer = dyn_cast<exec::GemmOp>(user);
-    if (!writer || writer.getC() != product || gemm)
+    if (writer && writer.getC() == product) {
+      if (gemm)
+        return nullptr;
+      gemm = writer;
+    } else if (onlyReader) {
       return nullptr;
-    gemm = writer;
+    }
   }
   return gemm && gemm->isBeforeInBlock(dispatch) ? gemm : nullptr;
 }
@@ -110,13 +114,9 @@ private:
   /// gradient's input) as aux.
   void foldGelu(exec::DispatchOp dispatch, GeluOp gelu) {
     Value product = dispatch.getInputs()[0], out = dispatch.getOutputs()[0];
-    auto resource = product.getDefiningOp<exec::ResourceOp>();
-    exec::GemmOp gemm;
-    if (resource && resource.getKind() == exec::ResourceKind::scratch)
-      for (Operation *user : product.getUsers())
-        if (auto writer = dyn_cast<exec::GemmOp>(user); writer && writer.getC() == product)
-          gemm = gemm ? exec::GemmOp() : writer;
-    if (!gemm || !gemm->isBeforeInBlock(dispatch))
+    // Others read the product too: the gradient reads it from aux.
+    exec::GemmOp gemm = writerOf(product, dispatch, /*onlyReader=*/false);
+    if (!gemm)
       return report(dispatch, "gelu", "its input is not written by one GEMM before it");
     if (std::string why = refusal(gemm, dispatch, out, gelu.getApproximate()); !why.empty())
       return report(dispatch, "gelu", why);
@@ -132,7 +132,7 @@ private:
   void foldGeluGrad(exec::DispatchOp dispatch, GeluGradOp grad) {
     Value x = dispatch.getInputs()[0], product = dispatch.getInputs()[1];
     Value out = dispatch.getOutputs()[0];
-    exec::GemmOp gemm = soleWriterOf(product, dispatch);
+    exec::GemmOp gemm = writerOf(product, dispatch, /*onlyReader=*/true);
     if (!gemm)
       return report(dispatch, "gelu_grad",
                     "its input is not the product of one GEMM before it, read by it alone");
