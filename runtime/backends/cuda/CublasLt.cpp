@@ -200,7 +200,12 @@ int Gemms::plan(const tgx::Gemm &g, std::string &error) {
   if (s != CUBLAS_STATUS_SUCCESS || returned == 0) {
     error = "cuBLASLt has no algorithm for a " + std::to_string(g.m()) + "x" +
             std::to_string(g.n()) + "x" + std::to_string(g.k()) + " GEMM (batch " +
-            std::to_string(g.batch()) + ", " + tgx::EnumNameDType(g.dtype()) + ")" +
+            std::to_string(g.batch()) + ", " + tgx::EnumNameDType(g.dtype()) + ", epilogue " +
+            tgx::EnumNameGemmEpilogue(g.epilogue()) + ", activation " +
+            tgx::EnumNameGemmActivation(g.activation()) + ")" +
+            (g.activation() != tgx::GemmActivation_None
+                 ? " (recompile with --no-fuse=gemm-activation to keep GELU a kernel)"
+                 : "") +
             (s != CUBLAS_STATUS_SUCCESS ? ": " + api->errorText("cublasLtMatmulAlgoGetHeuristic", s)
                                         : "");
     return -1;
