@@ -41,6 +41,7 @@ struct AlignGemmRowsPass : impl::TgAlignGemmRowsBase<AlignGemmRowsPass> {
           << " is not a positive multiple of " << kLibraryRowAlignment;
       return signalPassFailure();
     }
+    pads.clear(); // the pass may run on several functions
     SmallVector<MatmulOp> products;
     getOperation().walk([&](MatmulOp op) { products.push_back(op); });
     for (MatmulOp op : products)

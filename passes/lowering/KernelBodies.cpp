@@ -182,15 +182,21 @@ public:
   Value narrow(Value v) {
     return v.getType() == element ? v : arith::TruncFOp::create(b, loc, element, v);
   }
-  /// Stores float `v` into element `i` of `flat`, converted to its element
-  /// type (a fused cast's epilogue: rounded once, as the cast kernel would).
+  /// `v` (a float or an integer) as float type `to`, as tg.cast converts.
+  Value convert(Value v, Type to) {
+    Type from = v.getType();
+    if (from == to)
+      return v;
+    if (isa<IntegerType>(from))
+      return arith::SIToFPOp::create(b, loc, to, v);
+    if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
+      return arith::ExtFOp::create(b, loc, to, v);
+    return arith::TruncFOp::create(b, loc, to, v);
+  }
+  /// Stores `v` into element `i` of `flat`, converted to its element type (a
+  /// fused cast's epilogue: rounded once, as the cast kernel would).
   void storeConverted(Value v, Value flat, Value i) {
-    Type to = cast<MemRefType>(flat.getType()).getElementType();
-    if (v.getType() != to)
-      v = to.getIntOrFloatBitWidth() < v.getType().getIntOrFloatBitWidth()
-              ? Value(arith::TruncFOp::create(b, loc, to, v))
-              : Value(arith::ExtFOp::create(b, loc, to, v));
-    store(v, flat, i);
+    store(convert(v, cast<MemRefType>(flat.getType()).getElementType()), flat, i);
   }
   /// Per column c < width of a [height, width] layout, the sums over the
   /// rows of terms(r, c)[k] into outs[k][c], accumulated in f64 and rounded
@@ -378,16 +384,7 @@ Value elementwiseScalar(Emitter &e, Operation *op, ValueRange args) {
         return e.mul(args[1],
                      e.mul(s, e.add(one, e.mul(args[0], e.sub(one, s)))));
       })
-      .Case([&](CastOp) -> Value {
-        Type from = args[0].getType(), to = e.element;
-        if (from == to)
-          return args[0];
-        if (isa<IntegerType>(from))
-          return arith::SIToFPOp::create(b, loc, to, args[0]);
-        if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
-          return arith::ExtFOp::create(b, loc, to, args[0]);
-        return arith::TruncFOp::create(b, loc, to, args[0]);
-      })
+      .Case([&](CastOp) { return e.convert(args[0], e.element); })
       .Case([&](BroadcastOp) { return args[0]; })
       .Default([](Operation *) { return Value(); });
 }
@@ -2219,8 +2216,7 @@ LogicalResult emitLossWithGradient(OpBuilder &b, Block &body, ValueRange inputs,
   Value logits = buffers.get(source), targets = buffers.get(grad.getTargets());
   int64_t stride = shapeOf(source).back();
   auto logit = [&](Value r, Value i) {
-    Value v = e.load(logits, e.addIndex(e.mulIndex(r, stride), i));
-    return chain.widen ? arith::ExtFOp::create(e.b, e.loc, e.element, v).getResult() : v;
+    return e.convert(e.load(logits, e.addIndex(e.mulIndex(r, stride), i)), e.element);
   };
   // The loss's gradient: an input, or the constant seed compiled in.
   Value lossGrad;

@@ -184,15 +184,16 @@ template <typename T> struct GemmBlocks {
   void applyActivation(T *c, int64_t first, int64_t rows, const T *bias, T *aux) const {
     int64_t n = g.n();
     aux += first * n;
-    for (int64_t i = 0; i < rows * n; ++i) {
-      if (g.activation() == tgx::GemmActivation_GeluTanh) {
+    if (g.activation() == tgx::GemmActivation_GeluTanh) {
+      for (int64_t i = 0; i < rows * n; ++i) {
         T x = bias ? T(c[i] + bias[i % n]) : c[i];
         aux[i] = x;
         c[i] = T(geluTanh(double(x)));
-      } else {
-        c[i] = T(double(c[i]) * geluTanhDerivative(double(aux[i])));
       }
+      return;
     }
+    for (int64_t i = 0; i < rows * n; ++i)
+      c[i] = T(double(c[i]) * geluTanhDerivative(double(aux[i])));
   }
 };
 
