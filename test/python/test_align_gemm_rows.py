@@ -16,8 +16,8 @@ import unittest
 
 import numpy as np
 
-from tgtest.tools import (TINY_MODELS as MODELS, TINY_TRAIN as TRAIN, ScratchDirTest, run,
-                          run_status, train_short)
+from tgtest.tools import (TINY_MODELS as MODELS, TINY_TRAIN as TRAIN, ScratchDirTest,
+                          fusion_remarks, run, train_short)
 
 STEPS = 6
 
@@ -61,10 +61,7 @@ class AlignGemmRows(ScratchDirTest):
         self.assertEqual(results[0], results[1])
 
     def remarks(self, *flags):
-        code, _, err = run_status("tgc", "compile", MODELS["gpt2-tiny"], "--train", TRAIN,
-                                  "--fusion-remarks", *flags, "-o",
-                                  os.path.join(self.dir, "remarks.tgx"))
-        self.assertEqual(code, 0, err)
+        err = fusion_remarks(MODELS["gpt2-tiny"], TRAIN, self.dir, *flags)
         return re.findall(r"remark: stored rows not 16-byte aligned[^\n]*", err)
 
     def test_on_for_cuda_off_for_the_cpu(self):

@@ -12,14 +12,13 @@ bf16 logits and writes the bf16 gradient itself (tg-fuse-into-rows), which
 must give bitwise the steps of the casts as kernels of their own
 (`--no-fuse=loss`: they round the same values once each).
 """
-import os
 import re
 import tempfile
 import unittest
 
 import numpy as np
 
-from tgtest.tools import TINY_MODELS as MODELS, TINY_TRAIN as TRAIN, run_status, train_short
+from tgtest.tools import TINY_MODELS as MODELS, TINY_TRAIN as TRAIN, fusion_remarks, train_short
 
 STEPS = 6
 
@@ -48,10 +47,7 @@ class Bf16Kernels(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             for name, model in MODELS.items():
                 with self.subTest(model=name):
-                    code, _, err = run_status("tgc", "compile", model, "--train", TRAIN, "--dtype=bf16",
-                                              "--gemm=generated", "--fusion-remarks", "-o",
-                                              os.path.join(tmp, "remarks.tgx"))
-                    self.assertEqual(code, 0, err)
+                    err = fusion_remarks(model, TRAIN, tmp, "--dtype=bf16", "--gemm=generated")
                     self.assertEqual(len(re.findall(r"fused into the loss with its gradient, which "
                                                     r"(reads|writes) through it", err)), 2, err)
                     runs = [train_short(model, TRAIN, STEPS, tmp, f"{name}-{tag}", "--dtype=bf16",

@@ -17,14 +17,13 @@ program:
   double, so losses within 1e-5 (measured 2e-7).
 """
 import json
-import os
 import re
 import unittest
 
 import numpy as np
 
-from tgtest.tools import (TINY_MODELS as MODELS, TINY_TRAIN as TRAIN, ScratchDirTest, run,
-                          run_status, train_short)
+from tgtest.tools import (TINY_MODELS as MODELS, TINY_TRAIN as TRAIN, ScratchDirTest,
+                          fusion_remarks, run, train_short)
 
 STEPS = 6
 
@@ -74,10 +73,7 @@ class GemmActivation(ScratchDirTest):
         self.assertEqual(llama[0], llama[1])
 
     def remarks(self, *flags):
-        code, _, err = run_status("tgc", "compile", MODELS["gpt2-tiny"], "--train", TRAIN,
-                                  "--fusion-remarks", *flags, "-o",
-                                  os.path.join(self.dir, "remarks.tgx"))
-        self.assertEqual(code, 0, err)
+        err = fusion_remarks(MODELS["gpt2-tiny"], TRAIN, self.dir, *flags)
         return re.findall(r"remark: (gelu\w* folded into the GEMM's epilogue \(\w+\))", err)
 
     def test_on_for_cuda_off_for_the_cpu(self):

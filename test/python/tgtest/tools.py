@@ -59,6 +59,17 @@ def model_param_specs(model_json, train_json, scratch_mlir):
     return param_specs(open(scratch_mlir).read())
 
 
+def fusion_remarks(model_json, train_json, workdir, *tgc_flags):
+    """What `tgc compile --fusion-remarks` reports (its stderr); raises if the
+    compile fails."""
+    code, _, err = run_status("tgc", "compile", model_json, "--train", train_json,
+                              "--fusion-remarks", *tgc_flags, "-o",
+                              os.path.join(workdir, "remarks.tgx"))
+    if code != 0:
+        raise AssertionError(f"tgc compile failed:\n{err}")
+    return err
+
+
 def run_status(tool, *args):
     """(exit code, stdout, stderr) of a tool run that may fail."""
     result = subprocess.run([os.path.join(BIN, tool), *map(str, args)], capture_output=True, text=True)
