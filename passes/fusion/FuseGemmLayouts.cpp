@@ -9,6 +9,7 @@
 #include "tg/Exec/IR/ExecOps.h"
 #include "tg/IR/TgOps.h"
 #include "tg/Passes/Passes.h"
+#include "tg/Passes/StridedLayout.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
@@ -19,103 +20,6 @@ namespace mlir::tg {
 #include "tg/Passes/Passes.h.inc"
 
 namespace {
-
-/// A tensor of `shape` as elements of the buffer `root`: element (i0, ...)
-/// is root's element offset + sum(i_d x strides[d]).
-struct StridedLayout {
-  Value root;
-  int64_t offset = 0;
-  SmallVector<int64_t> shape, strides;
-
-  /// The whole of `root`, row-major.
-  static StridedLayout packed(Value root) {
-    StridedLayout layout{root, 0, {}, {}};
-    auto type = cast<MemRefType>(root.getType());
-    layout.shape.assign(type.getShape().begin(), type.getShape().end());
-    layout.strides.assign(layout.shape.size(), 1);
-    for (int64_t d = int64_t(layout.shape.size()) - 2; d >= 0; --d)
-      layout.strides[d] = layout.strides[d + 1] * layout.shape[d + 1];
-    return layout;
-  }
-
-  void slice(ArrayRef<int64_t> offsets, ArrayRef<int64_t> sizes) {
-    for (auto [d, start] : llvm::enumerate(offsets))
-      offset += start * strides[d];
-    shape.assign(sizes.begin(), sizes.end());
-  }
-
-  /// The result of tg.transpose: its dim i is this one's dim perm[i].
-  void transpose(ArrayRef<int64_t> perm) {
-    StridedLayout from = *this;
-    for (auto [i, p] : llvm::enumerate(perm)) {
-      shape[i] = from.shape[p];
-      strides[i] = from.strides[p];
-    }
-  }
-
-  /// The input of a tg.transpose whose result this is.
-  void untranspose(ArrayRef<int64_t> perm) {
-    StridedLayout result = *this;
-    for (auto [i, p] : llvm::enumerate(perm)) {
-      shape[p] = result.shape[i];
-      strides[p] = result.strides[i];
-    }
-  }
-
-  /// The same elements in another shape without moving them, where the
-  /// strides allow (numpy's no-copy reshape): each group of old dims that
-  /// becomes a group of new dims must be contiguous within itself.
-  bool reshape(ArrayRef<int64_t> newShape) {
-    SmallVector<std::pair<int64_t, int64_t>> old; // (size, stride), no 1s
-    for (auto [size, stride] : llvm::zip(shape, strides))
-      if (size != 1)
-        old.push_back({size, stride});
-    SmallVector<int64_t> newStrides(newShape.size(), 0);
-    size_t i = 0, j = 0;
-    while (i < old.size() || j < newShape.size()) {
-      if (j < newShape.size() && newShape[j] == 1) {
-        ++j;
-        continue;
-      }
-      if (i >= old.size() || j >= newShape.size())
-        return false;
-      size_t endOld = i + 1, endNew = j + 1;
-      int64_t oldCount = old[i].first, newCount = newShape[j];
-      while (oldCount != newCount) {
-        if (oldCount < newCount) {
-          if (endOld == old.size())
-            return false;
-          oldCount *= old[endOld++].first;
-        } else {
-          if (endNew == newShape.size())
-            return false;
-          newCount *= newShape[endNew++];
-        }
-      }
-      for (size_t k = i; k + 1 < endOld; ++k)
-        if (old[k].second != old[k + 1].second * old[k + 1].first)
-          return false;
-      int64_t stride = old[endOld - 1].second;
-      for (size_t k = endNew; k-- > j;) {
-        newStrides[k] = stride;
-        stride *= newShape[k];
-      }
-      i = endOld;
-      j = endNew;
-    }
-    shape.assign(newShape.begin(), newShape.end());
-    strides = std::move(newStrides);
-    return true;
-  }
-
-  /// One past the last element it reaches, from `offset`.
-  int64_t span() const {
-    int64_t last = 0;
-    for (auto [size, stride] : llvm::zip(shape, strides))
-      last += (size - 1) * stride;
-    return last + 1;
-  }
-};
 
 /// A stored GEMM matrix as strides: rows `ld` apart, and the batch as up to
 /// two levels (count, stride), outer first.
@@ -204,30 +108,6 @@ struct Step {
 /// The buffer `step` writes.
 Value resultOf(Step step) { return step.dispatch.getOutputs()[0]; }
 
-/// Applies `step`'s op to the layout of its input.
-void applyForward(StridedLayout &layout, const Step &step) {
-  if (auto slice = dyn_cast<SliceOp>(step.op))
-    layout.slice(slice.getOffsets(), slice.getSizes());
-  else
-    layout.transpose(cast<TransposeOp>(step.op).getPermutation());
-}
-
-/// From the layout of `step`'s result to that of its input.
-void applyBackward(StridedLayout &layout, const Step &step) {
-  if (auto transpose = dyn_cast<TransposeOp>(step.op)) {
-    layout.untranspose(transpose.getPermutation());
-    return;
-  }
-  auto concat = cast<ConcatOp>(step.op);
-  int64_t axis = concat.getAxis(), start = 0;
-  for (unsigned i = 0; i < step.input; ++i)
-    start += cast<ShapedType>(concat.getInputs()[i].getType()).getDimSize(axis);
-  auto inputType = cast<ShapedType>(concat.getInputs()[step.input].getType());
-  SmallVector<int64_t> offsets(inputType.getRank(), 0);
-  offsets[axis] = start;
-  layout.slice(offsets, inputType.getShape());
-}
-
 ArrayRef<int64_t> shapeOf(Value buffer) {
   return cast<MemRefType>(buffer.getType()).getShape();
 }
@@ -288,7 +168,7 @@ private:
                                              size_t depth) {
     StridedLayout layout = StridedLayout::packed(resultOf(chain[depth - 1]));
     for (size_t k = depth; k-- > 0;) {
-      applyBackward(layout, chain[k]);
+      layout.applyViewBackward(chain[k].op, chain[k].input);
       Value before = k == 0 ? gemm.getC() : resultOf(chain[k - 1]);
       if (!layout.reshape(shapeOf(before)))
         return std::nullopt;
@@ -438,7 +318,7 @@ private:
       StridedLayout layout = StridedLayout::packed(root);
       bool ok = true;
       for (size_t k = depth; k-- > 0 && ok;) {
-        applyForward(layout, chain[k]);
+        layout.applyView(chain[k].op);
         Value after = k == 0 ? gemm.getOperandBuffer(operand) : inputs[k - 1];
         ok = layout.reshape(shapeOf(after));
       }

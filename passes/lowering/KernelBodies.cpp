@@ -8,6 +8,7 @@
 // tile, which are in the element type like the GEMMs they replace.
 // Semantics match the reference kernels in compiler/evaluator.
 #include "tg/Passes/KernelBodies.h"
+#include "tg/Passes/StridedLayout.h"
 
 #include "tg/IR/TgOps.h"
 
@@ -1178,6 +1179,33 @@ void emitRope(Emitter &e, RopeOp op, Value x, Value y, bool vectorRows,
 // Flash attention
 //===----------------------------------------------------------------------===//
 
+/// Where the rows of a flash attention operand are in its flat buffer: row
+/// (b, h, t) of a [B, H, T, D] operand starts at element offset +
+/// b * batchStride + h * headStride + t * rowStride, its D elements
+/// contiguous; a [B, H, T] operand (the log-sum-exp) has rows of one
+/// element. Packed, or wherever the slices, reshapes and transposes of a
+/// flash group put it (tg-fuse-attention-layouts: the projection's
+/// [B, T, 3 x H x D] for q, k and v, the tokens' layout for o and dO).
+struct FlashOperand {
+  Value flat;
+  int64_t offset = 0, batchStride, headStride, rowStride;
+
+  static FlashOperand packed(Value flat, ArrayRef<int64_t> shape) {
+    int64_t dim = shape.size() == 4 ? shape[3] : 1;
+    return {flat, 0, shape[1] * shape[2] * dim, shape[2] * dim, dim};
+  }
+  /// `layout`, of shape [B, H, T, D] (elements contiguous) or [B, H, T],
+  /// in `flat`, the flat view of its root; none for other strides.
+  static std::optional<FlashOperand> of(Value flat,
+                                        const StridedLayout &layout) {
+    ArrayRef<int64_t> strides = layout.strides;
+    if ((strides.size() != 3 && strides.size() != 4) ||
+        (strides.size() == 4 && layout.shape[3] > 1 && strides[3] != 1))
+      return std::nullopt;
+    return FlashOperand{flat, layout.offset, strides[0], strides[1], strides[2]};
+  }
+};
+
 /// The shapes and visibility rules of a flash attention op, and its kernels.
 /// Query rows (q, o, dO, dq) are r = (b, h, t), key rows (k, v, dk, dv)
 /// (b, hk, s); query head h reads key head h / group. Each task takes a block
@@ -1215,14 +1243,14 @@ struct FlashAttention {
     positionVector = VectorType::get({kLanes}, positionType);
   }
 
-  /// A task's rows: positions first + i of a plane whose row 0 is `plane`,
-  /// lane i < kLanes, the first `count` of them in range. Loads read row
+  /// A task's rows: positions first + i of a plane, lane i < kLanes, the
+  /// first `count` of them in range. Loads read position
   /// min(first + i, last) so that they stay in bounds.
   struct TaskRows {
-    Value first, count, at;  // at: the lanes' positions, as i64
-    SmallVector<Value> rows; // plane + clamped position, per lane
+    Value first, count, at;       // at: the lanes' positions, as i64
+    SmallVector<Value> positions; // clamped, per lane
   };
-  TaskRows taskRows(Value plane, Value index, int64_t length) {
+  TaskRows taskRows(Value index, int64_t length) {
     TaskRows blk;
     blk.first = e.mulIndex(index, kLanes);
     blk.count = e.minIndex(
@@ -1230,8 +1258,8 @@ struct FlashAttention {
         arith::SubIOp::create(e.b, e.loc, e.index(length), blk.first));
     Value last = e.index(length - 1);
     for (int64_t i = 0; i < kLanes; ++i)
-      blk.rows.push_back(e.addIndex(
-          plane, e.minIndex(e.addIndex(blk.first, e.index(i)), last)));
+      blk.positions.push_back(
+          e.minIndex(e.addIndex(blk.first, e.index(i)), last));
     SmallVector<int64_t> offsets =
         llvm::to_vector(llvm::seq<int64_t>(0, kLanes));
     Value first =
@@ -1355,16 +1383,31 @@ struct FlashAttention {
     vector::StoreOp::create(e.b, e.loc, v, scratch,
                             ValueRange{e.mulIndex(d, kLanes)});
   }
-  Value at(Value flat, Value row, Value d) {
-    return e.load(flat, e.addIndex(e.mulIndex(row, dim), d));
+  /// Where plane (b, h) of `x` starts, and its rows at `positions`.
+  Value plane(const FlashOperand &x, Value b, Value h) {
+    return e.addIndex(e.index(x.offset),
+                      e.addIndex(e.mulIndex(b, x.batchStride),
+                                 e.mulIndex(h, x.headStride)));
   }
-  /// The block's rows of `flat`, transposed into new scratch.
-  Value transposed(Value flat, const TaskRows &blk) {
+  SmallVector<Value> rowsAt(const FlashOperand &x, Value plane,
+                            ArrayRef<Value> positions) {
+    SmallVector<Value> rows;
+    for (Value position : positions)
+      rows.push_back(e.addIndex(plane, e.mulIndex(position, x.rowStride)));
+    return rows;
+  }
+  /// Element d of the row of `x` starting at `row`.
+  Value at(const FlashOperand &x, Value row, Value d) {
+    return e.load(x.flat, e.addIndex(row, d));
+  }
+  /// The block's rows of `x` (plane `plane`), transposed into new scratch.
+  Value transposed(const FlashOperand &x, Value plane, const TaskRows &blk) {
     Value scratch = columns(e.element);
+    SmallVector<Value> rows = rowsAt(x, plane, blk.positions);
     e.loop(dim, [&](Value d) {
       SmallVector<Value> values;
-      for (Value row : blk.rows)
-        values.push_back(at(flat, row, d));
+      for (Value row : rows)
+        values.push_back(at(x, row, d));
       setColumn(vector::FromElementsOp::create(e.b, e.loc, laneVector, values),
                 scratch, d);
     });
@@ -1377,59 +1420,63 @@ struct FlashAttention {
     e.loop(dim, [&](Value d) { setColumn(zero, scratch, d); });
     return scratch;
   }
-  /// Per tile position j, the vector of (block row i) . (row j of `flat`)
-  /// over the lanes i: D broadcast FMAs.
-  SmallVector<Value> products(Value scratch, Value flat, ArrayRef<Value> rows) {
+  /// Per tile position j, the vector of (block row i) . (row j of `x`, at
+  /// rows[j]) over the lanes i: D broadcast FMAs.
+  SmallVector<Value> products(Value scratch, const FlashOperand &x,
+                              ArrayRef<Value> rows) {
     SmallVector<Value> init(rows.size(), splat(e.constant(0.0), laneVector));
     return e.fold(dim, init, [&](Value d, ValueRange sums) {
       Value col = column(scratch, d);
       SmallVector<Value> next;
       for (auto [row, sum] : llvm::zip_equal(rows, sums))
         next.push_back(math::FmaOp::create(
-            e.b, e.loc, col, splat(at(flat, row, d), laneVector), sum));
+            e.b, e.loc, col, splat(at(x, row, d), laneVector), sum));
       return next;
     });
   }
-  /// sum_j weights[j] * row j of `flat`, column d, in the element type
-  /// (two chains, then added).
-  Value weightedColumn(ArrayRef<Value> weights, Value flat,
+  /// sum_j weights[j] * row j of `x` (at rows[j]), column d, in the
+  /// element type (two chains, then added).
+  Value weightedColumn(ArrayRef<Value> weights, const FlashOperand &y,
                        ArrayRef<Value> rows, Value d) {
     Value chains[2];
     for (auto [j, w] : llvm::enumerate(weights)) {
-      Value x = splat(at(flat, rows[j], d), laneVector);
+      Value x = splat(at(y, rows[j], d), laneVector);
       Value &sum = chains[j % 2];
       sum = sum ? math::FmaOp::create(e.b, e.loc, w, x, sum) : e.mul(w, x);
     }
     return chains[1] ? e.add(chains[0], chains[1]) : chains[0];
   }
-  /// acc column d = acc * keep + sum_j weights[j] * row j of `flat`, for
-  /// each of `sums` (f64 scratch, weights, flat), column by column.
+  /// acc column d = acc * keep + sum_j weights[j] * row j of `x`, for
+  /// each of `sums` (f64 scratch, weights, x and its rows), column by
+  /// column.
   struct Sum {
     Value acc;
     ArrayRef<Value> weights;
-    Value flat;
+    const FlashOperand &x;
+    ArrayRef<Value> rows;
   };
-  void accumulate(ArrayRef<Sum> sums, ArrayRef<Value> rows, Value keep = {}) {
+  void accumulate(ArrayRef<Sum> sums, Value keep = {}) {
     e.loop(dim, [&](Value d) {
       for (const Sum &s : sums) {
         Value old = column(s.acc, d);
         if (keep)
           old = e.mul(old, keep);
-        Value part = widen(weightedColumn(s.weights, s.flat, rows, d));
+        Value part = widen(weightedColumn(s.weights, s.x, s.rows, d));
         setColumn(e.add(old, part), s.acc, d);
       }
     });
   }
   /// out row of lane i = column scratch * factor (lane i of a vector, f64),
-  /// for the lanes in range.
-  void store(Value scratch, Value factor, Value out, const TaskRows &blk) {
+  /// for the lanes in range (plane `plane` of `out`).
+  void store(Value scratch, Value factor, const FlashOperand &out, Value plane,
+             const TaskRows &blk) {
+    SmallVector<Value> rows = rowsAt(out, plane, blk.positions);
     eachLane(blk, [&](int64_t i) {
       Value f = vector::ExtractOp::create(e.b, e.loc, factor, i);
       e.loop(dim, [&](Value d) {
         Value v =
             e.load(scratch, e.addIndex(e.mulIndex(d, kLanes), e.index(i)));
-        e.store(e.narrow(e.mul(v, f)), out,
-                e.addIndex(e.mulIndex(blk.rows[i], dim), d));
+        e.store(e.narrow(e.mul(v, f)), out.flat, e.addIndex(rows[i], d));
       });
     });
   }
@@ -1443,12 +1490,12 @@ struct FlashAttention {
       body(i);
     }
   }
-  /// The lanes of a vector over a block's rows of [rows] buffer `flat`,
-  /// in the element type.
-  Value gather(Value flat, ArrayRef<Value> indices) {
+  /// The lanes of a vector over element 0 of a block's rows of `x`, in the
+  /// element type.
+  Value gather(const FlashOperand &x, Value plane, const TaskRows &blk) {
     SmallVector<Value> values;
-    for (Value i : indices)
-      values.push_back(e.narrow(e.load(flat, i)));
+    for (Value row : rowsAt(x, plane, blk.positions))
+      values.push_back(e.narrow(e.load(x.flat, row)));
     return vector::FromElementsOp::create(e.b, e.loc, laneVector, values);
   }
   Value wideSplat(double v) {
@@ -1504,29 +1551,23 @@ struct FlashAttention {
           end);
     return {begin, end};
   }
-  /// The rows plane + position of a tile's positions.
-  SmallVector<Value> rowsAt(Value plane, const Tile &tl) {
-    SmallVector<Value> rows;
-    for (Value position : tl.positions)
-      rows.push_back(e.addIndex(plane, position));
-    return rows;
-  }
   /// A gradient tile, per position j: p = exp(scale x.row_j - lse(j)) where
   /// visible(j), else 0, and dS = p (y.row'_j - delta(j)), with the block's
   /// columns x and y (keys and values, or queries and output gradients) and
-  /// rows j of xRows and yRows (queries and output gradients, or keys and
-  /// values).
+  /// rows j of xs and ys (queries and output gradients, or keys and values)
+  /// at xRows[j] and yRows[j].
   struct GradientTile {
     SmallVector<Value> p, dS;
   };
   template <typename Visible, typename Lse, typename Delta>
-  GradientTile gradientTile(Value x, Value xRows, Value y, Value yRows,
-                            ArrayRef<Value> rows, Visible &&visible, Lse &&lse,
-                            Delta &&delta) {
-    SmallVector<Value> scores = products(x, xRows, rows);
-    SmallVector<Value> dps = products(y, yRows, rows);
+  GradientTile gradientTile(Value x, const FlashOperand &xs,
+                            ArrayRef<Value> xRows, Value y,
+                            const FlashOperand &ys, ArrayRef<Value> yRows,
+                            Visible &&visible, Lse &&lse, Delta &&delta) {
+    SmallVector<Value> scores = products(x, xs, xRows);
+    SmallVector<Value> dps = products(y, ys, yRows);
     GradientTile g;
-    for (int64_t j = 0, n = rows.size(); j < n; ++j) {
+    for (int64_t j = 0, n = xRows.size(); j < n; ++j) {
       g.p.push_back(
           masked(visible(j), e.exp(e.sub(scaled(scores[j]), lse(j))), 0.0));
       g.dS.push_back(e.mul(g.p.back(), e.sub(dps[j], delta(j))));
@@ -1534,34 +1575,40 @@ struct FlashAttention {
     return g;
   }
 
-  /// Query plane (b, h) of task `task` over query blocks, its block, and
-  /// its key plane.
-  std::tuple<TaskRows, Value> queryBlock(Value task) {
+  /// Task `task` over query blocks: its batch, query head, key head and
+  /// block.
+  struct QueryTask {
+    Value b, h, kvHead;
+    TaskRows blk;
+  };
+  QueryTask queryTask(Value task) {
     Value plane = e.divIndex(task, blocks(queryLen));
     Value b = e.divIndex(plane, heads), h = e.remIndex(plane, heads);
-    Value kvPlane = e.addIndex(e.mulIndex(b, kvHeads), e.divIndex(h, group));
-    return {taskRows(e.mulIndex(plane, queryLen),
-                     e.remIndex(task, blocks(queryLen)), queryLen),
-            e.mulIndex(kvPlane, keyLen)};
+    return {b, h, e.divIndex(h, group),
+            taskRows(e.remIndex(task, blocks(queryLen)), queryLen)};
   }
 
   /// Forward, a block of query rows at a time: an online softmax over the
   /// tiles of their keys (per lane the running max m, the f64 denominator l
   /// and the f64 output columns, rescaled by exp(m_old - m_new) once per
   /// tile), then o = acc / l and lse = m + log(l).
-  void forward(Value q, Value k, Value v, Value o, Value lse) {
-    Type lseType = getElementTypeOrSelf(lse.getType());
+  void forward(const FlashOperand &q, const FlashOperand &k,
+               const FlashOperand &v, const FlashOperand &o,
+               const FlashOperand &lse) {
+    Type lseType = getElementTypeOrSelf(lse.flat.getType());
     double negInf = -std::numeric_limits<double>::infinity();
     e.rows(batch * heads * blocks(queryLen), [&](Value task) {
-      auto [blk, keyPlane] = queryBlock(task);
+      auto [b, h, kvHead, blk] = queryTask(task);
+      Value kPlane = plane(k, b, kvHead), vPlane = plane(v, b, kvHead);
       auto [first, end] = keysOf(blk);
-      Value queries = transposed(q, blk), acc = zeroColumns();
+      Value queries = transposed(q, plane(q, b, h), blk), acc = zeroColumns();
       SmallVector<Value> state = foldTiles(
           first, end, kFlashForwardTile,
           {splat(e.constant(negInf), laneVector), wideSplat(0.0)},
           [&](const Tile &tl, ValueRange old) {
-            SmallVector<Value> keys = rowsAt(keyPlane, tl), scores;
-            for (auto [j, p] : llvm::enumerate(products(queries, k, keys)))
+            SmallVector<Value> scores;
+            for (auto [j, p] : llvm::enumerate(
+                     products(queries, k, rowsAt(k, kPlane, tl.positions))))
               scores.push_back(masked(
                   visible(blk.at, position(tl.positions[j]), tl.valid[j]),
                   scaled(p), negInf));
@@ -1578,20 +1625,22 @@ struct FlashAttention {
             SmallVector<Value> p;
             for (Value s : scores)
               p.push_back(e.exp(e.sub(s, shift)));
-            accumulate({{acc, p, v}}, keys, keep);
+            SmallVector<Value> values = rowsAt(v, vPlane, tl.positions);
+            accumulate({{acc, p, v, values}}, keep);
             Value tileSum =
                 tree(p, [&](Value x, Value y) { return e.add(x, y); });
             return SmallVector<Value>{
                 max, e.add(e.mul(old[1], keep), widen(tileSum))};
           });
-      store(acc, e.div(wideSplat(1.0), state[1]), o, blk);
+      store(acc, e.div(wideSplat(1.0), state[1]), o, plane(o, b, h), blk);
       Value lseValues =
           e.add(widen(state[0]), math::LogOp::create(e.b, e.loc, state[1]));
+      SmallVector<Value> lseRows = rowsAt(lse, plane(lse, b, h), blk.positions);
       eachLane(blk, [&](int64_t i) {
         Value value = vector::ExtractOp::create(e.b, e.loc, lseValues, i);
         if (lseType != wide)
           value = arith::TruncFOp::create(e.b, e.loc, lseType, value);
-        e.store(value, lse, blk.rows[i]);
+        e.store(value, lse.flat, lseRows[i]);
       });
     });
   }
@@ -1604,86 +1653,126 @@ struct FlashAttention {
   /// block of query rows the query gradient over tiles of their keys. With
   /// p = exp(scale q.k - lse) and dS = p (dO.v - delta): dv_s = sum p dO_t,
   /// dk_s = scale sum dS q_t, dq_t = scale sum dS k_s.
-  void backward(Value q, Value k, Value v, Value o, bool resultTokens,
-                Value lse, Value dOut, Value dq, Value dk, Value dv) {
-    int64_t queryRows = batch * heads * queryLen;
-    e.rows(queryRows, [&](Value r) {
-      // Row (b, h, t) of o, or of its [B, T, Hq, D] transpose.
-      Value resultRow = r;
-      if (resultTokens) {
-        Value t = e.remIndex(r, queryLen), plane = e.divIndex(r, queryLen);
-        Value b = e.divIndex(plane, heads), h = e.remIndex(plane, heads);
-        resultRow = e.addIndex(
-            e.mulIndex(e.addIndex(e.mulIndex(b, queryLen), t), heads), h);
-      }
+  void backward(const FlashOperand &q, const FlashOperand &k,
+                const FlashOperand &v, const FlashOperand &o,
+                const FlashOperand &lse, const FlashOperand &dOut,
+                const FlashOperand &dq, const FlashOperand &dk,
+                const FlashOperand &dv) {
+    e.rows(batch * heads * queryLen, [&](Value r) {
+      Value t = e.remIndex(r, queryLen), p = e.divIndex(r, queryLen);
+      Value b = e.divIndex(p, heads), h = e.remIndex(p, heads);
+      auto rowOf = [&](const FlashOperand &x) {
+        return rowsAt(x, plane(x, b, h), {t})[0];
+      };
+      Value dORow = rowOf(dOut), oRow = rowOf(o);
       Value delta = e.narrow(e.wideSum(dim, [&](Value d) {
-        return e.mul(at(dOut, r, d), at(o, resultRow, d));
+        return e.mul(at(dOut, dORow, d), at(o, oRow, d));
       }));
-      e.store(delta, dq, e.mulIndex(r, dim));
+      e.store(delta, dq.flat, rowOf(dq));
     });
     e.rows(batch * kvHeads * blocks(keyLen), [&](Value task) {
       Value kvPlane = e.divIndex(task, blocks(keyLen));
       Value b = e.divIndex(kvPlane, kvHeads), hk = e.remIndex(kvPlane, kvHeads);
-      TaskRows blk = taskRows(e.mulIndex(kvPlane, keyLen),
-                              e.remIndex(task, blocks(keyLen)), keyLen);
+      TaskRows blk = taskRows(e.remIndex(task, blocks(keyLen)), keyLen);
       auto [first, end] = queriesOf(blk);
-      Value keys = transposed(k, blk), values = transposed(v, blk);
+      Value kPlane = plane(k, b, hk), vPlane = plane(v, b, hk);
+      Value keys = transposed(k, kPlane, blk), values = transposed(v, vPlane, blk);
       Value dkSum = zeroColumns(), dvSum = zeroColumns();
       e.loop(group, [&](Value g) {
         Value h = e.addIndex(e.mulIndex(hk, group), g);
-        Value queryPlane =
-            e.mulIndex(e.addIndex(e.mulIndex(b, heads), h), queryLen);
+        Value qPlane = plane(q, b, h), dOPlane = plane(dOut, b, h);
+        Value lsePlane = plane(lse, b, h), dqPlane = plane(dq, b, h);
         foldTiles(first, end, kFlashGradientTile, {},
                   [&](const Tile &tl, ValueRange) {
-                    SmallVector<Value> rows = rowsAt(queryPlane, tl);
+                    SmallVector<Value> qRows = rowsAt(q, qPlane, tl.positions);
+                    SmallVector<Value> dORows =
+                        rowsAt(dOut, dOPlane, tl.positions);
+                    SmallVector<Value> lseRows =
+                        rowsAt(lse, lsePlane, tl.positions);
+                    SmallVector<Value> dqRows = rowsAt(dq, dqPlane, tl.positions);
                     GradientTile g = gradientTile(
-                        keys, q, values, dOut, rows,
+                        keys, q, qRows, values, dOut, dORows,
                         [&](int64_t j) {
                           return visible(position(tl.positions[j]), blk.at,
                                          tl.valid[j]);
                         },
                         [&](int64_t j) {
-                          return splat(e.narrow(e.load(lse, rows[j])),
+                          return splat(e.narrow(e.load(lse.flat, lseRows[j])),
                                        laneVector);
                         },
                         [&](int64_t j) {
-                          return splat(e.load(dq, e.mulIndex(rows[j], dim)),
-                                       laneVector);
+                          return splat(e.load(dq.flat, dqRows[j]), laneVector);
                         });
-                    accumulate({{dvSum, g.p, dOut}, {dkSum, g.dS, q}}, rows);
+                    accumulate({{dvSum, g.p, dOut, dORows}, {dkSum, g.dS, q, qRows}});
                     return SmallVector<Value>{};
                   });
       });
-      store(dkSum, wideSplat(scale), dk, blk);
-      store(dvSum, wideSplat(1.0), dv, blk);
+      store(dkSum, wideSplat(scale), dk, plane(dk, b, hk), blk);
+      store(dvSum, wideSplat(1.0), dv, plane(dv, b, hk), blk);
     });
     e.rows(batch * heads * blocks(queryLen), [&](Value task) {
-      auto [blk, keyPlane] = queryBlock(task);
+      auto [b, h, kvHead, blk] = queryTask(task);
+      Value kPlane = plane(k, b, kvHead), vPlane = plane(v, b, kvHead);
+      Value dqPlane = plane(dq, b, h);
       auto [first, end] = keysOf(blk);
       // This block's deltas, read before its rows of dq are written.
-      SmallVector<Value> deltaAt;
-      for (Value row : blk.rows)
-        deltaAt.push_back(e.mulIndex(row, dim));
-      Value deltas = gather(dq, deltaAt), lses = gather(lse, blk.rows);
-      Value queries = transposed(q, blk), dOuts = transposed(dOut, blk);
+      Value deltas = gather(dq, dqPlane, blk),
+            lses = gather(lse, plane(lse, b, h), blk);
+      Value queries = transposed(q, plane(q, b, h), blk),
+            dOuts = transposed(dOut, plane(dOut, b, h), blk);
       Value dqSum = zeroColumns();
       foldTiles(
           first, end, kFlashGradientTile, {}, [&](const Tile &tl, ValueRange) {
-            SmallVector<Value> keys = rowsAt(keyPlane, tl);
+            SmallVector<Value> kRows = rowsAt(k, kPlane, tl.positions);
             GradientTile g = gradientTile(
-                queries, k, dOuts, v, keys,
+                queries, k, kRows, dOuts, v, rowsAt(v, vPlane, tl.positions),
                 [&](int64_t j) {
                   return visible(blk.at, position(tl.positions[j]),
                                  tl.valid[j]);
                 },
                 [&](int64_t) { return lses; }, [&](int64_t) { return deltas; });
-            accumulate({{dqSum, g.dS, k}}, keys);
+            accumulate({{dqSum, g.dS, k, kRows}});
             return SmallVector<Value>{};
           });
-      store(dqSum, wideSplat(scale), dq, blk);
+      store(dqSum, wideSplat(scale), dq, dqPlane, blk);
     });
   }
 };
+
+/// A flash op's operand or result: the flat view of the buffer it is in,
+/// and where in that buffer.
+struct FlashPlace {
+  Value flat;
+  StridedLayout layout;
+};
+
+/// Emits flash op `op` (tg.flash_attention or tg.flash_attention_grad),
+/// its operands then its results at `places`, in op order. The gradient's
+/// result operand, read in the tokens' layout (result_tokens), is read as
+/// heads.
+LogicalResult emitFlashAttention(Emitter &e, Operation *op,
+                                 ArrayRef<FlashPlace> places) {
+  auto grad = dyn_cast<FlashAttentionGradOp>(op);
+  SmallVector<FlashOperand> x;
+  for (auto [i, place] : llvm::enumerate(places)) {
+    StridedLayout layout = place.layout;
+    if (grad && grad.getResultTokens() && i == 3)
+      layout.transpose({0, 2, 1, 3});
+    std::optional<FlashOperand> operand = FlashOperand::of(place.flat, layout);
+    if (!operand)
+      return op->emitOpError("value ")
+             << i << " (operands, then results) is not stored as rows of "
+                     "contiguous elements; a flash kernel cannot read it";
+    x.push_back(*operand);
+  }
+  if (grad)
+    FlashAttention(e, grad).backward(x[0], x[1], x[2], x[3], x[4], x[5], x[6],
+                                     x[7], x[8]);
+  else
+    FlashAttention(e, cast<FlashAttentionOp>(op))
+        .forward(x[0], x[1], x[2], x[3], x[4]);
+  return success();
+}
 
 } // namespace
 
@@ -2362,6 +2451,7 @@ LogicalResult emitKernelBody(OpBuilder &b, Operation *op, ValueRange operands,
     e.store(v, out[0], e.addIndex(e.mulIndex(r, n), i));
   };
   bool known = true;
+  LogicalResult emitted = success();
   llvm::TypeSwitch<Operation *>(op)
       .Case([&](SoftmaxOp) {
         emitSoftmax(e, in[0], out[0], rows, n, vectorRows);
@@ -2436,19 +2526,19 @@ LogicalResult emitKernelBody(OpBuilder &b, Operation *op, ValueRange operands,
         emitRope(e, o, in[0], out[0], vectorRows, /*tokensIn=*/false,
                  /*tokensOut=*/false);
       })
-      .Case([&](FlashAttentionOp o) {
-        FlashAttention(e, o).forward(in[0], in[1], in[2], out[0], out[1]);
-      })
-      .Case([&](FlashAttentionGradOp o) {
-        FlashAttention(e, o).backward(in[0], in[1], in[2], in[3],
-                                      o.getResultTokens(), in[4], in[5],
-                                      out[0], out[1], out[2]);
+      .Case<FlashAttentionOp, FlashAttentionGradOp>([&](Operation *o) {
+        SmallVector<FlashPlace> places;
+        for (auto [flat, buffer] : llvm::zip_equal(
+                 llvm::concat<Value>(in, out),
+                 llvm::concat<Value>(operands, results)))
+          places.push_back({flat, StridedLayout::packed(buffer)});
+        emitted = emitFlashAttention(e, o, places);
       })
       .Default([&](Operation *) { known = false; });
   if (!known)
     return op->emitOpError("is declared Tg_HasKernelBody but the CPU lowering "
                            "has no emitter for it");
-  return success();
+  return emitted;
 }
 
 } // namespace mlir::tg
