@@ -99,6 +99,9 @@ LogicalResult bufferize(func::FuncOp kernel, bool vectorRows) {
   } else if (ropeGroup(body)) {
     if (failed(emitRopeGroup(b, body, inputs, yielded, outputs, vectorRows)))
       return failure();
+  } else if (isFlashGroup(body)) {
+    if (failed(emitFlashGroup(b, body, inputs, yielded, outputs)))
+      return failure();
   } else if (lossWithGradient(body)) {
     if (failed(emitLossWithGradient(b, body, inputs, yielded, outputs, vectorRows)))
       return failure();

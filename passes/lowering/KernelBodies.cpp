@@ -2373,6 +2373,124 @@ LogicalResult emitRopeGroup(OpBuilder &b, Block &body, ValueRange inputs,
   return success();
 }
 
+namespace {
+
+/// Where each value of a flash group is stored (see isFlashGroup): a
+/// layout whose root is a block argument (an input), a yielded value (an
+/// output) or a flash op's result kept in a local buffer of its own.
+struct FlashGroupLayouts {
+  SmallVector<Operation *> flashOps;
+  DenseMap<Value, StridedLayout> where;
+};
+
+bool isFlash(Operation *op) {
+  return isa<FlashAttentionOp, FlashAttentionGradOp>(op);
+}
+
+/// The layouts of `body`'s values, or none where it is not a flash group.
+std::optional<FlashGroupLayouts> analyseFlashGroup(Block &body) {
+  FlashGroupLayouts g;
+  bool views = false;
+  for (Operation &op : body.without_terminator()) {
+    if (isFlash(&op))
+      g.flashOps.push_back(&op);
+    else if (isLayoutView(&op) || isa<ConcatOp>(op))
+      views = true;
+    else
+      return std::nullopt;
+  }
+  if (g.flashOps.empty() || !views)
+    return std::nullopt;
+  // Each value is stored in one place: one that two placed would need a
+  // copy, which is what the group is there to avoid.
+  auto place = [&](Value v, const StridedLayout &layout) {
+    return g.where.try_emplace(v, layout).second;
+  };
+  llvm::SetVector<Value> yielded(body.getTerminator()->operand_begin(),
+                                 body.getTerminator()->operand_end());
+  for (Value v : yielded)
+    if (!isa<BlockArgument>(v))
+      place(v, StridedLayout::packed(v));
+  // Outputs: the transposes, reshapes and concatenations after the flash
+  // ops place what they read inside what they yield.
+  for (Operation &op : llvm::reverse(body.without_terminator())) {
+    if (isFlash(&op) || !g.where.count(op.getResult(0)))
+      continue;
+    for (OpOperand &input : op.getOpOperands()) {
+      StridedLayout layout = g.where.at(op.getResult(0));
+      if (isa<BlockArgument>(input.get()) || !input.get().hasOneUse() ||
+          !layout.applyViewBackward(&op, input.getOperandNumber()) ||
+          !place(input.get(), layout))
+        return std::nullopt;
+    }
+  }
+  // Inputs: the slices, reshapes and transposes before the flash ops read
+  // them where they are.
+  auto placed = [&](Value v) -> const StridedLayout * {
+    if (isa<BlockArgument>(v))
+      g.where.try_emplace(v, StridedLayout::packed(v));
+    auto it = g.where.find(v);
+    return it == g.where.end() ? nullptr : &it->second;
+  };
+  for (Operation &op : body.without_terminator()) {
+    if (isFlash(&op)) {
+      if (!llvm::all_of(op.getOperands(), placed))
+        return std::nullopt;
+      for (Value result : op.getResults())
+        g.where.try_emplace(result, StridedLayout::packed(result));
+      continue;
+    }
+    if (g.where.count(op.getResult(0)))
+      continue;
+    const StridedLayout *from = placed(op.getOperand(0));
+    if (!isLayoutView(&op) || !from)
+      return std::nullopt;
+    StridedLayout layout = *from;
+    if (!layout.applyView(&op))
+      return std::nullopt;
+    place(op.getResult(0), layout);
+  }
+  // The flash kernels read and write rows of contiguous elements.
+  for (Operation *op : g.flashOps) {
+    auto grad = dyn_cast<FlashAttentionGradOp>(op);
+    for (auto [i, v] : llvm::enumerate(
+             llvm::concat<Value>(op->getOperands(), op->getResults()))) {
+      StridedLayout layout = g.where.at(v);
+      if (grad && grad.getResultTokens() && i == 3)
+        layout.transpose({0, 2, 1, 3});
+      if (!FlashOperand::of(Value(), layout))
+        return std::nullopt;
+    }
+  }
+  return g;
+}
+
+} // namespace
+
+bool isFlashGroup(Block &body) {
+  return analyseFlashGroup(body).has_value();
+}
+
+LogicalResult emitFlashGroup(OpBuilder &b, Block &body, ValueRange inputs,
+                             ValueRange yielded, ValueRange outputs) {
+  std::optional<FlashGroupLayouts> g = analyseFlashGroup(body);
+  assert(g && "emitFlashGroup on a block that is not a flash group");
+  FlatBuffers buffers(b, g->flashOps.front()->getLoc(), body, inputs, yielded,
+                      outputs);
+  for (Operation *op : g->flashOps) {
+    Emitter e(b, op->getLoc(), getElementTypeOrSelf(op->getResult(0).getType()));
+    SmallVector<FlashPlace> places;
+    for (Value v : llvm::concat<Value>(op->getOperands(), op->getResults())) {
+      const StridedLayout &layout = g->where.at(v);
+      places.push_back({buffers.get(layout.root), layout});
+    }
+    if (failed(emitFlashAttention(e, op, places)))
+      return failure();
+  }
+  buffers.free();
+  return success();
+}
+
 bool hasKernelBody(Operation *op) {
   return op->hasTrait<TgOpTrait::HasKernelBody>();
 }

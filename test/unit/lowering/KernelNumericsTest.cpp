@@ -279,6 +279,51 @@ const FusedCase kFusedCases[] = {
   %dq, %dk, %dv = tg.flash_attention_grad %q, %k, %v, %t, %l, %g {result_tokens, scale = 0.35 : f64} : tensor<2x3x9x8xT>, tensor<2x3x9x8xT>, tensor<2x3x9x8xT>, tensor<2x9x3x8xT>, tensor<2x3x9xT>, tensor<2x3x9x8xT> -> tensor<2x3x9x8xT>, tensor<2x3x9x8xT>, tensor<2x3x9x8xT>
   return %dq, %dk, %dv, %t : tensor<2x3x9x8xT>, tensor<2x3x9x8xT>, tensor<2x3x9x8xT>, tensor<2x9x3x8xT>
 })", 64},
+  // Flash groups (tg-fuse-attention-layouts): q, k and v read where the
+  // fused projection wrote them (slices of [B, T, 3 x H x D], reshaped and
+  // transposed into heads), the result written in the tokens' layout; the
+  // gradient also reads dO in the tokens' layout and writes dq, dk and dv
+  // into their slots of the projection's gradient (grouped-query heads and
+  // a window; the log-sum-exp in a local buffer).
+  {"flash_attention_in_token_layouts", R"(func.func @NAME(%qkv: tensor<2x9x72xT>) -> (tensor<2x9x24xT>, tensor<2x3x9xT>) {
+  %qs = tg.slice %qkv[[0, 0, 0]] [[2, 9, 24]] : tensor<2x9x72xT> -> tensor<2x9x24xT>
+  %qr = tg.reshape %qs : tensor<2x9x24xT> -> tensor<2x9x3x8xT>
+  %q = tg.transpose %qr [0, 2, 1, 3] : tensor<2x9x3x8xT> -> tensor<2x3x9x8xT>
+  %ks = tg.slice %qkv[[0, 0, 24]] [[2, 9, 24]] : tensor<2x9x72xT> -> tensor<2x9x24xT>
+  %kr = tg.reshape %ks : tensor<2x9x24xT> -> tensor<2x9x3x8xT>
+  %k = tg.transpose %kr [0, 2, 1, 3] : tensor<2x9x3x8xT> -> tensor<2x3x9x8xT>
+  %vs = tg.slice %qkv[[0, 0, 48]] [[2, 9, 24]] : tensor<2x9x72xT> -> tensor<2x9x24xT>
+  %vr = tg.reshape %vs : tensor<2x9x24xT> -> tensor<2x9x3x8xT>
+  %v = tg.transpose %vr [0, 2, 1, 3] : tensor<2x9x3x8xT> -> tensor<2x3x9x8xT>
+  %o, %l = tg.flash_attention %q, %k, %v {scale = 0.35 : f64} : tensor<2x3x9x8xT>, tensor<2x3x9x8xT>, tensor<2x3x9x8xT> -> tensor<2x3x9x8xT>, tensor<2x3x9xT>
+  %ot = tg.transpose %o [0, 2, 1, 3] : tensor<2x3x9x8xT> -> tensor<2x9x3x8xT>
+  %or = tg.reshape %ot : tensor<2x9x3x8xT> -> tensor<2x9x24xT>
+  return %or, %l : tensor<2x9x24xT>, tensor<2x3x9xT>
+})", 64},
+  {"flash_attention_grad_in_token_layouts", R"(func.func @NAME(%qkv: tensor<2x9x64xT>, %g: tensor<2x9x32xT>) -> (tensor<2x9x4x8xT>, tensor<2x9x64xT>) {
+  %qs = tg.slice %qkv[[0, 0, 0]] [[2, 9, 32]] : tensor<2x9x64xT> -> tensor<2x9x32xT>
+  %qr = tg.reshape %qs : tensor<2x9x32xT> -> tensor<2x9x4x8xT>
+  %q = tg.transpose %qr [0, 2, 1, 3] : tensor<2x9x4x8xT> -> tensor<2x4x9x8xT>
+  %ks = tg.slice %qkv[[0, 0, 32]] [[2, 9, 16]] : tensor<2x9x64xT> -> tensor<2x9x16xT>
+  %kr = tg.reshape %ks : tensor<2x9x16xT> -> tensor<2x9x2x8xT>
+  %k = tg.transpose %kr [0, 2, 1, 3] : tensor<2x9x2x8xT> -> tensor<2x2x9x8xT>
+  %vs = tg.slice %qkv[[0, 0, 48]] [[2, 9, 16]] : tensor<2x9x64xT> -> tensor<2x9x16xT>
+  %vr = tg.reshape %vs : tensor<2x9x16xT> -> tensor<2x9x2x8xT>
+  %v = tg.transpose %vr [0, 2, 1, 3] : tensor<2x9x2x8xT> -> tensor<2x2x9x8xT>
+  %o, %l = tg.flash_attention %q, %k, %v {scale = 0.35 : f64, window = 5 : i64} : tensor<2x4x9x8xT>, tensor<2x2x9x8xT>, tensor<2x2x9x8xT> -> tensor<2x4x9x8xT>, tensor<2x4x9xT>
+  %ot = tg.transpose %o [0, 2, 1, 3] : tensor<2x4x9x8xT> -> tensor<2x9x4x8xT>
+  %gr = tg.reshape %g : tensor<2x9x32xT> -> tensor<2x9x4x8xT>
+  %dO = tg.transpose %gr [0, 2, 1, 3] : tensor<2x9x4x8xT> -> tensor<2x4x9x8xT>
+  %dq, %dk, %dv = tg.flash_attention_grad %q, %k, %v, %ot, %l, %dO {result_tokens, scale = 0.35 : f64, window = 5 : i64} : tensor<2x4x9x8xT>, tensor<2x2x9x8xT>, tensor<2x2x9x8xT>, tensor<2x9x4x8xT>, tensor<2x4x9xT>, tensor<2x4x9x8xT> -> tensor<2x4x9x8xT>, tensor<2x2x9x8xT>, tensor<2x2x9x8xT>
+  %dqt = tg.transpose %dq [0, 2, 1, 3] : tensor<2x4x9x8xT> -> tensor<2x9x4x8xT>
+  %dqr = tg.reshape %dqt : tensor<2x9x4x8xT> -> tensor<2x9x32xT>
+  %dkt = tg.transpose %dk [0, 2, 1, 3] : tensor<2x2x9x8xT> -> tensor<2x9x2x8xT>
+  %dkr = tg.reshape %dkt : tensor<2x9x2x8xT> -> tensor<2x9x16xT>
+  %dvt = tg.transpose %dv [0, 2, 1, 3] : tensor<2x2x9x8xT> -> tensor<2x9x2x8xT>
+  %dvr = tg.reshape %dvt : tensor<2x9x2x8xT> -> tensor<2x9x16xT>
+  %d = tg.concat %dqr, %dkr, %dvr {axis = 2 : i64} : (tensor<2x9x32xT>, tensor<2x9x16xT>, tensor<2x9x16xT>) -> tensor<2x9x64xT>
+  return %ot, %d : tensor<2x9x4x8xT>, tensor<2x9x64xT>
+})", 64},
   {"flash_attention_grad_full", R"(func.func @NAME(%q: tensor<1x3x7x8xT>, %k: tensor<1x1x13x8xT>, %v: tensor<1x1x13x8xT>, %g: tensor<1x3x7x8xT>) -> (tensor<1x3x7x8xT>, tensor<1x1x13x8xT>, tensor<1x1x13x8xT>) {
   %o, %l = tg.flash_attention %q, %k, %v {causal = false, scale = 0.35 : f64} : tensor<1x3x7x8xT>, tensor<1x1x13x8xT>, tensor<1x1x13x8xT> -> tensor<1x3x7x8xT>, tensor<1x3x7xT>
   %dq, %dk, %dv = tg.flash_attention_grad %q, %k, %v, %o, %l, %g {causal = false, scale = 0.35 : f64} : tensor<1x3x7x8xT>, tensor<1x1x13x8xT>, tensor<1x1x13x8xT>, tensor<1x3x7x8xT>, tensor<1x3x7xT>, tensor<1x3x7x8xT> -> tensor<1x3x7x8xT>, tensor<1x1x13x8xT>, tensor<1x1x13x8xT>

@@ -124,6 +124,20 @@ LogicalResult emitRopeGroup(OpBuilder &b, Block &body, ValueRange inputs,
                             ValueRange yielded, ValueRange outputs,
                             bool vectorRows);
 
+/// Whether `body` is a flash group (tg-fuse-attention-layouts): flash
+/// attention ops with the views around them: slices, reshapes and
+/// transposes from the block's inputs to the flash ops' operands;
+/// transposes, reshapes and concatenations from their results to what the
+/// block yields (each read by the next op only). Every view must leave rows
+/// of contiguous elements, and every value be stored in one place.
+bool isFlashGroup(Block &body);
+/// Emits that block as its flash kernels reading their operands and writing
+/// their results where the views put them: the views move nothing. A flash
+/// result that is neither yielded nor viewed into an output (a log-sum-exp
+/// the next flash op reads) is kept in a local buffer. `inputs`, `yielded`
+/// and `outputs` as for emitElementwiseGroup.
+LogicalResult emitFlashGroup(OpBuilder &b, Block &body, ValueRange inputs,
+                             ValueRange yielded, ValueRange outputs);
 /// Emits the loops computing tg op `op` at the builder's insertion point.
 /// `operands` and `results` are static, identity-layout memrefs matching
 /// op's operand and result tensor types; results are fully written. The body
