@@ -52,6 +52,9 @@ void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options) {
     rows.lossWithGradient = options.fusion.loss;
     pm.addNestedPass<func::FuncOp>(createTgFuseIntoRows(rows));
   }
+  if (options.fusion.attentionLayouts)
+    pm.addNestedPass<func::FuncOp>(
+        createTgFuseAttentionLayouts({options.fusion.remarks}));
   pm.addPass(createTgLowerToExec({/*functions=*/{}, options.seed}));
   if (options.fusion.gemmBias)
     pm.addPass(createExecFuseGemmBias());

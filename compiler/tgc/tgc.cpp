@@ -170,7 +170,8 @@ enum class Fusion {
   GemmBias,
   GemmLayouts,
   GemmActivation,
-  Attention
+  Attention,
+  AttentionLayouts
 };
 /// The fusion passes --no-fuse and --fuse name.
 static cl::ValuesClass fusionNames() {
@@ -193,7 +194,11 @@ static cl::ValuesClass fusionNames() {
                  "exec-fuse-gemm-activation: GELU and its gradient "
                  "as GEMM epilogues (on for --target cuda only)"),
       clEnumValN(Fusion::Attention, "attention",
-                 "tg-fuse-attention: flash attention kernels"));
+                 "tg-fuse-attention: flash attention kernels"),
+      clEnumValN(Fusion::AttentionLayouts, "attention-layouts",
+                 "tg-fuse-attention-layouts: the flash kernels read q, k, "
+                 "v and dO and write their results in the layouts around "
+                 "them"));
 }
 static cl::list<Fusion, bool, ListingParser<Fusion>> noFuseOpt(
     "no-fuse", cl::desc("Turn off one fusion pass (comma-separated list)"),
@@ -564,6 +569,8 @@ static llvm::Expected<tg::driver::Options> driverOptions() {
       !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::GemmLayouts);
   o.fusion.attention =
       !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::Attention);
+  o.fusion.attentionLayouts =
+      !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::AttentionLayouts);
   if (noFusionOpt || llvm::is_contained(noFuseOpt, Fusion::GemmActivation))
     o.gemmActivation = false;
   else if (llvm::is_contained(fuseOpt, Fusion::GemmActivation))

@@ -21,12 +21,6 @@ namespace mlir::tg {
 
 namespace {
 
-/// The one op of a region, or null.
-Operation *soleOp(exec::DispatchRegionOp region) {
-  Block &body = region.getBody().front();
-  return body.getOperations().size() == 2 ? &body.front() : nullptr;
-}
-
 /// The region result yielding `value`.
 Value resultYielding(exec::DispatchRegionOp region, Value value) {
   auto yield = region.getBody().front().getTerminator();

@@ -9,6 +9,11 @@
 
 namespace mlir::tg {
 
+Operation *soleOp(exec::DispatchRegionOp region) {
+  Block &body = region.getBody().front();
+  return body.getOperations().size() == 2 ? &body.front() : nullptr;
+}
+
 int64_t byteSize(Value v) {
   auto type = cast<ShapedType>(v.getType());
   return type.getNumElements() *

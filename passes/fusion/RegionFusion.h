@@ -11,6 +11,9 @@
 
 namespace mlir::tg {
 
+/// The one op of a region, or null.
+Operation *soleOp(exec::DispatchRegionOp region);
+
 /// Bytes of a tensor value: what a fusion saves writing and reading again.
 int64_t byteSize(Value v);
 

@@ -2390,6 +2390,11 @@ bool isFlash(Operation *op) {
 /// The layouts of `body`'s values, or none where it is not a flash group.
 std::optional<FlashGroupLayouts> analyseFlashGroup(Block &body) {
   FlashGroupLayouts g;
+  // What the block reads: its arguments (a kernel's) or values from
+  // outside (a dispatch region's).
+  auto isInput = [&](Value v) {
+    return !v.getDefiningOp() || v.getDefiningOp()->getBlock() != &body;
+  };
   bool views = false;
   for (Operation &op : body.without_terminator()) {
     if (isFlash(&op))
@@ -2409,7 +2414,7 @@ std::optional<FlashGroupLayouts> analyseFlashGroup(Block &body) {
   llvm::SetVector<Value> yielded(body.getTerminator()->operand_begin(),
                                  body.getTerminator()->operand_end());
   for (Value v : yielded)
-    if (!isa<BlockArgument>(v))
+    if (!isInput(v))
       place(v, StridedLayout::packed(v));
   // Outputs: the transposes, reshapes and concatenations after the flash
   // ops place what they read inside what they yield.
@@ -2418,7 +2423,7 @@ std::optional<FlashGroupLayouts> analyseFlashGroup(Block &body) {
       continue;
     for (OpOperand &input : op.getOpOperands()) {
       StridedLayout layout = g.where.at(op.getResult(0));
-      if (isa<BlockArgument>(input.get()) || !input.get().hasOneUse() ||
+      if (isInput(input.get()) || !input.get().hasOneUse() ||
           !layout.applyViewBackward(&op, input.getOperandNumber()) ||
           !place(input.get(), layout))
         return std::nullopt;
@@ -2427,7 +2432,7 @@ std::optional<FlashGroupLayouts> analyseFlashGroup(Block &body) {
   // Inputs: the slices, reshapes and transposes before the flash ops read
   // them where they are.
   auto placed = [&](Value v) -> const StridedLayout * {
-    if (isa<BlockArgument>(v))
+    if (isInput(v))
       g.where.try_emplace(v, StridedLayout::packed(v));
     auto it = g.where.find(v);
     return it == g.where.end() ? nullptr : &it->second;

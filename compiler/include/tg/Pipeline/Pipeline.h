@@ -55,6 +55,9 @@ struct FusionOptions {
   /// and always where one score matrix would exceed `maxScoreMib`.
   bool attention = true;
   double maxScoreMib = 32;
+  /// tg-fuse-attention-layouts: the flash kernels read and write the
+  /// layouts around them in place.
+  bool attentionLayouts = true;
   /// Each fusion decision and its reason as a remark (`--fusion-remarks`).
   bool remarks = false;
 };

@@ -409,6 +409,41 @@ def TgFuseIntoRows : Pass<"tg-fuse-into-rows", "func::FuncOp"> {
   ];
 }
 
+def TgFuseAttentionLayouts : Pass<"tg-fuse-attention-layouts", "func::FuncOp"> {
+  let summary = "Flash attention kernels read their operands and write their "
+                "results in the layouts around them";
+  let description = [{
+    After tg-fuse-into-rows. A flash attention kernel addresses each
+    operand's rows by strides of their own, so the kernels that only move
+    its operands or results between layouts join its region and move
+    nothing (tg-bufferize-kernels' flash groups):
+    - operands: the chain of slice and transpose regions and reshapes that
+      made a q, k, v, result or dO out of another value (GPT-2's q, k and v
+      sliced out of the fused projection [B, T, 3 x H x D] and transposed
+      into heads; dO from the tokens' layout) is cloned into the flash
+      region, which then reads that value in place. The chain's kernels go
+      when no other region reads them (the forward and the gradient read
+      the same q, k and v). Refused where the chain's root is larger than
+      what the region reads of it together (it would be kept alive longer:
+      the projection's 3 x H x D for q, k and v is read whole), and where
+      the head dim would not be contiguous.
+    - results: the transpose regions that alone read a result (the
+      forward's result into the tokens' layout; dq, dk and dv), and the
+      concatenation that alone reads all of them through reshapes (the
+      projection's gradient), join the region, which writes them there.
+      Refused where something else reads a value in between, or reads one
+      before the merged kernel runs.
+    Nothing is recomputed and each op rounds as before: the fused program
+    computes the same values. Each decision and reason as a remark
+    (`remarks`). Turned off by `tgc --no-fuse=attention-layouts` or
+    `--no-fusion`.
+  }];
+  let options = [
+    Option<"remarks", "remarks", "bool", /*default=*/"false",
+           "Report each fusion decision and its reason as a remark">,
+  ];
+}
+
 def TgLowerToExec : Pass<"tg-lower-to-exec", "ModuleOp"> {
   let summary = "Turn @train_step (and @eval_step, @logits) into exec.programs: "
                 "resources, dispatches of outlined kernels, library GEMMs and "
