@@ -180,6 +180,43 @@ module @kernels {
 
 // -----
 
+// A flash group (tg-fuse-attention-layouts): q, k and v read where the
+// fused projection [B, T, 3 x H x D] holds them (plane (b, h) of k from
+// element 16 + h * 8, rows 48 apart; v from 32), the result written in the
+// tokens' layout: no buffer, copy or transpose for the heads.
+// CHECK-LABEL: func.func @k8_flash_attention(%arg0: memref<1x4x48xf32>, %arg1: memref<1x4x2x8xf32>, %arg2: memref<1x2x4xf32>)
+// CHECK-NOT:     memref.alloc{{[^a]}}
+// CHECK-NOT:     linalg.
+// CHECK:         %[[QKV:.+]] = memref.collapse_shape %arg0 {{.*}} into memref<192xf32>
+// CHECK:         %[[O:.+]] = memref.collapse_shape %arg1 {{.*}} into memref<64xf32>
+// CHECK:         scf.parallel
+// CHECK:           %[[KH:.+]] = arith.addi %c16{{.*}}, %{{.+}} : index
+// CHECK:           %[[VH:.+]] = arith.addi %c32{{.*}}, %{{.+}} : index
+// CHECK:           arith.muli %{{.+}}, %c48{{.*}} : index
+// CHECK:           memref.load %[[QKV]][%{{.+}}] : memref<192xf32>
+// CHECK:           memref.store %{{.+}}, %[[O]][%{{.+}}] : memref<64xf32>
+// CHECK-NOT:     memref.alloc{{[^a]}}
+// CHECK-NOT:     linalg.
+// CHECK:         return
+module @kernels {
+  func.func @k8_flash_attention(%qkv: tensor<1x4x48xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x2x4xf32>) {
+    %qs = tg.slice %qkv[[0, 0, 0]] [[1, 4, 16]] : tensor<1x4x48xf32> -> tensor<1x4x16xf32>
+    %qr = tg.reshape %qs : tensor<1x4x16xf32> -> tensor<1x4x2x8xf32>
+    %q = tg.transpose %qr [0, 2, 1, 3] : tensor<1x4x2x8xf32> -> tensor<1x2x4x8xf32>
+    %ks = tg.slice %qkv[[0, 0, 16]] [[1, 4, 16]] : tensor<1x4x48xf32> -> tensor<1x4x16xf32>
+    %kr = tg.reshape %ks : tensor<1x4x16xf32> -> tensor<1x4x2x8xf32>
+    %k = tg.transpose %kr [0, 2, 1, 3] : tensor<1x4x2x8xf32> -> tensor<1x2x4x8xf32>
+    %vs = tg.slice %qkv[[0, 0, 32]] [[1, 4, 16]] : tensor<1x4x48xf32> -> tensor<1x4x16xf32>
+    %vr = tg.reshape %vs : tensor<1x4x16xf32> -> tensor<1x4x2x8xf32>
+    %v = tg.transpose %vr [0, 2, 1, 3] : tensor<1x4x2x8xf32> -> tensor<1x2x4x8xf32>
+    %o, %l = tg.flash_attention %q, %k, %v {scale = 0.35 : f64} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>, tensor<1x2x4xf32>
+    %ot = tg.transpose %o [0, 2, 1, 3] : tensor<1x2x4x8xf32> -> tensor<1x4x2x8xf32>
+    return %ot, %l : tensor<1x4x2x8xf32>, tensor<1x2x4xf32>
+  }
+}
+
+// -----
+
 // Flash attention: one task per block of 16 query rows of a plane (1 batch
 // x 2 heads x 2 blocks of 20 rows); the block's queries are transposed into
 // stack scratch (8 columns of 16 lanes) beside its f64 output columns; a
