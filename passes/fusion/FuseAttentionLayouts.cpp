@@ -71,7 +71,7 @@ StringRef operandName(unsigned operand) {
 
 class AttentionLayoutFuser {
 public:
-  AttentionLayoutFuser(bool remarks) : remarks(remarks) {}
+  explicit AttentionLayoutFuser(bool remarks) : remarks(remarks) {}
 
   void run(Block &block) {
     SmallVector<exec::DispatchRegionOp> flashRegions;
