@@ -2,6 +2,7 @@
 // how gradients of values used more than once are accumulated. Per-op math
 // lives with the ops (DifferentiableOpInterface in dialects/tg).
 #include "tg/Passes/Autodiff.h"
+#include "tg/IR/ValueNames.h"
 #include "tg/IR/TgOps.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
@@ -12,18 +13,8 @@
 using namespace mlir;
 using namespace mlir::tg;
 
-StringRef mlir::tg::valueName(Value v) {
-  Location loc = v.getDefiningOp() ? v.getDefiningOp()->getLoc()
-                                   : cast<BlockArgument>(v).getLoc();
-  if (auto named = dyn_cast<NameLoc>(loc))
-    return named.getName().getValue();
-  return "";
-}
-
 static Location gradLoc(Location base, StringRef name) {
-  if (name.empty())
-    return base;
-  return NameLoc::get(StringAttr::get(base.getContext(), "grad_" + name), base);
+  return derivedLoc(base, name, "grad_");
 }
 
 static Value zerosLike(OpBuilder &b, Location loc, Type type) {

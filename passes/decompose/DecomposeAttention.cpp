@@ -1,8 +1,8 @@
 // tg-decompose-attention: tg.attention / tg.attention_grad as batched GEMMs,
 // a scale, an additive causal mask and a row softmax (see Decompose.h).
 #include "tg/Passes/Decompose.h"
+#include "tg/IR/ValueNames.h"
 #include "tg/IR/TgOps.h"
-#include "tg/Passes/Autodiff.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -28,10 +28,7 @@ struct Namer {
   Location base;
   std::string name;
   Location operator()(StringRef suffix) const {
-    if (name.empty())
-      return base;
-    return NameLoc::get(StringAttr::get(base.getContext(), name + "_" + suffix),
-                        base);
+    return derivedLoc(base, name, "", "_" + suffix);
   }
 };
 

@@ -5,8 +5,8 @@
 // logits, their gradient and the tied embedding's gradient are the three
 // largest products of a GPT-2-medium step, and ran at 95-148 TFLOP/s on an
 // H200 against ~700 for the aligned ones (docs/gpu-validate-h200.md).
+#include "tg/IR/ValueNames.h"
 #include "tg/IR/TgOps.h"
-#include "tg/Passes/Autodiff.h"
 #include "tg/Passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -23,13 +23,6 @@ namespace {
 /// What cuBLASLt needs of a row's start.
 constexpr int64_t kLibraryRowAlignment = 16;
 
-Location named(Value base, StringRef suffix, Location fallback) {
-  StringRef name = valueName(base);
-  if (name.empty())
-    return fallback;
-  return NameLoc::get(StringAttr::get(fallback.getContext(), name + suffix),
-                      fallback);
-}
 
 struct AlignGemmRowsPass : impl::TgAlignGemmRowsBase<AlignGemmRowsPass> {
   using Base::Base;
@@ -79,7 +72,7 @@ private:
         high.push_back(target - size);
       Location loc = value.getDefiningOp() ? value.getDefiningOp()->getLoc()
                                            : getOperation().getLoc();
-      result = PadOp::create(b, named(value, "_aligned", loc), value, low, high);
+      result = PadOp::create(b, derivedLoc(loc, valueName(value), "", "_aligned"), value, low, high);
     }
     pads[value].push_back({SmallVector<int64_t>(shape), result});
     return result;
@@ -125,9 +118,9 @@ private:
                                     op.getTransposeRhsAttr());
     Value result = product.getResult();
     if (newM != m || newN != n)
-      result = SliceOp::create(b, named(op.getResult(), "_unaligned", op.getLoc()),
-                               result, SmallVector<int64_t>(rank, 0),
-                               resultType.getShape());
+      result = SliceOp::create(
+          b, derivedLoc(op.getLoc(), valueName(op.getResult()), "", "_unaligned"),
+          result, SmallVector<int64_t>(rank, 0), resultType.getShape());
     if (remarks)
       op.emitRemark() << "stored rows not 16-byte aligned (" << elementBytes
                       << "-byte elements): M x K x N " << m << " x " << k

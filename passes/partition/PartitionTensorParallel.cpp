@@ -4,6 +4,7 @@
 // op, knowing for every value whether each rank holds it whole, a split of
 // it along one dim, or a partial sum of it.
 #include "tg/IR/TgDialect.h"
+#include "tg/IR/ValueNames.h"
 #include "tg/IR/TgOps.h"
 #include "tg/Passes/Passes.h"
 
@@ -154,10 +155,7 @@ private:
 
   /// `at` (an op or value's location) renamed NAME_suffix.
   Location loc(Location at, StringRef suffix) {
-    if (auto named = dyn_cast<NameLoc>(at))
-      return NameLoc::get(
-          b.getStringAttr(named.getName().getValue() + "_" + suffix), at);
-    return at;
+    return derivedLoc(at, locationName(at), "", "_" + suffix);
   }
   Location loc(Operation *op, StringRef suffix) {
     return loc(op->getLoc(), suffix);

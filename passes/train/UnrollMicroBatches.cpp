@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tg/IR/ValueNames.h"
 #include "tg/IR/TgOps.h"
-#include "tg/Passes/Autodiff.h"
 #include "tg/Passes/Passes.h"
 #include "tg/Passes/TrainStep.h"
 
@@ -45,10 +45,8 @@ static void unrollOne(MicroBatchesOp op) {
       names[0] = name.getName().str();
     base = name.getChildLoc();
   }
-  auto named = [&](const std::string &name, StringRef suffix) -> Location {
-    if (name.empty())
-      return base;
-    return NameLoc::get(StringAttr::get(ctx, name + suffix), base);
+  auto named = [&](StringRef name, StringRef suffix) {
+    return derivedLoc(base, name, "", suffix);
   };
 
   Block &body = op.getBody().front();

@@ -16,9 +16,6 @@ namespace mlir::tg {
 FailureOr<SmallVector<Value>> buildGradients(OpBuilder &builder, Value loss,
                                              ValueRange wrt);
 
-/// The NameLoc name of `v` (an op result or a block argument), or "".
-StringRef valueName(Value v);
-
 } // namespace mlir::tg
 
 #endif
