@@ -7,6 +7,7 @@
 #include "tg/IR/TgOps.h"
 #include "tg/Passes/FlopCount.h"
 #include "tg/Passes/Interface.h"
+#include "tg/Passes/KernelBodies.h"
 #include "tg/Passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -361,11 +362,14 @@ private:
       inputTypes.push_back(v.getType());
     Block &body = region.getBody().front();
     // Named after its ops: k3_add, or k7_mul_to_sub for a fused chain
-    // (compiled-in constants aside).
+    // (compiled-in constants aside, and the views a flash group reads and
+    // writes through: k8_flash_attention).
     std::string name = "k" + std::to_string(kernels.byKey.size() - 1);
+    bool flashGroup = isFlashGroup(body);
     SmallVector<Operation *> computing;
     for (Operation &op : body.without_terminator())
-      if (!isa<tg::ConstantOp>(op))
+      if (!isa<tg::ConstantOp>(op) &&
+          (!flashGroup || isa<tg::FlashAttentionOp, tg::FlashAttentionGradOp>(op)))
         computing.push_back(&op);
     if (!computing.empty())
       name += "_" + computing.front()->getName().stripDialect().str();
