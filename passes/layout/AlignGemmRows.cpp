@@ -72,7 +72,8 @@ private:
         high.push_back(target - size);
       Location loc = value.getDefiningOp() ? value.getDefiningOp()->getLoc()
                                            : getOperation().getLoc();
-      result = PadOp::create(b, derivedLoc(loc, valueName(value), "", "_aligned"), value, low, high);
+      result = PadOp::create(b, derivedLoc(loc, valueName(value), "", "_aligned"),
+                             value, low, high);
     }
     pads[value].push_back({SmallVector<int64_t>(shape), result});
     return result;

@@ -1190,10 +1190,6 @@ struct FlashOperand {
   Value flat;
   int64_t offset = 0, batchStride, headStride, rowStride;
 
-  static FlashOperand packed(Value flat, ArrayRef<int64_t> shape) {
-    int64_t dim = shape.size() == 4 ? shape[3] : 1;
-    return {flat, 0, shape[1] * shape[2] * dim, shape[2] * dim, dim};
-  }
   /// `layout`, of shape [B, H, T, D] (elements contiguous) or [B, H, T],
   /// in `flat`, the flat view of its root; none for other strides.
   static std::optional<FlashOperand> of(Value flat,
@@ -1434,7 +1430,7 @@ struct FlashAttention {
       return next;
     });
   }
-  /// sum_j weights[j] * row j of `x` (at rows[j]), column d, in the
+  /// sum_j weights[j] * row j of `y` (at rows[j]), column d, in the
   /// element type (two chains, then added).
   Value weightedColumn(ArrayRef<Value> weights, const FlashOperand &y,
                        ArrayRef<Value> rows, Value d) {
