@@ -316,6 +316,39 @@ static std::string bytesText(int64_t bytes) {
   return llvm::formatv(unit ? "{0:f2} {1}" : "{0:f0} {1}", value, units[unit]).str();
 }
 
+/// How the step's attention ops are computed, and why, grouped by kernel
+/// and reason (the numbers after a reason's ':' aside).
+template <typename Row>
+static void printAttentionRows(const llvm::json::Array *plan, Row &row) {
+  if (!plan) {
+    row("attention", "decomposed",
+        "tg-fuse-attention off (--no-fuse=attention or --no-fusion)");
+    return;
+  }
+  int64_t flash = 0;
+  SmallVector<std::pair<std::string, int64_t>> reasons; // in first-seen order
+  for (const llvm::json::Value &entry : *plan) {
+    const llvm::json::Object &op = *entry.getAsObject();
+    llvm::StringRef kernel = *op.getString("kernel");
+    flash += kernel == "flash";
+    std::string reason =
+        (kernel + ": " + op.getString("reason")->split(':').first).str();
+    auto it = llvm::find_if(reasons, [&](auto &r) { return r.first == reason; });
+    if (it == reasons.end())
+      reasons.push_back({reason, 1});
+    else
+      ++it->second;
+  }
+  llvm::StringRef what = "attention flash/decomposed";
+  std::string value =
+      llvm::formatv("{0} / {1}", flash, int64_t(plan->size()) - flash);
+  for (auto [i, reason] : llvm::enumerate(reasons))
+    row(i == 0 ? what : "", i == 0 ? value : "",
+        llvm::formatv("{0} ({1} ops)", reason.first, reason.second).str());
+  if (reasons.empty())
+    row(what, value);
+}
+
 /// The stats as a table with units, for people (--stats=json has the same
 /// figures for programs).
 static void printStatsTable(const llvm::json::Object &stats, llvm::StringRef mesh,
@@ -349,6 +382,7 @@ static void printStatsTable(const llvm::json::Object &stats, llvm::StringRef mes
   row("kernel bytes per step", bytesText(number("kernel_bytes")),
       "read and written by the kernels (GEMMs aside)");
   row("library calls (GEMMs)", std::to_string(number("library_calls")));
+  printAttentionRows(stats.getArray("attention"), row);
   row("commands", std::to_string(number("commands")));
   if (devices > 1) {
     row("all-reduce per step", bytesText(*comm.getInteger("all_reduce_bytes")));
@@ -418,6 +452,18 @@ static void printStats(ModuleOp module, double planSeconds,
     devices *= size;
   }
   int64_t arena = program.getArenaSize().value_or(0);
+  // How each attention op is computed and why (tg-fuse-attention's plan;
+  // absent where that pass did not run).
+  std::optional<llvm::json::Array> attention;
+  if (auto plan = program->getAttrOfType<ArrayAttr>(tg::kAttentionPlanAttr)) {
+    attention.emplace();
+    for (auto entry : plan.getAsRange<DictionaryAttr>()) {
+      llvm::json::Object op;
+      for (NamedAttribute field : entry)
+        op[field.getName().getValue()] = cast<StringAttr>(field.getValue()).getValue();
+      attention->push_back(std::move(op));
+    }
+  }
   llvm::json::Object stats{
       {"param_bytes", params},
       {"optimizer_bytes", moments},
@@ -436,6 +482,8 @@ static void printStats(ModuleOp module, double planSeconds,
                           {"reduce_scatter_bytes", reduceScatterBytes},
                           {"all_gather_bytes", allGatherBytes},
                           {"collectives", collectives}}}};
+  if (attention)
+    stats["attention"] = std::move(*attention);
   if (statsOpt == Stats::Json)
     os << llvm::json::Value(std::move(stats)) << "\n";
   else

@@ -6,7 +6,9 @@
 #include "tg/IR/AttentionVisibility.h"
 #include "tg/IR/FlashAttentionLimits.h"
 #include "tg/IR/TgOps.h"
+#include "tg/IR/ValueNames.h"
 #include "tg/Passes/Decompose.h"
+#include "tg/Passes/Interface.h"
 #include "tg/Passes/KernelBodies.h"
 #include "tg/Passes/Passes.h"
 
@@ -137,16 +139,33 @@ struct FuseAttentionPass : impl::TgFuseAttentionBase<FuseAttentionPass> {
         paired.insert(grad);
       decide(op, grad);
     }
-    if (remarks)
-      getOperation().walk([&](AttentionGradOp grad) {
-        if (!paired.contains(grad))
-          grad.emitRemark() << "not fused: no tg.attention of the same "
-                               "query, key and value precedes it in its "
-                               "block; it is decomposed";
-      });
+    getOperation().walk([&](AttentionGradOp grad) {
+      if (paired.contains(grad))
+        return;
+      StringRef why = "no tg.attention of the same query, key and value "
+                      "precedes it in its block";
+      record(grad.getQueryGrad(), "decomposed", why);
+      if (remarks)
+        grad.emitRemark() << "not fused: " << why << "; it is decomposed";
+    });
+    getOperation()->setAttr(kAttentionPlanAttr,
+                            ArrayAttr::get(&getContext(), plan));
   }
 
 private:
+  /// How the attention op computing `result` is computed (`kernel`), and
+  /// why, for tgc --stats (kAttentionPlanAttr).
+  void record(Value result, StringRef kernel, const Twine &why) {
+    Builder b(&getContext());
+    StringRef name = valueName(result);
+    plan.push_back(b.getDictionaryAttr(
+        {b.getNamedAttr("op", b.getStringAttr(name.empty() ? "attention" : name)),
+         b.getNamedAttr("kernel", b.getStringAttr(kernel)),
+         b.getNamedAttr("reason", b.getStringAttr(why))}));
+  }
+
+  SmallVector<Attribute> plan;
+
   void decide(AttentionOp op, AttentionGradOp grad) {
     AttentionCost cost = costOf(op, bool(grad));
     double decomposedMs = 1e-6 * (cost.decomposedFlops() / gemmGflops +
@@ -159,34 +178,41 @@ private:
         "pairs visible) against {3:f3} ms decomposed, whose score matrices "
         "take {4:f1} MiB each",
         flashMs, cost.visiblePairs, cost.allPairs, decomposedMs, scoreMib);
-    std::string reason;
+    std::string comparison =
+        llvm::formatv("{0:f3} ms estimated against {1:f3} ms decomposed",
+                      flashMs, decomposedMs);
+    // Why the op is computed as it is: for tgc --stats (short) and as a
+    // remark (with the estimates).
+    std::string why;
     if (cost.dim > kFlashAttentionMaxHeadDim) {
+      why = llvm::formatv("its head dim {0} is above the flash kernels' {1}",
+                          cost.dim, kFlashAttentionMaxHeadDim);
+      record(op.getResult(), "decomposed", why);
       if (remarks)
-        op.emitRemark() << "not fused: its head dim " << cost.dim
-                        << " is above the flash kernels' "
-                        << kFlashAttentionMaxHeadDim
+        op.emitRemark() << "not fused: " << why
                         << " (a task holds 16 x D elements on the stack)";
       return;
     }
-    if (flashKernels && scoreMib > maxScoreMib)
-      reason = llvm::formatv("its score matrices would take {0:f1} MiB each, "
-                             "more than max-score-mib ({1:f1}); ",
-                             scoreMib, double(maxScoreMib))
-                   .str();
-    else if (flashKernels && flashMs <= decomposedMs)
-      reason = "estimated faster; ";
-    if (reason.empty()) {
+    if (!flashKernels || (scoreMib <= maxScoreMib && flashMs > decomposedMs)) {
+      why = flashKernels ? "estimated slower: " + comparison
+                         : "the target has no flash attention kernel yet";
+      record(op.getResult(), "decomposed", why);
       if (remarks)
-        op.emitRemark() << "not fused: "
-                        << (flashKernels
-                                ? estimate
-                                : std::string("the target has no flash "
-                                              "attention kernel yet"));
+        op.emitRemark() << "not fused: " << (flashKernels ? estimate : why);
       return;
     }
+    why = scoreMib > maxScoreMib
+              ? llvm::formatv("its score matrices would take {0:f1} MiB each, "
+                              "more than max-score-mib ({1:f1})",
+                              scoreMib, double(maxScoreMib))
+                    .str()
+              : "estimated faster: " + comparison;
+    record(op.getResult(), "flash", why);
     if (remarks)
       op.emitRemark() << "fused into flash attention"
-                      << (grad ? " with its gradient" : "") << ": " << reason
+                      << (grad ? " with its gradient" : "") << ": "
+                      << (scoreMib > maxScoreMib ? why + "; "
+                                                 : "estimated faster; ")
                       << estimate;
     OpBuilder b(op);
     auto flash = FlashAttentionOp::create(

@@ -125,6 +125,8 @@ private:
         b.getI64IntegerAttr(int64_t(seed)),
         b.getF64FloatAttr(double(countMatmulFlops(func))), IntegerAttr(),
         IntegerAttr());
+    if (Attribute plan = func->getAttr(kAttentionPlanAttr))
+      program->setAttr(kAttentionPlanAttr, plan);
     b.createBlock(&program.getBody());
   }
 

@@ -13,7 +13,8 @@
   attention it grows at most 2.1x (19.5 to 39.0 MiB: linearly, activations
   are [T, d]), and the T = 2048 peak is less than a third of the decomposed
   one. At T = 2048 flash is also the default (64 MiB score matrices).
-- The decision is visible: `--fusion-remarks` names it and its reason.
+- The decision is visible: `--fusion-remarks` names it and its reason, and
+  `--stats` lists each op's kernel and reason.
 - tg-fuse-attention-layouts (the flash kernels reading q, k, v and dO and
   writing their results in the layouts around them) changes where elements
   are read and written, not what is computed: steps with it are bitwise
@@ -117,6 +118,23 @@ class FlashAttention(ScratchDirTest):
         self.assertGreater(plain[2048] / plain[1024], 3.0)
         self.assertLess(flash[2048] / flash[1024], 2.1)
         self.assertLess(flash[2048], plain[2048] / 3)
+
+    def test_decisions_in_stats(self):
+        """`tgc --stats=json` lists each attention op of the step, its
+        kernel and why; the table sums them up."""
+        plan = self.stats(2048)["attention"]
+        self.assertEqual([(p["op"], p["kernel"]) for p in plan],
+                         [("h0_attn", "flash"), ("h1_attn", "flash")])
+        self.assertEqual(plan[0]["reason"], "its score matrices would take 64.0 MiB each, "
+                                            "more than max-score-mib (32.0)")
+        cuda = self.stats(2048, "--target", "cuda")["attention"]
+        self.assertEqual({(p["kernel"], p["reason"]) for p in cuda},
+                         {("decomposed", "the target has no flash attention kernel yet")})
+        self.assertNotIn("attention", self.stats(2048, "--no-fuse=attention"))
+        table = run("tgc", "compile", self.path("long-model.json"), "--train",
+                    self.path("long-train-2048.json"), "--stats")
+        self.assertIn("attention flash/decomposed          2 / 0  flash: its score matrices "
+                      "would take 64.0 MiB each, more than max-score-mib (32.0) (2 ops)", table)
 
     def test_decision_and_reason_as_remarks(self):
         model, train = self.path("long-model.json"), self.path("long-train-2048.json")

@@ -4,6 +4,7 @@
 // RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-attention{flash-kernels=false remarks=true}))' 2>&1 | FileCheck %s --check-prefix=NOKERNEL
 // NOKERNEL-COUNT-3: remark: not fused: the target has no flash attention kernel yet
 // NOKERNEL-NOT: tg.flash_attention
+// NOKERNEL: tg.attention_plan = [{kernel = "decomposed", op = "attention", reason = "the target has no flash attention kernel yet"}]
 // With GEMMs assumed 100x faster and no memory budget, the decomposition
 // wins everywhere.
 // RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-attention{gemm-gflops=10000 bandwidth-gbs=10000 max-score-mib=1000000}))' | FileCheck %s --check-prefix=FAST-GEMM
@@ -15,7 +16,9 @@
 // they are estimated slower here; the forward and its gradient (same q, k,
 // v) become the pair of flash ops, the gradient reading the forward's
 // result and log-sum-exp.
+// Each decision and its reason is also kept for tgc --stats.
 // CHECK-LABEL: func.func @causal_pair(
+// CHECK-SAME: attributes {tg.attention_plan = [{kernel = "flash", op = "attention", reason = "its score matrices would take 64.0 MiB each, more than max-score-mib (32.0)"}]}
 // CHECK: %[[O:.*]], %[[LSE:.*]] = tg.flash_attention %q, %k, %v {scale = 2.500000e-01 : f64} : tensor<1x16x1024x16xf32>, tensor<1x16x1024x16xf32>, tensor<1x16x1024x16xf32> -> tensor<1x16x1024x16xf32>, tensor<1x16x1024xf32>
 // CHECK: tg.flash_attention_grad %q, %k, %v, %[[O]], %[[LSE]], %dout {scale = 2.500000e-01 : f64} :
 // CHECK-SAME: -> tensor<1x16x1024x16xf32>, tensor<1x16x1024x16xf32>, tensor<1x16x1024x16xf32>
@@ -44,6 +47,7 @@ func.func @causal_pair(%q: tensor<1x16x1024x16xf32> loc("q"), %k: tensor<1x16x10
 // estimated faster (4 MiB of scores: under the budget); the log-sum-exp is
 // unused.
 // CHECK-LABEL: func.func @window_forward(
+// CHECK-SAME: {tg.attention_plan = [{kernel = "flash", op = "attention", reason = "estimated faster: {{[0-9.]+}} ms estimated against {{[0-9.]+}} ms decomposed"}]}
 // CHECK: %[[O:.*]], %{{.*}} = tg.flash_attention %q, %k, %v {scale = 2.500000e-01 : f64, window = 64 : i64} : tensor<1x4x512x16xf32>, tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32> -> tensor<1x4x512x16xf32>, tensor<1x4x512xf32>
 // CHECK: return %[[O]]
 // REMARK: remark: fused into flash attention: estimated faster; {{.*}} (30752 of 262144 (query, key) pairs visible)
@@ -59,6 +63,7 @@ func.func @window_forward(%q: tensor<1x4x512x16xf32> loc("q"), %k: tensor<1x2x51
 // cheaper than the flash kernels' loops, so it stays for the decomposition.
 // A gradient whose forward is not in the function is decomposed too.
 // CHECK-LABEL: func.func @short(
+// CHECK-SAME: {tg.attention_plan = [{kernel = "decomposed", op = "attention", reason = "estimated slower: {{[0-9.]+}} ms estimated against {{[0-9.]+}} ms decomposed"}, {kernel = "decomposed", op = "attention", reason = "no tg.attention of the same query, key and value precedes it in its block"}]}
 // CHECK-NOT: tg.flash_attention
 // CHECK: tg.attention %q
 // CHECK: tg.attention_grad %q2

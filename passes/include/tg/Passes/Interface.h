@@ -13,6 +13,12 @@ namespace mlir::tg {
 /// set by the frontend and recorded in the compiled program.
 inline constexpr llvm::StringLiteral kVocabSizeAttr = "tg.vocab_size";
 
+/// Function attribute set by tg-fuse-attention and carried to the function's
+/// exec.program by tg-lower-to-exec, for `tgc --stats`: how each attention
+/// op is computed and why, an array of {op, kernel ("flash" or
+/// "decomposed"), reason} dictionaries in program order.
+inline constexpr llvm::StringLiteral kAttentionPlanAttr = "tg.attention_plan";
+
 /// What an argument or result of a training step is to the runtime.
 struct InterfaceRole {
   exec::ResourceKind kind = exec::ResourceKind::input;
