@@ -233,8 +233,9 @@ private:
     exec::YieldOp::create(b, region.getLoc(), values);
     if (!isFlashGroup(*body)) {
       remark(flash) << "layouts around it not fused: the flash kernels could "
-                       "not read or write them in place (the head dim would "
-                       "not be contiguous)";
+                       "not read or write them in place (a view would leave "
+                       "the head dim strided, or reshape elements that are "
+                       "not contiguous)";
       fused.erase();
       return;
     }

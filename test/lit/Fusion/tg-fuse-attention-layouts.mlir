@@ -184,7 +184,7 @@ func.func @read_before_the_merged_kernel(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2
 // CHECK-NEXT: tg.transpose %arg0 [0, 1, 3, 2]
 // CHECK: exec.dispatch_region
 // CHECK-NEXT: tg.flash_attention
-// REMARK: remark: layouts around it not fused: the flash kernels could not read or write them in place (the head dim would not be contiguous)
+// REMARK: remark: layouts around it not fused: the flash kernels could not read or write them in place (a view would leave the head dim strided, or reshape elements that are not contiguous)
 func.func @head_dim_not_contiguous(%x: tensor<1x2x8x4xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
   %q = exec.dispatch_region -> (tensor<1x2x4x8xf32>) {
     %0 = tg.transpose %x [0, 1, 3, 2] : tensor<1x2x8x4xf32> -> tensor<1x2x4x8xf32>
