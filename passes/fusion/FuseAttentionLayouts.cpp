@@ -37,26 +37,24 @@ Operation *carrier(Operation *view) {
   return isa<ReshapeOp>(view) ? view : view->getParentOp();
 }
 
-/// The result of `view`'s carrier.
-Value carried(Operation *view) { return carrier(view)->getResult(0); }
-
-/// The views (from the root on) that made a flash operand, and the value
-/// they start from.
+/// The views (from the root on) that made a flash operand, as what carries
+/// them in the function's block (regions and reshapes, as the results'
+/// chains), and the value they start from.
 struct InputChain {
   unsigned operand;
   Value root;
-  SmallVector<Operation *> views;
+  SmallVector<Operation *> carriers;
 
   /// Kernels that the views are (reshapes are not).
   int64_t kernels() const {
-    return llvm::count_if(views, [](Operation *v) { return !isa<ReshapeOp>(v); });
+    return llvm::count_if(carriers, [](Operation *c) { return !isa<ReshapeOp>(c); });
   }
 };
 
 InputChain inputChain(Operation *flash, unsigned operand) {
   InputChain chain{operand, flash->getOperand(operand), {}};
   while (Operation *view = viewProducing(chain.root)) {
-    chain.views.insert(chain.views.begin(), view);
+    chain.carriers.insert(chain.carriers.begin(), carrier(view));
     chain.root = view->getOperand(0);
   }
   return chain;
@@ -215,15 +213,15 @@ private:
                                                 ValueRange(yielded).getTypes());
     Block *body = b.createBlock(&fused.getBody());
     IRMapping map;
-    for (const InputChain &chain : inputs)
-      for (Operation *view : chain.views)
-        map.map(carried(view), b.clone(*view, map)->getResult(0));
     auto cloneInto = [&](Operation *op) {
       Operation *inner = isa<ReshapeOp>(op) ? op : soleOp(cast<exec::DispatchRegionOp>(op));
       Operation *copy = b.clone(*inner, map);
       for (auto [from, to] : llvm::zip(op->getResults(), copy->getResults()))
         map.map(from, to);
     };
+    for (const InputChain &chain : inputs)
+      for (Operation *op : chain.carriers)
+        cloneInto(op);
     cloneInto(region);
     for (Operation *op : consumers)
       cloneInto(op);
@@ -242,12 +240,11 @@ private:
 
     for (const InputChain &chain : inputs) {
       remark(flash) << operandName(chain.operand)
-                    << " read in place through " << chain.views.size()
+                    << " read in place through " << chain.carriers.size()
                     << " views of a " << byteSize(chain.root)
                     << "-byte value: " << chain.kernels()
                     << " layout kernel(s) fewer once nothing else reads them";
-      for (Operation *view : chain.views)
-        inputCarriers.insert(carrier(view));
+      inputCarriers.insert(chain.carriers.begin(), chain.carriers.end());
     }
     if (!consumers.empty()) {
       int64_t bytes = 0;
