@@ -241,22 +241,32 @@ void coalesceConsecutiveLoads(Operation *root) {
   root->walk([](Block *block) { coalesceInBlock(*block); });
 }
 
-int64_t laneVectorWidth(scf::ForOp loop, int64_t startMultiple) {
+LaneVectors laneVectorsOf(scf::ForOp loop, int64_t startMultiple) {
   std::optional<int64_t> lower = getConstantIntValue(loop.getLowerBound());
   std::optional<int64_t> upper = getConstantIntValue(loop.getUpperBound());
   std::optional<int64_t> step = getConstantIntValue(loop.getStep());
   if (!lower || !upper || step != 1)
-    return 1;
+    return {};
   std::optional<BodyShape> shape = shapeOf(loop);
   if (!shape || shape->widestBytes == 0)
-    return 1;
-  int64_t width = kVectorBytes / shape->widestBytes;
+    return {};
   auto divides = [](int64_t w, int64_t n) { return n % w == 0; };
-  while (width > 1 &&
-         !(divides(width, shape->multiple) && divides(width, *lower) &&
-           divides(width, *upper - *lower) && divides(width, startMultiple)))
-    width /= 2;
-  return width;
+  int64_t range = *upper - *lower;
+  auto widest = [&](bool wholeRange) {
+    int64_t width = kVectorBytes / shape->widestBytes;
+    while (width > 1 &&
+           !(divides(width, shape->multiple) && divides(width, *lower) &&
+             divides(width, startMultiple) && width <= range &&
+             (!wholeRange || divides(width, range))))
+      width /= 2;
+    return width;
+  };
+  // Vectors that tile the range where they can; else the widest, with the
+  // last iterations one at a time.
+  if (int64_t width = widest(/*wholeRange=*/true); width > 1)
+    return {width, false};
+  int64_t width = widest(/*wholeRange=*/false);
+  return {width, width > 1};
 }
 
 SmallVector<Value> cloneVectorBody(OpBuilder &b, scf::ForOp loop, int64_t width,

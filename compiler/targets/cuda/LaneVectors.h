@@ -18,12 +18,20 @@ namespace mlir::tg::cuda {
 /// The widest access a thread makes (ld.global.v4.b32).
 inline constexpr int64_t kVectorBytes = 16;
 
-/// The number of consecutive iterations of `loop` a lane can take as one
-/// vector (16 bytes of its widest access), or 1 where the body does anything
-/// else with the index (or the range or an offset is not a multiple of it).
-/// The strided loop starts at the loop's lower bound plus a multiple of
-/// `startMultiple` (0: at the lower bound).
-int64_t laneVectorWidth(scf::ForOp loop, int64_t startMultiple);
+/// How a lane takes the iterations of a row loop: `width` consecutive
+/// iterations as one vector (16 bytes of its widest access), or 1 where the
+/// body does anything else with the index (or an offset or the start is not
+/// a multiple of it). `remainder`: the range may end in fewer than `width`
+/// iterations (the logits' 50257 columns), which then run one at a time
+/// after the vectors.
+struct LaneVectors {
+  int64_t width = 1;
+  bool remainder = false;
+};
+
+/// The lane vectors of `loop`, strided from its lower bound plus a multiple
+/// of `startMultiple` (0: at the lower bound).
+LaneVectors laneVectorsOf(scf::ForOp loop, int64_t startMultiple);
 
 /// Clones `loop`'s body for the `width` iterations from the induction
 /// variable's mapped value, whose iter_args are mapped to vector

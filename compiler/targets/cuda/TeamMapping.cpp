@@ -142,7 +142,7 @@ FailureOr<SmallVector<Value>>
 TeamEmitter::foldOverTeam(scf::ForOp loop, Value lower, Value upper,
                           int64_t startMultiple, IRMapping &map) {
   Location loc = loop.getLoc();
-  int64_t width = laneVectorWidth(loop, startMultiple);
+  LaneVectors vectors = laneVectorsOf(loop, startMultiple);
   SmallVector<StringRef> combiners;
   SmallVector<Value> identities;
   auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
@@ -154,23 +154,20 @@ TeamEmitter::foldOverTeam(scf::ForOp loop, Value lower, Value upper,
                               "across the lanes of a warp (an add, mul, max "
                               "or min is needed)");
     combiners.push_back(combiner);
-    Value identity = combinerIdentity(b, loc, combiner, acc.getType());
-    if (width > 1)
-      identity = vector::BroadcastOp::create(
-          b, loc, VectorType::get({width}, acc.getType()), identity);
-    identities.push_back(identity);
+    identities.push_back(combinerIdentity(b, loc, combiner, acc.getType()));
   }
-  // Iterations lower + (k*width + j)*step, j < width, go to lane k mod size.
   Value step = map.lookupOrDefault(loop.getStep());
-  Value laneStep = arith::MulIOp::create(
-      b, loc, step, arith::ConstantIndexOp::create(b, loc, width));
-  Value start = arith::AddIOp::create(
-      b, loc, lower, arith::MulIOp::create(b, loc, team.lane, laneStep));
-  Value stride = arith::MulIOp::create(
-      b, loc, laneStep, arith::ConstantIndexOp::create(b, loc, team.size));
-  auto strided =
-      scf::ForOp::create(b, loc, start, upper, stride, identities);
-  {
+  // Iterations from + (k*width + j)*step, j < width, go to lane k mod size;
+  // each lane starts from `inits` and ends with its own folds.
+  auto stridedOver = [&](Value from, Value to, int64_t width,
+                         ValueRange inits) {
+    Value laneStep = arith::MulIOp::create(
+        b, loc, step, arith::ConstantIndexOp::create(b, loc, width));
+    Value start = arith::AddIOp::create(
+        b, loc, from, arith::MulIOp::create(b, loc, team.lane, laneStep));
+    Value stride = arith::MulIOp::create(
+        b, loc, laneStep, arith::ConstantIndexOp::create(b, loc, team.size));
+    auto strided = scf::ForOp::create(b, loc, start, to, stride, inits);
     OpBuilder::InsertionGuard guard(b);
     clearBody(strided);
     map.map(loop.getInductionVar(), strided.getInductionVar());
@@ -187,15 +184,38 @@ TeamEmitter::foldOverTeam(scf::ForOp loop, Value lower, Value upper,
         yielded.push_back(map.lookupOrDefault(v));
     }
     scf::YieldOp::create(b, loc, yielded);
+    return SmallVector<Value>(strided.getResults());
+  };
+  SmallVector<Value> laneParts;
+  if (vectors.width == 1) {
+    laneParts = stridedOver(lower, upper, 1, identities);
+  } else {
+    SmallVector<Value> vectorIdentities;
+    for (Value identity : identities)
+      vectorIdentities.push_back(vector::BroadcastOp::create(
+          b, loc, VectorType::get({vectors.width}, identity.getType()),
+          identity));
+    // The vectors end at the last whole vector of the range (step 1).
+    Value vectorsEnd = upper;
+    if (vectors.remainder) {
+      Value width = arith::ConstantIndexOp::create(b, loc, vectors.width);
+      Value whole = arith::MulIOp::create(
+          b, loc,
+          arith::DivUIOp::create(
+              b, loc, arith::SubIOp::create(b, loc, upper, lower), width),
+          width);
+      vectorsEnd = arith::AddIOp::create(b, loc, lower, whole);
+    }
+    for (auto [i, part] : llvm::enumerate(
+             stridedOver(lower, vectorsEnd, vectors.width, vectorIdentities)))
+      laneParts.push_back(vector::ReductionOp::create(
+          b, loc, reductionKind(combiners[i]), part));
+    if (vectors.remainder)
+      laneParts = stridedOver(vectorsEnd, upper, 1, laneParts);
   }
   SmallVector<Value> totals;
-  for (auto [i, combiner] : llvm::enumerate(combiners)) {
-    Value lanePart = strided.getResult(i);
-    if (width > 1)
-      lanePart = vector::ReductionOp::create(b, loc, reductionKind(combiner),
-                                             lanePart);
-    totals.push_back(reduceAcrossTeam(lanePart, combiner));
-  }
+  for (auto [part, combiner] : llvm::zip(laneParts, combiners))
+    totals.push_back(reduceAcrossTeam(part, combiner));
   return totals;
 }
 

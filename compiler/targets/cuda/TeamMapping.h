@@ -49,7 +49,8 @@ public:
   /// every lane gets the totals. `lower` is the loop's lower bound plus a
   /// multiple of `startMultiple` (0: the lower bound itself). A lane takes
   /// consecutive iterations as vectors where the body allows
-  /// (laneVectorWidth).
+  /// (laneVectorsOf), and the iterations after the last whole vector one at
+  /// a time.
   FailureOr<SmallVector<Value>> foldOverTeam(scf::ForOp loop, Value lower,
                                              Value upper, int64_t startMultiple,
                                              IRMapping &map);

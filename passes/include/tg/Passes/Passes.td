@@ -750,6 +750,28 @@ def TgCudaMapKernels : Pass<"tg-cuda-map-kernels", "ModuleOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def TgCudaApproximateHalfMath
+    : Pass<"tg-cuda-approximate-half-math", "gpu::GPUModuleOp"> {
+  let summary = "Compute 16-bit float exp, tanh and division with the GPU's "
+                "fast f32 approximations";
+  let description = [{
+    A bf16 or f16 `math.exp`, `math.exp2`, `math.tanh` or `arith.divf` is
+    computed in f32 and rounded to 16 bits. The exact f32 routines (libdevice's
+    `__nv_expf`, IEEE `div.rn.f32`) take ten to twenty instructions each; the
+    approximations (`__nv_fast_expf`: a multiply and `ex2.approx.f32`;
+    `div.approx.f32`, `rcp.approx.f32`) take two or three, and their error
+    (a few f32 ulps, plus the exponent's rounding for large arguments: below
+    2^-17 relative for |x| < 88) is hundreds of times below the 16-bit
+    rounding that follows (2^-9 for bf16, 2^-12 for f16), so a result differs
+    from the exact routine's only where the f32 value lies within that error
+    of a rounding boundary, and then by one 16-bit ulp. The attention softmax
+    of the bf16 GPT-2-medium step was bound by these instructions (72% of
+    issue slots busy, 40% of DRAM bandwidth), not by memory. The pass marks
+    those ops `afn` (approximate functions), which the NVVM lowering and the
+    NVPTX backend honour; f32 and f64 math is left exact.
+  }];
+}
+
 def TgCudaSerializeKernels : Pass<"tg-cuda-serialize-kernels", "ModuleOp"> {
   let summary = "Turn each kernel module compiled to PTX into an exec.binary "
                 "with its launches";

@@ -452,19 +452,17 @@ module @no_split_after_store {
 // -----
 
 // A lane takes one element at a time where the index is used otherwise than
-// as an element's (here: every other element), or where the row's length is
-// not a multiple of two (51 floats).
+// as an element's (here: every other element).
 // CHECK-LABEL: module @scalar_lanes
 // CHECK-NOT: vector.
 // CHECK: scf.for %{{.*}} iter_args(%{{.*}} = %cst{{.*}}) -> (f32)
-// CHECK: scf.for %{{.*}} iter_args(%{{.*}} = %cst{{.*}}) -> (f32)
+// CHECK-NOT: vector.
 module @scalar_lanes {
-  func.func @k0(%x: memref<6400xf32>, %y: memref<100xf32>, %z: memref<100xf32>) {
+  func.func @k0(%x: memref<6400xf32>, %y: memref<100xf32>) {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c2 = arith.constant 2 : index
     %c32 = arith.constant 32 : index
-    %c51 = arith.constant 51 : index
     %c64 = arith.constant 64 : index
     %c100 = arith.constant 100 : index
     %zero = arith.constant 0.0 : f32
@@ -478,6 +476,39 @@ module @scalar_lanes {
         scf.yield %s : f32
       }
       memref.store %even, %y[%r] : memref<100xf32>
+      scf.reduce
+    }
+    return
+  }
+}
+
+// -----
+
+// A row of 51 floats (the logits' rows of an odd vocabulary): a lane takes
+// vectors of 4 up to the last whole vector (48 = 51 / 4 * 4), then the
+// remaining 3 elements one at a time, continuing its vector's fold.
+// CHECK-LABEL: module @vector_remainder
+// CHECK: %[[WIDTH:.*]] = arith.constant 4 : index
+// CHECK: %[[WHOLE:.*]] = arith.divui %{{.*}}, %[[WIDTH]] : index
+// CHECK: %[[SPAN:.*]] = arith.muli %[[WHOLE]], %[[WIDTH]] : index
+// CHECK: %[[END:.*]] = arith.addi %{{.*}}, %[[SPAN]] : index
+// CHECK: %[[VECTORS:.*]] = scf.for %{{.*}} to %[[END]] {{.*}} -> (vector<4xf32>)
+// CHECK: vector.load %{{.*}} : memref<6400xf32>, vector<4xf32>
+// CHECK: %[[PART:.*]] = vector.reduction <add>, %[[VECTORS]] : vector<4xf32> into f32
+// CHECK: %[[START:.*]] = arith.addi %[[END]], %{{.*}} : index
+// CHECK: %[[LANE:.*]] = scf.for %{{.*}} = %[[START]] to %c51 {{.*}} iter_args(%{{.*}} = %[[PART]]) -> (f32)
+// CHECK: memref.load %{{.*}} : memref<6400xf32>
+// CHECK: gpu.shuffle xor %[[LANE]]
+module @vector_remainder {
+  func.func @k0(%x: memref<6400xf32>, %z: memref<100xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c51 = arith.constant 51 : index
+    %c64 = arith.constant 64 : index
+    %c100 = arith.constant 100 : index
+    %zero = arith.constant 0.0 : f32
+    scf.parallel (%r) = (%c0) to (%c100) step (%c1) {
+      %base = arith.muli %r, %c64 : index
       %head = scf.for %i = %c0 to %c51 step %c1 iter_args(%acc = %zero) -> (f32) {
         %at = arith.addi %base, %i : index
         %v = memref.load %x[%at] : memref<6400xf32>
