@@ -86,6 +86,8 @@ def write_manifest(args):
               "vocab": model["vocab_size"], "seq_len": train["seq_len"], "batch_size": train["batch_size"],
               "tokens_per_step": train["batch_size"] * train["seq_len"], "steps": args.medium_steps,
               "warmup": args.warmup, "flops_per_step": stats["flops_per_step"], "arena_bytes": stats["arena_bytes"]}
+    if args.base_label:
+        medium["base_label"] = args.base_label
     manifest = {"commit": args.commit, "dirty": args.dirty == 1, "cuda_arch": args.cuda_arch,
                 "prepared": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
                 "correctness": checks, "medium": medium}
@@ -347,9 +349,8 @@ def medium_rows(bundle, ceilings, rows):
             f"; arena {medium['arena_bytes'] / 2**30:.1f} GiB")
     else:
         rows.append(("gpt2-medium", "TGC (tgrun)", f"n/a: {why}", "", ""))
-    # The same step compiled without the changes made since the last GPU run
-    # (scripts/gpu-validate's MEDIUM_BASE_FLAGS), in the same run.
-    base_name = "TGC as before (no GELU epilogues, unpadded GEMM rows, probabilities recomputed)"
+    # An earlier build's step (gpu-validate prepare --base), in the same run.
+    base_name = f"TGC as before: {medium.get('base_label', 'no earlier build given')}"
     why = bundle.failure("medium-base")
     if why is None:
         metrics = read_metrics(bundle.path("results", "medium-base.jsonl"))
@@ -359,8 +360,8 @@ def medium_rows(bundle, ceilings, rows):
             diff = max(abs(a - b["loss"]) for a, b in zip(losses["TGC"][:n], metrics[:n]))
             rows.append(("gpt2-medium", "TGC vs TGC as before: losses",
                          f"max abs diff {fmt(diff)} over {n} steps",
-                         "bf16: other roundings (GELU in the GEMM's f32 epilogue, other cuBLASLt "
-                         "kernels); information, no threshold", ""))
+                         "bf16: other roundings where the builds' kernels differ; information, "
+                         "no threshold", ""))
     else:
         rows.append(("gpt2-medium", base_name, f"n/a: {why}", "", ""))
     for mode, name in (("eager", "PyTorch eager"), ("compile", "PyTorch torch.compile")):
@@ -567,6 +568,7 @@ def main():
     man.add_argument("--medium-steps", type=int, required=True)
     man.add_argument("--warmup", type=int, required=True)
     man.add_argument("--checks", nargs="+", required=True, help="MODEL-DTYPE of each correctness run")
+    man.add_argument("--base-label", help="what the earlier build timed beside this one is (prepare --base)")
     ceil = sub.add_parser("ceilings")
     ceil.add_argument("-o", required=True)
     attention = sub.add_parser("attention")

@@ -298,6 +298,7 @@ llvm::Expected<CudaTargetOptions> cudaOptions(const Options &o) {
   CudaTargetOptions cuda;
   cuda.chip = o.cudaArch;
   cuda.smCount = chip->second;
+  cuda.approximateHalfMath = o.cudaApproximateHalfMath;
   return cuda;
 }
 } // namespace

@@ -123,6 +123,19 @@ static cl::opt<std::string> cudaArchOpt(
     cl::desc("GPU architecture of --target cuda: sm_90a (H100, H200; the "
              "default), sm_90, sm_89 or sm_80"),
     cl::init("sm_90a"), cl::sub(compileCommand), cl::cat(tgcCategory));
+enum class HalfMath { Approximate, Exact };
+static EnumOption<HalfMath> cudaHalfMathOpt(
+    "cuda-half-math",
+    cl::desc("How --target cuda computes bf16 and f16 exp, tanh and "
+             "division (in f32, then rounded to 16 bits)"),
+    cl::init(HalfMath::Approximate),
+    cl::values(clEnumValN(HalfMath::Approximate, "approximate",
+                          "the fast f32 approximations, whose error is "
+                          "hundreds of times below the 16-bit rounding (the "
+                          "default)"),
+               clEnumValN(HalfMath::Exact, "exact",
+                          "libdevice's exact f32 routines and IEEE division")),
+    cl::sub(compileCommand), cl::cat(tgcCategory));
 enum class Stats { None, Table, Json };
 static EnumOption<Stats> statsOpt(
     "stats",
@@ -604,6 +617,7 @@ static llvm::Expected<tg::driver::Options> driverOptions() {
   o.seq = seqOpt;
   o.target = targetOpt == Target::Cuda ? tg::driver::Target::Cuda : tg::driver::Target::Cpu;
   o.cudaArch = cudaArchOpt;
+  o.cudaApproximateHalfMath = cudaHalfMathOpt == HalfMath::Approximate;
   o.libraryGemm = gemmOpt == GemmLowering::Library;
   if (alignGemmRowsOpt != cl::BOU_UNSET)
     o.alignGemmRows = alignGemmRowsOpt == cl::BOU_TRUE;
@@ -655,6 +669,9 @@ static int compile(MLIRContext &ctx, const char *argv0) {
   bool lowers = statsOpt != Stats::None || what == Emit::Kernels || compilesKernels;
   if (what == Emit::Ptx && targetOpt != Target::Cuda)
     return fail("--emit=ptx writes GPU kernels: add --target cuda");
+  if (cudaHalfMathOpt.getNumOccurrences() && targetOpt != Target::Cuda)
+    return fail("--cuda-half-math chooses how GPU kernels compute: add "
+                "--target cuda, or drop it");
   if (what == Emit::Ptx && outputPath == "-")
     return fail("--emit=ptx writes one file per kernel module: give a "
                 "directory with -o DIR");

@@ -55,6 +55,34 @@ class CudaTarget(unittest.TestCase):
                     spilling = [name for name, stores, loads in functions if int(stores) or int(loads)]
                     self.assertEqual(spilling, [], f"{model} {dtype}: functions that spill")
 
+    def test_half_math_choice(self):
+        """--cuda-half-math: bf16 exp and division use the fast approximations
+        by default and libdevice's exact routines with =exact; f32 kernels are
+        the same either way, and the CPU target refuses the option."""
+        ptx = {}
+        for dtype in ["f32", "bf16"]:
+            for choice in ["approximate", "exact"]:
+                out = self.path(f"half-math-{dtype}-{choice}")
+                run("tgc", "compile", example("models", "gpt2-tiny"), "--train", example("train", "tiny"),
+                    "--target", "cuda", f"--dtype={dtype}", f"--cuda-half-math={choice}", "--emit=ptx",
+                    "-o", out)
+                with open(os.path.join(out, "kernels.ptx")) as f:
+                    ptx[dtype, choice] = f.read()
+        self.assertEqual(ptx["f32", "approximate"], ptx["f32", "exact"])
+        approximate, exact = ptx["bf16", "approximate"], ptx["bf16", "exact"]
+        # The softmax rows divide by their sums; exp is __nv_expf's polynomial
+        # (an ex2.approx.ftz on a reduced argument) or one ex2.approx.f32.
+        self.assertIn("div.approx.f32", approximate)
+        self.assertNotIn("div.approx.f32", exact)
+        self.assertIn("div.rn.f32", exact)
+        self.assertIn("ex2.approx.f32", approximate)
+        self.assertNotIn("ex2.approx.f32", exact)
+        self.assertLess(approximate.count("\n"), exact.count("\n"))
+        code, _, err = run_status("tgc", "compile", example("models", "gpt2-tiny"), "--train",
+                                  example("train", "tiny"), "--cuda-half-math=exact", "-o", self.path("cpu.tgx"))
+        self.assertEqual(code, 1, err)
+        self.assertIn("--cuda-half-math chooses how GPU kernels compute: add --target cuda", err)
+
     def test_tgrun_needs_a_gpu(self):
         """On a machine without the NVIDIA driver, a CUDA artifact is verified and
         refused with a message saying what it needs; never a crash."""

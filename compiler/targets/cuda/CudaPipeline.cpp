@@ -22,7 +22,8 @@ void registerCudaTarget(DialectRegistry &registry) {
 void addCudaKernelLoweringPasses(OpPassManager &pm,
                                  const CudaTargetOptions &options) {
   pm.addPass(createTgCudaMapKernels({options.smCount}));
-  pm.addNestedPass<gpu::GPUModuleOp>(createTgCudaApproximateHalfMath());
+  if (options.approximateHalfMath)
+    pm.addNestedPass<gpu::GPUModuleOp>(createTgCudaApproximateHalfMath());
   gpu::GPUToNVVMPipelineOptions nvvm;
   nvvm.cubinChip = options.chip;
   nvvm.cubinFeatures = options.features;

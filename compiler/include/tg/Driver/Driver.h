@@ -53,6 +53,9 @@ struct Options {
   int64_t batch = 1, seq = 0;
   Target target = Target::Cpu;
   std::string cudaArch = "sm_90a";
+  /// 16-bit exp, tanh and division through the fast f32 approximations
+  /// (tg-cuda-approximate-half-math); false: libdevice's exact routines.
+  bool cudaApproximateHalfMath = true;
   bool libraryGemm = true;
   /// Pad library GEMMs to 16-byte aligned rows (tg-align-gemm-rows); unset:
   /// the target's need (CUDA yes, the CPU no).

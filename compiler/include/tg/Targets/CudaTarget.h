@@ -19,6 +19,7 @@ struct CudaTargetOptions {
   /// The PTX ISA version: sm_90a needs PTX 8.0 or later.
   std::string features = "+ptx80";
   int64_t smCount = 132; // H100 SXM
+  bool approximateHalfMath = true; // tg-cuda-approximate-half-math
 };
 
 /// Registers what the CUDA target's passes need: the gpu, nvvm and vector
