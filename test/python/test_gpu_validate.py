@@ -40,7 +40,12 @@ class GpuValidate(unittest.TestCase):
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
         cls.bundle = os.path.join(cls.tmp.name, "bundle")
-        prepared = subprocess.run([SCRIPT, "prepare", cls.bundle], capture_output=True, text=True)
+        # An earlier build's medium artifact to time beside this one's: any
+        # artifact stands in for it here.
+        base = os.path.join(cls.tmp.name, "earlier.tgx")
+        run("tgc", "compile", TINY, "--train", TRAIN, "--target", "cuda", "--dtype=bf16", "-o", base)
+        prepared = subprocess.run([SCRIPT, "prepare", cls.bundle, "--base", base, "--base-label", "abc1234 (before)"],
+                                  capture_output=True, text=True)
         if prepared.returncode != 0:
             raise RuntimeError(f"gpu-validate prepare failed:\n{prepared.stderr}")
         cls.manifest = json.load(open(os.path.join(cls.bundle, "manifest.json")))
@@ -82,6 +87,14 @@ class GpuValidate(unittest.TestCase):
         self.assertEqual(len(reference["loss"]), 20)
         self.assertTrue(os.access(os.path.join(self.bundle, "run"), os.X_OK))
 
+    def test_base_needs_a_label_and_a_file(self):
+        for args, message in ((["--base", TINY], "--base needs --base-label"),
+                              (["--base", "/nonexistent.tgx", "--base-label", "x"], "no such file")):
+            result = subprocess.run([SCRIPT, "prepare", os.path.join(self.tmp.name, "other"), *args],
+                                    capture_output=True, text=True)
+            self.assertEqual(result.returncode, 1, result.stderr)
+            self.assertIn(message, result.stderr)
+
     def test_run_needs_a_gpu(self):
         env = dict(os.environ, PATH="/usr/bin:/bin")  # no nvidia-smi
         result = subprocess.run([SCRIPT, "run", self.bundle], capture_output=True, text=True, env=env)
@@ -94,8 +107,11 @@ class GpuValidate(unittest.TestCase):
         self.assertIn("| correctness | gpt2-tiny f32 vs CPU f32, 20 steps | n/a: did not run", self.report.stdout)
 
     def test_the_step_as_before_is_timed_beside_it(self):
-        self.assertIn("| gpt2-medium | TGC as before (no GELU epilogues, unpadded GEMM rows, probabilities "
-                      "recomputed) | 100.0 ms/step", self.report.stdout)
+        with open(os.path.join(self.bundle, "artifacts", "gpt2-medium-bf16-base.tgx"), "rb") as copied, \
+                open(os.path.join(self.tmp.name, "earlier.tgx"), "rb") as given:
+            self.assertEqual(copied.read(), given.read())
+        self.assertEqual(self.manifest["medium"]["base_label"], "abc1234 (before)")
+        self.assertIn("| gpt2-medium | TGC as before: abc1234 (before) | 100.0 ms/step", self.report.stdout)
         self.assertIn("| gpt2-medium | tokens/s, TGC / TGC as before | 1.25× |", self.report.stdout)
         self.assertIn("| gpt2-medium | TGC vs TGC as before: losses | max abs diff 0.25 over 25 steps",
                       self.report.stdout)
