@@ -1205,9 +1205,9 @@ struct FlashOperand {
 /// The shapes and visibility rules of a flash attention op, and its kernels.
 /// Query rows (q, o, dO, dq) are r = (b, h, t), key rows (k, v, dk, dv)
 /// (b, hk, s); query head h reads key head h / group. Each task takes a block
-/// of kLanes rows of one plane as the lanes of its vectors: query rows for
-/// the forward and the query gradient, key rows for the key and value
-/// gradients. Its own rows are transposed once into scratch on the stack (a
+/// of kLanes rows of one plane as the lanes of its vectors: query rows
+/// forward, key rows in the gradient (one task a plane, its key blocks in
+/// turn). Its own rows are transposed once into scratch on the stack (a
 /// column of the block, one element per lane, for each of the D head-dim
 /// elements), and the loops over the other rows go in tiles of a few
 /// positions: a tile's scores are one vector per position, summed over the
@@ -1396,9 +1396,9 @@ struct FlashAttention {
   Value at(const FlashOperand &x, Value row, Value d) {
     return e.load(x.flat, e.addIndex(row, d));
   }
-  /// The block's rows of `x` (plane `plane`), transposed into new scratch.
-  Value transposed(const FlashOperand &x, Value plane, const TaskRows &blk) {
-    Value scratch = columns(e.element);
+  /// The block's rows of `x` (plane `plane`), transposed into `scratch`.
+  void transpose(const FlashOperand &x, Value plane, const TaskRows &blk,
+                 Value scratch) {
     SmallVector<Value> rows = rowsAt(x, plane, blk.positions);
     e.loop(dim, [&](Value d) {
       SmallVector<Value> values;
@@ -1407,13 +1407,22 @@ struct FlashAttention {
       setColumn(vector::FromElementsOp::create(e.b, e.loc, laneVector, values),
                 scratch, d);
     });
+  }
+  /// The same, into new scratch.
+  Value transposed(const FlashOperand &x, Value plane, const TaskRows &blk) {
+    Value scratch = columns(e.element);
+    transpose(x, plane, blk, scratch);
     return scratch;
+  }
+  /// f64 scratch set to zeros.
+  void clearColumns(Value scratch) {
+    Value zero = splat(e.constant(wide, 0.0), wideLaneVector);
+    e.loop(dim, [&](Value d) { setColumn(zero, scratch, d); });
   }
   /// New f64 scratch of zeros.
   Value zeroColumns() {
     Value scratch = columns(wide);
-    Value zero = splat(e.constant(wide, 0.0), wideLaneVector);
-    e.loop(dim, [&](Value d) { setColumn(zero, scratch, d); });
+    clearColumns(scratch);
     return scratch;
   }
   /// Per tile position j, the vector of (block row i) . (row j of `x`, at
@@ -1641,14 +1650,56 @@ struct FlashAttention {
     });
   }
 
-  /// Backward (FlashAttention-2's recomputation), three loops over tasks:
-  /// delta_r = dO_r . o_r for every query row, kept in element 0 of the
-  /// row's dq until the last loop overwrites the row; then per block of key
-  /// rows (the laneVector) the key and value gradients, over tiles of the
-  /// queries that see them, for each query head of their group; then per
-  /// block of query rows the query gradient over tiles of their keys. With
-  /// p = exp(scale q.k - lse) and dS = p (dO.v - delta): dv_s = sum p dO_t,
-  /// dk_s = scale sum dS q_t, dq_t = scale sum dS k_s.
+  /// The widest vector (up to a lane vector) that tiles a row of the head
+  /// dim: the query gradient is summed along rows.
+  int64_t rowVectorWidth() const {
+    int64_t width = kLanes;
+    while (dim % width != 0)
+      width /= 2;
+    return width;
+  }
+  /// Adds to each query row j of a tile (position positions[j] of query head
+  /// `g` of the task's group, in `dqSums`: [group, queryLen, dim] in f64)
+  /// sum_i dS_j[i] k_i over the block's key rows i (at kRows[i]): per key a
+  /// broadcast of its dS and FMAs with its row, along the head dim in the
+  /// element type, then once into the f64 sums.
+  void accumulateQueryRows(Value dqSums, Value g, ArrayRef<Value> positions,
+                           ArrayRef<Value> dS, const FlashOperand &k,
+                           ArrayRef<Value> kRows) {
+    int64_t width = rowVectorWidth();
+    auto rowVector = VectorType::get({width}, e.element);
+    auto wideRowVector = VectorType::get({width}, wide);
+    for (auto [position, scores] : llvm::zip_equal(positions, dS)) {
+      Value row = e.mulIndex(
+          e.addIndex(e.mulIndex(g, queryLen), position), dim);
+      e.loop(dim / width, [&](Value c) {
+        Value offset = e.mulIndex(c, width);
+        Value sum;
+        for (int64_t i = 0; i < kLanes; ++i) {
+          Value weight = splat(
+              vector::ExtractOp::create(e.b, e.loc, scores, i), rowVector);
+          Value key = vector::LoadOp::create(e.b, e.loc, rowVector, k.flat,
+                                             e.addIndex(kRows[i], offset));
+          sum = sum ? math::FmaOp::create(e.b, e.loc, weight, key, sum)
+                    : e.mul(weight, key);
+        }
+        Value at = e.addIndex(row, offset);
+        Value old = vector::LoadOp::create(e.b, e.loc, wideRowVector, dqSums, at);
+        vector::StoreOp::create(e.b, e.loc, e.add(old, widen(sum)), dqSums, at);
+      });
+    }
+  }
+
+  /// Backward (FlashAttention-2's): delta_r = dO_r . o_r for every query row,
+  /// kept in element 0 of the row's dq until the row is written; then per
+  /// (batch, key head) plane, its blocks of key rows (the laneVector) in
+  /// turn, each over tiles of the queries that see it, for each query head
+  /// of its group: with p = exp(scale q.k - lse) and dS = p (dO.v - delta),
+  /// dv_s = sum p dO_t and dk_s = scale sum dS q_t for the block, and
+  /// dq_t = scale sum dS k_s added into the plane's f64 query sums, written
+  /// once its last block is done. Scores are computed once per (query, key)
+  /// pair; a plane's query rows are its task's alone, so the sums need no
+  /// synchronisation.
   void backward(const FlashOperand &q, const FlashOperand &k,
                 const FlashOperand &v, const FlashOperand &o,
                 const FlashOperand &lse, const FlashOperand &dOut,
@@ -1666,71 +1717,90 @@ struct FlashAttention {
       }));
       e.store(delta, dq.flat, rowOf(dq));
     });
-    e.rows(batch * kvHeads * blocks(keyLen), [&](Value task) {
-      Value kvPlane = e.divIndex(task, blocks(keyLen));
+    int64_t width = rowVectorWidth();
+    e.rows(batch * kvHeads, [&](Value kvPlane) {
       Value b = e.divIndex(kvPlane, kvHeads), hk = e.remIndex(kvPlane, kvHeads);
-      TaskRows blk = taskRows(e.remIndex(task, blocks(keyLen)), keyLen);
-      auto [first, end] = queriesOf(blk);
       Value kPlane = plane(k, b, hk), vPlane = plane(v, b, hk);
-      Value keys = transposed(k, kPlane, blk), values = transposed(v, vPlane, blk);
-      Value dkSum = zeroColumns(), dvSum = zeroColumns();
-      e.loop(group, [&](Value g) {
-        Value h = e.addIndex(e.mulIndex(hk, group), g);
-        Value qPlane = plane(q, b, h), dOPlane = plane(dOut, b, h);
-        Value lsePlane = plane(lse, b, h), dqPlane = plane(dq, b, h);
-        foldTiles(first, end, kFlashGradientTile, {},
-                  [&](const Tile &tl, ValueRange) {
-                    SmallVector<Value> qRows = rowsAt(q, qPlane, tl.positions);
-                    SmallVector<Value> dORows =
-                        rowsAt(dOut, dOPlane, tl.positions);
-                    SmallVector<Value> lseRows =
-                        rowsAt(lse, lsePlane, tl.positions);
-                    SmallVector<Value> dqRows = rowsAt(dq, dqPlane, tl.positions);
-                    GradientTile g = gradientTile(
-                        keys, q, qRows, values, dOut, dORows,
-                        [&](int64_t j) {
-                          return visible(position(tl.positions[j]), blk.at,
-                                         tl.valid[j]);
-                        },
-                        [&](int64_t j) {
-                          return splat(e.narrow(e.load(lse.flat, lseRows[j])),
-                                       laneVector);
-                        },
-                        [&](int64_t j) {
-                          return splat(e.load(dq.flat, dqRows[j]), laneVector);
-                        });
-                    accumulate({{dvSum, g.p, dOut, dORows}, {dkSum, g.dS, q, qRows}});
-                    return SmallVector<Value>{};
-                  });
+      Value keys = columns(e.element), values = columns(e.element);
+      Value dkSum = columns(wide), dvSum = columns(wide);
+      // On the heap: group * T * D doubles can be megabytes.
+      Value dqSums = memref::AllocOp::create(
+          e.b, e.loc, MemRefType::get({group * queryLen * dim}, wide));
+      Value zeros = splat(e.constant(wide, 0.0),
+                          VectorType::get({width}, wide));
+      e.loop(group * queryLen * dim / width, [&](Value i) {
+        vector::StoreOp::create(e.b, e.loc, zeros, dqSums,
+                                ValueRange{e.mulIndex(i, width)});
       });
-      store(dkSum, wideSplat(scale), dk, plane(dk, b, hk), blk);
-      store(dvSum, wideSplat(1.0), dv, plane(dv, b, hk), blk);
-    });
-    e.rows(batch * heads * blocks(queryLen), [&](Value task) {
-      auto [b, h, kvHead, blk] = queryTask(task);
-      Value kPlane = plane(k, b, kvHead), vPlane = plane(v, b, kvHead);
-      Value dqPlane = plane(dq, b, h);
-      auto [first, end] = keysOf(blk);
-      // This block's deltas, read before its rows of dq are written.
-      Value deltas = gather(dq, dqPlane, blk),
-            lses = gather(lse, plane(lse, b, h), blk);
-      Value queries = transposed(q, plane(q, b, h), blk),
-            dOuts = transposed(dOut, plane(dOut, b, h), blk);
-      Value dqSum = zeroColumns();
-      foldTiles(
-          first, end, kFlashGradientTile, {}, [&](const Tile &tl, ValueRange) {
-            SmallVector<Value> kRows = rowsAt(k, kPlane, tl.positions);
-            GradientTile g = gradientTile(
-                queries, k, kRows, dOuts, v, rowsAt(v, vPlane, tl.positions),
-                [&](int64_t j) {
-                  return visible(blk.at, position(tl.positions[j]),
-                                 tl.valid[j]);
-                },
-                [&](int64_t) { return lses; }, [&](int64_t) { return deltas; });
-            accumulate({{dqSum, g.dS, k, kRows}});
-            return SmallVector<Value>{};
+      e.loop(blocks(keyLen), [&](Value block) {
+        TaskRows blk = taskRows(block, keyLen);
+        auto [first, end] = queriesOf(blk);
+        transpose(k, kPlane, blk, keys);
+        transpose(v, vPlane, blk, values);
+        clearColumns(dkSum);
+        clearColumns(dvSum);
+        SmallVector<Value> kRows = rowsAt(k, kPlane, blk.positions);
+        e.loop(group, [&](Value g) {
+          Value h = e.addIndex(e.mulIndex(hk, group), g);
+          Value qPlane = plane(q, b, h), dOPlane = plane(dOut, b, h);
+          Value lsePlane = plane(lse, b, h), dqPlane = plane(dq, b, h);
+          foldTiles(first, end, kFlashGradientTile, {},
+                    [&](const Tile &tl, ValueRange) {
+                      SmallVector<Value> qRows = rowsAt(q, qPlane, tl.positions);
+                      SmallVector<Value> dORows =
+                          rowsAt(dOut, dOPlane, tl.positions);
+                      SmallVector<Value> lseRows =
+                          rowsAt(lse, lsePlane, tl.positions);
+                      SmallVector<Value> dqRows =
+                          rowsAt(dq, dqPlane, tl.positions);
+                      GradientTile grad = gradientTile(
+                          keys, q, qRows, values, dOut, dORows,
+                          [&](int64_t j) {
+                            return visible(position(tl.positions[j]), blk.at,
+                                           tl.valid[j]);
+                          },
+                          [&](int64_t j) {
+                            return splat(
+                                e.narrow(e.load(lse.flat, lseRows[j])),
+                                laneVector);
+                          },
+                          [&](int64_t j) {
+                            return splat(e.load(dq.flat, dqRows[j]),
+                                         laneVector);
+                          });
+                      accumulate({{dvSum, grad.p, dOut, dORows},
+                                  {dkSum, grad.dS, q, qRows}});
+                      accumulateQueryRows(dqSums, g, tl.positions, grad.dS, k,
+                                          kRows);
+                      return SmallVector<Value>{};
+                    });
+        });
+        store(dkSum, wideSplat(scale), dk, plane(dk, b, hk), blk);
+        store(dvSum, wideSplat(1.0), dv, plane(dv, b, hk), blk);
+      });
+      // The query gradients, scaled once, over the deltas they kept.
+      auto rowVector = VectorType::get({width}, e.element);
+      Value scaleVector =
+          splat(e.constant(wide, scale), VectorType::get({width}, wide));
+      e.loop(group, [&](Value g) {
+        Value dqPlane = plane(dq, b, e.addIndex(e.mulIndex(hk, group), g));
+        e.loop(queryLen, [&](Value t) {
+          Value from = e.mulIndex(e.addIndex(e.mulIndex(g, queryLen), t), dim);
+          Value to = rowsAt(dq, dqPlane, {t})[0];
+          e.loop(dim / width, [&](Value c) {
+            Value offset = e.mulIndex(c, width);
+            Value sum = vector::LoadOp::create(
+                e.b, e.loc, VectorType::get({width}, wide), dqSums,
+                ValueRange{e.addIndex(from, offset)});
+            Value scaled = e.mul(sum, scaleVector);
+            if (e.element != wide)
+              scaled = arith::TruncFOp::create(e.b, e.loc, rowVector, scaled);
+            vector::StoreOp::create(e.b, e.loc, scaled, dq.flat,
+                                    ValueRange{e.addIndex(to, offset)});
           });
-      store(dqSum, wideSplat(scale), dq, dqPlane, blk);
+        });
+      });
+      memref::DeallocOp::create(e.b, e.loc, dqSums);
     });
   }
 };
