@@ -484,16 +484,16 @@ def attention_rows(bundle, rows):
     else:
         events, steps = profiled
         forward_s = backward_s = 0.0
-        for step in steps:
-            in_step = sorted((e for e in events if e["args"]["step"] == step), key=lambda e: e["ts"])
-            loss_at = next((e["ts"] for e in in_step if "cross_entropy" in e["name"]), None)
-            for e in in_step:
-                parts = e["name"].split(maxsplit=1)
-                if len(parts) == 2 and ATTENTION_LABEL.match(parts[1]):
-                    if loss_at is None or e["ts"] < loss_at:
-                        forward_s += e["dur"] / 1e6
-                    else:
-                        backward_s += e["dur"] / 1e6
+        for e in events:
+            if e["args"]["step"] not in steps:
+                continue
+            # "KERNEL LABEL": the backward's labels are the gradients' names.
+            parts = e["name"].split(maxsplit=1)
+            if len(parts) == 2 and ATTENTION_LABEL.match(parts[1]):
+                if parts[1].startswith("grad_"):
+                    backward_s += e["dur"] / 1e6
+                else:
+                    forward_s += e["dur"] / 1e6
         if forward_s > 0 and backward_s > 0:
             row("TGC, decomposed (scores, softmax, values and their gradients)", forward_s / len(steps),
                 backward_s / len(steps))

@@ -130,6 +130,10 @@ class GpuValidate(unittest.TestCase):
             self.assertIn("error", kernel)
 
     def test_tgc_attention_is_summed_from_the_profile(self):
+        """Forward: the attention commands before the loss kernel, backward:
+        after it; the report tells them apart by their labels (the gradients'
+        names), since the loss kernel's name depends on what fused into it
+        (on CUDA it is a slice_to_pad kernel)."""
         events = [e for e in json.load(open(self.profile))["traceEvents"] if e.get("ph") == "X"]
         steps = sorted({e["args"]["step"] for e in events})[1:]
         forward = backward = 0.0
@@ -139,6 +143,7 @@ class GpuValidate(unittest.TestCase):
             for e in in_step:
                 label = e["name"].split(maxsplit=1)[-1]
                 if ATTENTION_LABEL.match(label):
+                    self.assertEqual(label.startswith("grad_"), e["ts"] > loss_at, label)
                     if e["ts"] < loss_at:
                         forward += e["dur"] / 1e3 / len(steps)
                     else:
