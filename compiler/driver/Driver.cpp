@@ -383,6 +383,7 @@ llvm::Error buildPipeline(OpPassManager &pm, const Options &o, const Compilation
     lowering.keepProbsFactor = std::numeric_limits<double>::infinity();
     lowering.keepProbsMib = o.deviceMemoryGB * 1e9 / 10 / (1 << 20);
   }
+  lowering.causalBlocks = o.causalBlocks;
   buildLoweringStage(pm, lowering);
   if (stage == Stage::Lowering)
     return llvm::Error::success();

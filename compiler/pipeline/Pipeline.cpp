@@ -35,6 +35,7 @@ void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options) {
   decompose.remarks = options.fusion.remarks;
   decompose.keepProbsFactor = options.keepProbsFactor;
   decompose.keepProbsMib = options.keepProbsMib;
+  decompose.causalBlocks = options.causalBlocks;
   pm.addPass(createTgDecomposeAttention(decompose));
   if (options.alignGemmRows && options.libraryGemm) {
     TgAlignGemmRowsOptions align;

@@ -156,6 +156,15 @@ static cl::opt<double> deviceMemoryOpt(
              "the gradient (default 80, an H100's)"),
     cl::init(80), cl::value_desc("GB"), cl::sub(compileCommand),
     cl::cat(tgcCategory));
+static cl::opt<int64_t> causalBlocksOpt(
+    "causal-blocks",
+    cl::desc("Blocks of queries a decomposed causal attention of at least "
+             "512 queries is computed in, each over only the keys its "
+             "queries see: 2 (the default) does 3/4 of the score products' "
+             "work and memory, for a few more kernels; 1: the whole "
+             "attention at once"),
+    cl::init(2), cl::value_desc("N"), cl::sub(compileCommand),
+    cl::cat(tgcCategory));
 enum class GemmLowering { Library, Generated };
 static EnumOption<GemmLowering> gemmOpt(
     "gemm", cl::desc("How matrix products run"), cl::init(GemmLowering::Library),
@@ -641,12 +650,16 @@ static llvm::Expected<tg::driver::Options> driverOptions() {
   o.fusion.remarks = fusionRemarksOpt;
   o.bucketMb = bucketMbOpt;
   o.deviceMemoryGB = deviceMemoryOpt;
+  o.causalBlocks = causalBlocksOpt;
   return o;
 }
 
 static int compile(MLIRContext &ctx, const char *argv0) {
   if (!(deviceMemoryOpt > 0))
     return fail("--device-memory must be a number of GB > 0");
+  if (causalBlocksOpt < 1)
+    return fail("--causal-blocks must be 1 (the whole attention at once) or "
+                "more");
   auto options = driverOptions();
   if (!options)
     return fail(llvm::toString(options.takeError()));

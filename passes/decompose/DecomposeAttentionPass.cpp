@@ -14,7 +14,8 @@ struct DecomposeAttentionPass
   using Base::Base;
   void runOnOperation() override {
     for (auto func : getOperation().getOps<func::FuncOp>())
-      if (failed(decomposeAttention(func, {keepProbsFactor, keepProbsMib, remarks})))
+      if (failed(decomposeAttention(func, {keepProbsFactor, keepProbsMib, remarks,
+                                            causalBlocks, minBlockQueries})))
         return signalPassFailure();
   }
 };

@@ -109,7 +109,7 @@ AttentionCost costOf(AttentionOp op, bool withGradient) {
   int64_t bytes = int64_t(
       llvm::divideCeil(op.getQuery().getType().getElementTypeBitWidth(), 8));
   return {q[0] * q[1], queries * keys, visible, tiled, q[3], bytes,
-          withGradient, keepsProbabilities(keys, q[3], KeepProbabilities{})};
+          withGradient, keepsProbabilities(keys, q[3], DecomposeAttentionOptions{})};
 }
 
 /// The attention_grad of `op` (same query, key, value and attributes) in

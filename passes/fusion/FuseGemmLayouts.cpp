@@ -217,8 +217,10 @@ private:
           changed = true;
         }
     }
+    // Products folded into one concatenation share its steps: each dispatch
+    // and buffer is erased once.
     llvm::SetVector<Operation *> doomed;
-    SmallVector<Value> deadBuffers;
+    llvm::SetVector<Value> deadBuffers;
     for (Candidate &c : candidates) {
       if (c.depth == 0)
         continue;
@@ -228,10 +230,10 @@ private:
         resource->moveBefore(c.gemm);
       Value old = c.gemm.getC();
       retarget(c.gemm, 2, layout, *productView(c.gemm, c.chain, c.depth));
-      deadBuffers.push_back(old);
+      deadBuffers.insert(old);
       for (size_t k = 0; k < c.depth; ++k) {
         doomed.insert(c.chain[k].dispatch);
-        deadBuffers.push_back(resultOf(c.chain[k]));
+        deadBuffers.insert(resultOf(c.chain[k]));
       }
     }
     for (Operation *dispatch : doomed)

@@ -1,6 +1,7 @@
 // RUN: tg-opt %s --split-input-file --tg-decompose-attention --mlir-use-nameloc-as-prefix | FileCheck %s
 // RUN: tg-opt %s --split-input-file --tg-decompose-attention='keep-probs-factor=0' --mlir-use-nameloc-as-prefix | FileCheck %s --check-prefix=RECOMPUTE
 // RUN: tg-opt %s --split-input-file --tg-decompose-attention='remarks=true' -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
+// RUN: tg-opt %s --split-input-file --tg-decompose-attention='causal-blocks=2 min-block-queries=2' --mlir-use-nameloc-as-prefix | FileCheck %s --check-prefix=BLOCKS
 
 // Multi-head causal attention (G = 1): no reshapes, scores = Q K^T scaled,
 // the [T, S] mask (-inf above the diagonal) added, softmax, then P V under
@@ -172,4 +173,48 @@ func.func @budget(%q: tensor<1x4x256x2xf32> loc("q"), %q2: tensor<1x4x256x2xf32>
   %db:3 = tg.attention_grad %q2, %k, %v, %g {scale = 0.5 : f64} : tensor<1x4x256x2xf32>, tensor<1x4x256x2xf32>, tensor<1x4x256x2xf32>, tensor<1x4x256x2xf32> -> tensor<1x4x256x2xf32>, tensor<1x4x256x2xf32>, tensor<1x4x256x2xf32> loc("db")
   %da:3 = tg.attention_grad %q, %k, %v, %g {scale = 0.5 : f64} : tensor<1x4x256x2xf32>, tensor<1x4x256x2xf32>, tensor<1x4x256x2xf32>, tensor<1x4x256x2xf32> -> tensor<1x4x256x2xf32>, tensor<1x4x256x2xf32>, tensor<1x4x256x2xf32> loc("da")
   return %0, %1, %db#0, %da#0 : tensor<1x4x256x2xf32>, tensor<1x4x256x2xf32>, tensor<1x4x256x2xf32>, tensor<1x4x256x2xf32>
+}
+
+// -----
+
+// Causal query blocks (causal-blocks=2; here blocks of 2 queries, the default
+// minimum is 256): the first block's queries see keys 0..1 only, so its
+// products and softmax take the first half of K and V and a [2, 2] mask; the
+// second block sees all 4 keys. The outputs and dq are concatenated, each
+// block's dk and dv padded to the 4 keys and added. (Below 2 x 256 queries,
+// by default, nothing is split.)
+// CHECK-LABEL: func.func @causal_blocks(
+// CHECK-NOT: tg.slice
+// BLOCKS-LABEL: func.func @causal_blocks(
+// BLOCKS-DAG: %[[MASK1:.*]] = tg.constant dense<{{\[}}[0.000000e+00, 0.000000e+00, 0.000000e+00, 0xFF800000], [0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00]]> : tensor<2x4xf32>
+// BLOCKS-DAG: %[[MASK0:.*]] = tg.constant dense<{{\[}}[0.000000e+00, 0xFF800000], [0.000000e+00, 0.000000e+00]]> : tensor<2x2xf32>
+// BLOCKS: %attn_q_rows_b0 = tg.slice %q{{\[\[}}0, 0, 0, 0]] {{\[\[}}1, 2, 2, 2]]
+// BLOCKS: %attn_k_rows_b0 = tg.slice %k{{\[\[}}0, 0, 0, 0]] {{\[\[}}1, 2, 2, 2]]
+// BLOCKS: %attn_v_rows_b0 = tg.slice %v{{\[\[}}0, 0, 0, 0]] {{\[\[}}1, 2, 2, 2]]
+// BLOCKS: %attn_scores_b0 = tg.matmul %attn_q_rows_b0, %attn_k_rows_b0 {transpose_rhs = true} : {{.*}} -> tensor<1x2x2x2xf32>
+// BLOCKS: %attn_masked_b0 = tg.add %attn_scaled_b0, %[[MASK0]]
+// BLOCKS: %attn_probs_b0 = tg.softmax %attn_masked_b0 : tensor<1x2x2x2xf32>
+// BLOCKS: %attn_q_rows_b1 = tg.slice %q{{\[\[}}0, 0, 2, 0]] {{\[\[}}1, 2, 2, 2]]
+// BLOCKS: %attn_scores_b1 = tg.matmul %attn_q_rows_b1, %k {transpose_rhs = true} : {{.*}} -> tensor<1x2x2x4xf32>
+// BLOCKS: %attn_masked_b1 = tg.add %attn_scaled_b1, %[[MASK1]]
+// BLOCKS: %attn_out_b0 = tg.matmul %attn_probs_b0, %attn_v_rows_b0
+// BLOCKS: %attn_out_b1 = tg.matmul %attn_probs_b1, %v
+// BLOCKS: %attn = tg.concat %attn_out_b0, %attn_out_b1 {axis = 2 : i64}
+// BLOCKS-NOT: tg.softmax %
+// BLOCKS: %grad_attn_dv_b0 = tg.matmul %attn_probs_b0, %grad_attn_dout_rows_b0 {transpose_lhs = true}
+// BLOCKS: %grad_attn_dq_b0 = tg.matmul %grad_attn_dscores_b0, %attn_k_rows_b0
+// BLOCKS: %grad_attn_dk_b0 = tg.matmul %grad_attn_dscores_b0, %attn_q_rows_b0 {transpose_lhs = true}
+// BLOCKS: %grad_attn_dv_b1 = tg.matmul %attn_probs_b1, %grad_attn_dout_rows_b1 {transpose_lhs = true} : {{.*}} -> tensor<1x2x4x2xf32>
+// BLOCKS: %grad_attn_dq = tg.concat %grad_attn_dq_b0, %grad_attn_dq_b1 {axis = 2 : i64}
+// BLOCKS: %grad_attn_dk_padded_b0 = tg.pad %grad_attn_dk_b0 low [0, 0, 0, 0] high [0, 0, 2, 0]
+// BLOCKS: %grad_attn_dk = tg.add %grad_attn_dk_padded_b0, %grad_attn_dk_b1
+// BLOCKS: %grad_attn_dv_padded_b0 = tg.pad %grad_attn_dv_b0 low [0, 0, 0, 0] high [0, 0, 2, 0]
+// BLOCKS: %grad_attn_dv = tg.add %grad_attn_dv_padded_b0, %grad_attn_dv_b1
+// BLOCKS: return %attn, %grad_attn_dq, %grad_attn_dk, %grad_attn_dv
+func.func @causal_blocks(%q: tensor<1x2x4x2xf32> loc("q"), %k: tensor<1x2x4x2xf32> loc("k"),
+                         %v: tensor<1x2x4x2xf32> loc("v"), %dout: tensor<1x2x4x2xf32> loc("dout"))
+    -> (tensor<1x2x4x2xf32>, tensor<1x2x4x2xf32>, tensor<1x2x4x2xf32>, tensor<1x2x4x2xf32>) {
+  %0 = tg.attention %q, %k, %v {scale = 0.5 : f64, causal = true} : tensor<1x2x4x2xf32>, tensor<1x2x4x2xf32>, tensor<1x2x4x2xf32> -> tensor<1x2x4x2xf32> loc("attn")
+  %1:3 = tg.attention_grad %q, %k, %v, %dout {scale = 0.5 : f64, causal = true} : tensor<1x2x4x2xf32>, tensor<1x2x4x2xf32>, tensor<1x2x4x2xf32>, tensor<1x2x4x2xf32> -> tensor<1x2x4x2xf32>, tensor<1x2x4x2xf32>, tensor<1x2x4x2xf32> loc("grad_attn")
+  return %0, %1#0, %1#1, %1#2 : tensor<1x2x4x2xf32>, tensor<1x2x4x2xf32>, tensor<1x2x4x2xf32>, tensor<1x2x4x2xf32>
 }

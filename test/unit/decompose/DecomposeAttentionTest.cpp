@@ -34,6 +34,9 @@ struct Case {
   std::string name;
   int64_t batch, heads, kvHeads, queryLen, keyLen, headDim;
   bool causal;
+  /// Causal query blocks (tg-decompose-attention's causal-blocks, with no
+  /// minimum block size), and the sliding window.
+  int64_t blocks = 1, window = 0;
 };
 
 void PrintTo(const Case &c, std::ostream *os) { *os << c.name; }
@@ -60,7 +63,11 @@ std::string buildSource(const Case &c, bool causal) {
   char scale[32];
   std::snprintf(scale, sizeof scale, "%.17e", 1.0 / std::sqrt(double(c.headDim)));
   std::string attrs = std::string("{scale = ") + scale +
-                      " : f64, causal = " + (causal ? "true" : "false") + "}";
+                      " : f64, causal = " + (causal ? "true" : "false") +
+                      (causal && c.window > 0
+                           ? ", window = " + std::to_string(c.window) + " : i64"
+                           : std::string()) +
+                      "}";
   std::string src;
   src += "func.func @attn(%q: " + q + ", %k: " + kv + ", %v: " + kv + ") -> " +
          q + " {\n";
@@ -88,17 +95,24 @@ struct Module : tgtest::ParsedModule {
     return mlir::succeeded(results) ? *results : std::vector<Tensor>{};
   }
 
-  /// Decomposes every function and checks that no attention op is left.
-  void decompose() {
+  /// Decomposes every function (in `blocks` causal query blocks) and checks
+  /// that no attention op is left and that the blocks were made.
+  void decompose(int64_t blocks = 1) {
+    mlir::tg::DecomposeAttentionOptions options;
+    options.causalBlocks = blocks;
+    options.minBlockQueries = 1;
     for (auto f : module->getOps<mlir::func::FuncOp>())
-      ASSERT_TRUE(mlir::succeeded(mlir::tg::decomposeAttention(f)))
+      ASSERT_TRUE(mlir::succeeded(mlir::tg::decomposeAttention(f, options)))
           << diagnostics;
     ASSERT_TRUE(mlir::succeeded(mlir::verify(*module))) << diagnostics;
-    int64_t left = 0;
+    int64_t left = 0, softmaxes = 0;
     module->walk([&](mlir::Operation *op) {
       left += llvm::isa<mlir::tg::AttentionOp, mlir::tg::AttentionGradOp>(op);
+      softmaxes += llvm::isa<mlir::tg::SoftmaxOp>(op);
     });
     EXPECT_EQ(left, 0);
+    // One per block in @attn, and again in @grad (which recomputes P).
+    EXPECT_EQ(softmaxes, 2 * blocks);
   }
 };
 
@@ -149,7 +163,7 @@ TEST_P(DecomposeAttention, ForwardMatchesReference) {
 
   Module decomposed(buildSource(c, c.causal));
   ASSERT_TRUE(decomposed.module) << decomposed.diagnostics;
-  decomposed.decompose();
+  decomposed.decompose(c.blocks);
   std::vector<Tensor> actual = decomposed.evaluate("attn", args);
   ASSERT_EQ(actual.size(), 1u);
   ASSERT_EQ(expected.size(), 1u);
@@ -179,7 +193,7 @@ TEST_P(DecomposeAttention, GradientMatchesReference) {
 
   Module decomposed(buildSource(c, c.causal));
   ASSERT_TRUE(decomposed.module) << decomposed.diagnostics;
-  decomposed.decompose();
+  decomposed.decompose(c.blocks);
   std::vector<Tensor> actual = decomposed.evaluate("grad", args);
   ASSERT_EQ(actual.size(), 3u);
   ASSERT_EQ(expected.size(), 3u);
@@ -210,7 +224,17 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"gqa_causal_t_lt_s", 1, 4, 2, 3, 5, 4, true},
         Case{"mha_causal_t_gt_s", 1, 2, 2, 5, 3, 2, true},
         Case{"causal_single_key", 1, 2, 1, 3, 1, 3, true},
-        Case{"causal_single_query", 2, 6, 3, 1, 1, 7, true}),
+        Case{"causal_single_query", 2, 6, 3, 1, 1, 7, true},
+        // Causal query blocks, each over the keys it sees: even and uneven
+        // blocks, one query a block, T < S and T > S, grouped heads, and a
+        // window (whose later blocks start past key 0: padded gradients).
+        Case{"mha_causal_2_blocks", 2, 2, 2, 4, 4, 8, true, 2},
+        Case{"gqa_causal_odd_3_blocks", 1, 4, 2, 5, 5, 3, true, 3},
+        Case{"mqa_causal_6_blocks", 1, 3, 1, 6, 6, 4, true, 6},
+        Case{"gqa_causal_t_lt_s_2_blocks", 1, 4, 2, 3, 5, 4, true, 2},
+        Case{"mha_causal_t_gt_s_2_blocks", 1, 2, 2, 5, 3, 2, true, 2},
+        Case{"gqa_window_3_blocks", 1, 4, 2, 6, 6, 4, true, 3, 2},
+        Case{"mha_window_2", 1, 2, 2, 6, 6, 4, true, 1, 2}),
     [](const ::testing::TestParamInfo<Case> &info) { return info.param.name; });
 
 } // namespace

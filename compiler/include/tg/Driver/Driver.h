@@ -69,6 +69,8 @@ struct Options {
   /// against it, and on CUDA a tenth of it bounds the attention
   /// probabilities kept for the gradient.
   double deviceMemoryGB = 80;
+  /// Query blocks of a decomposed causal attention (tg-decompose-attention).
+  int64_t causalBlocks = 2;
 };
 
 /// What the driver knows about the model it compiles.

@@ -79,8 +79,10 @@ struct LoweringOptions {
   /// operands (tg-align-gemm-rows): cuBLASLt needs it, OpenBLAS does not.
   bool alignGemmRows = false;
   /// Where the decomposed attention's gradient reuses its forward's
-  /// probabilities (tg-decompose-attention; see KeepProbabilities).
+  /// probabilities (tg-decompose-attention; see DecomposeAttentionOptions).
   double keepProbsFactor = 4, keepProbsMib = 0;
+  /// Blocks of queries of a decomposed causal attention (1: whole).
+  int64_t causalBlocks = 2;
 };
 
 /// @train_step (tg) -> exec.program with planned resources, timepoints and

@@ -255,7 +255,10 @@ def TgDecomposeAttention : Pass<"tg-decompose-attention", "ModuleOp"> {
     head dim (P then costs about a block's other saved activations in memory
     and saves a batched GEMM and a softmax) and the function's kept P stays
     within `keep-probs-mib`, and recomputes them otherwise; each decision as
-    a remark (`remarks`).
+    a remark (`remarks`). A causal op of at least 2 x `min-block-queries`
+    queries is decomposed in up to `causal-blocks` blocks of queries, each
+    over only the keys its queries see (3/4 of the products' work and memory
+    with two blocks).
   }];
   let options = [
     Option<"keepProbsFactor", "keep-probs-factor", "double", /*default=*/"4",
@@ -267,6 +270,12 @@ def TgDecomposeAttention : Pass<"tg-decompose-attention", "ModuleOp"> {
     Option<"remarks", "remarks", "bool", /*default=*/"false",
            "Report whether each gradient keeps or recomputes the "
            "probabilities, and why, as a remark">,
+    Option<"causalBlocks", "causal-blocks", "int64_t", /*default=*/"2",
+           "Blocks of queries of a causal attention, each over the keys it "
+           "sees (1: the whole op at once)">,
+    Option<"minBlockQueries", "min-block-queries", "int64_t",
+           /*default=*/"256",
+           "The fewest queries of a causal block">,
   ];
 }
 
