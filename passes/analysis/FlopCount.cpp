@@ -1,4 +1,5 @@
 #include "tg/Passes/FlopCount.h"
+#include "tg/Passes/Interface.h"
 #include "tg/IR/TgOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -11,4 +12,10 @@ int64_t mlir::tg::countMatmulFlops(func::FuncOp func) {
   int64_t flops = 0;
   func.walk([&](FlopCountOpInterface op) { flops += op.getFlops(); });
   return flops;
+}
+
+int64_t mlir::tg::modelFlops(func::FuncOp func) {
+  if (auto recorded = func->getAttrOfType<IntegerAttr>(kModelFlopsAttr))
+    return recorded.getInt();
+  return countMatmulFlops(func);
 }

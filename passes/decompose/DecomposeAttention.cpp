@@ -1,6 +1,8 @@
 // tg-decompose-attention: tg.attention / tg.attention_grad as batched GEMMs,
 // a scale, an additive causal mask and a row softmax (see Decompose.h).
 #include "tg/Passes/Decompose.h"
+#include "tg/Passes/FlopCount.h"
+#include "tg/Passes/Interface.h"
 #include "tg/IR/AttentionVisibility.h"
 #include "tg/IR/ValueNames.h"
 #include "tg/IR/TgOps.h"
@@ -95,6 +97,11 @@ public:
       if (isa<AttentionOp, AttentionGradOp>(op))
         ops.push_back(op);
     });
+    // The products replacing the ops may do less than the model states
+    // (kept probabilities, causal blocks): record the model's count first.
+    if (!ops.empty() && !func->hasAttr(kModelFlopsAttr))
+      func->setAttr(kModelFlopsAttr,
+                    b.getI64IntegerAttr(countMatmulFlops(func)));
     for (Operation *op : ops) {
       b.setInsertionPoint(op);
       if (auto fwd = dyn_cast<AttentionOp>(op)) {

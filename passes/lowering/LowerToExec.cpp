@@ -123,7 +123,7 @@ private:
         meshShape, b.getI64IntegerAttr(batch),
         b.getI64IntegerAttr(seq), b.getI64IntegerAttr(vocab),
         b.getI64IntegerAttr(int64_t(seed)),
-        b.getF64FloatAttr(double(countMatmulFlops(func))), IntegerAttr(),
+        b.getF64FloatAttr(double(modelFlops(func))), IntegerAttr(),
         IntegerAttr());
     if (Attribute plan = func->getAttr(kAttentionPlanAttr))
       program->setAttr(kAttentionPlanAttr, plan);

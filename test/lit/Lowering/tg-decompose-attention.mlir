@@ -185,7 +185,11 @@ func.func @budget(%q: tensor<1x4x256x2xf32> loc("q"), %q2: tensor<1x4x256x2xf32>
 // by default, nothing is split.)
 // CHECK-LABEL: func.func @causal_blocks(
 // CHECK-NOT: tg.slice
+// The function records the model's FLOPs before the rewrite, which does
+// fewer (2 x 2 x B H T S D forward + 5 x 2 x B H T S D backward = 896), for
+// MFU: tg-lower-to-exec takes them for the program's flops_per_step.
 // BLOCKS-LABEL: func.func @causal_blocks(
+// BLOCKS-SAME: attributes {tg.model_flops = 896 : i64}
 // BLOCKS-DAG: %[[MASK1:.*]] = tg.constant dense<{{\[}}[0.000000e+00, 0.000000e+00, 0.000000e+00, 0xFF800000], [0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00]]> : tensor<2x4xf32>
 // BLOCKS-DAG: %[[MASK0:.*]] = tg.constant dense<{{\[}}[0.000000e+00, 0xFF800000], [0.000000e+00, 0.000000e+00]]> : tensor<2x2xf32>
 // BLOCKS: %attn_q_rows_b0 = tg.slice %q{{\[\[}}0, 0, 0, 0]] {{\[\[}}1, 2, 2, 2]]

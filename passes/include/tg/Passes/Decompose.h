@@ -37,6 +37,10 @@ namespace mlir::tg {
 /// blocks). The blocks' outputs and query gradients are concatenated along
 /// the sequence, their key and value gradients zero-padded to S keys and
 /// added. Block i's values are named "<name>_<suffix>_b<i>".
+///
+/// The function first records the model's FLOPs (kModelFlopsAttr): the
+/// products may do fewer (kept probabilities, blocks), and MFU counts the
+/// model's, as for flash attention.
 /// Fails (with a diagnostic on the op) only for shapes that are not static.
 /// The causal blocks' fewest queries: below it the products are too thin to
 /// gain from leaving out keys.

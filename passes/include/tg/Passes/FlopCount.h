@@ -14,6 +14,10 @@ namespace mlir::tg {
 /// the convention of model-FLOPs utilisation: elementwise work is left out.
 int64_t countMatmulFlops(mlir::func::FuncOp func);
 
+/// The model's FLOPs of `func`: its kModelFlopsAttr where a pass recorded
+/// them before changing how the work is done, else countMatmulFlops.
+int64_t modelFlops(mlir::func::FuncOp func);
+
 } // namespace mlir::tg
 
 #endif

@@ -18,6 +18,11 @@ inline constexpr llvm::StringLiteral kVocabSizeAttr = "tg.vocab_size";
 /// op is computed and why, an array of {op, kernel ("flash" or
 /// "decomposed"), reason} dictionaries in program order.
 inline constexpr llvm::StringLiteral kAttentionPlanAttr = "tg.attention_plan";
+/// On a function: its matmul and attention FLOPs as the model states them
+/// (countMatmulFlops before tg-decompose-attention), which the decomposition
+/// must not change: it may compute fewer (kept probabilities, causal
+/// blocks), but MFU counts the model's.
+inline constexpr llvm::StringLiteral kModelFlopsAttr = "tg.model_flops";
 
 /// What an argument or result of a training step is to the runtime.
 struct InterfaceRole {
