@@ -88,6 +88,7 @@ def write_manifest(args):
               "warmup": args.warmup, "flops_per_step": stats["flops_per_step"], "arena_bytes": stats["arena_bytes"]}
     if args.base_label:
         medium["base_label"] = args.base_label
+    medium["variants"] = [{"name": v.split("=", 1)[0], "flags": v.split("=", 1)[1]} for v in args.variants]
     manifest = {"commit": args.commit, "dirty": args.dirty == 1, "cuda_arch": args.cuda_arch,
                 "prepared": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
                 "correctness": checks, "medium": medium}
@@ -364,6 +365,18 @@ def medium_rows(bundle, ceilings, rows):
                          "no threshold", ""))
     else:
         rows.append(("gpt2-medium", base_name, f"n/a: {why}", "", ""))
+    # This build with more tgc flags (gpu-validate prepare --variant).
+    for variant in medium.get("variants", []):
+        name = f"TGC variant {variant['name']} ({variant['flags']})"
+        why = bundle.failure(f"medium-variant-{variant['name']}")
+        if why is not None:
+            rows.append(("gpt2-medium", name, f"n/a: {why}", "", ""))
+            continue
+        metrics = read_metrics(bundle.path("results", f"medium-variant-{variant['name']}.jsonl"))
+        speed = framework_row(name, [r["step_ms"] for r in metrics], "")
+        if speed and throughput.get("TGC"):
+            rows.append(("gpt2-medium", f"tokens/s, TGC / {name}", f"{throughput['TGC'] / speed:.2f}×",
+                         "> 1: what the flags turn off pays", ""))
     for mode, name in (("eager", "PyTorch eager"), ("compile", "PyTorch torch.compile")):
         result = bundle.json("results", f"torch-{mode}.json")
         why = bundle.failure(f"torch-{mode}")
@@ -569,6 +582,7 @@ def main():
     man.add_argument("--warmup", type=int, required=True)
     man.add_argument("--checks", nargs="+", required=True, help="MODEL-DTYPE of each correctness run")
     man.add_argument("--base-label", help="what the earlier build timed beside this one is (prepare --base)")
+    man.add_argument("--variants", nargs="*", default=[], help="NAME=TGC_FLAGS of each variant (prepare --variant)")
     ceil = sub.add_parser("ceilings")
     ceil.add_argument("-o", required=True)
     attention = sub.add_parser("attention")

@@ -44,7 +44,8 @@ class GpuValidate(unittest.TestCase):
         # artifact stands in for it here.
         base = os.path.join(cls.tmp.name, "earlier.tgx")
         run("tgc", "compile", TINY, "--train", TRAIN, "--target", "cuda", "--dtype=bf16", "-o", base)
-        prepared = subprocess.run([SCRIPT, "prepare", cls.bundle, "--base", base, "--base-label", "abc1234 (before)"],
+        prepared = subprocess.run([SCRIPT, "prepare", cls.bundle, "--base", base, "--base-label", "abc1234 (before)",
+                                   "--variant", "whole=--causal-blocks 1"],
                                   capture_output=True, text=True)
         if prepared.returncode != 0:
             raise RuntimeError(f"gpu-validate prepare failed:\n{prepared.stderr}")
@@ -62,7 +63,8 @@ class GpuValidate(unittest.TestCase):
         write(os.path.join(cls.bundle, "results", "attention.rc"), "0\n")
         # The medium step and the same step compiled as before, as a GPU run
         # leaves them: 80 and 100 ms a step.
-        for name, step_ms, loss in (("medium-tgc", 80.0, 11.0), ("medium-base", 100.0, 11.25)):
+        for name, step_ms, loss in (("medium-tgc", 80.0, 11.0), ("medium-base", 100.0, 11.25),
+                                    ("medium-variant-whole", 84.0, 11.0)):
             write(os.path.join(cls.bundle, "results", name + ".jsonl"),
                   "".join(json.dumps({"step": s + 1, "loss": loss, "step_ms": step_ms}) + "\n"
                           for s in range(25)))
@@ -86,6 +88,21 @@ class GpuValidate(unittest.TestCase):
         reference = json.load(open(os.path.join(self.bundle, "reference", "gpt2-tiny.json")))
         self.assertEqual(len(reference["loss"]), 20)
         self.assertTrue(os.access(os.path.join(self.bundle, "run"), os.X_OK))
+
+    def test_variants_are_compiled_and_timed_beside_it(self):
+        self.assertEqual(self.manifest["medium"]["variants"], [{"name": "whole", "flags": "--causal-blocks 1"}])
+        whole = os.path.join(self.bundle, "artifacts", "gpt2-medium-bf16-variant-whole.tgx")
+        this = os.path.join(self.bundle, "artifacts", "gpt2-medium-bf16.tgx")
+        self.assertGreater(os.path.getsize(whole), 0)
+        with open(whole, "rb") as a, open(this, "rb") as b:
+            self.assertNotEqual(a.read(), b.read())  # the flag changed the step
+        self.assertIn("| gpt2-medium | TGC variant whole (--causal-blocks 1) | 84.0 ms/step", self.report.stdout)
+        self.assertIn("| gpt2-medium | tokens/s, TGC / TGC variant whole (--causal-blocks 1) | 1.05× |",
+                      self.report.stdout)
+        result = subprocess.run([SCRIPT, "prepare", os.path.join(self.tmp.name, "bad"), "--variant", "no flags"],
+                                capture_output=True, text=True)
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn("--variant needs NAME=TGC_FLAGS", result.stderr)
 
     def test_base_needs_a_label_and_a_file(self):
         for args, message in ((["--base", TINY], "--base needs --base-label"),
