@@ -146,8 +146,8 @@ private:
 
   /// The spans of an op: the whole op, or with a causal mask and at least
   /// two blocks of `minBlockQueries` queries, up to `causalBlocks` blocks of
-  /// queries, each with only the keys its queries see (the block before
-  /// the diagonal sees half the keys of the one after it).
+  /// queries, each with only the keys its queries see (with top-left
+  /// causality, block i of n sees the first (i+1)/n of them).
   SmallVector<Span> spansOf(const Dims &d, bool causal, int64_t window) const {
     Span all{0, d.queryLen, 0, d.keyLen};
     int64_t count =
@@ -159,8 +159,10 @@ private:
     SmallVector<Span> spans;
     for (int64_t i = 0; i < count; ++i) {
       int64_t begin = d.queryLen * i / count, end = d.queryLen * (i + 1) / count;
-      int64_t keyBegin = visibleKeyRange(begin, d.keyLen, true, window).first;
-      int64_t keyEnd = visibleKeyRange(end - 1, d.keyLen, true, window).second;
+      int64_t keyBegin =
+          visibleKeyRange(begin, d.keyLen, /*causal=*/true, window).first;
+      int64_t keyEnd =
+          visibleKeyRange(end - 1, d.keyLen, /*causal=*/true, window).second;
       if (keyEnd <= keyBegin) // a block that sees no key: leave the op whole
         return {all};
       spans.push_back({begin, end, keyBegin, keyEnd});
