@@ -661,6 +661,8 @@ def TgBufferizeKernels : Pass<"tg-bufferize-kernels", "ModuleOp"> {
 def TgCpuApproximateMath : Pass<"tg-cpu-approximate-math", "ModuleOp"> {
   let summary = "Replace f32 exp, log, tanh and erf by polynomials so LLVM "
                 "can vectorize the loops around them";
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::vector::VectorDialect"];
 }
 
 def TgCpuParallelizeLoops : Pass<"tg-cpu-parallelize-loops", "ModuleOp"> {

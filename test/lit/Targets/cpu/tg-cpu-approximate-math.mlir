@@ -26,3 +26,15 @@ func.func @f64(%x: f64) -> (f64, f64) {
   %t = math.tanh %x : f64
   return %e, %t : f64, f64
 }
+
+// -----
+
+// A vector exp, alone in its module: the polynomial's arith and vector ops
+// are loaded by the pass itself (it crashed creating them before).
+// CHECK-LABEL: func.func @vector
+// CHECK-NOT:     math.exp
+// CHECK:         math.fma {{.*}} : vector<16xf32>
+func.func @vector(%x: vector<16xf32>) -> vector<16xf32> {
+  %e = math.exp %x : vector<16xf32>
+  return %e : vector<16xf32>
+}
