@@ -22,6 +22,28 @@ struct AutodiffPass : impl::TgAutodiffBase<AutodiffPass> {
                                     "function=NAME";
       return signalPassFailure();
     }
+    if (forward.isExternal()) {
+      forward.emitError() << "@" << function
+                          << " has no body to differentiate";
+      return signalPassFailure();
+    }
+    // The loss is the first result, a float tensor (its gradient seed is
+    // ones of its shape).
+    ArrayRef<Type> forwardResults = forward.getFunctionType().getResults();
+    auto lossType =
+        forwardResults.empty() ? nullptr
+                               : dyn_cast<RankedTensorType>(forwardResults[0]);
+    if (!lossType || !isa<FloatType>(lossType.getElementType())) {
+      InFlightDiagnostic error =
+          forward.emitError() << "@" << function
+                              << " must return its loss first, as a float "
+                                 "tensor (tensor<f32>); ";
+      if (forwardResults.empty())
+        error << "it returns nothing";
+      else
+        error << "its first result is " << forwardResults[0];
+      return signalPassFailure();
+    }
     auto grad = cast<func::FuncOp>(forward->clone());
     grad.setSymName(function + "_grad");
     OpBuilder b(forward);

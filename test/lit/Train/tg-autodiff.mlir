@@ -111,3 +111,24 @@ func.func @forward(%x: tensor<2x12xf32> {tg.param = "x"} loc("qkv")) -> tensor<f
   %l = tg.reduce_sum %t [0, 1] : tensor<2x4xf32> -> tensor<f32> loc("loss")
   return %l : tensor<f32>
 }
+
+// -----
+
+// The loss is the first result: a function returning nothing is refused
+// (it crashed the pass before).
+// expected-error @below {{@forward must return its loss first, as a float tensor (tensor<f32>); it returns nothing}}
+func.func @forward() {
+  return
+}
+
+// -----
+
+// expected-error @below {{@forward must return its loss first, as a float tensor (tensor<f32>); its first result is 'tensor<i32>'}}
+func.func @forward(%x: tensor<i32>) -> tensor<i32> {
+  return %x : tensor<i32>
+}
+
+// -----
+
+// expected-error @below {{@forward has no body to differentiate}}
+func.func private @forward(tensor<4xf32>) -> tensor<f32>
