@@ -25,6 +25,8 @@ struct FormDispatchRegionsPass
   }
 
   void runOnOperation() override {
+    if (getOperation().isExternal())
+      return; // a declaration: nothing to transform
     Block &body = getOperation().getBody().front();
     for (Operation &op : llvm::make_early_inc_range(body)) {
       // Gradient markers have done their work (autodiff ran before).

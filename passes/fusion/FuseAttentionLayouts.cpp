@@ -280,6 +280,8 @@ struct FuseAttentionLayoutsPass
   using Base::Base;
 
   void runOnOperation() override {
+    if (getOperation().isExternal())
+      return; // a declaration: nothing to transform
     AttentionLayoutFuser(remarks).run(getOperation().getBody().front());
   }
 };

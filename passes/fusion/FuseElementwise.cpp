@@ -29,6 +29,8 @@ struct FuseElementwisePass
   using Base::Base;
 
   void runOnOperation() override {
+    if (getOperation().isExternal())
+      return; // a declaration: nothing to transform
     Block &block = getOperation().getBody().front();
     SmallVector<exec::DispatchRegionOp> regions(
         block.getOps<exec::DispatchRegionOp>());

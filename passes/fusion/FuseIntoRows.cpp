@@ -51,6 +51,8 @@ struct FuseIntoRowsPass : impl::TgFuseIntoRowsBase<FuseIntoRowsPass> {
   using Base::Base;
 
   void runOnOperation() override {
+    if (getOperation().isExternal())
+      return; // a declaration: nothing to transform
     Block &block = getOperation().getBody().front();
     // The row ops' regions, in program order. What they absorb or are
     // absorbed by is elementwise, never one of them.

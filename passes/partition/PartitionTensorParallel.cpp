@@ -857,6 +857,11 @@ struct PartitionTensorParallelPass
                          << function;
       return signalPassFailure();
     }
+    if (forward.isExternal()) {
+      forward.emitError() << "tg-partition-tensor-parallel: @" << function
+                          << " has no body to partition";
+      return signalPassFailure();
+    }
     if (tensorParallel < 1 || dataParallel < 1) {
       module.emitError() << "tg-partition-tensor-parallel: tensor-parallel ("
                          << tensorParallel << ") and data-parallel ("
