@@ -220,6 +220,20 @@ class TgrunCli(unittest.TestCase):
         self.expect_rejected([self.path("m.tgx"), "--data", self.path("tokens.bin"),
                               "--init", self.path("missing.safetensors")], "missing.safetensors")
 
+    def test_unwritable_weights_path_is_refused_before_training(self):
+        # The weights are written after the last step: a path that cannot
+        # take them must stop the run before it trains, not lose the training.
+        os.makedirs(self.path("a-directory"), exist_ok=True)
+        for target, needle in [(self.path("a-directory"), "it is a directory"),
+                               (self.path("missing-dir/w.safetensors"),
+                                f"its directory {self.path('missing-dir')} does not exist")]:
+            result = subprocess.run([os.path.join(BIN, "tgrun"), self.path("m.tgx"), "--data",
+                                     self.path("tokens.bin"), "--steps", "2", "--save-weights", target],
+                                    capture_output=True, text=True, timeout=60)
+            self.assertEqual(result.returncode, 1, result.stderr)
+            self.assertIn(f"cannot write the weights to {target}: {needle}", result.stderr)
+            self.assertNotIn("step 1/", result.stdout)
+
     def test_fifos_and_devices_are_not_opened(self):
         # open() on a FIFO waits for a writer: tgrun must refuse it at once, not hang.
         fifo = self.path("fifo")

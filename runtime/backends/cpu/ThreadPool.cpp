@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <stdexcept>
+#include <string>
+#include <system_error>
 
 namespace tg::runtime {
 namespace {
@@ -57,8 +60,18 @@ void ThreadPool::resize(int count) {
 
 void ThreadPool::startWorkers() {
   uint64_t now = generation.load(std::memory_order_relaxed);
-  for (int i = 1; i < size(); ++i)
-    workers.emplace_back([this, i, now] { work(i, now); });
+  try {
+    for (int i = 1; i < size(); ++i)
+      workers.emplace_back([this, i, now] { work(i, now); });
+  } catch (const std::system_error &e) {
+    // All or none: a job handed to a pool missing workers would wait for
+    // their chunks forever.
+    std::string started = std::to_string(workers.size() + 1);
+    stopWorkers();
+    throw std::runtime_error("cannot start " + std::to_string(size()) +
+                             " threads (" + e.what() + " after " + started +
+                             "); run with fewer (tgrun --threads, tg_set_num_threads)");
+  }
 }
 
 void ThreadPool::stopWorkers() {

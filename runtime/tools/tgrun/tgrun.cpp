@@ -329,6 +329,21 @@ bool makeDirectories(const std::string &dir) {
   return ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/// Why a file cannot be written at `path` (written as a temporary file in
+/// its directory, then renamed, like its shards), or "" if it can.
+std::string unwritableFile(const std::string &path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    return "it is a directory";
+  std::size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return "its directory " + dir + " does not exist";
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    return "its directory " + dir + " is not writable (" + std::strerror(errno) + ")";
+  return "";
+}
+
 /// Where tg_session_save_weights_sharded put the weights asked for at
 /// `path`: the file, or its shards' index when they did not fit in one.
 std::string savedWeightsPath(const std::string &path) {
@@ -824,6 +839,12 @@ int run(const Options &o, const std::vector<uint8_t> &embedded, const char *prog
   if (!o.checkpointDir.empty() && !makeDirectories(o.checkpointDir))
     return error("cannot create the checkpoint directory (" + o.checkpointDir +
                  "): " + std::strerror(errno) + "; pass a writable --checkpoint-dir");
+  // The weights are written after the last step: a path that cannot take
+  // them is refused now, not after the training it would lose.
+  if (primary && !o.saveWeights.empty())
+    if (std::string problem = unwritableFile(o.saveWeights); !problem.empty())
+      return error("cannot write the weights to " + o.saveWeights + ": " + problem +
+                   "; pass a writable --save-weights path");
   bool resumed = false;
   int64_t dataPosition = 0;
   if (o.resume && !resume(session.get(), o.checkpointDir, resumed, dataPosition, exitCode))
