@@ -622,6 +622,16 @@ static llvm::Expected<tg::driver::Options> driverOptions() {
                 : dtypeOpt == DType::F32 ? tg::driver::Precision::F32
                 : dtypeOpt == DType::F64 ? tg::driver::Precision::F64
                                          : tg::driver::Precision::FromConfig;
+  // With --train, TRAIN.json sizes the step: --batch and --seq would be
+  // ignored, so they are refused.
+  if (!trainPath.empty() &&
+      (batchOpt.getNumOccurrences() || seqOpt.getNumOccurrences()))
+    return llvm::createStringError(
+        "--batch and --seq size the forward graph without --train; with "
+        "--train, " +
+        trainPath + "'s batch_size and seq_len size the step: drop them, or "
+                    "edit " +
+        trainPath);
   o.batch = batchOpt;
   o.seq = seqOpt;
   o.target = targetOpt == Target::Cuda ? tg::driver::Target::Cuda : tg::driver::Target::Cpu;
@@ -680,6 +690,13 @@ static int compile(MLIRContext &ctx, const char *argv0) {
   bool writesArtifact = what == Emit::Tgx || what == Emit::Exe;
   bool compilesKernels = writesArtifact || what == Emit::Ptx;
   bool lowers = statsOpt != Stats::None || what == Emit::Kernels || compilesKernels;
+  // With --stats the graph is not printed: an -o for it would be ignored.
+  if (statsOpt != Stats::None && outputPath != "-" &&
+      (what == Emit::Tg || what == Emit::Summary))
+    return fail("--stats prints to the standard output, and beside it -o "
+                "writes only an artifact, kernels or PTX (-o OUT.tgx, --emit=exe, "
+                "--emit=kernels, --emit=ptx): to keep the stats in " +
+                outputPath + ", redirect the output (> " + outputPath + ")");
   if (what == Emit::Ptx && targetOpt != Target::Cuda)
     return fail("--emit=ptx writes GPU kernels: add --target cuda");
   if (cudaHalfMathOpt.getNumOccurrences() && targetOpt != Target::Cuda)
