@@ -250,7 +250,9 @@ class TgrunCli(unittest.TestCase):
                  ([model, "--data", "/dev/zero"],
                   "/dev/zero: cannot open the token file (a character device, not a regular file)"),
                  ([model, "--data", tokens, "--init", fifo],
-                  f"{fifo}: cannot open: a FIFO, not a regular file; pass a safetensors file")]
+                  f"{fifo}: cannot open: a FIFO, not a regular file; pass a safetensors file"),
+                 (["generate", model, "--init", self.path("unused.safetensors"), "--prompts", fifo],
+                  f"cannot read the prompts file {fifo} (a FIFO, not a regular file)")]
         for args, needle in cases:
             result = subprocess.run([os.path.join(BIN, "tgrun"), *args], capture_output=True, text=True,
                                     timeout=60)

@@ -7,12 +7,12 @@
 
 #include "Cli.h"
 #include "tg/runtime/Artifact.h"
+#include "tg/runtime/RegularFile.h"
 
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -139,16 +139,24 @@ int parseArguments(int argc, char **argv, bool embedded, GenerateOptions &o) {
   return 0;
 }
 
+/// A prompts file larger than this is refused (prompts are token ids of
+/// sequences the program's length bounds, one a line).
+constexpr uint64_t kMaxPromptsFileBytes = uint64_t(1) << 30;
+
 /// The prompts as token ids, each non-empty and in the vocabulary.
 int readPrompts(const GenerateOptions &o, int64_t vocab,
                 std::vector<std::vector<int32_t>> &prompts) {
   std::vector<std::string> lines = o.prompts;
   std::string source = "--prompt";
   if (!o.promptsFile.empty()) {
-    std::ifstream in(o.promptsFile);
-    if (!in)
-      return error("generate: cannot read the prompts file " + o.promptsFile +
-                   "; check the path");
+    // A regular file only (a FIFO would block the read), as every input.
+    std::vector<uint8_t> bytes;
+    std::string problem;
+    bool opened = false;
+    if (!runtime::readRegularFile(o.promptsFile, bytes, problem, opened, kMaxPromptsFileBytes))
+      return error("generate: cannot read the prompts file " + o.promptsFile + " (" + problem +
+                   "); pass a text file of token ids, one prompt a line");
+    std::istringstream in(std::string(bytes.begin(), bytes.end()));
     for (std::string line; std::getline(in, line);)
       if (line.find_first_not_of(" \t\r") != std::string::npos)
         lines.push_back(line);
