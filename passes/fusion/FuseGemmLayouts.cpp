@@ -344,7 +344,7 @@ private:
     bool batchPacked = inner == 1 ? gemm.getBatch() == 1 || o.stride == matrix
                                   : o.innerStride == matrix && o.stride == matrix * inner;
     return o.ld == o.cols && batchPacked &&
-           cast<MemRefType>(buffer.getType()).getNumElements() == gemm.getBatch() * matrix;
+           cast<MemRefType>(buffer.getType()).getNumElements() == int64_t(gemm.getBatch()) * matrix;
   }
 
   /// `layout` as operand `operand` of `gemm`, if it fits the GEMM's batch
@@ -370,8 +370,8 @@ private:
     Value buffer = exec::ViewOp::create(
         b, gemm.getLoc(), MemRefType::get({layout.span()}, type.getElementType()),
         layout.root, b.getI64IntegerAttr(layout.offset));
-    int64_t inner = view.batch.size() == 2 ? view.batch[1].first : gemm.getInnerBatch();
-    if (inner != gemm.getInnerBatch()) {
+    int64_t inner = view.batch.size() == 2 ? view.batch[1].first : int64_t(gemm.getInnerBatch());
+    if (inner != int64_t(gemm.getInnerBatch())) {
       // Split the other operands' one-level batches: (batch / inner, inner).
       gemm.setInnerStrideA(gemm.getStrideA());
       gemm.setInnerStrideB(gemm.getStrideB());

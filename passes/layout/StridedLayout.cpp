@@ -121,7 +121,10 @@ bool StridedLayout::applyViewBackward(Operation *op, unsigned input) {
   if (!concat)
     return false;
   int64_t rank = shape.size();
-  int64_t axis = concat.getAxis() < 0 ? concat.getAxis() + rank : concat.getAxis();
+  // The attribute reads as unsigned: a negative axis counts from the end.
+  int64_t axis = int64_t(concat.getAxis());
+  if (axis < 0)
+    axis += rank;
   int64_t start = 0;
   for (unsigned i = 0; i < input; ++i)
     start += shapeOf(concat.getInputs()[i])[axis];

@@ -160,8 +160,9 @@ LogicalResult mlir::tg::buildLogits(func::FuncOp forward) {
     return failure();
   std::optional<Mesh> mesh = getMesh(forward);
   int64_t devices = 1;
-  for (int64_t size : mesh ? mesh->shape : SmallVector<int64_t>{})
-    devices *= size;
+  if (mesh)
+    for (int64_t size : mesh->shape)
+      devices *= size;
   if (devices != 1)
     return emitError(forward.getLoc())
            << "@" << forward.getSymName() << " is laid out on the mesh "

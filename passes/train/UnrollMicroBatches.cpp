@@ -26,7 +26,6 @@ namespace mlir::tg {
 } // namespace mlir::tg
 
 static void unrollOne(MicroBatchesOp op) {
-  MLIRContext *ctx = op.getContext();
   OpBuilder b(op);
   int64_t count = op.getCount();
   unsigned numResults = op.getNumResults();

@@ -229,7 +229,9 @@ LogicalResult ViewOp::verify() {
              << ": element counts differ (a part of a buffer needs an offset)";
     return success();
   }
-  if (*getOffset() > from.getNumElements() - to.getNumElements())
+  // Unsigned offsets: a view larger than its source has no room at any.
+  if (to.getNumElements() > from.getNumElements() ||
+      *getOffset() > uint64_t(from.getNumElements() - to.getNumElements()))
     return emitOpError("cannot view ")
            << to.getNumElements() << " elements from element " << *getOffset()
            << " of " << from << ": it has " << from.getNumElements();
@@ -304,17 +306,21 @@ LogicalResult DispatchOp::verifySymbolUses(SymbolTableCollection &symbols) {
 GemmOp::Operand GemmOp::getOperandLayout(unsigned operand) {
   int64_t m = getM(), n = getN(), k = getK();
   Operand layout;
+  // The attributes are unsigned; a layout's sizes and strides are int64_t.
+  auto of = [](int64_t rows, int64_t cols, uint64_t ld, uint64_t stride, uint64_t inner) {
+    return Operand{rows, cols, int64_t(ld), int64_t(stride), int64_t(inner)};
+  };
   switch (operand) {
   case 0:
-    layout = getTransposeA() ? Operand{k, m, getLda(), getStrideA(), getInnerStrideA()}
-                             : Operand{m, k, getLda(), getStrideA(), getInnerStrideA()};
+    layout = getTransposeA() ? of(k, m, getLda(), getStrideA(), getInnerStrideA())
+                             : of(m, k, getLda(), getStrideA(), getInnerStrideA());
     break;
   case 1:
-    layout = getTransposeB() ? Operand{n, k, getLdb(), getStrideB(), getInnerStrideB()}
-                             : Operand{k, n, getLdb(), getStrideB(), getInnerStrideB()};
+    layout = getTransposeB() ? of(n, k, getLdb(), getStrideB(), getInnerStrideB())
+                             : of(k, n, getLdb(), getStrideB(), getInnerStrideB());
     break;
   default:
-    layout = Operand{m, n, getLdc(), getStrideC(), getInnerStrideC()};
+    layout = of(m, n, getLdc(), getStrideC(), getInnerStrideC());
   }
   if (layout.ld == 0)
     layout.ld = layout.cols;
@@ -374,7 +380,7 @@ LogicalResult GemmOp::verify() {
       return emitOpError("with activation ")
              << stringifyGemmActivation(activation) << " needs an aux buffer of m x n = "
              << m * n << " elements of " << element;
-    if (batch != 1 || !(getLdc() == 0 || getLdc() == n))
+    if (batch != 1 || !(getLdc() == 0 || int64_t(getLdc()) == n))
       return emitOpError("with activation ")
              << stringifyGemmActivation(activation)
              << " needs one product (batch 1) and a packed c";

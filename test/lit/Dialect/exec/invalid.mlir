@@ -101,6 +101,14 @@ exec.program @p attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size 
 
 // -----
 
+// A view larger than its source, at offset 0 (the unsigned room check once
+// wrapped around and let it through).
+%r = exec.resource scratch : memref<4x2xf32>
+// expected-error @+1 {{'exec.view' op cannot view 12 elements from element 0 of 'memref<4x2xf32>': it has 8}}
+%v = exec.view %r[0] : memref<4x2xf32> to memref<12xf32>
+
+// -----
+
 // A dispatched kernel exists...
 %a = exec.resource scratch : memref<4xf32>
 // expected-error @+1 {{'exec.dispatch' op kernel @kernels::@missing does not exist}}
