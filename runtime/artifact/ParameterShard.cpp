@@ -12,7 +12,7 @@ ShardLayout::ShardLayout(const tgx::ParameterShard &shard, int64_t ranks, int64_
 
 ShardLayout::ShardLayout(std::vector<int64_t> fullShape, uint32_t dim, int64_t paddedSize,
                          int64_t blocks, int64_t ranks, int64_t coordinate)
-    : full(std::move(fullShape)), local(full), blocks(blocks), coordinate(coordinate) {
+    : full(std::move(fullShape)), local(full), coordinate(coordinate) {
   for (uint32_t i = 0; i < dim; ++i)
     outer *= full[i];
   for (uint32_t i = dim + 1; i < full.size(); ++i)

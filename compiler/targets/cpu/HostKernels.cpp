@@ -161,7 +161,7 @@ llvm::Expected<std::vector<uint8_t>> linkSharedObject(ArrayRef<char> object) {
   if (auto ec = llvm::sys::fs::createUniqueDirectory("tgc-link", dir))
     return llvm::createStringError("cannot create a temporary directory: " +
                                    ec.message());
-  auto cleanup = llvm::make_scope_exit([&] { llvm::sys::fs::remove_directories(dir); });
+  llvm::scope_exit cleanup([&] { llvm::sys::fs::remove_directories(dir); });
   SmallString<128> objectPath(dir), libraryPath(dir);
   llvm::sys::path::append(objectPath, "kernels.o");
   llvm::sys::path::append(libraryPath, "kernels.so");

@@ -141,9 +141,11 @@ TEST(CpuBackend, StridedGemmMatchesNaiveLoop) {
           EXPECT_NEAR(c[at], expected, 1e-5 * k) << "product (" << o << ", " << h << ") element ("
                                                  << i << ", " << j << ")";
         }
-  for (std::size_t at = 0; at < c.size(); ++at)
-    if (!written[at])
+  for (std::size_t at = 0; at < c.size(); ++at) {
+    if (!written[at]) {
       EXPECT_EQ(c[at], -7.0f) << "element " << at << " lies outside every product";
+    }
+  }
 }
 
 std::string createError(const ProgramSpec &spec) {

@@ -71,9 +71,10 @@ public:
 private:
   std::vector<int64_t> full, local;
   int64_t outer = 1, inner = 1, fullRows = 1, localRows = 1;
-  // The mapping of tgx.fbs: `blocks` segments of `blockRows` (P) padded
-  // rows, of which this rank holds `rankRows` (L) from `coordinate` x L.
-  int64_t blocks = 1, blockRows = 1, rankRows = 1, coordinate = 0;
+  // The mapping of tgx.fbs: segments (`blocks` of the constructor) of
+  // `blockRows` (P) padded rows, of which this rank holds `rankRows` (L)
+  // from `coordinate` x L.
+  int64_t blockRows = 1, rankRows = 1, coordinate = 0;
 };
 
 /// One rank's chunk of a parameter's AdamW moment under ZeRO-1 (tgx.fbs,
