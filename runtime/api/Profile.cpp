@@ -5,6 +5,8 @@
 
 #include "Status.h"
 
+#include "tg/runtime/AttentionLayout.h"
+
 namespace tg::runtime {
 namespace {
 
@@ -14,6 +16,7 @@ tg_command_kind toCommandKind(tgx::CommandKind kind) {
   case tgx::CommandKind_Gemm: return TG_COMMAND_GEMM;
   case tgx::CommandKind_Copy: return TG_COMMAND_COPY;
   case tgx::CommandKind_Collective: return TG_COMMAND_COLLECTIVE;
+  case tgx::CommandKind_Attention: return TG_COMMAND_ATTENTION;
   }
   return TG_COMMAND_KERNEL; // unreachable: verified programs
 }
@@ -35,6 +38,8 @@ std::vector<tg_command_profile> describeCommands(const tgx::Program &program) {
     if (c->kind() == tgx::CommandKind_Gemm) {
       const tgx::Gemm &g = *c->gemm(); // the verifier requires it
       r.flops = 2.0 * double(g.m()) * double(g.n()) * double(g.k()) * double(g.batch());
+    } else if (c->kind() == tgx::CommandKind_Attention) {
+      r.flops = attentionModelFlops(*c->attention());
     }
     records.push_back(r);
   }

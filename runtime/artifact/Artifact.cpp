@@ -2,6 +2,7 @@
 // call; the semantic checks after it make every command safe to execute: a
 // backend trusts verified ranges and sizes and checks nothing itself.
 #include "tg/runtime/Artifact.h"
+#include "tg/runtime/AttentionLayout.h"
 #include "tg/runtime/GemmLayout.h"
 
 #include "tg/runtime/Hash.h"
@@ -511,6 +512,79 @@ private:
     return true;
   }
 
+  bool checkAttention(const tgx::Command &c, const std::string &field) {
+    const tgx::Attention *a = c.attention();
+    if (!a)
+      return fail(field, "is an Attention without its 'attention' table");
+    if (program.target() != tgx::Target_Cuda)
+      return fail(field + ".kind", "is Attention, which only the CUDA target runs");
+    if (a->pass() < tgx::AttentionPass_MIN || a->pass() > tgx::AttentionPass_MAX)
+      return fail(field + ".attention.pass",
+                  "has the unknown value " + std::to_string(int(a->pass())));
+    const bool gradient = a->pass() == tgx::AttentionPass_Gradient;
+    const uint32_t limit = std::numeric_limits<int32_t>::max();
+    if (!isAttentionHeadDim(a->head_dim()))
+      return fail(field + ".attention.head_dim",
+                  "is " + std::to_string(a->head_dim()) + ", not 64 or 128");
+    if (a->batch() == 0 || a->query_heads() == 0 || a->key_heads() == 0 ||
+        a->query_len() == 0 || a->key_len() == 0 || a->query_len() > limit ||
+        a->key_len() > limit || a->window() > limit ||
+        a->query_heads() % a->key_heads() != 0 ||
+        uint64_t(a->batch()) * a->query_heads() > 65535 || !std::isfinite(a->scale()))
+      return fail(field + ".attention",
+                  "has sizes the kernels cannot run: batch, heads and lengths from 1 (query "
+                  "heads a multiple of key heads, batch x query heads up to 65535), lengths "
+                  "and window below 2^31, a finite scale");
+    if (c.operands()->size() != attentionOperandCount(gradient))
+      return fail(field + ".operands", "has " + std::to_string(c.operands()->size()) +
+                                           " ranges, not the " +
+                                           std::to_string(attentionOperandCount(gradient)) +
+                                           " of an attention " + (gradient ? "gradient" : "forward"));
+    const unsigned tensors = attentionTensorIndex(attentionOperandCount(gradient));
+    if (!a->strides() || a->strides()->size() != 3 * tensors)
+      return fail(field + ".attention.strides",
+                  "does not hold 3 strides for each of the " + std::to_string(tensors) +
+                      " bf16 operands");
+    for (unsigned i = 0; i < attentionOperandCount(gradient); ++i) {
+      const tgx::BufferRange &r = *c.operands()->Get(i);
+      const std::string where = field + ".operands[" + std::to_string(i) + "]";
+      uint64_t bytes;
+      if (!isAttentionTensor(i)) {
+        bytes = uint64_t(a->batch()) * a->query_heads() * a->query_len() * 4;
+        if (r.offset() % 4 != 0 || r.size() < bytes)
+          return fail(where, rangeText(r) + " does not hold the f32 row statistics of " +
+                                 std::to_string(bytes) + " bytes, 4-byte aligned");
+        continue;
+      }
+      const bool query = isQuerySide(i);
+      const uint64_t heads = query ? a->query_heads() : a->key_heads();
+      const uint64_t rows = query ? a->query_len() : a->key_len();
+      const unsigned at = 3 * attentionTensorIndex(i);
+      int64_t strides[3] = {a->strides()->Get(at), a->strides()->Get(at + 1),
+                            a->strides()->Get(at + 2)};
+      uint64_t batchSpan, headSpan, rowSpan, elements;
+      bool bad = r.offset() % 16 != 0;
+      for (int64_t stride : strides)
+        bad |= stride < 0 || stride % 8 != 0;
+      bad |= mulOverflows(a->batch() - 1, uint64_t(strides[0]), batchSpan) ||
+             mulOverflows(heads - 1, uint64_t(strides[1]), headSpan) ||
+             mulOverflows(rows - 1, uint64_t(strides[2]), rowSpan) ||
+             __builtin_add_overflow(batchSpan, headSpan, &elements) ||
+             __builtin_add_overflow(elements, rowSpan, &elements) ||
+             __builtin_add_overflow(elements, uint64_t(a->head_dim()), &elements) ||
+             mulOverflows(elements, 2, bytes) || r.size() < bytes;
+      if (bad)
+        return fail(where, rangeText(r) + " does not hold a bf16 [" +
+                               std::to_string(a->batch()) + ", " + std::to_string(heads) +
+                               ", " + std::to_string(rows) + ", " +
+                               std::to_string(a->head_dim()) + "] tensor at strides " +
+                               std::to_string(strides[0]) + ", " + std::to_string(strides[1]) +
+                               ", " + std::to_string(strides[2]) +
+                               " (non-negative multiples of 8, the offset 16-byte aligned)");
+    }
+    return true;
+  }
+
   bool checkGemm(const tgx::Command &c, const std::string &field) {
     const tgx::Gemm *g = c.gemm();
     if (!g)
@@ -660,6 +734,10 @@ private:
         break;
       case tgx::CommandKind_Collective:
         if (!checkCollective(c, field))
+          return false;
+        break;
+      case tgx::CommandKind_Attention:
+        if (!checkAttention(c, field))
           return false;
         break;
       default:

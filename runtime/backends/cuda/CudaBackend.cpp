@@ -1,5 +1,6 @@
 #include "CudaBackend.h"
 
+#include "AttentionKernels.h"
 #include "CublasLt.h"
 #include "CudaDriver.h"
 
@@ -11,6 +12,7 @@ namespace tg::runtime {
 namespace {
 
 using cuda::Driver;
+using cuda::KernelLaunch;
 
 /// cuBLASLt's workspace: enough for its split-K and stream-K kernels.
 constexpr size_t kGemmWorkspaceBytes = 32 << 20;
@@ -18,17 +20,14 @@ constexpr size_t kGemmWorkspaceBytes = 32 << 20;
 /// pinned memory, asynchronously on the compute stream.
 constexpr size_t kStagingBytes = 8 << 20;
 
-struct Launch {
-  CUfunction function = nullptr;
-  unsigned grid = 1, block = 1, sharedBytes = 0;
-};
-
 struct Step {
   tgx::CommandKind kind;
   unsigned stream = 0;
   std::vector<CUdeviceptr> buffers;
-  std::vector<void *> params; // &buffers[i]: cuLaunchKernel's argument list
-  std::vector<Launch> launches;
+  std::vector<void *> params; // cuLaunchKernel's argument list: &buffers[i],
+                              // or &*attention
+  std::vector<KernelLaunch> launches;
+  std::unique_ptr<flash::Params> attention;
   int gemmPlan = -1;
   uint64_t copyBytes = 0;
   std::vector<unsigned> awaitEvents; // of commands on other streams
@@ -55,6 +54,7 @@ public:
     if (stagingFree)
       driver->cuEventDestroy(stagingFree);
     gemms.reset();
+    attentionKernels.reset();
     for (CUstream s : streams)
       driver->cuStreamDestroy(s);
     for (CUmodule m : modules)
@@ -268,13 +268,13 @@ private:
         return false;
       }
       modules.push_back(module);
-      std::vector<std::vector<Launch>> &kernels = launchesOf.emplace_back();
+      std::vector<std::vector<KernelLaunch>> &kernels = launchesOf.emplace_back();
       uint32_t next = 0;
       for (uint32_t count : *m.kernel_launch_counts()) {
-        std::vector<Launch> &launches = kernels.emplace_back();
+        std::vector<KernelLaunch> &launches = kernels.emplace_back();
         for (uint32_t j = 0; j < count; ++j, ++next) {
           const tgx::KernelLaunch &l = *m.launches()->Get(next);
-          Launch launch{nullptr, l.grid(), l.block(), l.shared_bytes()};
+          KernelLaunch launch{nullptr, l.grid(), 1, l.block(), l.shared_bytes()};
           if (CUresult r = driver->cuModuleGetFunction(&launch.function, module,
                                                        l.function()->c_str())) {
             error = source + ": modules[" + std::to_string(i) + "] has no entry '" +
@@ -332,6 +332,19 @@ private:
       case tgx::CommandKind_Copy:
         step.copyBytes = c.operands()->Get(0)->size();
         break;
+      case tgx::CommandKind_Attention:
+        if (!attentionKernels) {
+          attentionKernels = cuda::AttentionKernels::load(*driver, error);
+          if (!attentionKernels) {
+            error = source + ": commands[" + std::to_string(i) + "] (" +
+                    (c.label() ? c.label()->str() : "attention") + "): " + error;
+            return false;
+          }
+        }
+        step.attention = std::make_unique<flash::Params>();
+        step.launches = attentionKernels->plan(*c.attention(), step.buffers, *step.attention);
+        step.params = {step.attention.get()};
+        break;
       default: // Collective: multi-GPU programs are refused in createBackend
         error = source + ": commands[" + std::to_string(i) +
                 "] is a collective, which the CUDA backend cannot run yet (no NCCL)";
@@ -383,10 +396,11 @@ private:
   bool issue(Step &step, CUstream stream, std::string &error) {
     switch (step.kind) {
     case tgx::CommandKind_Kernel:
-      for (const Launch &l : step.launches)
+    case tgx::CommandKind_Attention:
+      for (const KernelLaunch &l : step.launches)
         if (!check("cuLaunchKernel",
-                   driver->cuLaunchKernel(l.function, l.grid, 1, 1, l.block, 1, 1, l.sharedBytes,
-                                          stream, step.params.data(), nullptr),
+                   driver->cuLaunchKernel(l.function, l.gridX, l.gridY, 1, l.block, 1, 1,
+                                          l.sharedBytes, stream, step.params.data(), nullptr),
                    error))
           return false;
       return true;
@@ -440,8 +454,9 @@ private:
   CUevent stagingFree = nullptr, fork = nullptr;
   std::vector<CUstream> streams;
   std::vector<CUmodule> modules;
-  std::vector<std::vector<std::vector<Launch>>> launchesOf; // [module][kernel]
+  std::vector<std::vector<std::vector<KernelLaunch>>> launchesOf; // [module][kernel]
   std::unique_ptr<cuda::Gemms> gemms;
+  std::unique_ptr<cuda::AttentionKernels> attentionKernels;
   std::vector<Step> steps;
   std::vector<CUevent> done, joins, profileStart, profileEnd;
   bool useGraph = true;

@@ -18,6 +18,7 @@ namespace tg::runtime::cuda {
   X(cuDeviceGetCount) X(cuDeviceGetAttribute) X(cuDeviceGetName)               \
   X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent)  \
   X(cuModuleLoadDataEx) X(cuModuleUnload) X(cuModuleGetFunction)               \
+  X(cuFuncSetAttribute)                                                        \
   X(cuMemAlloc) X(cuMemFree) X(cuMemAllocHost) X(cuMemFreeHost)                \
   X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoDAsync)    \
   X(cuMemsetD8) X(cuLaunchKernel) X(cuStreamCreate) X(cuStreamDestroy)         \
@@ -25,6 +26,12 @@ namespace tg::runtime::cuda {
   X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphLaunch)                 \
   X(cuGraphDestroy) X(cuGraphExecDestroy) X(cuEventCreate) X(cuEventDestroy)   \
   X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)
+
+/// One kernel launch: `block` threads a block over gridX x gridY blocks.
+struct KernelLaunch {
+  CUfunction function = nullptr;
+  unsigned gridX = 1, gridY = 1, block = 1, sharedBytes = 0;
+};
 
 struct Driver {
 #define TG_CUDA_DECLARE(name) decltype(&::name) name = nullptr;

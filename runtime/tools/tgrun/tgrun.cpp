@@ -523,6 +523,7 @@ const char *kindName(tg_command_kind kind) {
   case TG_COMMAND_GEMM: return "gemm";
   case TG_COMMAND_COPY: return "copy";
   case TG_COMMAND_COLLECTIVE: return "collective";
+  case TG_COMMAND_ATTENTION: return "attention";
   }
   return "unknown";
 }
@@ -599,7 +600,7 @@ public:
   /// The commands (by label and kind) that took the most time, summed over
   /// the profiled steps, with the rate each achieved: GB/s moved (its
   /// operands' sizes over its time) for kernels and copies, TFLOP/s for
-  /// GEMMs.
+  /// GEMMs and attention.
   void printTopCommands() const {
     if (!profiledSteps) {
       std::printf("tgrun: no step ran, so the profile in %s is empty\n", path.c_str());
@@ -621,7 +622,8 @@ public:
                 "mean us", "GB/s", "TFLOP/s", "kind", "command");
     for (const auto &[key, total] : ranked) {
       std::string bandwidth, flopRate;
-      if (total->seconds > 0 && key->second == TG_COMMAND_GEMM)
+      if (total->seconds > 0 &&
+          (key->second == TG_COMMAND_GEMM || key->second == TG_COMMAND_ATTENTION))
         flopRate = formatted("%.4f", total->flops / total->seconds / 1e12);
       else if (total->seconds > 0)
         bandwidth = formatted("%.2f", total->bytes / total->seconds / 1e9);

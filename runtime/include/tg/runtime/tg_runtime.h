@@ -150,8 +150,9 @@ typedef enum {
   TG_COMMAND_KERNEL = 0, /* a compiled kernel */
   TG_COMMAND_GEMM = 1,   /* a library matrix product */
   TG_COMMAND_COPY = 2,
-  TG_COMMAND_COLLECTIVE = 3 /* communication between ranks: its time is
-                               what this rank waited for the others */
+  TG_COMMAND_COLLECTIVE = 3, /* communication between ranks: its time is
+                                what this rank waited for the others */
+  TG_COMMAND_ATTENTION = 4   /* the runtime's flash attention kernels (CUDA) */
 } tg_command_kind;
 
 typedef struct {

@@ -1,0 +1,105 @@
+#include "AttentionKernels.h"
+
+#include "tg/runtime/AttentionLayout.h"
+
+namespace tg::runtime::cuda {
+
+#ifdef TG_HAVE_FLASH_ATTENTION_PTX
+/// kernels/FlashAttention.cu as PTX, NUL-terminated (EmbedPtx.cmake).
+extern const char kFlashAttentionPtx[];
+#endif
+
+std::unique_ptr<AttentionKernels> AttentionKernels::load(const Driver &driver,
+                                                         std::string &error) {
+#ifndef TG_HAVE_FLASH_ATTENTION_PTX
+  (void)driver;
+  error = "the program runs attention through the runtime's flash kernels, but this runtime "
+          "was built without nvcc and has none: rebuild the runtime where CUDA's nvcc is, or "
+          "compile the model with --cuda-attention=decomposed";
+  return nullptr;
+#else
+  std::unique_ptr<AttentionKernels> kernels(new AttentionKernels(driver));
+  char log[8192] = {0};
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *values[] = {log, reinterpret_cast<void *>(uintptr_t(sizeof(log) - 1))};
+  if (CUresult r = driver.cuModuleLoadDataEx(&kernels->module, kFlashAttentionPtx, 2, options,
+                                             values)) {
+    error = "the driver rejects the runtime's flash attention kernels (" +
+            driver.errorText("cuModuleLoadDataEx", r) + ")" + (log[0] ? ": " : "") + log;
+    return nullptr;
+  }
+  const char *names[kKernels] = {"forward", "delta", "key_value_grads", "query_grads"};
+  for (int d = 0; d < 2; ++d) {
+    const int headDim = d == 0 ? 64 : 128;
+    for (int k = 0; k < kKernels; ++k) {
+      std::string name = std::string("tg_flash_attention_") + names[k] + "_d" +
+                         std::to_string(headDim);
+      CUfunction &f = kernels->functions[d][k];
+      if (CUresult r = driver.cuModuleGetFunction(&f, kernels->module, name.c_str())) {
+        error = "the runtime's flash attention kernels have no '" + name + "' (" +
+                driver.errorText("cuModuleGetFunction", r) + ")";
+        return nullptr;
+      }
+      // Above 48 KiB a kernel must ask for its dynamic shared memory.
+      if (k != kDelta)
+        if (CUresult r = driver.cuFuncSetAttribute(
+                f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                int(flash::sharedBytes(headDim)))) {
+          error = "cannot give '" + name + "' " + std::to_string(flash::sharedBytes(headDim)) +
+                  " bytes of shared memory (" + driver.errorText("cuFuncSetAttribute", r) + ")";
+          return nullptr;
+        }
+    }
+  }
+  return kernels;
+#endif
+}
+
+AttentionKernels::~AttentionKernels() {
+  if (module)
+    driver.cuModuleUnload(module);
+}
+
+std::vector<KernelLaunch> AttentionKernels::plan(const tgx::Attention &a,
+                                                 const std::vector<CUdeviceptr> &operands,
+                                                 flash::Params &params) const {
+  const bool gradient = a.pass() == tgx::AttentionPass_Gradient;
+  params = flash::Params{};
+  flash::Tensor *tensors[] = {&params.query,  &params.key,        &params.value,
+                              &params.result, nullptr,            &params.resultGrad,
+                              nullptr,        &params.queryGrad,  &params.keyGrad,
+                              &params.valueGrad};
+  for (unsigned i = 0; i < attentionOperandCount(gradient); ++i) {
+    if (!isAttentionTensor(i))
+      continue;
+    const unsigned at = 3 * attentionTensorIndex(i);
+    *tensors[i] = {operands[i], a.strides()->Get(at), a.strides()->Get(at + 1),
+                   a.strides()->Get(at + 2)};
+  }
+  params.logsumexp = operands[kAttentionLogsumexp];
+  if (gradient)
+    params.delta = operands[kAttentionDelta];
+  params.batch = int32_t(a.batch());
+  params.queryHeads = int32_t(a.query_heads());
+  params.keyHeads = int32_t(a.key_heads());
+  params.queryLen = int32_t(a.query_len());
+  params.keyLen = int32_t(a.key_len());
+  params.causal = a.causal();
+  params.window = int32_t(a.window());
+  params.scale = a.scale();
+
+  const CUfunction *f = functions[a.head_dim() == 64 ? 0 : 1];
+  const unsigned shared = flash::sharedBytes(int(a.head_dim()));
+  auto blocks = [](uint32_t rows, unsigned per) { return unsigned((rows + per - 1) / per); };
+  const unsigned queryPlanes = a.batch() * a.query_heads(), keyPlanes = a.batch() * a.key_heads();
+  const unsigned queryBlocks = blocks(a.query_len(), flash::kBlockRows);
+  if (!gradient)
+    return {{f[kForward], queryBlocks, queryPlanes, flash::kThreads, shared}};
+  // delta first: the other two read it.
+  return {{f[kDelta], blocks(a.query_len(), flash::kThreads / 32), queryPlanes, flash::kThreads, 0},
+          {f[kKeyValueGrads], blocks(a.key_len(), flash::kBlockRows), keyPlanes, flash::kThreads,
+           shared},
+          {f[kQueryGrads], queryBlocks, queryPlanes, flash::kThreads, shared}};
+}
+
+} // namespace tg::runtime::cuda

@@ -1,0 +1,396 @@
+// Flash attention on the tensor cores (mma.sync m16n8k16, bf16 in, f32
+// accumulators), FlashAttention-2's schedule: a block of 4 warps owns 64
+// rows, each warp 16, and loops over tiles of 64 rows of the other side,
+// keeping its scores and probabilities in registers. Causal and windowed
+// tiles no query of the block sees are skipped; the rest are masked per
+// element. Keys of head h / (queryHeads / keyHeads) serve query head h.
+//
+// Forward: an online softmax over the key tiles; writes the result and the
+// log-sum-exp of each query row (natural log, f32).
+// Backward, deterministic (no atomics): `delta` = rowsum(dO * O), then one
+// kernel of key blocks (dK, dV over every query tile that sees them, and
+// every query head of the group) and one of query blocks (dQ over the key
+// tiles), each recomputing P = exp(scale * q.k - logsumexp).
+//
+// Compiled by nvcc to PTX for the CUDA backend, and as host C++ over the
+// SIMT emulator for its test (Simt.h).
+#include "FlashAttention.h"
+#include "Simt.h"
+
+namespace tg::flash {
+namespace {
+using namespace tg::simt;
+
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+constexpr float kMinusInfinity = -__builtin_huge_valf();
+
+TG_DEVICE float maxOf(float a, float b) { return a > b ? a : b; }
+TG_DEVICE int minOf(int a, int b) { return a < b ? a : b; }
+TG_DEVICE int maxOf(int a, int b) { return a > b ? a : b; }
+
+TG_DEVICE uint16_t *rowOf(const Tensor &t, int b, int h, int row) {
+  return reinterpret_cast<uint16_t *>(t.base) + b * t.batchStride + h * t.headStride +
+         int64_t(row) * t.rowStride;
+}
+
+/// Whether query t sees key s (tg.attention's rule).
+TG_DEVICE bool visible(const Params &p, int t, int s) {
+  return s < p.keyLen && (!p.causal || s <= t) && (p.window <= 0 || s > t - p.window);
+}
+
+/// The keys [first, end) that some query of [firstQuery, lastQuery] sees.
+struct Range {
+  int first, end;
+};
+TG_DEVICE Range keysSeenBy(const Params &p, int firstQuery, int lastQuery) {
+  return {p.window > 0 ? maxOf(0, firstQuery - p.window + 1) : 0,
+          p.causal ? minOf(lastQuery + 1, p.keyLen) : p.keyLen};
+}
+/// The queries [first, end) that see some key of [firstKey, lastKey].
+TG_DEVICE Range queriesSeeing(const Params &p, int firstKey, int lastKey) {
+  return {p.causal ? firstKey : 0,
+          p.window > 0 ? minOf(p.queryLen, lastKey + p.window) : p.queryLen};
+}
+
+/// Rows [row0, row0 + 64) of head (b, h) into a shared tile of padded rows;
+/// rows from `rows` on read as zeros.
+template <int D>
+TG_DEVICE void loadTile(uint16_t *tile, const Tensor &t, int b, int h, int row0, int rows) {
+  constexpr int chunks = D / 8;
+  for (int i = threadId(); i < kTileRows * chunks; i += kThreads) {
+    int r = i / chunks, c = i % chunks;
+    Chunk value = {0, 0, 0, 0};
+    if (row0 + r < rows)
+      value = loadChunk(rowOf(t, b, h, row0 + r) + 8 * c);
+    storeChunk(tile + r * paddedRow(D) + 8 * c, value);
+  }
+}
+
+/// A warp's 16 rows of a shared tile (`tile` at the warp's first row) to rows
+/// [row0, row0 + 16) of head (b, h); rows from `rows` on are not written.
+template <int D>
+TG_DEVICE void storeWarpRows(const Tensor &t, int b, int h, int row0, int rows,
+                             const uint16_t *tile) {
+  constexpr int chunks = D / 8;
+  for (int i = laneId(); i < 16 * chunks; i += 32) {
+    int r = i / chunks, c = i % chunks;
+    if (row0 + r < rows)
+      storeChunk(rowOf(t, b, h, row0 + r) + 8 * c, loadChunk(tile + r * paddedRow(D) + 8 * c));
+  }
+}
+
+/// Accumulator fragments (16 rows x D, f32) times `scale`, rounded to bf16
+/// into the warp's 16 rows of a shared tile (`tile` at its first row), then
+/// to rows [row0, row0 + 16) of head (b, h).
+template <int D>
+TG_DEVICE void writeWarpRows(float (&acc)[D / 8][4], float scale, uint16_t *tile,
+                             const Tensor &t, int b, int h, int row0, int rows) {
+  const int group = laneId() / 4, inGroup = laneId() % 4;
+  for (int dt = 0; dt < D / 8; ++dt)
+    for (int half = 0; half < 2; ++half)
+      storeWord(tile + (group + 8 * half) * paddedRow(D) + dt * 8 + 2 * inGroup,
+                packBf16(acc[dt][2 * half] * scale, acc[dt][2 * half + 1] * scale));
+  syncWarp();
+  storeWarpRows<D>(t, b, h, row0, rows, tile);
+}
+
+// Fragments of mma.m16n8k16 from shared tiles of padded rows (`ld` elements
+// apart). group = lane / 4, inGroup = lane % 4.
+
+/// A (16 x 16): rows r0.. and columns k0.. of the tile.
+TG_DEVICE void loadA(uint32_t a[4], const uint16_t *tile, int ld, int r0, int k0) {
+  const int group = laneId() / 4, inGroup = laneId() % 4;
+  const uint16_t *p = tile + (r0 + group) * ld + k0 + 2 * inGroup;
+  a[0] = loadWord(p);
+  a[1] = loadWord(p + 8 * ld);
+  a[2] = loadWord(p + 8);
+  a[3] = loadWord(p + 8 * ld + 8);
+}
+/// B (16 x 8) = the transpose of rows n0.. (8 of them), columns k0.. of the
+/// tile: column n of B is a row of the tile (keys against queries).
+TG_DEVICE void loadBTransposed(uint32_t b[2], const uint16_t *tile, int ld, int n0, int k0) {
+  const int group = laneId() / 4, inGroup = laneId() % 4;
+  const uint16_t *p = tile + (n0 + group) * ld + k0 + 2 * inGroup;
+  b[0] = loadWord(p);
+  b[1] = loadWord(p + 8);
+}
+/// B (16 x 8) = rows k0.. (16 of them), columns n0.. of the tile itself.
+TG_DEVICE void loadB(uint32_t b[2], const uint16_t *tile, int ld, int k0, int n0) {
+  const int group = laneId() / 4, inGroup = laneId() % 4;
+  const uint16_t *p = tile + (k0 + 2 * inGroup) * ld + n0 + group;
+  b[0] = uint32_t(p[0]) | uint32_t(p[ld]) << 16;
+  b[1] = uint32_t(p[8 * ld]) | uint32_t(p[9 * ld]) << 16;
+}
+/// The A fragment of columns 16 kc.. of 16 x 64 accumulators: a warp's
+/// products become the next product's left operand without leaving
+/// registers (the accumulator and A layouts line up).
+TG_DEVICE void accumulatorsAsA(uint32_t a[4], const float (&acc)[8][4], int kc) {
+  a[0] = packBf16(acc[2 * kc][0], acc[2 * kc][1]);
+  a[1] = packBf16(acc[2 * kc][2], acc[2 * kc][3]);
+  a[2] = packBf16(acc[2 * kc + 1][0], acc[2 * kc + 1][1]);
+  a[3] = packBf16(acc[2 * kc + 1][2], acc[2 * kc + 1][3]);
+}
+
+/// acc (16 x 64) = rows r0.. of `left` (16 x D) times the transpose of the
+/// 64 rows of `right` (64 x D): a warp's scores.
+template <int D>
+TG_DEVICE void rowsTimesTransposed(float (&acc)[8][4], const uint16_t *left, int r0,
+                                   const uint16_t *right) {
+  for (int nt = 0; nt < 8; ++nt)
+    for (int i = 0; i < 4; ++i)
+      acc[nt][i] = 0;
+  for (int kc = 0; kc < D / 16; ++kc) {
+    uint32_t a[4];
+    loadA(a, left, paddedRow(D), r0, kc * 16);
+    for (int nt = 0; nt < 8; ++nt) {
+      uint32_t b[2];
+      loadBTransposed(b, right, paddedRow(D), nt * 8, kc * 16);
+      mma16816(acc[nt], a, b);
+    }
+  }
+}
+
+/// acc (16 x D) += lhs (16 x 64, accumulators rounded to bf16) times the 64
+/// rows of `tile` (64 x D).
+template <int D>
+TG_DEVICE void accumulateTimesTile(float (&acc)[D / 8][4], const float (&lhs)[8][4],
+                                   const uint16_t *tile) {
+  for (int kc = 0; kc < 4; ++kc) {
+    uint32_t a[4];
+    accumulatorsAsA(a, lhs, kc);
+    for (int dt = 0; dt < D / 8; ++dt) {
+      uint32_t b[2];
+      loadB(b, tile, paddedRow(D), kc * 16, dt * 8);
+      mma16816(acc[dt], a, b);
+    }
+  }
+}
+
+template <int D>
+TG_DEVICE void forward(const Params &p) {
+  TG_SHARED_BYTES(shared);
+  constexpr int ld = paddedRow(D);
+  uint16_t *queryTile = reinterpret_cast<uint16_t *>(shared);
+  uint16_t *keyTile = queryTile + kBlockRows * ld;
+  uint16_t *valueTile = keyTile + kTileRows * ld;
+  const int b = blockY() / p.queryHeads, h = blockY() % p.queryHeads;
+  const int kh = h / (p.queryHeads / p.keyHeads);
+  // A causal block of later queries sees more keys: those start first.
+  const int q0 = (p.causal ? gridX() - 1 - blockX() : blockX()) * kBlockRows;
+  const int group = laneId() / 4, inGroup = laneId() % 4, r0 = warpId() * 16;
+  const float scaleLog2 = p.scale * kLog2e;
+
+  loadTile<D>(queryTile, p.query, b, h, q0, p.queryLen);
+  float out[D / 8][4] = {};
+  float runningMax[2] = {kMinusInfinity, kMinusInfinity}, runningSum[2] = {0, 0};
+  const Range keys = keysSeenBy(p, q0, minOf(q0 + kBlockRows, p.queryLen) - 1);
+  for (int k0 = keys.first / kTileRows * kTileRows; k0 < keys.end; k0 += kTileRows) {
+    syncThreads(); // every warp is done with the last tiles
+    loadTile<D>(keyTile, p.key, b, kh, k0, p.keyLen);
+    loadTile<D>(valueTile, p.value, b, kh, k0, p.keyLen);
+    syncThreads();
+    float score[8][4];
+    rowsTimesTransposed<D>(score, queryTile, r0, keyTile);
+    for (int half = 0; half < 2; ++half) {
+      const int t = q0 + r0 + group + 8 * half;
+      float rowMax = kMinusInfinity;
+      for (int nt = 0; nt < 8; ++nt)
+        for (int j = 0; j < 2; ++j) {
+          float &x = score[nt][2 * half + j];
+          x = visible(p, t, k0 + nt * 8 + 2 * inGroup + j) ? x * scaleLog2 : kMinusInfinity;
+          rowMax = maxOf(rowMax, x);
+        }
+      // A row's 64 scores lie with the 4 lanes of its group.
+      rowMax = maxOf(rowMax, shuffleXor(rowMax, 1));
+      rowMax = maxOf(rowMax, shuffleXor(rowMax, 2));
+      const float newMax = maxOf(runningMax[half], rowMax);
+      // While a row has seen no key, exp2(-inf - 0) keeps everything 0.
+      const float base = newMax == kMinusInfinity ? 0.f : newMax;
+      const float rescale = exp2Fast(runningMax[half] - base);
+      runningMax[half] = newMax;
+      runningSum[half] *= rescale;
+      for (int dt = 0; dt < D / 8; ++dt) {
+        out[dt][2 * half] *= rescale;
+        out[dt][2 * half + 1] *= rescale;
+      }
+      for (int nt = 0; nt < 8; ++nt)
+        for (int j = 0; j < 2; ++j) {
+          float &x = score[nt][2 * half + j];
+          x = exp2Fast(x - base);
+          runningSum[half] += x;
+        }
+    }
+    accumulateTimesTile<D>(out, score, valueTile);
+  }
+
+  float inverse[2];
+  for (int half = 0; half < 2; ++half) {
+    float sum = runningSum[half];
+    sum += shuffleXor(sum, 1);
+    sum += shuffleXor(sum, 2);
+    inverse[half] = sum > 0 ? 1.f / sum : 0.f; // a row that sees no key is 0
+    const int t = q0 + r0 + group + 8 * half;
+    if (inGroup == 0 && t < p.queryLen)
+      reinterpret_cast<float *>(p.logsumexp)[(int64_t(blockY()) * p.queryLen) + t] =
+          sum > 0 ? (runningMax[half] + log2Fast(sum)) * kLn2 : kMinusInfinity;
+  }
+  for (int dt = 0; dt < D / 8; ++dt)
+    for (int half = 0; half < 2; ++half) {
+      out[dt][2 * half] *= inverse[half];
+      out[dt][2 * half + 1] *= inverse[half];
+    }
+  // The warp's rows of the query tile are its own (no other warp reads them)
+  // once every thread is done loading it.
+  syncThreads();
+  writeWarpRows<D>(out, 1.f, queryTile + r0 * ld, p.result, b, h, q0 + r0, p.queryLen);
+}
+
+/// delta = rowsum(dO * O), a warp a row.
+template <int D>
+TG_DEVICE void delta(const Params &p) {
+  const int b = blockY() / p.queryHeads, h = blockY() % p.queryHeads;
+  const int t = blockX() * 4 + warpId();
+  float sum = 0;
+  if (t < p.queryLen) {
+    const uint16_t *o = rowOf(p.result, b, h, t), *g = rowOf(p.resultGrad, b, h, t);
+    for (int d = 2 * laneId(); d < D; d += 64) {
+      uint32_t ow = loadWord(o + d), gw = loadWord(g + d);
+      sum += bf16ToFloat(uint16_t(ow)) * bf16ToFloat(uint16_t(gw)) +
+             bf16ToFloat(uint16_t(ow >> 16)) * bf16ToFloat(uint16_t(gw >> 16));
+    }
+  }
+  for (int mask = 16; mask >= 1; mask /= 2)
+    sum += shuffleXor(sum, mask);
+  if (laneId() == 0 && t < p.queryLen)
+    reinterpret_cast<float *>(p.delta)[int64_t(blockY()) * p.queryLen + t] = sum;
+}
+
+/// The per-row f32s of a query tile (log-sum-exp times log2(e), delta) into
+/// shared memory; rows from queryLen on get 0 (they see no key).
+TG_DEVICE void loadRowStats(float *lse2, float *rowDelta, const Params &p, int bh, int t0) {
+  for (int i = threadId(); i < kTileRows; i += kThreads) {
+    const int t = t0 + i;
+    const int64_t at = int64_t(bh) * p.queryLen + t;
+    lse2[i] = t < p.queryLen ? reinterpret_cast<const float *>(p.logsumexp)[at] * kLog2e : 0.f;
+    rowDelta[i] = t < p.queryLen ? reinterpret_cast<const float *>(p.delta)[at] : 0.f;
+  }
+}
+
+/// dK and dV of 64 keys of head (b, kh).
+template <int D>
+TG_DEVICE void keyValueGrads(const Params &p) {
+  TG_SHARED_BYTES(shared);
+  constexpr int ld = paddedRow(D);
+  uint16_t *keyTile = reinterpret_cast<uint16_t *>(shared);
+  uint16_t *valueTile = keyTile + kBlockRows * ld;
+  uint16_t *queryTile = valueTile + kBlockRows * ld;
+  uint16_t *gradTile = queryTile + kTileRows * ld;
+  float *lse2 = reinterpret_cast<float *>(gradTile + kTileRows * ld);
+  float *rowDelta = lse2 + kTileRows;
+  const int b = blockY() / p.keyHeads, kh = blockY() % p.keyHeads;
+  const int groupSize = p.queryHeads / p.keyHeads;
+  const int k0 = blockX() * kBlockRows; // causal: earlier keys, more queries, first
+  const int group = laneId() / 4, inGroup = laneId() % 4, r0 = warpId() * 16;
+  const float scaleLog2 = p.scale * kLog2e;
+
+  loadTile<D>(keyTile, p.key, b, kh, k0, p.keyLen);
+  loadTile<D>(valueTile, p.value, b, kh, k0, p.keyLen);
+  float keyGrad[D / 8][4] = {}, valueGrad[D / 8][4] = {};
+  const Range queries = queriesSeeing(p, k0, minOf(k0 + kBlockRows, p.keyLen) - 1);
+  for (int h = kh * groupSize; h < (kh + 1) * groupSize; ++h)
+    for (int t0 = queries.first / kTileRows * kTileRows; t0 < queries.end; t0 += kTileRows) {
+      syncThreads();
+      loadTile<D>(queryTile, p.query, b, h, t0, p.queryLen);
+      loadTile<D>(gradTile, p.resultGrad, b, h, t0, p.queryLen);
+      loadRowStats(lse2, rowDelta, p, b * p.queryHeads + h, t0);
+      syncThreads();
+      // P^T: the warp's 16 keys against the tile's 64 queries.
+      float probs[8][4];
+      rowsTimesTransposed<D>(probs, keyTile, r0, queryTile);
+      for (int nt = 0; nt < 8; ++nt)
+        for (int i = 0; i < 4; ++i) {
+          const int s = k0 + r0 + group + (i >= 2 ? 8 : 0);
+          const int col = nt * 8 + 2 * inGroup + (i & 1);
+          probs[nt][i] = t0 + col < p.queryLen && visible(p, t0 + col, s)
+                             ? exp2Fast(probs[nt][i] * scaleLog2 - lse2[col])
+                             : 0.f;
+        }
+      accumulateTimesTile<D>(valueGrad, probs, gradTile); // dV += P^T dO
+      float dprobs[8][4];
+      rowsTimesTransposed<D>(dprobs, valueTile, r0, gradTile); // dP^T = V dO^T
+      for (int nt = 0; nt < 8; ++nt)
+        for (int i = 0; i < 4; ++i)
+          dprobs[nt][i] = probs[nt][i] * (dprobs[nt][i] - rowDelta[nt * 8 + 2 * inGroup + (i & 1)]);
+      accumulateTimesTile<D>(keyGrad, dprobs, queryTile); // dK += dS^T Q
+    }
+  // The warp's rows of the key and value tiles are its own once loaded.
+  syncThreads();
+  writeWarpRows<D>(keyGrad, p.scale, keyTile + r0 * ld, p.keyGrad, b, kh, k0 + r0, p.keyLen);
+  writeWarpRows<D>(valueGrad, 1.f, valueTile + r0 * ld, p.valueGrad, b, kh, k0 + r0, p.keyLen);
+}
+
+/// dQ of 64 queries of head (b, h).
+template <int D>
+TG_DEVICE void queryGrads(const Params &p) {
+  TG_SHARED_BYTES(shared);
+  constexpr int ld = paddedRow(D);
+  uint16_t *queryTile = reinterpret_cast<uint16_t *>(shared);
+  uint16_t *gradTile = queryTile + kBlockRows * ld;
+  uint16_t *keyTile = gradTile + kBlockRows * ld;
+  uint16_t *valueTile = keyTile + kTileRows * ld;
+  float *lse2 = reinterpret_cast<float *>(valueTile + kTileRows * ld);
+  float *rowDelta = lse2 + kTileRows;
+  const int b = blockY() / p.queryHeads, h = blockY() % p.queryHeads;
+  const int kh = h / (p.queryHeads / p.keyHeads);
+  const int q0 = (p.causal ? gridX() - 1 - blockX() : blockX()) * kBlockRows;
+  const int group = laneId() / 4, inGroup = laneId() % 4, r0 = warpId() * 16;
+  const float scaleLog2 = p.scale * kLog2e;
+
+  loadTile<D>(queryTile, p.query, b, h, q0, p.queryLen);
+  loadTile<D>(gradTile, p.resultGrad, b, h, q0, p.queryLen);
+  loadRowStats(lse2, rowDelta, p, blockY(), q0);
+  float queryGrad[D / 8][4] = {};
+  const Range keys = keysSeenBy(p, q0, minOf(q0 + kBlockRows, p.queryLen) - 1);
+  for (int k0 = keys.first / kTileRows * kTileRows; k0 < keys.end; k0 += kTileRows) {
+    syncThreads();
+    loadTile<D>(keyTile, p.key, b, kh, k0, p.keyLen);
+    loadTile<D>(valueTile, p.value, b, kh, k0, p.keyLen);
+    syncThreads();
+    float probs[8][4], dprobs[8][4];
+    rowsTimesTransposed<D>(probs, queryTile, r0, keyTile);
+    rowsTimesTransposed<D>(dprobs, gradTile, r0, valueTile); // dP = dO V^T
+    for (int nt = 0; nt < 8; ++nt)
+      for (int i = 0; i < 4; ++i) {
+        const int row = r0 + group + (i >= 2 ? 8 : 0);
+        const int s = k0 + nt * 8 + 2 * inGroup + (i & 1);
+        const float prob = q0 + row < p.queryLen && visible(p, q0 + row, s)
+                               ? exp2Fast(probs[nt][i] * scaleLog2 - lse2[row])
+                               : 0.f;
+        dprobs[nt][i] = prob * (dprobs[nt][i] - rowDelta[row]);
+      }
+    accumulateTimesTile<D>(queryGrad, dprobs, keyTile); // dQ += dS K
+  }
+  syncThreads();
+  writeWarpRows<D>(queryGrad, p.scale, queryTile + r0 * ld, p.queryGrad, b, h, q0 + r0,
+                   p.queryLen);
+}
+
+} // namespace
+} // namespace tg::flash
+
+#define TG_FLASH_ATTENTION_KERNELS(D)                                                    \
+  TG_KERNEL_128 tg_flash_attention_forward_d##D(tg::flash::Params p) {                   \
+    tg::flash::forward<D>(p);                                                            \
+  }                                                                                      \
+  TG_KERNEL_128 tg_flash_attention_delta_d##D(tg::flash::Params p) {                     \
+    tg::flash::delta<D>(p);                                                              \
+  }                                                                                      \
+  TG_KERNEL_128 tg_flash_attention_key_value_grads_d##D(tg::flash::Params p) {           \
+    tg::flash::keyValueGrads<D>(p);                                                      \
+  }                                                                                      \
+  TG_KERNEL_128 tg_flash_attention_query_grads_d##D(tg::flash::Params p) {               \
+    tg::flash::queryGrads<D>(p);                                                         \
+  }
+TG_FLASH_ATTENTION_KERNELS(64)
+TG_FLASH_ATTENTION_KERNELS(128)

@@ -1,0 +1,239 @@
+// The CUDA backend's flash attention kernels, run on the host by the SIMT
+// emulator (runtime/backends/cuda/kernels/Simt.h): the same source nvcc
+// compiles, with mma.sync and the shuffles given their PTX semantics. Checked
+// against attention in float64 from the same bf16 inputs.
+//
+// Tolerances: the kernels round three things to bf16 (unit roundoff 2^-9):
+// the probabilities before P V, the result (which the backward's delta also
+// reads), and dS before dS K and dS^T Q. Rounding errors of independent
+// elements add in quadrature, so a normwise relative error a few times 2^-9
+// is expected; 1e-2 leaves room and still fails for a wrong mask, scale or
+// fragment (those give errors of order 1). The log-sum-exp is f32 all the
+// way, within 1e-4 absolute.
+#include "FlashAttention.cu"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace {
+
+using tg::flash::Params;
+using tg::flash::Tensor;
+
+struct Shape {
+  int batch, queryHeads, keyHeads, queryLen, keyLen, headDim;
+  bool causal;
+  int window;
+};
+
+/// A bf16 tensor [batch, heads, rows, D] on the host, stored token-major
+/// ([batch, rows, heads, D], as projections write heads) or head-major.
+struct HostTensor {
+  HostTensor(int batch, int heads, int rows, int dim, bool tokenMajor)
+      : heads(heads), rows(rows), dim(dim), tokenMajor(tokenMajor),
+        bits(size_t(batch) * heads * rows * dim) {}
+  size_t at(int b, int h, int r, int d) const {
+    return tokenMajor ? ((size_t(b) * rows + r) * heads + h) * dim + d
+                      : ((size_t(b) * heads + h) * rows + r) * dim + d;
+  }
+  double get(int b, int h, int r, int d) const {
+    return tg::simt::bf16ToFloat(bits[at(b, h, r, d)]);
+  }
+  Tensor device() {
+    Tensor t{reinterpret_cast<uint64_t>(bits.data()), 0, 0, 0};
+    t.batchStride = int64_t(heads) * rows * dim;
+    t.headStride = tokenMajor ? dim : int64_t(rows) * dim;
+    t.rowStride = tokenMajor ? int64_t(heads) * dim : dim;
+    return t;
+  }
+  int heads, rows, dim;
+  bool tokenMajor;
+  std::vector<uint16_t> bits;
+};
+
+HostTensor randomTensor(std::mt19937 &rng, int batch, int heads, int rows, int dim,
+                        bool tokenMajor, double spread) {
+  HostTensor t(batch, heads, rows, dim, tokenMajor);
+  std::normal_distribution<float> normal(0.f, float(spread));
+  for (uint16_t &x : t.bits)
+    x = tg::simt::roundToBf16(normal(rng));
+  return t;
+}
+
+bool sees(const Shape &s, int t, int key) {
+  return key < s.keyLen && (!s.causal || key <= t) && (s.window <= 0 || key > t - s.window);
+}
+
+struct Reference {
+  std::vector<double> result, logsumexp, queryGrad, keyGrad, valueGrad;
+};
+
+/// Attention and its gradients in float64, indexed [b][h][row][d] packed.
+Reference reference(const Shape &s, double scale, const HostTensor &q, const HostTensor &k,
+                    const HostTensor &v, const HostTensor &dout) {
+  const int D = s.headDim, T = s.queryLen, S = s.keyLen, group = s.queryHeads / s.keyHeads;
+  Reference r;
+  r.result.assign(size_t(s.batch) * s.queryHeads * T * D, 0);
+  r.queryGrad = r.result;
+  r.logsumexp.assign(size_t(s.batch) * s.queryHeads * T, -INFINITY);
+  r.keyGrad.assign(size_t(s.batch) * s.keyHeads * S * D, 0);
+  r.valueGrad = r.keyGrad;
+  std::vector<double> p(S), dp(S);
+  for (int b = 0; b < s.batch; ++b)
+    for (int h = 0; h < s.queryHeads; ++h) {
+      const int kh = h / group;
+      for (int t = 0; t < T; ++t) {
+        double max = -INFINITY;
+        for (int j = 0; j < S; ++j) {
+          double dot = 0;
+          for (int d = 0; d < D; ++d)
+            dot += q.get(b, h, t, d) * k.get(b, kh, j, d);
+          p[j] = sees(s, t, j) ? scale * dot : -INFINITY;
+          max = std::max(max, p[j]);
+        }
+        if (max == -INFINITY)
+          continue; // sees no key: result 0, log-sum-exp -inf, no gradient
+        double sum = 0;
+        for (int j = 0; j < S; ++j)
+          sum += p[j] = std::exp(p[j] - max);
+        const size_t row = (size_t(b) * s.queryHeads + h) * T + t;
+        r.logsumexp[row] = max + std::log(sum);
+        double delta = 0;
+        for (int j = 0; j < S; ++j) {
+          p[j] /= sum;
+          dp[j] = 0;
+          for (int d = 0; d < D; ++d) {
+            r.result[row * D + d] += p[j] * v.get(b, kh, j, d);
+            dp[j] += dout.get(b, h, t, d) * v.get(b, kh, j, d);
+          }
+        }
+        for (int d = 0; d < D; ++d)
+          delta += dout.get(b, h, t, d) * r.result[row * D + d];
+        for (int j = 0; j < S; ++j) {
+          const double ds = p[j] * (dp[j] - delta);
+          const size_t keyRow = (size_t(b) * s.keyHeads + kh) * S + j;
+          for (int d = 0; d < D; ++d) {
+            r.queryGrad[row * D + d] += scale * ds * k.get(b, kh, j, d);
+            r.keyGrad[keyRow * D + d] += scale * ds * q.get(b, h, t, d);
+            r.valueGrad[keyRow * D + d] += p[j] * dout.get(b, h, t, d);
+          }
+        }
+      }
+    }
+  return r;
+}
+
+/// ||actual - expected|| / ||expected|| over a tensor [b][h][row][d].
+double relativeError(const HostTensor &actual, const std::vector<double> &expected, int batch) {
+  double diff = 0, norm = 0;
+  size_t i = 0;
+  for (int b = 0; b < batch; ++b)
+    for (int h = 0; h < actual.heads; ++h)
+      for (int r = 0; r < actual.rows; ++r)
+        for (int d = 0; d < actual.dim; ++d, ++i) {
+          const double e = expected[i], a = actual.get(b, h, r, d);
+          diff += (a - e) * (a - e);
+          norm += e * e;
+        }
+  return std::sqrt(diff / norm);
+}
+
+using Kernel = void (*)(Params);
+struct Kernels {
+  Kernel forward, delta, keyValueGrads, queryGrads;
+};
+Kernels kernelsFor(int headDim) {
+  if (headDim == 64)
+    return {tg_flash_attention_forward_d64, tg_flash_attention_delta_d64,
+            tg_flash_attention_key_value_grads_d64, tg_flash_attention_query_grads_d64};
+  return {tg_flash_attention_forward_d128, tg_flash_attention_delta_d128,
+          tg_flash_attention_key_value_grads_d128, tg_flash_attention_query_grads_d128};
+}
+
+void run(Kernel kernel, const Params &p, int gridX, int gridY, int headDim) {
+  tg::simt::launch(gridX, gridY, tg::flash::kThreads, tg::flash::sharedBytes(headDim),
+                   [&] { kernel(p); });
+}
+
+int blocks(int rows, int per) { return (rows + per - 1) / per; }
+
+void check(const Shape &s) {
+  std::mt19937 rng(1234 + s.queryLen * 7 + s.keyLen + s.headDim + s.window);
+  const int D = s.headDim, B = s.batch;
+  const double scale = 1.0 / std::sqrt(double(D));
+  HostTensor q = randomTensor(rng, B, s.queryHeads, s.queryLen, D, false, 1.0);
+  HostTensor k = randomTensor(rng, B, s.keyHeads, s.keyLen, D, true, 1.0);
+  HostTensor v = randomTensor(rng, B, s.keyHeads, s.keyLen, D, true, 1.0);
+  HostTensor dout = randomTensor(rng, B, s.queryHeads, s.queryLen, D, true, 0.1);
+  HostTensor out(B, s.queryHeads, s.queryLen, D, true);
+  HostTensor dq(B, s.queryHeads, s.queryLen, D, false);
+  HostTensor dk(B, s.keyHeads, s.keyLen, D, false), dv(B, s.keyHeads, s.keyLen, D, true);
+  std::vector<float> lse(size_t(B) * s.queryHeads * s.queryLen, 7.f);
+  std::vector<float> delta(lse.size(), 7.f);
+
+  Params p{};
+  p.query = q.device();
+  p.key = k.device();
+  p.value = v.device();
+  p.result = out.device();
+  p.resultGrad = dout.device();
+  p.queryGrad = dq.device();
+  p.keyGrad = dk.device();
+  p.valueGrad = dv.device();
+  p.logsumexp = reinterpret_cast<uint64_t>(lse.data());
+  p.delta = reinterpret_cast<uint64_t>(delta.data());
+  p.batch = B;
+  p.queryHeads = s.queryHeads;
+  p.keyHeads = s.keyHeads;
+  p.queryLen = s.queryLen;
+  p.keyLen = s.keyLen;
+  p.causal = s.causal;
+  p.window = s.window;
+  p.scale = float(scale);
+
+  Kernels kernels = kernelsFor(D);
+  const int queryBlocks = blocks(s.queryLen, tg::flash::kBlockRows);
+  run(kernels.forward, p, queryBlocks, B * s.queryHeads, D);
+  run(kernels.delta, p, blocks(s.queryLen, 4), B * s.queryHeads, D);
+  run(kernels.keyValueGrads, p, blocks(s.keyLen, tg::flash::kBlockRows), B * s.keyHeads, D);
+  run(kernels.queryGrads, p, queryBlocks, B * s.queryHeads, D);
+
+  Reference r = reference(s, scale, q, k, v, dout);
+  EXPECT_LT(relativeError(out, r.result, B), 1e-2) << "result";
+  EXPECT_LT(relativeError(dq, r.queryGrad, B), 1e-2) << "query gradient";
+  EXPECT_LT(relativeError(dk, r.keyGrad, B), 1e-2) << "key gradient";
+  EXPECT_LT(relativeError(dv, r.valueGrad, B), 1e-2) << "value gradient";
+  double worst = 0;
+  size_t emptyRows = 0;
+  for (size_t i = 0; i < lse.size(); ++i) {
+    if (std::isinf(r.logsumexp[i])) {
+      ++emptyRows;
+      EXPECT_TRUE(std::isinf(lse[i]) && lse[i] < 0) << "row " << i << " sees no key";
+      continue;
+    }
+    worst = std::max(worst, std::abs(double(lse[i]) - r.logsumexp[i]));
+  }
+  EXPECT_LT(worst, 1e-4) << "log-sum-exp";
+  // Rows that see no key are 0, not NaN (checked above through the norm).
+  if (emptyRows) {
+    for (int h = 0; h < s.queryHeads; ++h)
+      for (int d = 0; d < D; ++d) {
+        EXPECT_EQ(out.get(0, h, s.queryLen - 1, d), 0.0);
+      }
+  }
+}
+
+TEST(FlashAttentionKernel, CausalHeadDim64) { check({1, 2, 2, 128, 128, 64, true, 0}); }
+TEST(FlashAttentionKernel, GroupedHeadsPartialTiles) { check({2, 4, 2, 96, 96, 64, true, 0}); }
+TEST(FlashAttentionKernel, NotCausalMoreKeysHeadDim128) {
+  check({1, 2, 1, 64, 160, 128, false, 0});
+}
+TEST(FlashAttentionKernel, CausalWindow) { check({1, 1, 1, 200, 200, 64, true, 50}); }
+TEST(FlashAttentionKernel, RowsThatSeeNoKey) { check({1, 2, 1, 150, 40, 64, true, 30}); }
+TEST(FlashAttentionKernel, CausalHeadDim128) { check({1, 1, 1, 130, 130, 128, true, 0}); }
+
+} // namespace
