@@ -365,6 +365,7 @@ private:
       unsigned moduleIndex = 0, kernel = 0;
       flatbuffers::Offset<tgx::Gemm> gemm = 0;
       flatbuffers::Offset<tgx::Collective> collective = 0;
+      flatbuffers::Offset<tgx::Attention> attention = 0;
       SmallVector<Value> buffers;
       if (auto dispatch = dyn_cast<exec::DispatchOp>(op)) {
         auto it = kernelIndex.find(
@@ -395,6 +396,19 @@ private:
           buffers.push_back(g.getBias());
         if (g.getAux())
           buffers.push_back(g.getAux());
+      } else if (auto a = dyn_cast<exec::AttentionOp>(op)) {
+        // exec.attention's inputs then outputs are the command's operands
+        // (tg/runtime/AttentionLayout.h).
+        kind = tgx::CommandKind_Attention;
+        std::vector<int64_t> strides(a.getStrides().begin(), a.getStrides().end());
+        attention = tgx::CreateAttentionDirect(
+            fbb, a.getGradient() ? tgx::AttentionPass_Gradient : tgx::AttentionPass_Forward,
+            uint32_t(a.getBatch()), uint32_t(a.getQueryHeads()), uint32_t(a.getKeyHeads()),
+            uint32_t(a.getQueryLen()), uint32_t(a.getKeyLen()), uint32_t(a.getHeadDim()),
+            a.getCausal(), uint32_t(a.getWindow()), float(a.getScale().convertToDouble()),
+            &strides);
+        buffers.append(a.getInputs().begin(), a.getInputs().end());
+        buffers.append(a.getOutputs().begin(), a.getOutputs().end());
       } else if (auto copy = dyn_cast<exec::CopyOp>(op)) {
         kind = tgx::CommandKind_Copy;
         buffers = {copy.getSource(), copy.getTarget()};
@@ -425,7 +439,7 @@ private:
       commands.push_back(tgx::CreateCommandDirect(
           fbb, kind, moduleIndex, kernel, gemm, &operands, label.c_str(),
           uint32_t(cast<IntegerAttr>(op.getAttr("stream")).getInt()),
-          &awaits, collective));
+          &awaits, collective, attention));
       indexOf[op.getResult(0)] = commands.size() - 1;
     }
     return success();

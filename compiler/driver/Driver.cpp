@@ -370,13 +370,14 @@ llvm::Error buildPipeline(OpPassManager &pm, const Options &o, const Compilation
     return llvm::Error::success();
   LoweringOptions lowering{o.libraryGemm, c.train ? uint64_t(c.train->seed) : 0,
                            o.fusion, int64_t(o.bucketMb * (1 << 20)),
-                           /*flashKernels=*/!cuda,
+                           /*flashKernels=*/!cuda || o.cudaFlashAttention,
                            /*vectorRows=*/!cuda,
                            /*alignGemmRows=*/o.alignGemmRows.value_or(bool(cuda))};
   lowering.fusion.gemmActivation = o.gemmActivation.value_or(bool(cuda));
   lowering.fusion.gemmActivationWide = !cuda;
+  lowering.libraryAttention = cuda && o.cudaFlashAttention;
   if (cuda) {
-    // A GPU has no flash kernel yet, so every attention is decomposed; its
+    // Attention is decomposed unless the runtime's flash kernels take it; its
     // gradient recomputing P costs a batched GEMM and a softmax (~11% of a
     // GPT-2-medium step on an H200), keeping it only memory. Keep P whatever
     // the sequence, up to a tenth of the device's memory.

@@ -28,6 +28,7 @@ void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options) {
     TgFuseAttentionOptions attention;
     attention.remarks = options.fusion.remarks;
     attention.flashKernels = options.flashKernels;
+    attention.libraryKernels = options.libraryAttention;
     attention.maxScoreMib = options.fusion.maxScoreMib;
     pm.addNestedPass<func::FuncOp>(createTgFuseAttention(attention));
   }
@@ -43,7 +44,7 @@ void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options) {
     pm.addNestedPass<func::FuncOp>(createTgAlignGemmRows(align));
   }
   pm.addNestedPass<func::FuncOp>(
-      createTgFormDispatchRegions({options.libraryGemm}));
+      createTgFormDispatchRegions({options.libraryGemm, options.libraryAttention}));
   if (options.fusion.elementwise)
     pm.addNestedPass<func::FuncOp>(
         createTgFuseElementwise({options.fusion.remarks}));

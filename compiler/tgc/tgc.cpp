@@ -136,6 +136,20 @@ static EnumOption<HalfMath> cudaHalfMathOpt(
                clEnumValN(HalfMath::Exact, "exact",
                           "libdevice's exact f32 routines and IEEE division")),
     cl::sub(compileCommand), cl::cat(tgcCategory));
+enum class CudaAttention { Decomposed, Flash };
+static EnumOption<CudaAttention> cudaAttentionOpt(
+    "cuda-attention",
+    cl::desc("How --target cuda computes bf16 attention of head dim 64 or "
+             "128 (with fusion)"),
+    cl::init(CudaAttention::Decomposed),
+    cl::values(clEnumValN(CudaAttention::Decomposed, "decomposed",
+                          "batched GEMMs (cuBLASLt) and softmax kernels over "
+                          "the score matrices (the default)"),
+               clEnumValN(CudaAttention::Flash, "flash",
+                          "the runtime's flash attention kernels (tensor "
+                          "cores, no score matrix in memory; not yet timed "
+                          "on a GPU)")),
+    cl::sub(compileCommand), cl::cat(tgcCategory));
 enum class Stats { None, Table, Json };
 static EnumOption<Stats> statsOpt(
     "stats",
@@ -404,6 +418,9 @@ static void printStatsTable(const llvm::json::Object &stats, llvm::StringRef mes
   row("kernel bytes per step", bytesText(number("kernel_bytes")),
       "read and written by the kernels (GEMMs aside)");
   row("library calls (GEMMs)", std::to_string(number("library_calls")));
+  if (number("attention_calls"))
+    row("attention calls", std::to_string(number("attention_calls")),
+        "the runtime's flash kernels (--cuda-attention=flash)");
   printAttentionRows(stats.getArray("attention"), row);
   row("commands", std::to_string(number("commands")));
   if (devices > 1) {
@@ -420,7 +437,7 @@ static void printStats(ModuleOp module, double planSeconds,
                        llvm::raw_ostream &os) {
   auto program = module.lookupSymbol<tg::exec::ProgramOp>("train_step");
   int64_t params = 0, moments = 0, commands = 0, launches = 0, gemms = 0,
-          kernelBytes = 0;
+          attentionCalls = 0, kernelBytes = 0;
   for (auto r : program.getBlock().getOps<tg::exec::ResourceOp>()) {
     using tg::exec::ResourceKind;
     if (r.getKind() == ResourceKind::parameter)
@@ -441,6 +458,7 @@ static void printStats(ModuleOp module, double planSeconds,
             tg::exec::getByteSize(cast<MemRefType>(buffer.getType()));
     }
     gemms += isa<tg::exec::GemmOp>(op);
+    attentionCalls += isa<tg::exec::AttentionOp>(op);
   }
   int64_t kernels = 0;
   for (auto kernelModule : module.getOps<ModuleOp>())
@@ -495,6 +513,7 @@ static void printStats(ModuleOp module, double planSeconds,
       {"kernel_launches", launches},
       {"kernel_bytes", kernelBytes},
       {"library_calls", gemms},
+      {"attention_calls", attentionCalls},
       {"commands", commands},
       {"flops_per_step", (int64_t)program.getFlopsPerStep().convertToDouble()},
       {"plan_seconds", planSeconds},
@@ -637,6 +656,7 @@ static llvm::Expected<tg::driver::Options> driverOptions() {
   o.target = targetOpt == Target::Cuda ? tg::driver::Target::Cuda : tg::driver::Target::Cpu;
   o.cudaArch = cudaArchOpt;
   o.cudaApproximateHalfMath = cudaHalfMathOpt == HalfMath::Approximate;
+  o.cudaFlashAttention = cudaAttentionOpt == CudaAttention::Flash;
   o.libraryGemm = gemmOpt == GemmLowering::Library;
   if (alignGemmRowsOpt != cl::BOU_UNSET)
     o.alignGemmRows = alignGemmRowsOpt == cl::BOU_TRUE;
@@ -701,6 +721,9 @@ static int compile(MLIRContext &ctx, const char *argv0) {
     return fail("--emit=ptx writes GPU kernels: add --target cuda");
   if (cudaHalfMathOpt.getNumOccurrences() && targetOpt != Target::Cuda)
     return fail("--cuda-half-math chooses how GPU kernels compute: add "
+                "--target cuda, or drop it");
+  if (cudaAttentionOpt.getNumOccurrences() && targetOpt != Target::Cuda)
+    return fail("--cuda-attention chooses how the GPU computes attention: add "
                 "--target cuda, or drop it");
   if (what == Emit::Ptx && outputPath == "-")
     return fail("--emit=ptx writes one file per kernel module: give a "

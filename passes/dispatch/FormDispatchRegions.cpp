@@ -17,9 +17,12 @@ struct FormDispatchRegionsPass
     : impl::TgFormDispatchRegionsBase<FormDispatchRegionsPass> {
   using Base::Base;
 
-  /// Views, constants and (by default) library GEMMs are not kernels.
+  /// Views, constants, (by default) library GEMMs and (on request) the
+  /// runtime's flash attention are not kernels.
   bool becomesKernel(Operation &op) const {
     if (!isa<TgDialect>(op.getDialect()) || !hasKernelBody(&op))
+      return false;
+    if (libraryAttention && isa<FlashAttentionOp, FlashAttentionGradOp>(op))
       return false;
     return !(libraryGemm && isa<MatmulOp>(op));
   }

@@ -184,6 +184,19 @@ private:
     // Why the op is computed as it is: for tgc --stats (short) and as a
     // remark (with the estimates).
     std::string why;
+    if (libraryKernels) {
+      std::string refusal = libraryRefusal(op, cost);
+      why = refusal.empty() ? "--cuda-attention=flash: the runtime's kernels"
+                            : refusal;
+      record(op.getResult(), refusal.empty() ? "flash" : "decomposed", why);
+      if (remarks)
+        op.emitRemark() << (refusal.empty() ? "fused into flash attention: "
+                                            : "not fused: ")
+                        << why;
+      if (refusal.empty())
+        fuse(op, grad);
+      return;
+    }
     if (cost.dim > kFlashAttentionMaxHeadDim) {
       why = llvm::formatv("its head dim {0} is above the flash kernels' {1}",
                           cost.dim, kFlashAttentionMaxHeadDim);
@@ -214,6 +227,27 @@ private:
                       << (scoreMib > maxScoreMib ? why + "; "
                                                  : "estimated faster; ")
                       << estimate;
+    fuse(op, grad);
+  }
+
+  /// Why the CUDA runtime's flash kernels cannot compute `op` (empty if
+  /// they can).
+  static std::string libraryRefusal(AttentionOp op, const AttentionCost &cost) {
+    auto q = op.getQuery().getType();
+    if (!q.getElementType().isBF16())
+      return "the runtime's flash kernels take bf16 (compile with "
+             "--dtype=bf16)";
+    if (cost.dim != 64 && cost.dim != 128)
+      return llvm::formatv("its head dim {0} is not the runtime's flash "
+                           "kernels' 64 or 128", cost.dim);
+    if (cost.planes > 65535)
+      return llvm::formatv("its {0} (batch row, head) pairs are above the "
+                           "runtime's flash kernels' 65535", cost.planes);
+    return "";
+  }
+
+  /// Replaces `op` (and its gradient `grad`, if any) by flash attention.
+  void fuse(AttentionOp op, AttentionGradOp grad) {
     OpBuilder b(op);
     auto flash = FlashAttentionOp::create(
         b, op.getLoc(), op.getQuery(), op.getKey(), op.getValue(),

@@ -53,6 +53,17 @@ exec::GemmOp createGemm(OpBuilder &b, MatmulOp op, Value lhs, Value rhs,
       exec::GemmActivation::none, /*stream=*/0);
 }
 
+/// The [batch, head, row] strides (elements) of a bf16 operand of flash
+/// attention, stored [B, H, T, D] or, with `tokens`, [B, T, H, D].
+void appendStrides(SmallVectorImpl<int64_t> &strides, Value tensor,
+                   bool tokens = false) {
+  ArrayRef<int64_t> s = cast<RankedTensorType>(tensor.getType()).getShape();
+  if (tokens) // [B, T, H, D]
+    strides.append({s[1] * s[2] * s[3], s[3], s[2] * s[3]});
+  else
+    strides.append({s[1] * s[2] * s[3], s[2] * s[3], s[3]});
+}
+
 /// The kernel module the programs of a module share, and its kernels by
 /// what they compute (regionKey).
 struct KernelModule {
@@ -235,6 +246,8 @@ private:
                  out);
       return success();
     }
+    if (isa<FlashAttentionOp, FlashAttentionGradOp>(op))
+      return lowerAttention(op);
     if (auto allReduce = dyn_cast<AllReduceOp>(op))
       return lowerAllReduce(allReduce);
     // A reduce-scatter or an all-gather changes the size: a new buffer.
@@ -261,6 +274,51 @@ private:
                    ? ": run tg-decompose-attention first"
                    : ": run tg-form-dispatch-regions first, or it has no "
                      "kernel lowering");
+  }
+
+  /// Flash attention outside a dispatch region (tg-form-dispatch-regions'
+  /// library-attention): the runtime's kernels, an exec.attention.
+  LogicalResult lowerAttention(Operation &op) {
+    auto grad = dyn_cast<FlashAttentionGradOp>(op);
+    Value query = op.getOperand(0), key = op.getOperand(1);
+    auto queryType = cast<RankedTensorType>(query.getType());
+    ArrayRef<int64_t> q = queryType.getShape();
+    ArrayRef<int64_t> k = cast<RankedTensorType>(key.getType()).getShape();
+    if (!queryType.getElementType().isBF16() || (q[3] != 64 && q[3] != 128))
+      return op.emitOpError("is outside a dispatch region, so it needs the "
+                            "runtime's flash kernels, which take bf16 with head "
+                            "dim 64 or 128");
+    SmallVector<Value> inputs, outputs;
+    SmallVector<int64_t> strides;
+    for (Value input : op.getOperands())
+      inputs.push_back(buffers[input]);
+    appendStrides(strides, query);
+    appendStrides(strides, key);
+    appendStrides(strides, op.getOperand(2));
+    if (grad) {
+      appendStrides(strides, grad.getResult(), grad.getResultTokens());
+      appendStrides(strides, grad.getResultGrad());
+      // delta, rowsum(dO * O): f32 per query row, the kernels' scratch.
+      outputs.push_back(createResource(
+          op.getLoc(), grad.getLogsumexp().getType(), ResourceKind::scratch));
+    }
+    for (Value result : op.getResults()) {
+      Value out = resultBuffer(result);
+      buffers[result] = out;
+      outputs.push_back(out);
+      if (cast<RankedTensorType>(result.getType()).getElementType().isBF16())
+        appendStrides(strides, result);
+    }
+    Attribute scale = op.getAttr("scale"), causal = op.getAttr("causal"),
+              window = op.getAttr("window");
+    exec::AttentionOp::create(
+        b, op.getLoc(), exec::TimepointType::get(b.getContext()), inputs,
+        outputs, /*awaits=*/ValueRange{}, bool(grad), q[0], q[1], k[1], q[2],
+        k[2], q[3], llvm::APFloat(cast<FloatAttr>(scale).getValueAsDouble()),
+        !causal || cast<BoolAttr>(causal).getValue(),
+        window ? cast<IntegerAttr>(window).getInt() : 0, strides,
+        /*stream=*/0);
+    return success();
   }
 
   static exec::Reduction execReduction(CollectiveReduction reduction) {

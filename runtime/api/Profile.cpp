@@ -5,10 +5,29 @@
 
 #include "Status.h"
 
-#include "tg/runtime/AttentionLayout.h"
+#include <algorithm>
 
 namespace tg::runtime {
 namespace {
+
+/// The (query, key) pairs of one head that see each other.
+double attentionVisiblePairs(const tgx::Attention &a) {
+  double pairs = 0;
+  for (int64_t t = 0; t < int64_t(a.query_len()); ++t) {
+    int64_t end = a.causal() ? std::min<int64_t>(t + 1, a.key_len()) : a.key_len();
+    int64_t first = a.window() > 0 ? std::max<int64_t>(0, t - a.window() + 1) : 0;
+    pairs += double(std::max<int64_t>(0, end - first));
+  }
+  return pairs;
+}
+
+/// The model's FLOPs of the command, as FlashAttention's figures count them:
+/// 4 per visible pair and head-dim element forward (q.k and p v), 2.5 times
+/// that for the gradient; the kernels' recomputation is not counted.
+double attentionModelFlops(const tgx::Attention &a) {
+  double forward = 4.0 * a.batch() * a.query_heads() * a.head_dim() * attentionVisiblePairs(a);
+  return a.pass() == tgx::AttentionPass_Gradient ? 2.5 * forward : forward;
+}
 
 tg_command_kind toCommandKind(tgx::CommandKind kind) {
   switch (kind) {

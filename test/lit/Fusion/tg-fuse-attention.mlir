@@ -107,3 +107,30 @@ func.func @wide_heads(%q: tensor<1x16x1024x1024xf32>) -> tensor<1x16x1024x1024xf
   %0 = tg.attention %q, %q, %q {scale = 0.03125 : f64} : tensor<1x16x1024x1024xf32>, tensor<1x16x1024x1024xf32>, tensor<1x16x1024x1024xf32> -> tensor<1x16x1024x1024xf32>
   return %0 : tensor<1x16x1024x1024xf32>
 }
+
+// -----
+
+// The CUDA runtime's flash kernels (library-kernels; tgc --cuda-attention=
+// flash) take bf16 with head dim 64 or 128: such a pair is fused whatever
+// the estimate (T = 8, which the CPU's cost model leaves to the
+// decomposition); head dim 32 and f32 are decomposed, each with its reason.
+// RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-attention{library-kernels=true remarks=true}))' 2>&1 | FileCheck %s --check-prefix=LIBRARY
+// LIBRARY: remark: fused into flash attention: --cuda-attention=flash: the runtime's kernels
+// LIBRARY: remark: not fused: its head dim 32 is not the runtime's flash kernels' 64 or 128
+// LIBRARY: remark: not fused: the runtime's flash kernels take bf16 (compile with --dtype=bf16)
+// LIBRARY-LABEL: func.func @library_kernels(
+// LIBRARY-SAME: {tg.attention_plan = [{kernel = "flash", op = "attention", reason = "--cuda-attention=flash: the runtime's kernels"}, {kernel = "decomposed", op = "attention", reason = "its head dim 32 is not the runtime's flash kernels' 64 or 128"}, {kernel = "decomposed", op = "attention", reason = "the runtime's flash kernels take bf16 (compile with --dtype=bf16)"}]}
+// LIBRARY: %[[O:.*]], %[[LSE:.*]] = tg.flash_attention %arg0, %arg1, %arg2
+// LIBRARY: tg.flash_attention_grad %arg0, %arg1, %arg2, %[[O]], %[[LSE]], %arg3
+// LIBRARY: tg.attention %arg4
+// LIBRARY: tg.attention %arg5
+func.func @library_kernels(%q: tensor<1x2x8x64xbf16>, %k: tensor<1x1x8x64xbf16>,
+                           %v: tensor<1x1x8x64xbf16>, %dout: tensor<1x2x8x64xbf16>,
+                           %q32: tensor<1x2x8x32xbf16>, %qf: tensor<1x2x8x64xf32>)
+    -> (tensor<1x2x8x64xbf16>, tensor<1x2x8x64xbf16>, tensor<1x2x8x32xbf16>, tensor<1x2x8x64xf32>) {
+  %0 = tg.attention %q, %k, %v {scale = 0.125 : f64} : tensor<1x2x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16> -> tensor<1x2x8x64xbf16>
+  %1:3 = tg.attention_grad %q, %k, %v, %dout {scale = 0.125 : f64} : tensor<1x2x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x2x8x64xbf16> -> tensor<1x2x8x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1x1x8x64xbf16>
+  %2 = tg.attention %q32, %q32, %q32 {scale = 0.125 : f64} : tensor<1x2x8x32xbf16>, tensor<1x2x8x32xbf16>, tensor<1x2x8x32xbf16> -> tensor<1x2x8x32xbf16>
+  %3 = tg.attention %qf, %qf, %qf {scale = 0.125 : f64} : tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32> -> tensor<1x2x8x64xf32>
+  return %0, %1#0, %2, %3 : tensor<1x2x8x64xbf16>, tensor<1x2x8x64xbf16>, tensor<1x2x8x32xbf16>, tensor<1x2x8x64xf32>
+}

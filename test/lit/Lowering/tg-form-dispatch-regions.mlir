@@ -66,3 +66,20 @@ func.func @all_reduce(%g: tensor<8xf32>) -> tensor<8xf32> {
   %avg = tg.all_reduce avg %sq over "data" : tensor<8xf32>
   return %avg : tensor<8xf32>
 }
+
+// -----
+
+// With library-attention (tgc --cuda-attention=flash) flash attention is the
+// runtime's kernels, not generated code: it stays outside, for
+// tg-lower-to-exec's exec.attention. Without it, it is a kernel.
+// RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-form-dispatch-regions{library-attention=true}))' | FileCheck %s --check-prefix=LIBRARY
+// LIBRARY-LABEL: func.func @flash
+// LIBRARY-NOT:     exec.dispatch_region
+// LIBRARY:         tg.flash_attention
+// CHECK-LABEL: func.func @flash
+// CHECK:         exec.dispatch_region -> (tensor<1x2x64x64xbf16>, tensor<1x2x64xf32>)
+// CHECK-NEXT:      tg.flash_attention
+func.func @flash(%q: tensor<1x2x64x64xbf16>) -> tensor<1x2x64x64xbf16> {
+  %o, %lse = tg.flash_attention %q, %q, %q {scale = 0.125 : f64} : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16>, tensor<1x2x64xf32>
+  return %o : tensor<1x2x64x64xbf16>
+}

@@ -206,6 +206,50 @@ func.func @train_step(%q: tensor<1x2x4x8xf32> {tg.input = "q"}) -> (tensor<1x2x4
 
 // -----
 
+// Flash attention outside a dispatch region (tg-form-dispatch-regions'
+// library-attention) becomes an exec.attention, the CUDA runtime's kernels:
+// inputs then outputs in the artifact's order, a bf16 operand's batch, head
+// and row strides in its layout ([B, H, T, D], or [B, T, H, D] for the
+// gradient's result_tokens), and a scratch buffer for the gradient's delta
+// (f32, a row each).
+// CHECK-LABEL: exec.program @train_step
+// CHECK:         %[[Q:.+]] = exec.resource input "q" : memref<2x4x128x64xbf16>
+// CHECK:         %[[K:.+]] = exec.resource input "k" : memref<2x2x128x64xbf16>
+// CHECK:         %[[V:.+]] = exec.resource input "v" : memref<2x2x128x64xbf16>
+// CHECK:         %[[OT:.+]] = exec.resource input "ot" : memref<2x128x4x64xbf16>
+// CHECK:         %[[DO:.+]] = exec.resource input "do" : memref<2x4x128x64xbf16>
+// CHECK:         %[[O:.+]] = exec.resource output "o" : memref<2x4x128x64xbf16>
+// CHECK-NEXT:    %[[LSE:.+]] = exec.resource scratch : memref<2x4x128xf32>
+// CHECK-NEXT:    exec.attention(%[[Q]], %[[K]], %[[V]]) -> (%[[O]], %[[LSE]]) {batch = 2 : i64, causal = true, head_dim = 64 : i64, key_heads = 2 : i64, key_len = 128 : i64, query_heads = 4 : i64, query_len = 128 : i64, scale = 1.250000e-01 : f64, strides = array<i64: 32768, 8192, 64, 16384, 8192, 64, 16384, 8192, 64, 32768, 8192, 64>, window = 16 : i64} : (memref<2x4x128x64xbf16>, memref<2x2x128x64xbf16>, memref<2x2x128x64xbf16>) -> (memref<2x4x128x64xbf16>, memref<2x4x128xf32>)
+// CHECK-NEXT:    %[[DELTA:.+]] = exec.resource scratch : memref<2x4x128xf32>
+// CHECK:         exec.attention(%[[Q]], %[[K]], %[[V]], %[[OT]], %[[LSE]], %[[DO]]) -> (%[[DELTA]], %{{.+}}, %{{.+}}, %{{.+}}) {batch = 2 : i64, causal = true, gradient, head_dim = 64 : i64, key_heads = 2 : i64, key_len = 128 : i64, query_heads = 4 : i64, query_len = 128 : i64, scale = 1.250000e-01 : f64, strides = array<i64: 32768, 8192, 64, 16384, 8192, 64, 16384, 8192, 64, 32768, 64, 256, 32768, 8192, 64, 32768, 8192, 64, 16384, 8192, 64, 16384, 8192, 64>, window = 16 : i64}
+func.func @train_step(%tokens: tensor<2x128xi32> {tg.input = "tokens"},
+                      %q: tensor<2x4x128x64xbf16> {tg.input = "q"},
+                      %k: tensor<2x2x128x64xbf16> {tg.input = "k"},
+                      %v: tensor<2x2x128x64xbf16> {tg.input = "v"},
+                      %ot: tensor<2x128x4x64xbf16> {tg.input = "ot"},
+                      %do: tensor<2x4x128x64xbf16> {tg.input = "do"})
+    -> (tensor<2x4x128x64xbf16> {tg.output = "o"}, tensor<2x4x128x64xbf16> {tg.output = "dq"},
+        tensor<2x2x128x64xbf16> {tg.output = "dk"}, tensor<2x2x128x64xbf16> {tg.output = "dv"}) {
+  %o, %lse = tg.flash_attention %q, %k, %v {scale = 0.125 : f64, window = 16 : i64} : tensor<2x4x128x64xbf16>, tensor<2x2x128x64xbf16>, tensor<2x2x128x64xbf16> -> tensor<2x4x128x64xbf16>, tensor<2x4x128xf32>
+  %dq, %dk, %dv = tg.flash_attention_grad %q, %k, %v, %ot, %lse, %do {scale = 0.125 : f64, window = 16 : i64, result_tokens} : tensor<2x4x128x64xbf16>, tensor<2x2x128x64xbf16>, tensor<2x2x128x64xbf16>, tensor<2x128x4x64xbf16>, tensor<2x4x128xf32>, tensor<2x4x128x64xbf16> -> tensor<2x4x128x64xbf16>, tensor<2x2x128x64xbf16>, tensor<2x2x128x64xbf16>
+  return %o, %dq, %dk, %dv : tensor<2x4x128x64xbf16>, tensor<2x4x128x64xbf16>, tensor<2x2x128x64xbf16>, tensor<2x2x128x64xbf16>
+}
+
+// -----
+
+// The runtime's flash kernels take bf16 only: an f32 flash op outside a
+// region cannot be lowered.
+func.func @train_step(%tokens: tensor<2x128xi32> {tg.input = "tokens"},
+                      %q: tensor<1x1x64x64xf32> {tg.input = "q"})
+    -> (tensor<1x1x64x64xf32> {tg.output = "o"}) {
+  // expected-error @+1 {{'tg.flash_attention' op is outside a dispatch region, so it needs the runtime's flash kernels, which take bf16 with head dim 64 or 128}}
+  %o, %lse = tg.flash_attention %q, %q, %q {scale = 0.125 : f64} : tensor<1x1x64x64xf32>, tensor<1x1x64x64xf32>, tensor<1x1x64x64xf32> -> tensor<1x1x64x64xf32>, tensor<1x1x64xf32>
+  return %o : tensor<1x1x64x64xf32>
+}
+
+// -----
+
 // The step function must exist.
 // expected-error @+1 {{no function @train_step to lower; set the pass option functions=NAME,...}}
 module {

@@ -56,6 +56,9 @@ struct Options {
   /// 16-bit exp, tanh and division through the fast f32 approximations
   /// (tg-cuda-approximate-half-math); false: libdevice's exact routines.
   bool cudaApproximateHalfMath = true;
+  /// Attention (bf16, head dim 64 or 128) by the runtime's flash kernels
+  /// (exec.attention) instead of decomposed.
+  bool cudaFlashAttention = false;
   bool libraryGemm = true;
   /// Pad library GEMMs to 16-byte aligned rows (tg-align-gemm-rows); unset:
   /// the target's need (CUDA yes, the CPU no).

@@ -70,7 +70,8 @@ struct LoweringOptions {
   FusionOptions fusion;
   /// Largest gradient bucket of data parallelism (exec-bucket-gradients).
   int64_t bucketBytes = 25 << 20;
-  /// The target has flash attention kernels (the CPU; not CUDA yet).
+  /// The target has flash attention kernels: generated ones (the CPU), or
+  /// with `libraryAttention` the CUDA runtime's (exec.attention).
   bool flashKernels = true;
   /// A row of the kernels' row loops runs on one thread (the CPU; the CUDA
   /// target spreads a row's loops over a warp's lanes).
@@ -83,6 +84,8 @@ struct LoweringOptions {
   double keepProbsFactor = 4, keepProbsMib = 0;
   /// Blocks of queries of a decomposed causal attention (1: whole).
   int64_t causalBlocks = 2;
+  /// Flash attention by the CUDA runtime's kernels (exec.attention).
+  bool libraryAttention = false;
 };
 
 /// @train_step (tg) -> exec.program with planned resources, timepoints and

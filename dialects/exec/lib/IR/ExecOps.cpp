@@ -33,14 +33,14 @@ bool isKernelOnTensors(FunctionType kernel) {
 }
 
 bool isCommand(Operation *op) {
-  return isa<DispatchOp, GemmOp, CopyOp, AllReduceOp, ReduceScatterOp,
-             AllGatherOp, SendOp, RecvOp>(op);
+  return isa<DispatchOp, GemmOp, AttentionOp, CopyOp, AllReduceOp,
+             ReduceScatterOp, AllGatherOp, SendOp, RecvOp>(op);
 }
 
 OperandRange getAwaits(Operation *command) {
   return llvm::TypeSwitch<Operation *, OperandRange>(command)
-      .Case<DispatchOp, GemmOp, CopyOp, AllReduceOp, ReduceScatterOp,
-            AllGatherOp, SendOp, RecvOp>(
+      .Case<DispatchOp, GemmOp, AttentionOp, CopyOp, AllReduceOp,
+            ReduceScatterOp, AllGatherOp, SendOp, RecvOp>(
           [](auto op) { return op.getAwaits(); });
 }
 
@@ -53,14 +53,15 @@ void addAwaits(Operation *command, ValueRange timepoints) {
   if (missing.empty())
     return;
   llvm::TypeSwitch<Operation *>(command)
-      .Case<DispatchOp, GemmOp, CopyOp, AllReduceOp, ReduceScatterOp,
-            AllGatherOp, SendOp, RecvOp>(
+      .Case<DispatchOp, GemmOp, AttentionOp, CopyOp, AllReduceOp,
+            ReduceScatterOp, AllGatherOp, SendOp, RecvOp>(
           [&](auto op) { op.getAwaitsMutable().append(missing); });
 }
 
 SmallVector<Value> getReadBuffers(Operation *command) {
   return llvm::TypeSwitch<Operation *, SmallVector<Value>>(command)
-      .Case([](DispatchOp op) { return SmallVector<Value>(op.getInputs()); })
+      .Case<DispatchOp, AttentionOp>(
+          [](auto op) { return SmallVector<Value>(op.getInputs()); })
       .Case([](GemmOp op) {
         SmallVector<Value> read{op.getA(), op.getB()};
         if (op.getBias())
@@ -76,7 +77,8 @@ SmallVector<Value> getReadBuffers(Operation *command) {
 
 SmallVector<Value> getWrittenBuffers(Operation *command) {
   return llvm::TypeSwitch<Operation *, SmallVector<Value>>(command)
-      .Case([](DispatchOp op) { return SmallVector<Value>(op.getOutputs()); })
+      .Case<DispatchOp, AttentionOp>(
+          [](auto op) { return SmallVector<Value>(op.getOutputs()); })
       .Case([](GemmOp op) {
         SmallVector<Value> written{op.getC()};
         if (op.getActivation() == GemmActivation::gelu_tanh)
@@ -408,6 +410,54 @@ LogicalResult GemmOp::verify() {
              << " (inner " << inner << ") with strides " << layout.stride
              << ", " << layout.innerStride << " and leading dimension "
              << layout.ld << " needs " << need;
+  }
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  const unsigned inputs = getGradient() ? 6 : 3, outputs = getGradient() ? 4 : 2;
+  if (getInputs().size() != inputs || getOutputs().size() != outputs)
+    return emitOpError() << "needs " << inputs << " inputs and " << outputs
+                         << " outputs " << (getGradient() ? "with" : "without")
+                         << " `gradient`";
+  if (getHeadDim() != 64 && getHeadDim() != 128)
+    return emitOpError() << "has head dim " << getHeadDim()
+                         << "; the kernels take 64 or 128";
+  const int64_t batch = getBatch(), queryHeads = getQueryHeads(),
+                keyHeads = getKeyHeads(), queryLen = getQueryLen(),
+                keyLen = getKeyLen(), headDim = getHeadDim();
+  if (batch < 1 || queryHeads < 1 || keyHeads < 1 || queryLen < 1 ||
+      keyLen < 1 || int64_t(getWindow()) < 0 || queryHeads % keyHeads != 0)
+    return emitOpError("needs positive sizes, a window from 0 and query heads "
+                       "a multiple of key heads");
+  unsigned tensors = 0;
+  for (unsigned i = 0; i < getNumAttentionOperands(); ++i)
+    tensors += isTensorOperand(i);
+  if (getStrides().size() != 3 * tensors)
+    return emitOpError() << "needs 3 strides for each of its " << tensors
+                         << " bf16 operands, not " << getStrides().size();
+  for (unsigned i = 0, tensor = 0; i < getNumAttentionOperands(); ++i) {
+    auto type = cast<MemRefType>(getAttentionOperand(i).getType());
+    if (!isTensorOperand(i)) {
+      int64_t rows = batch * queryHeads * queryLen;
+      if (!type.getElementType().isF32() || type.getNumElements() != rows)
+        return emitOpError() << "operand " << i << " must hold the f32 row "
+                             << "statistics (" << rows << " elements)";
+      continue;
+    }
+    ArrayRef<int64_t> s = getStrides().slice(3 * tensor++, 3);
+    bool query = isQuerySide(i);
+    int64_t heads = query ? queryHeads : keyHeads;
+    int64_t rows = query ? queryLen : keyLen;
+    int64_t last = (batch - 1) * s[0] + (heads - 1) * s[1] + (rows - 1) * s[2] + headDim;
+    if (!type.getElementType().isBF16() || llvm::any_of(s, [](int64_t x) {
+          return x < 0 || x % 8 != 0;
+        }) || last > type.getNumElements())
+      return emitOpError() << "operand " << i << " must be a bf16 buffer "
+                           << "holding [" << batch << ", " << heads << ", "
+                           << rows << ", " << headDim << "] at strides "
+                           << s[0] << ", " << s[1] << ", " << s[2]
+                           << " (non-negative multiples of 8)";
   }
   return success();
 }

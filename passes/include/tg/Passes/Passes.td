@@ -225,8 +225,13 @@ def TgFuseAttention : Pass<"tg-fuse-attention", "func::FuncOp"> {
            "Report each decision, its estimates and the memory it saves "
            "as a remark">,
     Option<"flashKernels", "flash-kernels", "bool", /*default=*/"true",
-           "The target has flash attention kernels (the CUDA target does "
-           "not yet: every op is then left to the decomposition)">,
+           "The target has flash attention kernels (the CUDA target's are "
+           "the runtime's, with library-kernels)">,
+    Option<"libraryKernels", "library-kernels", "bool", /*default=*/"false",
+           "The flash kernels are the CUDA runtime's (exec.attention): they "
+           "take bf16 with head dim 64 or 128, and every op they can take is "
+           "fused (the cost model's rates are the CPU's); the rest is "
+           "decomposed">,
     Option<"maxScoreMib", "max-score-mib", "double", /*default=*/"32.0",
            "Largest score matrix (all heads of a micro-batch) the "
            "decomposition may hold, MiB; above it flash attention is used "
@@ -321,6 +326,10 @@ def TgFormDispatchRegions
   let options = [
     Option<"libraryGemm", "library-gemm", "bool", /*default=*/"true",
            "Matrix products are library calls (exec.gemm), not kernels">,
+    Option<"libraryAttention", "library-attention", "bool",
+           /*default=*/"false",
+           "Flash attention and its gradient are the runtime's kernels "
+           "(exec.attention), not generated ones">,
   ];
   let dependentDialects = ["::mlir::tg::exec::ExecDialect"];
 }
@@ -464,6 +473,8 @@ def TgLowerToExec : Pass<"tg-lower-to-exec", "ModuleOp"> {
     `exec.dispatch_region` is outlined into a kernel function on tensors in
     the program's kernel module (structurally equal regions share one
     kernel) and replaced by an `exec.dispatch`; matmuls become `exec.gemm`,
+    flash attention ops outside regions `exec.attention` (bf16, the CUDA
+    runtime's kernels; the delta scratch of a gradient gets its buffer),
     `tg.all_reduce` an `exec.all_reduce` (in place over a scratch input that
     nothing else reads, as a gradient is). The program takes the module's
     mesh (tg.mesh_axes / tg.mesh_shape; a single device without one) and

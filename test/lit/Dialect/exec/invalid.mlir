@@ -349,3 +349,31 @@ exec.binary @kernels ptx {image = ".version 8.0", kernels = ["k0"], operand_coun
 %c = exec.resource scratch : memref<6x8xf32>
 // expected-error @+1 {{'exec.gemm' op has inner_batch 2, which does not divide batch 3}}
 %t = exec.gemm(%a, %b) -> %c {m = 2, n = 8, k = 4, batch = 3, stride_a = 8, stride_b = 0, stride_c = 16, inner_batch = 2} : memref<64xf32>, memref<4x8xf32> -> memref<6x8xf32>
+
+// -----
+
+// exec.attention: the runtime's flash kernels take head dim 64 or 128 ...
+%q = exec.resource scratch : memref<1x1x64x32xbf16>
+%o = exec.resource scratch : memref<1x1x64x32xbf16>
+%l = exec.resource scratch : memref<1x1x64xf32>
+// expected-error @+1 {{'exec.attention' op has head dim 32; the kernels take 64 or 128}}
+%t = exec.attention(%q, %q, %q) -> (%o, %l) {batch = 1, query_heads = 1, key_heads = 1, query_len = 64, key_len = 64, head_dim = 32, scale = 0.125, causal = true, window = 0, strides = array<i64: 0, 0, 32, 0, 0, 32, 0, 0, 32, 0, 0, 32>} : (memref<1x1x64x32xbf16>, memref<1x1x64x32xbf16>, memref<1x1x64x32xbf16>) -> (memref<1x1x64x32xbf16>, memref<1x1x64xf32>)
+
+// -----
+
+// ... and each bf16 operand must hold its [B, H, T, D] at its strides:
+// rows 8 elements apart would read past the buffer.
+%q = exec.resource scratch : memref<1x1x64x64xbf16>
+%o = exec.resource scratch : memref<1x1x64x64xbf16>
+%l = exec.resource scratch : memref<1x1x64xf32>
+// expected-error @+1 {{'exec.attention' op operand 1 must be a bf16 buffer holding [1, 1, 64, 64] at strides 0, 0, 128 (non-negative multiples of 8)}}
+%t = exec.attention(%q, %q, %q) -> (%o, %l) {batch = 1, query_heads = 1, key_heads = 1, query_len = 64, key_len = 64, head_dim = 64, scale = 0.125, causal = true, window = 0, strides = array<i64: 0, 0, 64, 0, 0, 128, 0, 0, 64, 0, 0, 64>} : (memref<1x1x64x64xbf16>, memref<1x1x64x64xbf16>, memref<1x1x64x64xbf16>) -> (memref<1x1x64x64xbf16>, memref<1x1x64xf32>)
+
+// -----
+
+// The gradient has six inputs and four outputs.
+%q = exec.resource scratch : memref<1x1x64x64xbf16>
+%o = exec.resource scratch : memref<1x1x64x64xbf16>
+%l = exec.resource scratch : memref<1x1x64xf32>
+// expected-error @+1 {{'exec.attention' op needs 6 inputs and 4 outputs with `gradient`}}
+%t = exec.attention(%q, %q, %q) -> (%o, %l) {gradient, batch = 1, query_heads = 1, key_heads = 1, query_len = 64, key_len = 64, head_dim = 64, scale = 0.125, causal = true, window = 0, strides = array<i64>} : (memref<1x1x64x64xbf16>, memref<1x1x64x64xbf16>, memref<1x1x64x64xbf16>) -> (memref<1x1x64x64xbf16>, memref<1x1x64xf32>)

@@ -1,13 +1,9 @@
 // The operands of an Attention command (tgx.fbs, table Attention): which is
 // which, and which are strided bf16 tensors. Shared by the artifact
-// verifier, the CUDA backend and tgc's artifact writer.
+// verifier, the CUDA backend and tgc's artifact writer (and the order of
+// exec.attention's inputs, then outputs).
 #ifndef TG_RUNTIME_ATTENTIONLAYOUT_H
 #define TG_RUNTIME_ATTENTIONLAYOUT_H
-
-#include "tgx_generated.h"
-
-#include <algorithm>
-#include <cstdint>
 
 namespace tg::runtime {
 
@@ -48,25 +44,6 @@ constexpr unsigned attentionTensorIndex(unsigned operand) {
 
 /// The head dims the kernels are built for.
 constexpr bool isAttentionHeadDim(unsigned headDim) { return headDim == 64 || headDim == 128; }
-
-/// The (query, key) pairs of one head that see each other.
-inline double attentionVisiblePairs(const tgx::Attention &a) {
-  double pairs = 0;
-  for (int64_t t = 0; t < int64_t(a.query_len()); ++t) {
-    int64_t end = a.causal() ? std::min<int64_t>(t + 1, a.key_len()) : a.key_len();
-    int64_t first = a.window() > 0 ? std::max<int64_t>(0, t - a.window() + 1) : 0;
-    pairs += double(std::max<int64_t>(0, end - first));
-  }
-  return pairs;
-}
-
-/// The model's FLOPs of the command, as FlashAttention's figures count them:
-/// 4 per visible pair and head-dim element forward (q.k and p v), 2.5 times
-/// that for the gradient; the kernels' recomputation is not counted.
-inline double attentionModelFlops(const tgx::Attention &a) {
-  double forward = 4.0 * a.batch() * a.query_heads() * a.head_dim() * attentionVisiblePairs(a);
-  return a.pass() == tgx::AttentionPass_Gradient ? 2.5 * forward : forward;
-}
 
 } // namespace tg::runtime
 

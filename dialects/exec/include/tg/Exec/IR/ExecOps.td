@@ -256,6 +256,47 @@ def Exec_GemmOp : Exec_CommandOp<"gemm", [AttrSizedOperandSegments]> {
   }];
 }
 
+def Exec_AttentionOp : Exec_CommandOp<"attention", [AttrSizedOperandSegments]> {
+  let summary = "Flash attention or its gradient by the runtime's kernels (CUDA)";
+  let description = [{
+    What tg.flash_attention computes (inputs query, key, value; outputs
+    result, logsumexp) or, with `gradient`, tg.flash_attention_grad (inputs
+    query, key, value, result, logsumexp, result_grad; outputs delta,
+    query_grad, key_grad, value_grad), by the CUDA backend's own flash
+    attention kernels: bf16 tensors [batch, heads, rows, head_dim] (head dim
+    64 or 128), logsumexp and delta f32 [batch, query_heads, query_len]
+    (delta is scratch: rowsum(dO * O), which the gradient writes, then
+    reads). `strides` lists the batch, head and row strides (elements) of
+    each bf16 operand in operand order, so a [B, T, H, D] buffer is read as
+    [B, H, T, D] at strides T*H*D, D and H*D.
+  }];
+  let arguments = (ins Variadic<Exec_Buffer>:$inputs,
+      Variadic<Exec_Buffer>:$outputs, Variadic<Exec_Timepoint>:$awaits,
+      UnitAttr:$gradient, I64Attr:$batch, I64Attr:$query_heads,
+      I64Attr:$key_heads, I64Attr:$query_len, I64Attr:$key_len,
+      I64Attr:$head_dim, F64Attr:$scale, BoolAttr:$causal, I64Attr:$window,
+      DenseI64ArrayAttr:$strides, DefaultValuedAttr<I64Attr, "0">:$stream);
+  let assemblyFormat = [{
+    `(` $inputs `)` `->` `(` $outputs `)` (`await` `(` $awaits^ `)`)?
+    (`on` $stream^)? attr-dict `:` functional-type($inputs, $outputs)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Operand i of inputs then outputs (the artifact's order).
+    Value getAttentionOperand(unsigned i) {
+      return i < getInputs().size() ? getInputs()[i]
+                                    : getOutputs()[i - getInputs().size()];
+    }
+    unsigned getNumAttentionOperands() {
+      return getInputs().size() + getOutputs().size();
+    }
+    /// Whether operand i is a strided bf16 tensor (else f32 row statistics).
+    bool isTensorOperand(unsigned i) { return i != 4 && i != 6; }
+    /// Whether tensor operand i has the queries' heads and rows.
+    bool isQuerySide(unsigned i) { return i == 0 || i == 3 || i == 5 || i == 7; }
+  }];
+}
+
 def Exec_CopyOp : Exec_CommandOp<"copy"> {
   let summary = "Copy the bytes of one buffer to another of the same size";
   let arguments = (ins Exec_Buffer:$source, Exec_Buffer:$target,
