@@ -3,6 +3,7 @@
 spilling, a CUDA artifact passes the runtime's verifier, and tgrun says
 clearly that it needs a GPU. What needs a GPU is cuda_vs_cpu.py (skipped
 here) and scripts/gpu-validate."""
+import json
 import os
 import re
 import shutil
@@ -54,6 +55,52 @@ class CudaTarget(unittest.TestCase):
                     self.assertGreaterEqual(len(functions), len(entries), result.stderr[-2000:])
                     spilling = [name for name, stores, loads in functions if int(stores) or int(loads)]
                     self.assertEqual(spilling, [], f"{model} {dtype}: functions that spill")
+
+    @unittest.skipUnless(PTXAS, "skipped: ptxas not found (install the CUDA toolkit)")
+    def test_flash_attention_kernels_assemble_without_spills(self):
+        """The runtime's flash attention kernels (the PTX nvcc made of
+        runtime/backends/cuda/kernels/FlashAttention.cu for the backend)
+        assemble for sm_90a without spilling, every entry point."""
+        ptx = os.path.join(os.environ.get("TGC_BIN", ""), "..", "runtime", "backends", "FlashAttention.ptx")
+        if not os.path.exists(ptx):
+            self.skipTest("skipped: the runtime was built without nvcc (no FlashAttention.ptx)")
+        result = subprocess.run([PTXAS, "-arch=sm_90a", "-v", ptx, "-o", os.devnull],
+                                capture_output=True, text=True)
+        self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+        entries = re.findall(r"Compiling entry function '(\w+)'", result.stderr)
+        self.assertEqual(sorted(entries), sorted(
+            f"tg_flash_attention_{kernel}_d{dim}" for dim in (64, 128)
+            for kernel in ("forward", "delta", "key_value_grads", "query_grads")))
+        spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", result.stderr)
+        self.assertEqual(len(spills), len(entries), result.stderr[-2000:])
+        self.assertEqual([s for s in spills if s != ("0", "0")], [], result.stderr)
+
+    def test_flash_attention_artifact(self):
+        """--cuda-attention=flash: bf16 attention of head dim 64 becomes the
+        runtime's flash kernels (forward and gradient, one command each per
+        layer), the artifact passes the runtime's verifier, and the choice
+        is the CUDA target's alone."""
+        model = os.path.join(ROOT, "bench", "gpu", "gpt2-flash.json")
+        train = os.path.join(ROOT, "bench", "gpu", "train-flash.json")
+        artifact = self.path("gpt2-flash.tgx")
+        stats = json.loads(run("tgc", "compile", model, "--train", train, "--target", "cuda", "--dtype=bf16",
+                               "--cuda-attention=flash", "--stats=json", "-o", artifact))
+        self.assertEqual(stats["attention_calls"], 4)
+        # The step's and the evaluation step's two layers.
+        self.assertEqual([a["kernel"] for a in stats["attention"]], ["flash"] * 4)
+        # f32 stays decomposed, saying why.
+        stats = json.loads(run("tgc", "compile", model, "--train", train, "--target", "cuda", "--dtype=f32",
+                               "--cuda-attention=flash", "--stats=json", "-o", self.path("f32.tgx")))
+        self.assertEqual(stats["attention_calls"], 0)
+        self.assertIn("take bf16", stats["attention"][0]["reason"])
+        if subprocess.run(["sh", "-c", "ldconfig -p | grep -q 'libcuda.so.1 '"]).returncode != 0:
+            code, _, err = run_status("tgrun", artifact, "--data", os.devnull, "--steps", 1)
+            self.assertEqual(code, 1, err)
+            self.assertIn("needs an NVIDIA GPU with its driver", err)
+        code, _, err = run_status("tgc", "compile", model, "--train", train, "--cuda-attention=flash",
+                                  "-o", self.path("cpu.tgx"))
+        self.assertEqual(code, 1, err)
+        self.assertIn("--cuda-attention chooses how the GPU computes attention: add --target cuda", err)
 
     def test_half_math_choice(self):
         """--cuda-half-math: bf16 exp and division use the fast approximations

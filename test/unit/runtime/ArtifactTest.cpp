@@ -183,6 +183,83 @@ TEST(Artifact, RejectsBadCommands) {
                  "commands[2].awaits[1] is command 2, not an earlier one");
 }
 
+/// The fixture as a CUDA program of one flash attention forward over new
+/// bf16 slots q, k, v, o [1, 1, 64, 64] (packed) and f32 lse [1, 1, 64].
+void cudaAttention(ProgramSpec &s) {
+  s.target = tgx::Target_Cuda;
+  s.modules.clear();
+  test::CommandSpec c{tgx::CommandKind_Attention};
+  c.hasAttention = true;
+  for (const char *name : {"q", "k", "v", "o"}) {
+    s.addSlot(name, tgx::DType_BF16, {1, 1, 64, 64});
+    c.operands.push_back(s.slot(name).range);
+    c.attention.strides.insert(c.attention.strides.end(), {4096, 4096, 64});
+  }
+  s.addSlot("lse", tgx::DType_F32, {1, 1, 64});
+  c.operands.push_back(s.slot("lse").range);
+  c.label = "attention";
+  s.commands = {c};
+}
+
+TEST(Artifact, ChecksAttention) {
+  EXPECT_EQ(verifyError(cudaAttention), "");
+  expectRejected(
+      [](ProgramSpec &s) {
+        cudaAttention(s);
+        s.target = tgx::Target_Cpu;
+      },
+      "commands[0] ('attention').kind is Attention, which only the CUDA target runs");
+  expectRejected(
+      [](ProgramSpec &s) {
+        cudaAttention(s);
+        s.commands[0].attention.headDim = 96;
+      },
+      "commands[0] ('attention').attention.head_dim is 96, not 64 or 128");
+  expectRejected(
+      [](ProgramSpec &s) {
+        cudaAttention(s);
+        s.commands[0].attention.keyHeads = 3;
+      },
+      "commands[0] ('attention').attention has sizes the kernels cannot run");
+  expectRejected(
+      [](ProgramSpec &s) {
+        cudaAttention(s);
+        s.commands[0].attention.pass = tgx::AttentionPass_Gradient;
+      },
+      "commands[0] ('attention').operands has 5 ranges, not the 10 of an attention gradient");
+  expectRejected(
+      [](ProgramSpec &s) {
+        cudaAttention(s);
+        s.commands[0].attention.strides.pop_back();
+      },
+      "does not hold 3 strides for each of the 4 bf16 operands");
+  // Rows 128 elements apart would read past the 8 KiB of k.
+  expectRejected(
+      [](ProgramSpec &s) {
+        cudaAttention(s);
+        s.commands[0].attention.strides[5] = 128;
+      },
+      "commands[0] ('attention').operands[1] (offset");
+  expectRejected(
+      [](ProgramSpec &s) {
+        cudaAttention(s);
+        s.commands[0].attention.strides[2] = 60;
+      },
+      "at strides 4096, 4096, 60 (non-negative multiples of 8, the offset 16-byte aligned)");
+  expectRejected(
+      [](ProgramSpec &s) {
+        cudaAttention(s);
+        s.commands[0].operands[4].size = 128;
+      },
+      "commands[0] ('attention').operands[4] (offset");
+  expectRejected(
+      [](ProgramSpec &s) {
+        cudaAttention(s);
+        s.commands[0].hasAttention = false;
+      },
+      "is an Attention without its 'attention' table");
+}
+
 /// Appends an all-reduce of slot `from` into slot `to` over the mesh's axis.
 void addCollective(ProgramSpec &s, const std::string &from, const std::string &to) {
   test::CommandSpec c{tgx::CommandKind_Collective};

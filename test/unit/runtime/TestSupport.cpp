@@ -163,10 +163,18 @@ flatbuffers::Offset<tgx::Program> writeProgram(flatbuffers::FlatBufferBuilder &b
     flatbuffers::Offset<tgx::Collective> collective;
     if (c.hasCollective)
       collective = tgx::CreateCollective(b, c.collective, c.reduction, c.axis, c.collectiveDtype);
+    flatbuffers::Offset<tgx::Attention> attention;
+    if (c.hasAttention) {
+      const AttentionSpec &a = c.attention;
+      attention = tgx::CreateAttention(b, a.pass, a.batch, a.queryHeads, a.keyHeads, a.queryLen,
+                                       a.keyLen, a.headDim, a.causal, a.window, a.scale,
+                                       b.CreateVector(a.strides));
+    }
     commands.push_back(tgx::CreateCommand(b, c.kind, c.module, c.kernel, gemm,
                                           b.CreateVectorOfStructs(operands),
                                           c.label.empty() ? 0 : b.CreateString(c.label),
-                                          c.stream, b.CreateVector(c.awaits), collective));
+                                          c.stream, b.CreateVector(c.awaits), collective,
+                                          attention));
   }
   std::vector<int64_t> meshShape;
   std::vector<std::string> meshAxes;

@@ -82,6 +82,15 @@ struct GemmSpec {
   tgx::GemmActivation activation = tgx::GemmActivation_None;
 };
 
+struct AttentionSpec {
+  tgx::AttentionPass pass = tgx::AttentionPass_Forward;
+  uint32_t batch = 1, queryHeads = 1, keyHeads = 1, queryLen = 64, keyLen = 64, headDim = 64;
+  bool causal = true;
+  uint32_t window = 0;
+  float scale = 0.125f;
+  std::vector<int64_t> strides; // 3 per bf16 operand
+};
+
 struct CommandSpec {
   tgx::CommandKind kind;
   uint32_t module = 0, kernel = 0;
@@ -92,6 +101,8 @@ struct CommandSpec {
   tgx::Reduction reduction = tgx::Reduction_Sum;
   uint32_t axis = 0;
   tgx::DType collectiveDtype = tgx::DType_F32;
+  bool hasAttention = false;
+  AttentionSpec attention;
   std::vector<Range> operands;
   std::string label;
   uint32_t stream = 0;
