@@ -341,6 +341,16 @@ def medium_rows(bundle, ceilings, rows):
         return tokens / median
 
     throughput, losses = {}, {}
+
+    def losses_row(name, metrics):
+        """The losses of another TGC build's or variant's run against the
+        default build's, step by step."""
+        n = min(len(metrics), len(losses.get("TGC", [])))
+        if n:
+            diff = max(abs(a - b["loss"]) for a, b in zip(losses["TGC"][:n], metrics[:n]))
+            rows.append(("gpt2-medium", f"TGC vs {name}: losses", f"max abs diff {fmt(diff)} over {n} steps",
+                         "bf16: other roundings where the kernels differ; information, no threshold", ""))
+
     why = bundle.failure("medium-tgc")
     if why is None:
         metrics = read_metrics(bundle.path("results", "medium-tgc.jsonl"))
@@ -356,13 +366,7 @@ def medium_rows(bundle, ceilings, rows):
     if why is None:
         metrics = read_metrics(bundle.path("results", "medium-base.jsonl"))
         throughput["base"] = framework_row(base_name, [r["step_ms"] for r in metrics], "")
-        n = min(len(metrics), len(losses.get("TGC", [])))
-        if n:
-            diff = max(abs(a - b["loss"]) for a, b in zip(losses["TGC"][:n], metrics[:n]))
-            rows.append(("gpt2-medium", "TGC vs TGC as before: losses",
-                         f"max abs diff {fmt(diff)} over {n} steps",
-                         "bf16: other roundings where the builds' kernels differ; information, "
-                         "no threshold", ""))
+        losses_row("TGC as before", metrics)
     else:
         rows.append(("gpt2-medium", base_name, f"n/a: {why}", "", ""))
     # This build with more tgc flags (gpu-validate prepare --variant).
@@ -374,6 +378,7 @@ def medium_rows(bundle, ceilings, rows):
             continue
         metrics = read_metrics(bundle.path("results", f"medium-variant-{variant['name']}.jsonl"))
         speed = framework_row(name, [r["step_ms"] for r in metrics], "")
+        losses_row(f"variant {variant['name']}", metrics)
         if speed and throughput.get("TGC"):
             rows.append(("gpt2-medium", f"tokens/s, TGC / {name}", f"{throughput['TGC'] / speed:.2f}×",
                          "> 1: what the flags turn off pays", ""))
@@ -414,13 +419,14 @@ def medium_rows(bundle, ceilings, rows):
             rows.append(("**headline**", f"tokens/s, TGC / {name}", "n/a: one side did not run (rows above)", "", ""))
 
 
-def profiled_steps(bundle):
+def profiled_steps(bundle, name="medium-profile"):
     """The GPT-2-medium profile's command events of its steps but the first
     (which loads modules and warms caches), and those steps; None if the
-    profile did not run."""
-    if bundle.failure("medium-profile") is not None:
+    profile did not run. `name`: the default build's, or medium-profile-flash
+    (the flash variant's)."""
+    if bundle.failure(name) is not None:
         return None
-    trace = bundle.json("work", "medium-profile.json")
+    trace = bundle.json("work", name + ".json")
     if trace is None:
         return None
     events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
@@ -442,9 +448,9 @@ def profile_rows(bundle, ceilings, rows):
     total_s = sum(e["dur"] for e in events) / 1e6
     groups = {}
     for e in events:
-        if e["cat"] == "gemm":
+        if e["cat"] in ("gemm", "attention"):
             # One row per GEMM of a layer: gemm h3_attn_qkv and gemm h7_attn_qkv are the same shape.
-            key = ("gemm", re.sub(r"(^|[ _])h\d+_", r"\1h*_", e["name"]))
+            key = (e["cat"], re.sub(r"(^|[ _])h\d+_", r"\1h*_", e["name"]))
         else:
             key = (e["cat"], e["name"].split()[0])  # k11_softmax h0_attn_probs -> k11_softmax
         g = groups.setdefault(key, {"s": 0.0, "bytes": 0.0, "flops": 0.0, "calls": 0})
@@ -466,6 +472,10 @@ def profile_rows(bundle, ceilings, rows):
             frac = f"{tflops * 1e12 / (ceilings['gemm_tflops'] * 1e12):.2f} of the GEMM ceiling" if ceilings \
                 else "n/a: no ceiling"
             rows.append(("GEMM (cuBLASLt)", f"{name} ({calls})", f"{tflops:.1f} TFLOP/s", frac, ""))
+        elif kind == "attention":
+            tflops = g["flops"] / g["s"] / 1e12
+            rows.append(("attention (runtime's flash kernels)", f"{name} ({calls})", f"{tflops:.1f} TFLOP/s",
+                         f"{tflops * 1e12 / H100_BF16_DENSE_FLOPS:.2f} of the bf16 dense peak (model FLOPs)", ""))
         else:
             gbps = g["bytes"] / g["s"] / 1e9
             frac = f"{gbps / ceilings['copy_gbps']:.2f} of the copy" if ceilings else "n/a: no ceiling"
@@ -491,12 +501,16 @@ def attention_rows(bundle, rows):
                      f"backward {backward_s * 1e3:.2f} ms ({2.5 * flops * layers / backward_s / 1e12:.0f} TFLOP/s)",
                      against, ""))
 
-    profiled = profiled_steps(bundle)
-    if profiled is None:
-        rows.append(("attention", "TGC", "n/a: no profile", "", ""))
-    else:
+    for profile in ("medium-profile", "medium-profile-flash"):
+        profiled = profiled_steps(bundle, profile)
+        if profiled is None:
+            if profile == "medium-profile" or bundle.failure(profile) is not None:
+                why = bundle.failure(profile) or "no profile"
+                rows.append(("attention", f"TGC ({profile})", f"n/a: {why}", "", ""))
+            continue
         events, steps = profiled
         forward_s = backward_s = 0.0
+        flash = any(e["cat"] == "attention" for e in events)
         for e in events:
             if e["args"]["step"] not in steps:
                 continue
@@ -507,11 +521,12 @@ def attention_rows(bundle, rows):
                     backward_s += e["dur"] / 1e6
                 else:
                     forward_s += e["dur"] / 1e6
+        name = ("TGC, the runtime's flash kernels (--cuda-attention=flash)" if flash else
+                "TGC, decomposed (scores, softmax, values and their gradients)")
         if forward_s > 0 and backward_s > 0:
-            row("TGC, decomposed (scores, softmax, values and their gradients)", forward_s / len(steps),
-                backward_s / len(steps))
+            row(name, forward_s / len(steps), backward_s / len(steps))
         else:
-            rows.append(("attention", "TGC", "n/a: no attention commands in the profile", "", ""))
+            rows.append(("attention", name, "n/a: no attention commands in the profile", "", ""))
     measured = bundle.json("results", "attention.json")
     why = bundle.failure("attention")
     if measured is None or why is not None:
