@@ -53,12 +53,12 @@ TG_DEVICE Range queriesSeeing(const Params &p, int firstKey, int lastKey) {
           p.window > 0 ? minOf(p.queryLen, lastKey + p.window) : p.queryLen};
 }
 
-/// Rows [row0, row0 + 64) of head (b, h) into a shared tile of padded rows;
-/// rows from `rows` on read as zeros.
-template <int D>
+/// Rows [row0, row0 + Rows) of head (b, h) into a shared tile of padded
+/// rows; rows from `rows` on read as zeros.
+template <int D, int Rows = kTileRows>
 TG_DEVICE void loadTile(uint16_t *tile, const Tensor &t, int b, int h, int row0, int rows) {
   constexpr int chunks = D / 8;
-  for (int i = threadId(); i < kTileRows * chunks; i += kThreads) {
+  for (int i = threadId(); i < Rows * chunks; i += kThreads) {
     int r = i / chunks, c = i % chunks;
     Chunk value = {0, 0, 0, 0};
     if (row0 + r < rows)
@@ -96,73 +96,72 @@ TG_DEVICE void writeWarpRows(float (&acc)[D / 8][4], float scale, uint16_t *tile
 }
 
 // Fragments of mma.m16n8k16 from shared tiles of padded rows (`ld` elements
-// apart). group = lane / 4, inGroup = lane % 4.
+// apart), four 8 x 8 matrices at a time (ldmatrix): lane l names row l % 8
+// of matrix l / 8.
 
-/// A (16 x 16): rows r0.. and columns k0.. of the tile.
+/// A (16 x 16): rows r0.. and columns k0.. of the tile; the matrices are
+/// (rows, columns) (r0, k0), (r0 + 8, k0), (r0, k0 + 8), (r0 + 8, k0 + 8).
 TG_DEVICE void loadA(uint32_t a[4], const uint16_t *tile, int ld, int r0, int k0) {
-  const int group = laneId() / 4, inGroup = laneId() % 4;
-  const uint16_t *p = tile + (r0 + group) * ld + k0 + 2 * inGroup;
-  a[0] = loadWord(p);
-  a[1] = loadWord(p + 8 * ld);
-  a[2] = loadWord(p + 8);
-  a[3] = loadWord(p + 8 * ld + 8);
+  const int lane = laneId();
+  loadMatrices(a, tile + (r0 + lane % 8 + 8 * (lane / 8 % 2)) * ld + k0 + 8 * (lane / 16));
 }
-/// B (16 x 8) = the transpose of rows n0.. (8 of them), columns k0.. of the
-/// tile: column n of B is a row of the tile (keys against queries).
-TG_DEVICE void loadBTransposed(uint32_t b[2], const uint16_t *tile, int ld, int n0, int k0) {
-  const int group = laneId() / 4, inGroup = laneId() % 4;
-  const uint16_t *p = tile + (n0 + group) * ld + k0 + 2 * inGroup;
-  b[0] = loadWord(p);
-  b[1] = loadWord(p + 8);
+/// Two B (16 x 8) fragments, b[0..1] and b[2..3]: the transposes of rows
+/// n0.. and n0 + 8.. (8 each), columns k0.. of the tile; column n of B is a
+/// row of the tile (keys against queries).
+TG_DEVICE void loadTwoBTransposed(uint32_t b[4], const uint16_t *tile, int ld, int n0, int k0) {
+  const int lane = laneId();
+  loadMatrices(b, tile + (n0 + lane % 8 + 8 * (lane / 16)) * ld + k0 + 8 * (lane / 8 % 2));
 }
-/// B (16 x 8) = rows k0.. (16 of them), columns n0.. of the tile itself.
-TG_DEVICE void loadB(uint32_t b[2], const uint16_t *tile, int ld, int k0, int n0) {
-  const int group = laneId() / 4, inGroup = laneId() % 4;
-  const uint16_t *p = tile + (k0 + 2 * inGroup) * ld + n0 + group;
-  b[0] = uint32_t(p[0]) | uint32_t(p[ld]) << 16;
-  b[1] = uint32_t(p[8 * ld]) | uint32_t(p[9 * ld]) << 16;
+/// Two B (16 x 8) fragments, b[0..1] and b[2..3]: rows k0.. (16) and
+/// columns n0.. and n0 + 8.. of the tile itself, transposed as loaded.
+TG_DEVICE void loadTwoB(uint32_t b[4], const uint16_t *tile, int ld, int k0, int n0) {
+  const int lane = laneId();
+  loadMatricesTransposed(b, tile + (k0 + lane % 8 + 8 * (lane / 8 % 2)) * ld + n0 + 8 * (lane / 16));
 }
-/// The A fragment of columns 16 kc.. of 16 x 64 accumulators: a warp's
+/// The A fragment of columns 16 kc.. of 16 x Cols accumulators: a warp's
 /// products become the next product's left operand without leaving
 /// registers (the accumulator and A layouts line up).
-TG_DEVICE void accumulatorsAsA(uint32_t a[4], const float (&acc)[8][4], int kc) {
+template <int Cols>
+TG_DEVICE void accumulatorsAsA(uint32_t a[4], const float (&acc)[Cols / 8][4], int kc) {
   a[0] = packBf16(acc[2 * kc][0], acc[2 * kc][1]);
   a[1] = packBf16(acc[2 * kc][2], acc[2 * kc][3]);
   a[2] = packBf16(acc[2 * kc + 1][0], acc[2 * kc + 1][1]);
   a[3] = packBf16(acc[2 * kc + 1][2], acc[2 * kc + 1][3]);
 }
 
-/// acc (16 x 64) = rows r0.. of `left` (16 x D) times the transpose of the
-/// 64 rows of `right` (64 x D): a warp's scores.
-template <int D>
-TG_DEVICE void rowsTimesTransposed(float (&acc)[8][4], const uint16_t *left, int r0,
+/// acc (16 x Cols) = rows r0.. of `left` (16 x D) times the transpose of
+/// the Cols rows of `right` (Cols x D): a warp's scores.
+template <int D, int Cols>
+TG_DEVICE void rowsTimesTransposed(float (&acc)[Cols / 8][4], const uint16_t *left, int r0,
                                    const uint16_t *right) {
-  for (int nt = 0; nt < 8; ++nt)
+  for (int nt = 0; nt < Cols / 8; ++nt)
     for (int i = 0; i < 4; ++i)
       acc[nt][i] = 0;
   for (int kc = 0; kc < D / 16; ++kc) {
     uint32_t a[4];
     loadA(a, left, paddedRow(D), r0, kc * 16);
-    for (int nt = 0; nt < 8; ++nt) {
-      uint32_t b[2];
-      loadBTransposed(b, right, paddedRow(D), nt * 8, kc * 16);
+    for (int nt = 0; nt < Cols / 8; nt += 2) {
+      uint32_t b[4];
+      loadTwoBTransposed(b, right, paddedRow(D), nt * 8, kc * 16);
       mma16816(acc[nt], a, b);
+      mma16816(acc[nt + 1], a, b + 2);
     }
   }
 }
 
-/// acc (16 x D) += lhs (16 x 64, accumulators rounded to bf16) times the 64
-/// rows of `tile` (64 x D).
-template <int D>
-TG_DEVICE void accumulateTimesTile(float (&acc)[D / 8][4], const float (&lhs)[8][4],
+/// acc (16 x D) += lhs (16 x Inner, accumulators rounded to bf16) times the
+/// Inner rows of `tile` (Inner x D).
+template <int D, int Inner>
+TG_DEVICE void accumulateTimesTile(float (&acc)[D / 8][4], const float (&lhs)[Inner / 8][4],
                                    const uint16_t *tile) {
-  for (int kc = 0; kc < 4; ++kc) {
+  for (int kc = 0; kc < Inner / 16; ++kc) {
     uint32_t a[4];
-    accumulatorsAsA(a, lhs, kc);
-    for (int dt = 0; dt < D / 8; ++dt) {
-      uint32_t b[2];
-      loadB(b, tile, paddedRow(D), kc * 16, dt * 8);
+    accumulatorsAsA<Inner>(a, lhs, kc);
+    for (int dt = 0; dt < D / 8; dt += 2) {
+      uint32_t b[4];
+      loadTwoB(b, tile, paddedRow(D), kc * 16, dt * 8);
       mma16816(acc[dt], a, b);
+      mma16816(acc[dt + 1], a, b + 2);
     }
   }
 }
@@ -191,7 +190,7 @@ TG_DEVICE void forward(const Params &p) {
     loadTile<D>(valueTile, p.value, b, kh, k0, p.keyLen);
     syncThreads();
     float score[8][4];
-    rowsTimesTransposed<D>(score, queryTile, r0, keyTile);
+    rowsTimesTransposed<D, kTileRows>(score, queryTile, r0, keyTile);
     for (int half = 0; half < 2; ++half) {
       const int t = q0 + r0 + group + 8 * half;
       float rowMax = kMinusInfinity;
@@ -221,7 +220,7 @@ TG_DEVICE void forward(const Params &p) {
           runningSum[half] += x;
         }
     }
-    accumulateTimesTile<D>(out, score, valueTile);
+    accumulateTimesTile<D, kTileRows>(out, score, valueTile);
   }
 
   float inverse[2];
@@ -266,10 +265,11 @@ TG_DEVICE void delta(const Params &p) {
     reinterpret_cast<float *>(p.delta)[int64_t(blockY()) * p.queryLen + t] = sum;
 }
 
-/// The per-row f32s of a query tile (log-sum-exp times log2(e), delta) into
-/// shared memory; rows from queryLen on get 0 (they see no key).
-TG_DEVICE void loadRowStats(float *lse2, float *rowDelta, const Params &p, int bh, int t0) {
-  for (int i = threadId(); i < kTileRows; i += kThreads) {
+/// The per-row f32s of `count` query rows (log-sum-exp times log2(e),
+/// delta) into shared memory; rows from queryLen on get 0 (they see no key).
+TG_DEVICE void loadRowStats(float *lse2, float *rowDelta, const Params &p, int bh, int t0,
+                            int count) {
+  for (int i = threadId(); i < count; i += kThreads) {
     const int t = t0 + i;
     const int64_t at = int64_t(bh) * p.queryLen + t;
     lse2[i] = t < p.queryLen ? reinterpret_cast<const float *>(p.logsumexp)[at] * kLog2e : 0.f;
@@ -277,17 +277,20 @@ TG_DEVICE void loadRowStats(float *lse2, float *rowDelta, const Params &p, int b
   }
 }
 
-/// dK and dV of 64 keys of head (b, kh).
+/// dK and dV of 64 keys of head (b, kh), over tiles of Queries rows.
 template <int D>
 TG_DEVICE void keyValueGrads(const Params &p) {
+  // Head dim 128 takes 32 queries a tile: its dK and dV accumulators are 128
+  // registers a thread, and the tile's probabilities with theirs would spill.
+  constexpr int Queries = D == 128 ? 32 : kTileRows;
   TG_SHARED_BYTES(shared);
   constexpr int ld = paddedRow(D);
   uint16_t *keyTile = reinterpret_cast<uint16_t *>(shared);
   uint16_t *valueTile = keyTile + kBlockRows * ld;
   uint16_t *queryTile = valueTile + kBlockRows * ld;
-  uint16_t *gradTile = queryTile + kTileRows * ld;
-  float *lse2 = reinterpret_cast<float *>(gradTile + kTileRows * ld);
-  float *rowDelta = lse2 + kTileRows;
+  uint16_t *gradTile = queryTile + Queries * ld;
+  float *lse2 = reinterpret_cast<float *>(gradTile + Queries * ld);
+  float *rowDelta = lse2 + Queries;
   const int b = blockY() / p.keyHeads, kh = blockY() % p.keyHeads;
   const int groupSize = p.queryHeads / p.keyHeads;
   const int k0 = blockX() * kBlockRows; // causal: earlier keys, more queries, first
@@ -299,16 +302,16 @@ TG_DEVICE void keyValueGrads(const Params &p) {
   float keyGrad[D / 8][4] = {}, valueGrad[D / 8][4] = {};
   const Range queries = queriesSeeing(p, k0, minOf(k0 + kBlockRows, p.keyLen) - 1);
   for (int h = kh * groupSize; h < (kh + 1) * groupSize; ++h)
-    for (int t0 = queries.first / kTileRows * kTileRows; t0 < queries.end; t0 += kTileRows) {
+    for (int t0 = queries.first / Queries * Queries; t0 < queries.end; t0 += Queries) {
       syncThreads();
-      loadTile<D>(queryTile, p.query, b, h, t0, p.queryLen);
-      loadTile<D>(gradTile, p.resultGrad, b, h, t0, p.queryLen);
-      loadRowStats(lse2, rowDelta, p, b * p.queryHeads + h, t0);
+      loadTile<D, Queries>(queryTile, p.query, b, h, t0, p.queryLen);
+      loadTile<D, Queries>(gradTile, p.resultGrad, b, h, t0, p.queryLen);
+      loadRowStats(lse2, rowDelta, p, b * p.queryHeads + h, t0, Queries);
       syncThreads();
-      // P^T: the warp's 16 keys against the tile's 64 queries.
-      float probs[8][4];
-      rowsTimesTransposed<D>(probs, keyTile, r0, queryTile);
-      for (int nt = 0; nt < 8; ++nt)
+      // P^T: the warp's 16 keys against the tile's queries.
+      float probs[Queries / 8][4];
+      rowsTimesTransposed<D, Queries>(probs, keyTile, r0, queryTile);
+      for (int nt = 0; nt < Queries / 8; ++nt)
         for (int i = 0; i < 4; ++i) {
           const int s = k0 + r0 + group + (i >= 2 ? 8 : 0);
           const int col = nt * 8 + 2 * inGroup + (i & 1);
@@ -316,13 +319,13 @@ TG_DEVICE void keyValueGrads(const Params &p) {
                              ? exp2Fast(probs[nt][i] * scaleLog2 - lse2[col])
                              : 0.f;
         }
-      accumulateTimesTile<D>(valueGrad, probs, gradTile); // dV += P^T dO
-      float dprobs[8][4];
-      rowsTimesTransposed<D>(dprobs, valueTile, r0, gradTile); // dP^T = V dO^T
-      for (int nt = 0; nt < 8; ++nt)
+      accumulateTimesTile<D, Queries>(valueGrad, probs, gradTile); // dV += P^T dO
+      float dprobs[Queries / 8][4];
+      rowsTimesTransposed<D, Queries>(dprobs, valueTile, r0, gradTile); // dP^T = V dO^T
+      for (int nt = 0; nt < Queries / 8; ++nt)
         for (int i = 0; i < 4; ++i)
           dprobs[nt][i] = probs[nt][i] * (dprobs[nt][i] - rowDelta[nt * 8 + 2 * inGroup + (i & 1)]);
-      accumulateTimesTile<D>(keyGrad, dprobs, queryTile); // dK += dS^T Q
+      accumulateTimesTile<D, Queries>(keyGrad, dprobs, queryTile); // dK += dS^T Q
     }
   // The warp's rows of the key and value tiles are its own once loaded.
   syncThreads();
@@ -349,7 +352,7 @@ TG_DEVICE void queryGrads(const Params &p) {
 
   loadTile<D>(queryTile, p.query, b, h, q0, p.queryLen);
   loadTile<D>(gradTile, p.resultGrad, b, h, q0, p.queryLen);
-  loadRowStats(lse2, rowDelta, p, blockY(), q0);
+  loadRowStats(lse2, rowDelta, p, blockY(), q0, kBlockRows);
   float queryGrad[D / 8][4] = {};
   const Range keys = keysSeenBy(p, q0, minOf(q0 + kBlockRows, p.queryLen) - 1);
   for (int k0 = keys.first / kTileRows * kTileRows; k0 < keys.end; k0 += kTileRows) {
@@ -358,8 +361,8 @@ TG_DEVICE void queryGrads(const Params &p) {
     loadTile<D>(valueTile, p.value, b, kh, k0, p.keyLen);
     syncThreads();
     float probs[8][4], dprobs[8][4];
-    rowsTimesTransposed<D>(probs, queryTile, r0, keyTile);
-    rowsTimesTransposed<D>(dprobs, gradTile, r0, valueTile); // dP = dO V^T
+    rowsTimesTransposed<D, kTileRows>(probs, queryTile, r0, keyTile);
+    rowsTimesTransposed<D, kTileRows>(dprobs, gradTile, r0, valueTile); // dP = dO V^T
     for (int nt = 0; nt < 8; ++nt)
       for (int i = 0; i < 4; ++i) {
         const int row = r0 + group + (i >= 2 ? 8 : 0);
@@ -369,7 +372,7 @@ TG_DEVICE void queryGrads(const Params &p) {
                                : 0.f;
         dprobs[nt][i] = prob * (dprobs[nt][i] - rowDelta[row]);
       }
-    accumulateTimesTile<D>(queryGrad, dprobs, keyTile); // dQ += dS K
+    accumulateTimesTile<D, kTileRows>(queryGrad, dprobs, keyTile); // dQ += dS K
   }
   syncThreads();
   writeWarpRows<D>(queryGrad, p.scale, queryTile + r0 * ld, p.queryGrad, b, h, q0 + r0,
@@ -379,17 +382,19 @@ TG_DEVICE void queryGrads(const Params &p) {
 } // namespace
 } // namespace tg::flash
 
+// Registers: at most 170 a thread for the head-dim-64 forward (3 blocks a
+// multiprocessor), 255 for the rest (2), none spilling (ptxas -v).
 #define TG_FLASH_ATTENTION_KERNELS(D)                                                    \
-  TG_KERNEL_128 tg_flash_attention_forward_d##D(tg::flash::Params p) {                   \
+  TG_KERNEL_128(D == 64 ? 3 : 2) tg_flash_attention_forward_d##D(tg::flash::Params p) {  \
     tg::flash::forward<D>(p);                                                            \
   }                                                                                      \
-  TG_KERNEL_128 tg_flash_attention_delta_d##D(tg::flash::Params p) {                     \
+  TG_KERNEL_128(4) tg_flash_attention_delta_d##D(tg::flash::Params p) {                  \
     tg::flash::delta<D>(p);                                                              \
   }                                                                                      \
-  TG_KERNEL_128 tg_flash_attention_key_value_grads_d##D(tg::flash::Params p) {           \
+  TG_KERNEL_128(2) tg_flash_attention_key_value_grads_d##D(tg::flash::Params p) {        \
     tg::flash::keyValueGrads<D>(p);                                                      \
   }                                                                                      \
-  TG_KERNEL_128 tg_flash_attention_query_grads_d##D(tg::flash::Params p) {               \
+  TG_KERNEL_128(2) tg_flash_attention_query_grads_d##D(tg::flash::Params p) {            \
     tg::flash::queryGrads<D>(p);                                                         \
   }
 TG_FLASH_ATTENTION_KERNELS(64)

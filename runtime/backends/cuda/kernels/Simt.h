@@ -12,8 +12,10 @@
 #ifdef __CUDACC__
 
 #define TG_DEVICE __device__ __forceinline__
-/// An entry point of the kernel module, launched with 128 threads a block.
-#define TG_KERNEL_128 extern "C" __global__ void __launch_bounds__(128)
+/// An entry point of the kernel module, launched with 128 threads a block,
+/// with registers for `minBlocks` blocks on a multiprocessor (ptxas's own
+/// choice spilled, or left too few blocks for the loads' latency).
+#define TG_KERNEL_128(minBlocks) extern "C" __global__ void __launch_bounds__(128, minBlocks)
 #define TG_SHARED_BYTES(name) extern __shared__ __align__(16) unsigned char name[]
 
 namespace tg::simt {
@@ -48,6 +50,23 @@ TG_DEVICE uint32_t packBf16(float low, float high) {
   uint32_t packed;
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(high), "f"(low));
   return packed;
+}
+/// ldmatrix.sync.aligned.m8n8.x4.shared.b16 over one warp: lane l gives the
+/// address of row l % 8 (16 bytes, 16-byte aligned, shared memory) of 8 x 8
+/// matrix l / 8, and gets in register i matrix i's elements (row lane / 4,
+/// columns 2 (lane % 4) and + 1); `.trans`: (rows 2 (lane % 4) and + 1,
+/// column lane / 4).
+TG_DEVICE void loadMatrices(uint32_t r[4], const void *row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(uint32_t(__cvta_generic_to_shared(row)))
+               : "memory");
+}
+TG_DEVICE void loadMatricesTransposed(uint32_t r[4], const void *row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(uint32_t(__cvta_generic_to_shared(row)))
+               : "memory");
 }
 /// c += a x b over one warp: a 16 x 16 (row), b 16 x 8 (col), bf16 in, f32
 /// accumulators; the fragments are PTX's for mma.m16n8k16.

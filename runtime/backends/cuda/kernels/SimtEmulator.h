@@ -1,5 +1,5 @@
 // Host emulation of Simt.h, for tests: each thread of a block is a host
-// thread; __syncthreads, __syncwarp, the shuffles and mma.sync are barriers
+// thread; __syncthreads, __syncwarp, the shuffles, ldmatrix and mma.sync are barriers
 // over the block or the warp, so a kernel that diverges at one of them
 // deadlocks here as on the GPU (reported after 60 s, not hung). mma.sync
 // gathers the warp's fragments and computes each lane's accumulators from
@@ -23,7 +23,7 @@
 #include <vector>
 
 #define TG_DEVICE inline
-#define TG_KERNEL_128 extern "C" void
+#define TG_KERNEL_128(minBlocks) extern "C" void
 #define TG_SHARED_BYTES(name) unsigned char *name = ::tg::simt::emulated::sharedMemory()
 
 namespace tg::simt {
@@ -61,6 +61,7 @@ private:
 struct WarpExchange {
   Barrier barrier{32};
   float shuffled[32];
+  const void *rows[32];
   uint32_t a[32][4], b[32][2];
 };
 
@@ -140,6 +141,26 @@ inline uint16_t roundToBf16(float value) {
 inline uint32_t packBf16(float low, float high) {
   return uint32_t(roundToBf16(low)) | uint32_t(roundToBf16(high)) << 16;
 }
+
+inline void loadMatrices(uint32_t r[4], const void *row, bool transposed) {
+  emulated::WarpExchange &warp = emulated::warp();
+  int lane = threadId() % 32;
+  warp.rows[lane] = row;
+  warp.barrier.arriveAndWait();
+  auto element = [&](int matrix, int row, int col) {
+    uint16_t value;
+    std::memcpy(&value, static_cast<const uint16_t *>(warp.rows[8 * matrix + row]) + col,
+                sizeof value);
+    return uint32_t(value);
+  };
+  int group = lane / 4, inGroup = lane % 4;
+  for (int i = 0; i < 4; ++i)
+    r[i] = transposed ? element(i, 2 * inGroup, group) | element(i, 2 * inGroup + 1, group) << 16
+                      : element(i, group, 2 * inGroup) | element(i, group, 2 * inGroup + 1) << 16;
+  warp.barrier.arriveAndWait();
+}
+inline void loadMatrices(uint32_t r[4], const void *row) { loadMatrices(r, row, false); }
+inline void loadMatricesTransposed(uint32_t r[4], const void *row) { loadMatrices(r, row, true); }
 
 inline void mma16816(float c[4], const uint32_t a[4], const uint32_t b[2]) {
   emulated::WarpExchange &warp = emulated::warp();
