@@ -59,6 +59,16 @@ class GpuValidate(unittest.TestCase):
         os.makedirs(os.path.dirname(cls.profile))
         run("tgrun", tgx, "--data", tokens, "--steps", 3, "--profile", cls.profile)
         write(os.path.join(cls.bundle, "results", "medium-profile.rc"), "0\n")
+        # The flash variant's profile: one layer's forward and gradient, 0.1
+        # and 0.25 ms a step (and a kernel beside them).
+        flash = []
+        for step in (1, 2, 3):
+            for name, cat, dur in (("attention h0_attn", "attention", 100), ("attention grad_h0_attn", "attention", 250),
+                                   ("k3_transpose h0_attn_q", "kernel", 10)):
+                flash.append({"ph": "X", "name": name, "cat": cat, "ts": step * 1000, "dur": dur,
+                              "args": {"step": step, "bytes": 1e6, "flops": 1e9}})
+        write(os.path.join(cls.bundle, "work", "medium-profile-flash.json"), json.dumps({"traceEvents": flash}))
+        write(os.path.join(cls.bundle, "results", "medium-profile-flash.rc"), "0\n")
         write(os.path.join(cls.bundle, "results", "attention.json"), json.dumps(SDPA))
         write(os.path.join(cls.bundle, "results", "attention.rc"), "0\n")
         # The medium step and the same step compiled as before, as a GPU run
@@ -81,7 +91,14 @@ class GpuValidate(unittest.TestCase):
                      "gpt2-medium-bf16-base"):
             self.assertTrue(os.path.getsize(os.path.join(self.bundle, "artifacts", name + ".tgx")) > 0, name)
         self.assertEqual([c["name"] for c in self.manifest["correctness"]],
-                         ["gpt2-tiny-f32", "gpt2-tiny-bf16", "llama-tiny-f32", "llama-tiny-bf16"])
+                         ["gpt2-tiny-f32", "gpt2-tiny-bf16", "llama-tiny-f32", "llama-tiny-bf16",
+                          "gpt2-flash-bf16", "llama-flash-bf16"])
+        # The flash checks' models go through the runtime's flash kernels.
+        for model in ("gpt2-flash", "llama-flash"):
+            stats = json.load(open(os.path.join(self.bundle, "stats", model + "-bf16.json")))
+            self.assertEqual(stats["attention_calls"], 4, model)
+            self.assertEqual(len(json.load(open(os.path.join(self.bundle, "reference", model + ".json")))["loss"]),
+                             20)
         medium = self.manifest["medium"]
         self.assertEqual((medium["layers"], medium["heads"], medium["seq_len"], medium["batch_size"]),
                          (24, 16, 1024, 8))
@@ -90,7 +107,9 @@ class GpuValidate(unittest.TestCase):
         self.assertTrue(os.access(os.path.join(self.bundle, "run"), os.X_OK))
 
     def test_variants_are_compiled_and_timed_beside_it(self):
-        self.assertEqual(self.manifest["medium"]["variants"], [{"name": "whole", "flags": "--causal-blocks 1"}])
+        # The flash variant is always there.
+        self.assertEqual(self.manifest["medium"]["variants"], [{"name": "whole", "flags": "--causal-blocks 1"},
+                                                               {"name": "flash", "flags": "--cuda-attention=flash"}])
         whole = os.path.join(self.bundle, "artifacts", "gpt2-medium-bf16-variant-whole.tgx")
         this = os.path.join(self.bundle, "artifacts", "gpt2-medium-bf16.tgx")
         self.assertGreater(os.path.getsize(whole), 0)
@@ -171,6 +190,13 @@ class GpuValidate(unittest.TestCase):
         self.assertEqual(len(tgc), 1, self.report.stdout)
         self.assertIn(f"forward {forward:.2f} ms", tgc[0])
         self.assertIn(f"backward {backward:.2f} ms", tgc[0])
+
+    def test_flash_kernels_from_the_flash_variants_profile(self):
+        flash = [row for row in self.rows if "runtime's flash kernels" in row]
+        self.assertEqual(len(flash), 1, self.report.stdout)
+        # One layer's 0.1 and 0.25 ms a step, at the medium model's FLOPs.
+        self.assertIn("forward 0.10 ms", flash[0])
+        self.assertIn("backward 0.25 ms", flash[0])
 
     def test_pytorch_kernels_per_step_of_the_layers(self):
         cudnn = [row for row in self.rows if "cuDNN" in row]
