@@ -208,7 +208,7 @@ private:
     }
     if (!flashKernels || (scoreMib <= maxScoreMib && flashMs > decomposedMs)) {
       why = flashKernels ? "estimated slower: " + comparison
-                         : "the target has no flash attention kernel yet";
+                         : "the target's flash kernels are off (on CUDA: --cuda-attention=flash)";
       record(op.getResult(), "decomposed", why);
       if (remarks)
         op.emitRemark() << "not fused: " << (flashKernels ? estimate : why);

@@ -1,10 +1,10 @@
 // RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-attention))' --mlir-use-nameloc-as-prefix | FileCheck %s
 // RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-attention{remarks=true}))' -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
-// A target without flash kernels keeps every op for the decomposition.
+// A target whose flash kernels are off keeps every op for the decomposition.
 // RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-attention{flash-kernels=false remarks=true}))' 2>&1 | FileCheck %s --check-prefix=NOKERNEL
-// NOKERNEL-COUNT-3: remark: not fused: the target has no flash attention kernel yet
+// NOKERNEL-COUNT-3: remark: not fused: the target's flash kernels are off (on CUDA: --cuda-attention=flash)
 // NOKERNEL-NOT: tg.flash_attention
-// NOKERNEL: tg.attention_plan = [{kernel = "decomposed", op = "attention", reason = "the target has no flash attention kernel yet"}]
+// NOKERNEL: tg.attention_plan = [{kernel = "decomposed", op = "attention", reason = "the target's flash kernels are off (on CUDA: --cuda-attention=flash)"}]
 // With GEMMs assumed 100x faster and no memory budget, the decomposition
 // wins everywhere.
 // RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-attention{gemm-gflops=10000 bandwidth-gbs=10000 max-score-mib=1000000}))' | FileCheck %s --check-prefix=FAST-GEMM
