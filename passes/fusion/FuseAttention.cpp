@@ -130,6 +130,9 @@ struct FuseAttentionPass : impl::TgFuseAttentionBase<FuseAttentionPass> {
   using Base::Base;
 
   void runOnOperation() override {
+    // One instance of the pass runs on several functions (the step, the
+    // evaluation step, the logits): each function's plan is its own.
+    plan.clear();
     SmallVector<AttentionOp> ops;
     getOperation().walk([&](AttentionOp op) { ops.push_back(op); });
     DenseSet<Operation *> paired;

@@ -6,6 +6,8 @@
 // and v, concatenated) are transposed back after them. A strided batched
 // GEMM (lda/ldb/ldc and a two-level batch, as cuBLAS and BLAS take) reads
 // and writes those layouts in place: no kernel, no pass over the activation.
+// The runtime's flash attention (exec.attention) reads its q, k, v and dO at
+// any batch, head and row strides: those inputs are folded the same way.
 #include "tg/Exec/IR/ExecOps.h"
 #include "tg/IR/TgOps.h"
 #include "tg/Passes/Passes.h"
@@ -123,6 +125,10 @@ public:
     for (exec::GemmOp gemm : gemms)
       for (unsigned operand : {0u, 1u})
         foldOperand(gemm, operand);
+    for (auto attention : program.getBlock().getOps<exec::AttentionOp>())
+      for (unsigned operand : kFoldedAttentionInputs)
+        if (operand < attention.getInputs().size())
+          foldAttentionInput(attention, operand);
     eraseDeadLayoutKernels();
   }
 
@@ -333,7 +339,68 @@ private:
     }
   }
 
+  // ----- An attention input read where the layout kernels before it read it.
+
+  /// q, k, v and dO. (The gradient's result is left: it is read in the
+  /// tokens' layout the output projection keeps anyway, and reading the
+  /// forward's result instead would keep that alive until the gradient.)
+  static constexpr unsigned kFoldedAttentionInputs[] = {0, 1, 2, 5};
+
+  void foldAttentionInput(exec::AttentionOp op, unsigned operand) {
+    Value buffer = op.getInputs()[operand];
+    bool query = op.isQuerySide(operand);
+    int64_t batch = op.getBatch(), heads = query ? op.getQueryHeads() : op.getKeyHeads();
+    int64_t rows = query ? op.getQueryLen() : op.getKeyLen(), dim = op.getHeadDim();
+    unsigned tensor = 0;
+    for (unsigned i = 0; i < operand; ++i)
+      tensor += op.isTensorOperand(i);
+    ArrayRef<int64_t> strides = op.getStrides().slice(3 * tensor, 3);
+    // Only a packed [B, H, T, D] operand, as tg-lower-to-exec made it.
+    if (strides != ArrayRef<int64_t>{heads * rows * dim, rows * dim, dim} ||
+        cast<MemRefType>(buffer.getType()).getNumElements() != batch * heads * rows * dim)
+      return;
+    SmallVector<Step> chain;
+    SmallVector<Value> inputs; // what each step reads
+    while (exec::DispatchOp producer = soleLayoutWriter(buffer)) {
+      chain.push_back({producer, layoutOpOf(producer, symbols), 0});
+      inputs.push_back(producer.getInputs()[0]);
+      buffer = inputs.back();
+    }
+    for (size_t depth = chain.size(); depth > 0; --depth) {
+      Value root = inputs[depth - 1];
+      if (writtenBetween(root, chain[depth - 1].dispatch, op))
+        continue;
+      StridedLayout layout = StridedLayout::packed(root);
+      bool ok = true;
+      for (size_t k = depth; k-- > 0 && ok;) {
+        layout.applyView(chain[k].op);
+        ok = layout.reshape(shapeOf(k == 0 ? op.getInputs()[operand] : inputs[k - 1]));
+      }
+      // The kernels read rows of D contiguous elements, 16-byte aligned.
+      if (!ok || !layout.reshape({batch, heads, rows, dim}) || layout.strides[3] != 1 ||
+          layout.offset % 8 != 0 ||
+          llvm::any_of(ArrayRef(layout.strides).take_front(3),
+                       [](int64_t s) { return s < 0 || s % 8 != 0; }))
+        continue;
+      op->setOperand(operand, viewBefore(op, layout)); // the inputs come first
+      SmallVector<int64_t> all(op.getStrides());
+      llvm::copy(ArrayRef(layout.strides).take_front(3), all.begin() + 3 * tensor);
+      op.setStrides(all);
+      return;
+    }
+  }
+
   // ----- Shared.
+
+  /// The elements `layout` reaches, as a flat view of its root made just
+  /// before `command`.
+  static Value viewBefore(Operation *command, const StridedLayout &layout) {
+    OpBuilder b(command);
+    auto type = cast<MemRefType>(layout.root.getType());
+    return exec::ViewOp::create(
+        b, command->getLoc(), MemRefType::get({layout.span()}, type.getElementType()),
+        layout.root, b.getI64IntegerAttr(layout.offset));
+  }
 
   /// Whether operand 0 (a), 1 (b) or 2 (c) of `gemm` is still the packed
   /// batch of matrices its buffer holds.
@@ -365,11 +432,7 @@ private:
   /// others keep their matrices, restated for a two-level batch.
   void retarget(exec::GemmOp gemm, unsigned operand, const StridedLayout &layout,
                 const GemmView &view) {
-    OpBuilder b(gemm);
-    auto type = cast<MemRefType>(layout.root.getType());
-    Value buffer = exec::ViewOp::create(
-        b, gemm.getLoc(), MemRefType::get({layout.span()}, type.getElementType()),
-        layout.root, b.getI64IntegerAttr(layout.offset));
+    Value buffer = viewBefore(gemm, layout);
     int64_t inner = view.batch.size() == 2 ? view.batch[1].first : int64_t(gemm.getInnerBatch());
     if (inner != int64_t(gemm.getInnerBatch())) {
       // Split the other operands' one-level batches: (batch / inner, inner).

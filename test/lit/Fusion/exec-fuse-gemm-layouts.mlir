@@ -181,3 +181,84 @@ module @kernels {
     return %0 : tensor<2x4xf32>
   }
 }
+
+// -----
+
+// The runtime's flash attention (exec.attention) reads q, k and v where the
+// fused projection wrote them and dO in the tokens' layout: [B, H, T, D] at
+// strides (T x 3HD, D, 3HD) from offsets 0, HD and 2HD of qkv, and
+// (T x HD, D, HD) of dO; the slices and transposes go. The gradient's result
+// stays the tokens-layout copy it reads (strides T x HD, D, HD), and so does
+// the transpose writing it, which the output projection reads too.
+// CHECK-LABEL: exec.program @flash
+// CHECK: %[[QKV:.*]] = exec.resource input "qkv" : memref<2x64x384xbf16>
+// CHECK: %[[DY:.*]] = exec.resource input "dy" : memref<2x64x128xbf16>
+// CHECK-NOT: exec.dispatch
+// CHECK: %[[Q:.*]] = exec.view %[[QKV]][0] : memref<2x64x384xbf16> to memref<48896xbf16>
+// CHECK: %[[K:.*]] = exec.view %[[QKV]][128] : memref<2x64x384xbf16> to memref<48896xbf16>
+// CHECK: %[[V:.*]] = exec.view %[[QKV]][256] : memref<2x64x384xbf16> to memref<48896xbf16>
+// CHECK: exec.attention(%[[Q]], %[[K]], %[[V]]) -> (%[[O:.*]], %[[LSE:.*]]) {{{.*}}strides = array<i64: 24576, 64, 384, 24576, 64, 384, 24576, 64, 384, 8192, 4096, 64>
+// CHECK: %[[OT:.*]] = exec.resource output "o_tokens"
+// CHECK: exec.dispatch @kernels::@k1_tokens(%[[O]]) -> (%[[OT]])
+// CHECK: %[[DYS:.*]] = exec.view %[[DY]] : memref<2x64x128xbf16> to memref<2x64x2x64xbf16>
+// CHECK-NOT: exec.dispatch
+// CHECK: %[[DO:.*]] = exec.view %[[DYS]][0] : memref<2x64x2x64xbf16> to memref<16384xbf16>
+// CHECK: exec.attention(%{{.*}}, %{{.*}}, %{{.*}}, %[[OT]], %[[LSE]], %[[DO]]) -> ({{.*}}) {{{.*}}strides = array<i64: 24576, 64, 384, 24576, 64, 384, 24576, 64, 384, 8192, 64, 128, 8192, 64, 128, 8192, 4096, 64, 8192, 4096, 64, 8192, 4096, 64>
+// CHECK: module @kernels
+// CHECK-NOT: func.func @k0_
+// CHECK: func.func @k1_tokens
+// CHECK-NOT: func.func @k0_
+exec.program @flash attributes {batch_size = 2 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>, seed = 0 : i64, seq_len = 64 : i64, vocab_size = 1 : i64} {
+  %qkv = exec.resource input "qkv" : memref<2x64x384xbf16>
+  %dy = exec.resource input "dy" : memref<2x64x128xbf16>
+  %q = exec.resource scratch : memref<2x64x128xbf16>
+  %t0 = exec.dispatch @kernels::@k0_slice_q(%qkv) -> (%q) : (memref<2x64x384xbf16>) -> memref<2x64x128xbf16>
+  %qs = exec.view %q : memref<2x64x128xbf16> to memref<2x64x2x64xbf16>
+  %qh = exec.resource scratch : memref<2x2x64x64xbf16>
+  %t1 = exec.dispatch @kernels::@k0_heads(%qs) -> (%qh) : (memref<2x64x2x64xbf16>) -> memref<2x2x64x64xbf16>
+  %k = exec.resource scratch : memref<2x64x128xbf16>
+  %t2 = exec.dispatch @kernels::@k0_slice_k(%qkv) -> (%k) : (memref<2x64x384xbf16>) -> memref<2x64x128xbf16>
+  %ks = exec.view %k : memref<2x64x128xbf16> to memref<2x64x2x64xbf16>
+  %kh = exec.resource scratch : memref<2x2x64x64xbf16>
+  %t3 = exec.dispatch @kernels::@k0_heads(%ks) -> (%kh) : (memref<2x64x2x64xbf16>) -> memref<2x2x64x64xbf16>
+  %v = exec.resource scratch : memref<2x64x128xbf16>
+  %t4 = exec.dispatch @kernels::@k0_slice_v(%qkv) -> (%v) : (memref<2x64x384xbf16>) -> memref<2x64x128xbf16>
+  %vs = exec.view %v : memref<2x64x128xbf16> to memref<2x64x2x64xbf16>
+  %vh = exec.resource scratch : memref<2x2x64x64xbf16>
+  %t5 = exec.dispatch @kernels::@k0_heads(%vs) -> (%vh) : (memref<2x64x2x64xbf16>) -> memref<2x2x64x64xbf16>
+  %o = exec.resource scratch : memref<2x2x64x64xbf16>
+  %lse = exec.resource scratch : memref<2x2x64xf32>
+  %t6 = exec.attention(%qh, %kh, %vh) -> (%o, %lse) {batch = 2, query_heads = 2, key_heads = 2, query_len = 64, key_len = 64, head_dim = 64, scale = 0.125, causal = true, window = 0, strides = array<i64: 8192, 4096, 64, 8192, 4096, 64, 8192, 4096, 64, 8192, 4096, 64>} : (memref<2x2x64x64xbf16>, memref<2x2x64x64xbf16>, memref<2x2x64x64xbf16>) -> (memref<2x2x64x64xbf16>, memref<2x2x64xf32>)
+  %ot = exec.resource output "o_tokens" : memref<2x64x2x64xbf16>
+  %t7 = exec.dispatch @kernels::@k1_tokens(%o) -> (%ot) : (memref<2x2x64x64xbf16>) -> memref<2x64x2x64xbf16>
+  %dys = exec.view %dy : memref<2x64x128xbf16> to memref<2x64x2x64xbf16>
+  %doh = exec.resource scratch : memref<2x2x64x64xbf16>
+  %t8 = exec.dispatch @kernels::@k0_heads(%dys) -> (%doh) : (memref<2x64x2x64xbf16>) -> memref<2x2x64x64xbf16>
+  %delta = exec.resource scratch : memref<2x2x64xf32>
+  %dq = exec.resource output "dq" : memref<2x2x64x64xbf16>
+  %dk = exec.resource output "dk" : memref<2x2x64x64xbf16>
+  %dv = exec.resource output "dv" : memref<2x2x64x64xbf16>
+  %t9 = exec.attention(%qh, %kh, %vh, %ot, %lse, %doh) -> (%delta, %dq, %dk, %dv) {gradient, batch = 2, query_heads = 2, key_heads = 2, query_len = 64, key_len = 64, head_dim = 64, scale = 0.125, causal = true, window = 0, strides = array<i64: 8192, 4096, 64, 8192, 4096, 64, 8192, 4096, 64, 8192, 64, 128, 8192, 4096, 64, 8192, 4096, 64, 8192, 4096, 64, 8192, 4096, 64>} : (memref<2x2x64x64xbf16>, memref<2x2x64x64xbf16>, memref<2x2x64x64xbf16>, memref<2x64x2x64xbf16>, memref<2x2x64xf32>, memref<2x2x64x64xbf16>) -> (memref<2x2x64xf32>, memref<2x2x64x64xbf16>, memref<2x2x64x64xbf16>, memref<2x2x64x64xbf16>)
+}
+module @kernels {
+  func.func @k0_slice_q(%arg0: tensor<2x64x384xbf16>) -> tensor<2x64x128xbf16> {
+    %0 = tg.slice %arg0[[0, 0, 0]] [[2, 64, 128]] : tensor<2x64x384xbf16> -> tensor<2x64x128xbf16>
+    return %0 : tensor<2x64x128xbf16>
+  }
+  func.func @k0_slice_k(%arg0: tensor<2x64x384xbf16>) -> tensor<2x64x128xbf16> {
+    %0 = tg.slice %arg0[[0, 0, 128]] [[2, 64, 128]] : tensor<2x64x384xbf16> -> tensor<2x64x128xbf16>
+    return %0 : tensor<2x64x128xbf16>
+  }
+  func.func @k0_slice_v(%arg0: tensor<2x64x384xbf16>) -> tensor<2x64x128xbf16> {
+    %0 = tg.slice %arg0[[0, 0, 256]] [[2, 64, 128]] : tensor<2x64x384xbf16> -> tensor<2x64x128xbf16>
+    return %0 : tensor<2x64x128xbf16>
+  }
+  func.func @k0_heads(%arg0: tensor<2x64x2x64xbf16>) -> tensor<2x2x64x64xbf16> {
+    %0 = tg.transpose %arg0 [0, 2, 1, 3] : tensor<2x64x2x64xbf16> -> tensor<2x2x64x64xbf16>
+    return %0 : tensor<2x2x64x64xbf16>
+  }
+  func.func @k1_tokens(%arg0: tensor<2x2x64x64xbf16>) -> tensor<2x64x2x64xbf16> {
+    %0 = tg.transpose %arg0 [0, 2, 1, 3] : tensor<2x2x64x64xbf16> -> tensor<2x64x2x64xbf16>
+    return %0 : tensor<2x64x2x64xbf16>
+  }
+}
