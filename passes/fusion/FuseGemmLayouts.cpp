@@ -310,10 +310,24 @@ private:
   void foldOperand(exec::GemmOp gemm, unsigned operand) {
     if (!packed(gemm, operand))
       return;
+    foldInput(gemm.getOperandBuffer(operand), gemm, [&](const StridedLayout &layout) {
+      std::optional<GemmView> view = fits(gemm, operand, layout);
+      if (view)
+        retarget(gemm, operand, layout, *view);
+      return view.has_value();
+    });
+  }
+
+  /// Offers `take` the layouts of `operand` (a buffer `reader` reads) in the
+  /// buffers the layout kernels that produced it read, the farthest first,
+  /// until it takes one; a buffer that a command between that kernel and
+  /// `reader` writes is not offered.
+  void foldInput(Value operand, Operation *reader,
+                 function_ref<bool(const StridedLayout &)> take) {
     // The layout kernels that produced the operand, nearest first.
     SmallVector<Step> chain;
     SmallVector<Value> inputs; // what each step reads
-    Value buffer = gemm.getOperandBuffer(operand);
+    Value buffer = operand;
     while (exec::DispatchOp producer = soleLayoutWriter(buffer)) {
       chain.push_back({producer, layoutOpOf(producer, symbols), 0});
       inputs.push_back(producer.getInputs()[0]);
@@ -321,21 +335,16 @@ private:
     }
     for (size_t depth = chain.size(); depth > 0; --depth) {
       Value root = inputs[depth - 1];
-      if (writtenBetween(root, chain[depth - 1].dispatch, gemm))
+      if (writtenBetween(root, chain[depth - 1].dispatch, reader))
         continue;
       StridedLayout layout = StridedLayout::packed(root);
       bool ok = true;
       for (size_t k = depth; k-- > 0 && ok;) {
         layout.applyView(chain[k].op);
-        Value after = k == 0 ? gemm.getOperandBuffer(operand) : inputs[k - 1];
-        ok = layout.reshape(shapeOf(after));
+        ok = layout.reshape(shapeOf(k == 0 ? operand : inputs[k - 1]));
       }
-      if (!ok)
-        continue;
-      if (std::optional<GemmView> view = fits(gemm, operand, layout)) {
-        retarget(gemm, operand, layout, *view);
+      if (ok && take(layout))
         return;
-      }
     }
   }
 
@@ -359,35 +368,19 @@ private:
     if (strides != ArrayRef<int64_t>{heads * rows * dim, rows * dim, dim} ||
         cast<MemRefType>(buffer.getType()).getNumElements() != batch * heads * rows * dim)
       return;
-    SmallVector<Step> chain;
-    SmallVector<Value> inputs; // what each step reads
-    while (exec::DispatchOp producer = soleLayoutWriter(buffer)) {
-      chain.push_back({producer, layoutOpOf(producer, symbols), 0});
-      inputs.push_back(producer.getInputs()[0]);
-      buffer = inputs.back();
-    }
-    for (size_t depth = chain.size(); depth > 0; --depth) {
-      Value root = inputs[depth - 1];
-      if (writtenBetween(root, chain[depth - 1].dispatch, op))
-        continue;
-      StridedLayout layout = StridedLayout::packed(root);
-      bool ok = true;
-      for (size_t k = depth; k-- > 0 && ok;) {
-        layout.applyView(chain[k].op);
-        ok = layout.reshape(shapeOf(k == 0 ? op.getInputs()[operand] : inputs[k - 1]));
-      }
+    foldInput(buffer, op, [&](StridedLayout layout) {
       // The kernels read rows of D contiguous elements, 16-byte aligned.
-      if (!ok || !layout.reshape({batch, heads, rows, dim}) || layout.strides[3] != 1 ||
+      if (!layout.reshape({batch, heads, rows, dim}) || layout.strides[3] != 1 ||
           layout.offset % 8 != 0 ||
           llvm::any_of(ArrayRef(layout.strides).take_front(3),
                        [](int64_t s) { return s < 0 || s % 8 != 0; }))
-        continue;
+        return false;
       op->setOperand(operand, viewBefore(op, layout)); // the inputs come first
       SmallVector<int64_t> all(op.getStrides());
       llvm::copy(ArrayRef(layout.strides).take_front(3), all.begin() + 3 * tensor);
       op.setStrides(all);
-      return;
-    }
+      return true;
+    });
   }
 
   // ----- Shared.

@@ -166,6 +166,21 @@ TG_DEVICE void accumulateTimesTile(float (&acc)[D / 8][4], const float (&lhs)[In
   }
 }
 
+/// A block of the forward or of the query gradients: batch row b, query
+/// head h and its key head kh, its first query q0, and the keys its queries
+/// see.
+struct QueryBlock {
+  int b, h, kh, q0;
+  Range keys;
+
+  TG_DEVICE explicit QueryBlock(const Params &p)
+      : b(blockY() / p.queryHeads), h(blockY() % p.queryHeads),
+        kh(h / (p.queryHeads / p.keyHeads)),
+        // A causal block of later queries sees more keys: those start first.
+        q0((p.causal ? gridX() - 1 - blockX() : blockX()) * kBlockRows),
+        keys(keysSeenBy(p, q0, minOf(q0 + kBlockRows, p.queryLen) - 1)) {}
+};
+
 template <int D>
 TG_DEVICE void forward(const Params &p) {
   TG_SHARED_BYTES(shared);
@@ -173,17 +188,13 @@ TG_DEVICE void forward(const Params &p) {
   uint16_t *queryTile = reinterpret_cast<uint16_t *>(shared);
   uint16_t *keyTile = queryTile + kBlockRows * ld;
   uint16_t *valueTile = keyTile + kTileRows * ld;
-  const int b = blockY() / p.queryHeads, h = blockY() % p.queryHeads;
-  const int kh = h / (p.queryHeads / p.keyHeads);
-  // A causal block of later queries sees more keys: those start first.
-  const int q0 = (p.causal ? gridX() - 1 - blockX() : blockX()) * kBlockRows;
+  const auto [b, h, kh, q0, keys] = QueryBlock(p);
   const int group = laneId() / 4, inGroup = laneId() % 4, r0 = warpId() * 16;
   const float scaleLog2 = p.scale * kLog2e;
 
   loadTile<D>(queryTile, p.query, b, h, q0, p.queryLen);
   float out[D / 8][4] = {};
   float runningMax[2] = {kMinusInfinity, kMinusInfinity}, runningSum[2] = {0, 0};
-  const Range keys = keysSeenBy(p, q0, minOf(q0 + kBlockRows, p.queryLen) - 1);
   for (int k0 = keys.first / kTileRows * kTileRows; k0 < keys.end; k0 += kTileRows) {
     syncThreads(); // every warp is done with the last tiles
     loadTile<D>(keyTile, p.key, b, kh, k0, p.keyLen);
@@ -277,6 +288,25 @@ TG_DEVICE void loadRowStats(float *lse2, float *rowDelta, const Params &p, int b
   }
 }
 
+/// The backward kernels' shared memory: two tiles of the block's own 64
+/// rows, two of the loop's `OtherRows` rows, and the f32s of up to 64 query
+/// rows (log-sum-exp times log2(e), delta).
+template <int D, int OtherRows>
+struct BackwardTiles {
+  uint16_t *own[2], *other[2];
+  float *lse2, *rowDelta;
+
+  TG_DEVICE explicit BackwardTiles(unsigned char *shared) {
+    constexpr int ld = paddedRow(D);
+    own[0] = reinterpret_cast<uint16_t *>(shared);
+    own[1] = own[0] + kBlockRows * ld;
+    other[0] = own[1] + kBlockRows * ld;
+    other[1] = other[0] + OtherRows * ld;
+    lse2 = reinterpret_cast<float *>(other[1] + OtherRows * ld);
+    rowDelta = lse2 + kTileRows;
+  }
+};
+
 /// dK and dV of 64 keys of head (b, kh), over tiles of Queries rows.
 template <int D>
 TG_DEVICE void keyValueGrads(const Params &p) {
@@ -285,12 +315,10 @@ TG_DEVICE void keyValueGrads(const Params &p) {
   constexpr int Queries = D == 128 ? 32 : kTileRows;
   TG_SHARED_BYTES(shared);
   constexpr int ld = paddedRow(D);
-  uint16_t *keyTile = reinterpret_cast<uint16_t *>(shared);
-  uint16_t *valueTile = keyTile + kBlockRows * ld;
-  uint16_t *queryTile = valueTile + kBlockRows * ld;
-  uint16_t *gradTile = queryTile + Queries * ld;
-  float *lse2 = reinterpret_cast<float *>(gradTile + Queries * ld);
-  float *rowDelta = lse2 + Queries;
+  const BackwardTiles<D, Queries> tiles(shared);
+  uint16_t *keyTile = tiles.own[0], *valueTile = tiles.own[1];
+  uint16_t *queryTile = tiles.other[0], *gradTile = tiles.other[1];
+  float *lse2 = tiles.lse2, *rowDelta = tiles.rowDelta;
   const int b = blockY() / p.keyHeads, kh = blockY() % p.keyHeads;
   const int groupSize = p.queryHeads / p.keyHeads;
   const int k0 = blockX() * kBlockRows; // causal: earlier keys, more queries, first
@@ -338,15 +366,11 @@ template <int D>
 TG_DEVICE void queryGrads(const Params &p) {
   TG_SHARED_BYTES(shared);
   constexpr int ld = paddedRow(D);
-  uint16_t *queryTile = reinterpret_cast<uint16_t *>(shared);
-  uint16_t *gradTile = queryTile + kBlockRows * ld;
-  uint16_t *keyTile = gradTile + kBlockRows * ld;
-  uint16_t *valueTile = keyTile + kTileRows * ld;
-  float *lse2 = reinterpret_cast<float *>(valueTile + kTileRows * ld);
-  float *rowDelta = lse2 + kTileRows;
-  const int b = blockY() / p.queryHeads, h = blockY() % p.queryHeads;
-  const int kh = h / (p.queryHeads / p.keyHeads);
-  const int q0 = (p.causal ? gridX() - 1 - blockX() : blockX()) * kBlockRows;
+  const BackwardTiles<D, kTileRows> tiles(shared);
+  uint16_t *queryTile = tiles.own[0], *gradTile = tiles.own[1];
+  uint16_t *keyTile = tiles.other[0], *valueTile = tiles.other[1];
+  float *lse2 = tiles.lse2, *rowDelta = tiles.rowDelta;
+  const auto [b, h, kh, q0, keys] = QueryBlock(p);
   const int group = laneId() / 4, inGroup = laneId() % 4, r0 = warpId() * 16;
   const float scaleLog2 = p.scale * kLog2e;
 
@@ -354,7 +378,6 @@ TG_DEVICE void queryGrads(const Params &p) {
   loadTile<D>(gradTile, p.resultGrad, b, h, q0, p.queryLen);
   loadRowStats(lse2, rowDelta, p, blockY(), q0, kBlockRows);
   float queryGrad[D / 8][4] = {};
-  const Range keys = keysSeenBy(p, q0, minOf(q0 + kBlockRows, p.queryLen) - 1);
   for (int k0 = keys.first / kTileRows * kTileRows; k0 < keys.end; k0 += kTileRows) {
     syncThreads();
     loadTile<D>(keyTile, p.key, b, kh, k0, p.keyLen);
