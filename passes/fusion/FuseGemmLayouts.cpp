@@ -6,8 +6,9 @@
 // and v, concatenated) are transposed back after them. A strided batched
 // GEMM (lda/ldb/ldc and a two-level batch, as cuBLAS and BLAS take) reads
 // and writes those layouts in place: no kernel, no pass over the activation.
-// The runtime's flash attention (exec.attention) reads its q, k, v and dO at
-// any batch, head and row strides: those inputs are folded the same way.
+// The runtime's flash attention (exec.attention) reads and writes its
+// operands at any batch, head and row strides: its q, k, v and dO, its result
+// and its gradients are folded the same way.
 #include "tg/Exec/IR/ExecOps.h"
 #include "tg/IR/TgOps.h"
 #include "tg/Passes/Passes.h"
@@ -16,6 +17,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/SetVector.h"
+
+#include <functional>
 
 namespace mlir::tg {
 #define GEN_PASS_DEF_EXECFUSEGEMMLAYOUTS
@@ -120,7 +123,7 @@ public:
 
   void run() {
     SmallVector<exec::GemmOp> gemms(program.getBlock().getOps<exec::GemmOp>());
-    foldProducts(gemms);
+    foldOutputs(gemms);
     indexCommands();
     for (exec::GemmOp gemm : gemms)
       for (unsigned operand : {0u, 1u})
@@ -135,14 +138,47 @@ public:
   llvm::SetVector<Operation *> touchedKernels;
 
 private:
-  // ----- A GEMM's product written where the layout kernels after it put it.
+  // ----- A library call's output written where the layout kernels after it
+  // put it: a GEMM's product, the runtime attention's result and gradients.
 
-  /// The layout kernels that move `gemm`'s product on, each the only
-  /// reader of the one before it and writing a fresh buffer of its own.
-  SmallVector<Step> productChain(exec::GemmOp gemm) {
+  /// An output a library call may write at other strides: its command and
+  /// buffer, and `take`, whether the command can write `layout` instead
+  /// (with `apply`, it then does).
+  struct Output {
+    Operation *command;
+    Value buffer;
+    std::function<bool(const StridedLayout &layout, bool apply)> take;
+  };
+
+  /// The outputs the pass folds: every packed GEMM product, and the
+  /// result, dq, dk and dv of the runtime's attention at their packed
+  /// strides (their log-sum-exp and delta are read by nothing but it).
+  SmallVector<Output> foldableOutputs(ArrayRef<exec::GemmOp> gemms) {
+    SmallVector<Output> outputs;
+    for (exec::GemmOp gemm : gemms)
+      if (packed(gemm, 2))
+        outputs.push_back({gemm, gemm.getC(), [this, gemm](const StridedLayout &layout, bool apply) {
+                             std::optional<GemmView> view = fits(gemm, 2, layout);
+                             if (view && apply)
+                               retarget(gemm, 2, layout, *view);
+                             return view.has_value();
+                           }});
+    for (auto attention : program.getBlock().getOps<exec::AttentionOp>())
+      for (unsigned i = attention.getInputs().size(); i < attention.getNumAttentionOperands(); ++i)
+        if (attention.isTensorOperand(i) && attentionPacked(attention, i))
+          outputs.push_back({attention, attention.getAttentionOperand(i),
+                             [attention, i](const StridedLayout &layout, bool apply) {
+                               return takeAttentionLayout(attention, i, layout, apply);
+                             }});
+    return outputs;
+  }
+
+  /// The layout kernels that move `output` on, each the only reader of the
+  /// one before it and writing a fresh buffer of its own.
+  SmallVector<Step> outputChain(const Output &output) {
     SmallVector<Step> chain;
-    Operation *writer = gemm;
-    Value buffer = gemm.getC();
+    Operation *writer = output.command;
+    Value buffer = output.buffer;
     while (true) {
       SmallVector<OpOperand *> uses;
       if (!freshScratch(buffer) || !collectUses(buffer, uses))
@@ -169,37 +205,41 @@ private:
     return chain;
   }
 
-  /// Where the product lands after the first `depth` steps of `chain`.
-  std::optional<StridedLayout> productLayout(exec::GemmOp gemm, ArrayRef<Step> chain,
-                                             size_t depth) {
+  /// Where the output lands after the first `depth` steps of `chain`.
+  std::optional<StridedLayout> outputLayout(const Output &output, ArrayRef<Step> chain,
+                                            size_t depth) {
     StridedLayout layout = StridedLayout::packed(resultOf(chain[depth - 1]));
     for (size_t k = depth; k-- > 0;) {
       layout.applyViewBackward(chain[k].op, chain[k].input);
-      Value before = k == 0 ? gemm.getC() : resultOf(chain[k - 1]);
+      Value before = k == 0 ? output.buffer : resultOf(chain[k - 1]);
       if (!layout.reshape(shapeOf(before)))
         return std::nullopt;
     }
     return layout;
   }
 
-  void foldProducts(ArrayRef<exec::GemmOp> gemms) {
+  /// Whether the output can be written where the first `depth` steps put it.
+  bool outputFits(const Output &output, ArrayRef<Step> chain, size_t depth) {
+    std::optional<StridedLayout> layout = outputLayout(output, chain, depth);
+    return layout && output.take(*layout, /*apply=*/false);
+  }
+
+  void foldOutputs(ArrayRef<exec::GemmOp> gemms) {
     struct Candidate {
-      exec::GemmOp gemm;
+      Output output;
       SmallVector<Step> chain;
       size_t depth; // steps that can be folded
     };
     SmallVector<Candidate> candidates;
-    for (exec::GemmOp gemm : gemms) {
-      if (!packed(gemm, 2))
-        continue;
-      SmallVector<Step> chain = productChain(gemm);
+    for (Output &output : foldableOutputs(gemms)) {
+      SmallVector<Step> chain = outputChain(output);
       size_t depth = chain.size();
-      while (depth > 0 && !productView(gemm, chain, depth))
+      while (depth > 0 && !outputFits(output, chain, depth))
         --depth;
       if (depth > 0)
-        candidates.push_back({gemm, std::move(chain), depth});
+        candidates.push_back({std::move(output), std::move(chain), depth});
     }
-    // A concatenation goes only where every one of its inputs is a product
+    // A concatenation goes only where every one of its inputs is an output
     // folded into it; otherwise the chains through it stop before it.
     for (bool changed = true; changed;) {
       changed = false;
@@ -216,27 +256,26 @@ private:
             break;
           }
         }
-      // A shorter chain must still fit the GEMM.
+      // A shorter chain must still fit the command.
       for (Candidate &c : candidates)
-        while (c.depth > 0 && !productView(c.gemm, c.chain, c.depth)) {
+        while (c.depth > 0 && !outputFits(c.output, c.chain, c.depth)) {
           --c.depth;
           changed = true;
         }
     }
-    // Products folded into one concatenation share its steps: each dispatch
+    // Outputs folded into one concatenation share its steps: each dispatch
     // and buffer is erased once.
     llvm::SetVector<Operation *> doomed;
     llvm::SetVector<Value> deadBuffers;
     for (Candidate &c : candidates) {
       if (c.depth == 0)
         continue;
-      StridedLayout layout = *productLayout(c.gemm, c.chain, c.depth);
+      StridedLayout layout = *outputLayout(c.output, c.chain, c.depth);
       auto resource = layout.root.getDefiningOp<exec::ResourceOp>();
-      if (c.gemm->isBeforeInBlock(resource))
-        resource->moveBefore(c.gemm);
-      Value old = c.gemm.getC();
-      retarget(c.gemm, 2, layout, *productView(c.gemm, c.chain, c.depth));
-      deadBuffers.insert(old);
+      if (c.output.command->isBeforeInBlock(resource))
+        resource->moveBefore(c.output.command);
+      c.output.take(layout, /*apply=*/true);
+      deadBuffers.insert(c.output.buffer);
       for (size_t k = 0; k < c.depth; ++k) {
         doomed.insert(c.chain[k].dispatch);
         deadBuffers.insert(resultOf(c.chain[k]));
@@ -246,13 +285,6 @@ private:
       eraseDispatch(cast<exec::DispatchOp>(dispatch));
     for (Value buffer : deadBuffers)
       eraseIfUnused(buffer);
-  }
-
-  std::optional<GemmView> productView(exec::GemmOp gemm, ArrayRef<Step> chain, size_t depth) {
-    std::optional<StridedLayout> layout = productLayout(gemm, chain, depth);
-    if (!layout)
-      return std::nullopt;
-    return fits(gemm, 2, *layout);
   }
 
   // ----- A GEMM's operand read where the layout kernels before it read it.
@@ -348,39 +380,66 @@ private:
     }
   }
 
-  // ----- An attention input read where the layout kernels before it read it.
+  // ----- The runtime attention's q, k, v and dO read where the layout
+  // kernels before it read them.
 
-  /// q, k, v and dO. (The gradient's result is left: it is read in the
-  /// tokens' layout the output projection keeps anyway, and reading the
-  /// forward's result instead would keep that alive until the gradient.)
+  /// Operands of exec.attention (inputs, then outputs). The gradient's
+  /// result is left: it is read in the tokens' layout the output projection
+  /// keeps anyway, and reading the forward's result instead would keep that
+  /// alive until the gradient.
   static constexpr unsigned kFoldedAttentionInputs[] = {0, 1, 2, 5};
 
   void foldAttentionInput(exec::AttentionOp op, unsigned operand) {
-    Value buffer = op.getInputs()[operand];
+    if (!attentionPacked(op, operand))
+      return;
+    foldInput(op.getInputs()[operand], op, [&](const StridedLayout &layout) {
+      return takeAttentionLayout(op, operand, layout, /*apply=*/true);
+    });
+  }
+
+  /// Where a bf16 operand of `op` (its index among inputs, then outputs)
+  /// lies: its [batch, heads, rows, head dim] and the strides' slot.
+  struct AttentionOperand {
+    SmallVector<int64_t, 4> shape;
+    unsigned stridesAt;
+  };
+  static AttentionOperand attentionOperand(exec::AttentionOp op, unsigned operand) {
     bool query = op.isQuerySide(operand);
-    int64_t batch = op.getBatch(), heads = query ? op.getQueryHeads() : op.getKeyHeads();
-    int64_t rows = query ? op.getQueryLen() : op.getKeyLen(), dim = op.getHeadDim();
     unsigned tensor = 0;
     for (unsigned i = 0; i < operand; ++i)
       tensor += op.isTensorOperand(i);
-    ArrayRef<int64_t> strides = op.getStrides().slice(3 * tensor, 3);
-    // Only a packed [B, H, T, D] operand, as tg-lower-to-exec made it.
-    if (strides != ArrayRef<int64_t>{heads * rows * dim, rows * dim, dim} ||
-        cast<MemRefType>(buffer.getType()).getNumElements() != batch * heads * rows * dim)
-      return;
-    foldInput(buffer, op, [&](StridedLayout layout) {
-      // The kernels read rows of D contiguous elements, 16-byte aligned.
-      if (!layout.reshape({batch, heads, rows, dim}) || layout.strides[3] != 1 ||
-          layout.offset % 8 != 0 ||
-          llvm::any_of(ArrayRef(layout.strides).take_front(3),
-                       [](int64_t s) { return s < 0 || s % 8 != 0; }))
-        return false;
-      op->setOperand(operand, viewBefore(op, layout)); // the inputs come first
-      SmallVector<int64_t> all(op.getStrides());
-      llvm::copy(ArrayRef(layout.strides).take_front(3), all.begin() + 3 * tensor);
-      op.setStrides(all);
+    return {{int64_t(op.getBatch()), int64_t(query ? op.getQueryHeads() : op.getKeyHeads()),
+             int64_t(query ? op.getQueryLen() : op.getKeyLen()), int64_t(op.getHeadDim())},
+            3 * tensor};
+  }
+
+  /// Whether a bf16 operand of `op` is still its buffer, packed [B, H, T, D]
+  /// as tg-lower-to-exec made it.
+  static bool attentionPacked(exec::AttentionOp op, unsigned operand) {
+    auto [shape, at] = attentionOperand(op, operand);
+    return op.getStrides().slice(at, 3) ==
+               ArrayRef<int64_t>{shape[1] * shape[2] * shape[3], shape[2] * shape[3], shape[3]} &&
+           cast<MemRefType>(op.getAttentionOperand(operand).getType()).getNumElements() ==
+               shape[0] * shape[1] * shape[2] * shape[3];
+  }
+
+  /// Whether `op` can read or write operand `operand` at `layout`: rows of
+  /// D contiguous elements, 16-byte aligned (strides and offset multiples
+  /// of 8). With `apply` it then does, through a flat view of the root.
+  static bool takeAttentionLayout(exec::AttentionOp op, unsigned operand,
+                                  StridedLayout layout, bool apply) {
+    auto [shape, at] = attentionOperand(op, operand);
+    if (!layout.reshape(shape) || layout.strides[3] != 1 || layout.offset % 8 != 0 ||
+        llvm::any_of(ArrayRef(layout.strides).take_front(3),
+                     [](int64_t s) { return s < 0 || s % 8 != 0; }))
+      return false;
+    if (!apply)
       return true;
-    });
+    op->setOperand(operand, viewBefore(op, layout)); // inputs, then outputs
+    SmallVector<int64_t> all(op.getStrides());
+    llvm::copy(ArrayRef(layout.strides).take_front(3), all.begin() + at);
+    op.setStrides(all);
+    return true;
   }
 
   // ----- Shared.

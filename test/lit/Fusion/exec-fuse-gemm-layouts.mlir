@@ -262,3 +262,68 @@ module @kernels {
     return %0 : tensor<2x64x2x64xbf16>
   }
 }
+
+// -----
+
+// The runtime attention's outputs go where the layout kernels after them put
+// them: the forward writes its result straight into the tokens' layout the
+// output projection and the gradient read (strides T x HD, D, HD), and the
+// gradient writes dq, dk and dv into their slots of the projection's
+// gradient (offsets 0, HD and 2HD, strides T x 3HD, D, 3HD): the four
+// transposes and the concatenation go.
+// CHECK-LABEL: exec.program @flash_outputs
+// CHECK: %[[OT:.*]] = exec.resource scratch : memref<2x64x2x64xbf16>
+// CHECK: %[[O:.*]] = exec.view %[[OT]][0] : memref<2x64x2x64xbf16> to memref<16384xbf16>
+// CHECK: exec.attention(%{{.*}}, %{{.*}}, %{{.*}}) -> (%[[O]], %[[LSE:.*]]) {{{.*}}strides = array<i64: 8192, 4096, 64, 8192, 4096, 64, 8192, 4096, 64, 8192, 64, 128>
+// CHECK: %[[G:.*]] = exec.resource scratch : memref<2x64x384xbf16>
+// CHECK: %[[DQ:.*]] = exec.view %[[G]][0] : memref<2x64x384xbf16> to memref<48896xbf16>
+// CHECK: %[[DK:.*]] = exec.view %[[G]][128] : memref<2x64x384xbf16> to memref<48896xbf16>
+// CHECK: %[[DV:.*]] = exec.view %[[G]][256] : memref<2x64x384xbf16> to memref<48896xbf16>
+// CHECK: exec.attention(%{{.*}}, %{{.*}}, %{{.*}}, %[[OT]], %[[LSE]], %{{.*}}) -> (%{{.*}}, %[[DQ]], %[[DK]], %[[DV]]) {{{.*}}strides = array<i64: 8192, 4096, 64, 8192, 4096, 64, 8192, 4096, 64, 8192, 64, 128, 8192, 4096, 64, 24576, 64, 384, 24576, 64, 384, 24576, 64, 384>
+// CHECK-NOT: exec.dispatch
+// CHECK: module @kernels
+// CHECK-NOT: func.func
+exec.program @flash_outputs attributes {batch_size = 2 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>, seed = 0 : i64, seq_len = 64 : i64, vocab_size = 1 : i64} {
+  %qh = exec.resource input "q" : memref<2x2x64x64xbf16>
+  %kh = exec.resource input "k" : memref<2x2x64x64xbf16>
+  %vh = exec.resource input "v" : memref<2x2x64x64xbf16>
+  %doh = exec.resource input "do" : memref<2x2x64x64xbf16>
+  %w = exec.resource parameter "w" : memref<128x128xbf16>
+  %o = exec.resource scratch : memref<2x2x64x64xbf16>
+  %lse = exec.resource scratch : memref<2x2x64xf32>
+  %t0 = exec.attention(%qh, %kh, %vh) -> (%o, %lse) {batch = 2, query_heads = 2, key_heads = 2, query_len = 64, key_len = 64, head_dim = 64, scale = 0.125, causal = true, window = 0, strides = array<i64: 8192, 4096, 64, 8192, 4096, 64, 8192, 4096, 64, 8192, 4096, 64>} : (memref<2x2x64x64xbf16>, memref<2x2x64x64xbf16>, memref<2x2x64x64xbf16>) -> (memref<2x2x64x64xbf16>, memref<2x2x64xf32>)
+  %ot = exec.resource scratch : memref<2x64x2x64xbf16>
+  %t1 = exec.dispatch @kernels::@k1_tokens(%o) -> (%ot) : (memref<2x2x64x64xbf16>) -> memref<2x64x2x64xbf16>
+  %om = exec.view %ot : memref<2x64x2x64xbf16> to memref<2x64x128xbf16>
+  %y = exec.resource output "y" : memref<2x64x128xbf16>
+  %t2 = exec.gemm(%om, %w) -> %y {batch = 1 : i64, k = 128 : i64, m = 128 : i64, n = 128 : i64, stride_a = 16384 : i64, stride_b = 0 : i64, stride_c = 16384 : i64} : memref<2x64x128xbf16>, memref<128x128xbf16> -> memref<2x64x128xbf16>
+  %delta = exec.resource scratch : memref<2x2x64xf32>
+  %dq = exec.resource scratch : memref<2x2x64x64xbf16>
+  %dk = exec.resource scratch : memref<2x2x64x64xbf16>
+  %dv = exec.resource scratch : memref<2x2x64x64xbf16>
+  %t3 = exec.attention(%qh, %kh, %vh, %ot, %lse, %doh) -> (%delta, %dq, %dk, %dv) {gradient, batch = 2, query_heads = 2, key_heads = 2, query_len = 64, key_len = 64, head_dim = 64, scale = 0.125, causal = true, window = 0, strides = array<i64: 8192, 4096, 64, 8192, 4096, 64, 8192, 4096, 64, 8192, 64, 128, 8192, 4096, 64, 8192, 4096, 64, 8192, 4096, 64, 8192, 4096, 64>} : (memref<2x2x64x64xbf16>, memref<2x2x64x64xbf16>, memref<2x2x64x64xbf16>, memref<2x64x2x64xbf16>, memref<2x2x64xf32>, memref<2x2x64x64xbf16>) -> (memref<2x2x64xf32>, memref<2x2x64x64xbf16>, memref<2x2x64x64xbf16>, memref<2x2x64x64xbf16>)
+  %dqt = exec.resource scratch : memref<2x64x2x64xbf16>
+  %t4 = exec.dispatch @kernels::@k1_tokens(%dq) -> (%dqt) : (memref<2x2x64x64xbf16>) -> memref<2x64x2x64xbf16>
+  %dkt = exec.resource scratch : memref<2x64x2x64xbf16>
+  %t5 = exec.dispatch @kernels::@k1_tokens(%dk) -> (%dkt) : (memref<2x2x64x64xbf16>) -> memref<2x64x2x64xbf16>
+  %dvt = exec.resource scratch : memref<2x64x2x64xbf16>
+  %t6 = exec.dispatch @kernels::@k1_tokens(%dv) -> (%dvt) : (memref<2x2x64x64xbf16>) -> memref<2x64x2x64xbf16>
+  %dqm = exec.view %dqt : memref<2x64x2x64xbf16> to memref<2x64x128xbf16>
+  %dkm = exec.view %dkt : memref<2x64x2x64xbf16> to memref<2x64x128xbf16>
+  %dvm = exec.view %dvt : memref<2x64x2x64xbf16> to memref<2x64x128xbf16>
+  %g = exec.resource scratch : memref<2x64x384xbf16>
+  %t7 = exec.dispatch @kernels::@k2_concat(%dqm, %dkm, %dvm) -> (%g) : (memref<2x64x128xbf16>, memref<2x64x128xbf16>, memref<2x64x128xbf16>) -> memref<2x64x384xbf16>
+  %gw = exec.resource output "gw" : memref<128x384xbf16>
+  %x = exec.resource input "x" : memref<2x64x128xbf16>
+  %t8 = exec.gemm(%x, %g) -> %gw {batch = 1 : i64, k = 128 : i64, m = 128 : i64, n = 384 : i64, stride_a = 0 : i64, stride_b = 0 : i64, stride_c = 0 : i64, transpose_a} : memref<2x64x128xbf16>, memref<2x64x384xbf16> -> memref<128x384xbf16>
+}
+module @kernels {
+  func.func @k1_tokens(%arg0: tensor<2x2x64x64xbf16>) -> tensor<2x64x2x64xbf16> {
+    %0 = tg.transpose %arg0 [0, 2, 1, 3] : tensor<2x2x64x64xbf16> -> tensor<2x64x2x64xbf16>
+    return %0 : tensor<2x64x2x64xbf16>
+  }
+  func.func @k2_concat(%arg0: tensor<2x64x128xbf16>, %arg1: tensor<2x64x128xbf16>, %arg2: tensor<2x64x128xbf16>) -> tensor<2x64x384xbf16> {
+    %0 = tg.concat %arg0, %arg1, %arg2 {axis = 2 : i64} : (tensor<2x64x128xbf16>, tensor<2x64x128xbf16>, tensor<2x64x128xbf16>) -> tensor<2x64x384xbf16>
+    return %0 : tensor<2x64x384xbf16>
+  }
+}

@@ -528,9 +528,10 @@ def ExecFuseGemmLayouts : Pass<"exec-fuse-gemm-layouts", "ModuleOp"> {
     Only layouts a strided batched GEMM takes are folded: unit column
     stride, rows at least their length apart, at most two batch levels
     (exec.gemm's inner_batch).
-    - likewise the q, k, v and dO of an exec.attention (the runtime's flash
-      kernels), which take any batch, head and row strides that are
-      multiples of 8 over rows of contiguous elements.
+    - likewise the outputs (result, dq, dk, dv) and the inputs q, k, v and
+      dO of an exec.attention (the runtime's flash kernels), which take any
+      batch, head and row strides that are multiples of 8 over rows of
+      contiguous elements.
     Layout kernels whose results nothing reads any more are removed. Turned off by `tgc --no-fusion` or
     `--no-fuse=gemm-layouts`.
   }];
