@@ -224,12 +224,15 @@ TG_DEVICE void forward(const Params &p) {
         out[dt][2 * half] *= rescale;
         out[dt][2 * half + 1] *= rescale;
       }
+      // The tile's 16 exponentials are summed apart, then added: blockwise.
+      float tileSum = 0;
       for (int nt = 0; nt < 8; ++nt)
         for (int j = 0; j < 2; ++j) {
           float &x = score[nt][2 * half + j];
           x = exp2Fast(x - base);
-          runningSum[half] += x;
+          tileSum += x;
         }
+      runningSum[half] += tileSum;
     }
     accumulateTimesTile<D, kTileRows>(out, score, valueTile);
   }
