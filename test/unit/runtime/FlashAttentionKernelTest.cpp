@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -30,37 +31,52 @@ struct Shape {
   int window;
 };
 
-/// A bf16 tensor [batch, heads, rows, D] on the host, stored token-major
-/// ([batch, rows, heads, D], as projections write heads) or head-major.
+/// A bf16 tensor [batch, heads, rows, D] in host memory at element strides:
+/// a buffer of its own, head-major or token-major ([batch, rows, heads, D], as
+/// projections write heads), or a slot of a fused buffer.
 struct HostTensor {
-  HostTensor(int batch, int heads, int rows, int dim, bool tokenMajor)
-      : heads(heads), rows(rows), dim(dim), tokenMajor(tokenMajor),
-        bits(size_t(batch) * heads * rows * dim) {}
+  std::shared_ptr<std::vector<uint16_t>> storage;
+  size_t offset;
+  int heads, rows, dim;
+  int64_t batchStride, headStride, rowStride;
+
   size_t at(int b, int h, int r, int d) const {
-    return tokenMajor ? ((size_t(b) * rows + r) * heads + h) * dim + d
-                      : ((size_t(b) * heads + h) * rows + r) * dim + d;
+    return offset + b * batchStride + h * headStride + r * rowStride + d;
   }
   double get(int b, int h, int r, int d) const {
-    return tg::simt::bf16ToFloat(bits[at(b, h, r, d)]);
+    return tg::simt::bf16ToFloat((*storage)[at(b, h, r, d)]);
   }
-  Tensor device() {
-    Tensor t{reinterpret_cast<uint64_t>(bits.data()), 0, 0, 0};
-    t.batchStride = int64_t(heads) * rows * dim;
-    t.headStride = tokenMajor ? dim : int64_t(rows) * dim;
-    t.rowStride = tokenMajor ? int64_t(heads) * dim : dim;
-    return t;
+  Tensor device() const {
+    return {reinterpret_cast<uint64_t>(storage->data() + offset), batchStride, headStride,
+            rowStride};
   }
-  int heads, rows, dim;
-  bool tokenMajor;
-  std::vector<uint16_t> bits;
 };
+
+HostTensor ownTensor(int batch, int heads, int rows, int dim, bool tokenMajor) {
+  auto storage = std::make_shared<std::vector<uint16_t>>(size_t(batch) * heads * rows * dim);
+  int64_t plane = int64_t(heads) * rows * dim;
+  return tokenMajor ? HostTensor{storage, 0, heads, rows, dim, plane, dim, int64_t(heads) * dim}
+                    : HostTensor{storage, 0, heads, rows, dim, plane, int64_t(rows) * dim, dim};
+}
+
+/// Slot `slot` of `fused`, a [batch, rows, slots x heads x dim] buffer (a fused
+/// q, k, v projection or its gradient): heads read where it holds them.
+HostTensor slotOf(std::shared_ptr<std::vector<uint16_t>> fused, int slots, int slot, int heads,
+                  int rows, int dim) {
+  int64_t width = int64_t(slots) * heads * dim;
+  return {std::move(fused), size_t(slot) * heads * dim, heads, rows, dim, rows * width, dim, width};
+}
+
+void fillRandom(std::mt19937 &rng, std::vector<uint16_t> &bits, double spread) {
+  std::normal_distribution<float> normal(0.f, float(spread));
+  for (uint16_t &x : bits)
+    x = tg::simt::roundToBf16(normal(rng));
+}
 
 HostTensor randomTensor(std::mt19937 &rng, int batch, int heads, int rows, int dim,
                         bool tokenMajor, double spread) {
-  HostTensor t(batch, heads, rows, dim, tokenMajor);
-  std::normal_distribution<float> normal(0.f, float(spread));
-  for (uint16_t &x : t.bits)
-    x = tg::simt::roundToBf16(normal(rng));
+  HostTensor t = ownTensor(batch, heads, rows, dim, tokenMajor);
+  fillRandom(rng, *t.storage, spread);
   return t;
 }
 
@@ -161,17 +177,35 @@ void run(Kernel kernel, const Params &p, int gridX, int gridY, int headDim) {
 
 int blocks(int rows, int per) { return (rows + per - 1) / per; }
 
-void check(const Shape &s) {
+/// How the operands lie: each in a buffer of its own (q and the gradients
+/// head-major, the rest token-major), or as tgc folds GPT-2's layouts: q,
+/// k and v slots of one fused projection, dq, dk and dv slots of its
+/// gradient (queries and keys alike, so equal heads and lengths).
+enum class Layout { Own, FusedProjection };
+
+void check(const Shape &s, Layout layout = Layout::Own) {
   std::mt19937 rng(1234 + s.queryLen * 7 + s.keyLen + s.headDim + s.window);
-  const int D = s.headDim, B = s.batch;
+  const int D = s.headDim, B = s.batch, Hq = s.queryHeads, Hk = s.keyHeads;
   const double scale = 1.0 / std::sqrt(double(D));
-  HostTensor q = randomTensor(rng, B, s.queryHeads, s.queryLen, D, false, 1.0);
-  HostTensor k = randomTensor(rng, B, s.keyHeads, s.keyLen, D, true, 1.0);
-  HostTensor v = randomTensor(rng, B, s.keyHeads, s.keyLen, D, true, 1.0);
-  HostTensor dout = randomTensor(rng, B, s.queryHeads, s.queryLen, D, true, 0.1);
-  HostTensor out(B, s.queryHeads, s.queryLen, D, true);
-  HostTensor dq(B, s.queryHeads, s.queryLen, D, false);
-  HostTensor dk(B, s.keyHeads, s.keyLen, D, false), dv(B, s.keyHeads, s.keyLen, D, true);
+  HostTensor q = randomTensor(rng, B, Hq, s.queryLen, D, false, 1.0);
+  HostTensor k = randomTensor(rng, B, Hk, s.keyLen, D, true, 1.0);
+  HostTensor v = randomTensor(rng, B, Hk, s.keyLen, D, true, 1.0);
+  HostTensor dq = ownTensor(B, Hq, s.queryLen, D, false);
+  HostTensor dk = ownTensor(B, Hk, s.keyLen, D, false), dv = ownTensor(B, Hk, s.keyLen, D, true);
+  if (layout == Layout::FusedProjection) {
+    ASSERT_TRUE(Hq == Hk && s.queryLen == s.keyLen);
+    auto qkv = std::make_shared<std::vector<uint16_t>>(size_t(B) * s.queryLen * 3 * Hq * D);
+    auto grads = std::make_shared<std::vector<uint16_t>>(qkv->size(), 0x7fc0); // NaN: unwritten
+    fillRandom(rng, *qkv, 1.0);
+    q = slotOf(qkv, 3, 0, Hq, s.queryLen, D);
+    k = slotOf(qkv, 3, 1, Hq, s.queryLen, D);
+    v = slotOf(qkv, 3, 2, Hq, s.queryLen, D);
+    dq = slotOf(grads, 3, 0, Hq, s.queryLen, D);
+    dk = slotOf(grads, 3, 1, Hq, s.queryLen, D);
+    dv = slotOf(grads, 3, 2, Hq, s.queryLen, D);
+  }
+  HostTensor dout = randomTensor(rng, B, Hq, s.queryLen, D, true, 0.1);
+  HostTensor out = ownTensor(B, Hq, s.queryLen, D, true);
   std::vector<float> lse(size_t(B) * s.queryHeads * s.queryLen, 7.f);
   std::vector<float> delta(lse.size(), 7.f);
 
@@ -235,5 +269,10 @@ TEST(FlashAttentionKernel, NotCausalMoreKeysHeadDim128) {
 TEST(FlashAttentionKernel, CausalWindow) { check({1, 1, 1, 200, 200, 64, true, 50}); }
 TEST(FlashAttentionKernel, RowsThatSeeNoKey) { check({1, 2, 1, 150, 40, 64, true, 30}); }
 TEST(FlashAttentionKernel, CausalHeadDim128) { check({1, 1, 1, 130, 130, 128, true, 0}); }
+// The layouts exec-fuse-gemm-layouts gives GPT-2's attention: q, k, v read out
+// of the fused projection, dq, dk, dv written into its gradient's slots.
+TEST(FlashAttentionKernel, FusedProjectionLayouts) {
+  check({2, 2, 2, 96, 96, 64, true, 0}, Layout::FusedProjection);
+}
 
 } // namespace
