@@ -267,6 +267,9 @@ TEST(FlashAttentionKernel, NotCausalMoreKeysHeadDim128) {
   check({1, 2, 1, 64, 160, 128, false, 0});
 }
 TEST(FlashAttentionKernel, CausalWindow) { check({1, 1, 1, 200, 200, 64, true, 50}); }
+// A window of 127: the tile of keys 0-63 is whole for queries 64-127 and
+// not for 128-191, which the tile-skipping rule must tell apart.
+TEST(FlashAttentionKernel, WindowAtTileEdges) { check({1, 1, 1, 256, 256, 64, true, 127}); }
 TEST(FlashAttentionKernel, RowsThatSeeNoKey) { check({1, 2, 1, 150, 40, 64, true, 30}); }
 TEST(FlashAttentionKernel, CausalHeadDim128) { check({1, 1, 1, 130, 130, 128, true, 0}); }
 // The layouts exec-fuse-gemm-layouts gives GPT-2's attention: q, k, v read out

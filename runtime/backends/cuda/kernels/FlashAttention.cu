@@ -39,6 +39,15 @@ TG_DEVICE bool visible(const Params &p, int t, int s) {
   return s < p.keyLen && (!p.causal || s <= t) && (p.window <= 0 || s > t - p.window);
 }
 
+/// Whether every query of [q0, q0 + queries) sees every key of
+/// [k0, k0 + keys): a tile none of whose elements needs the mask (all but
+/// the diagonal and the edges of a causal or windowed attention).
+TG_DEVICE bool allVisible(const Params &p, int q0, int queries, int k0, int keys) {
+  const int lastQuery = q0 + queries - 1, lastKey = k0 + keys - 1;
+  return lastQuery < p.queryLen && lastKey < p.keyLen && (!p.causal || lastKey <= q0) &&
+         (p.window <= 0 || k0 > lastQuery - p.window);
+}
+
 /// The keys [first, end) that some query of [firstQuery, lastQuery] sees.
 struct Range {
   int first, end;
@@ -202,13 +211,15 @@ TG_DEVICE void forward(const Params &p) {
     syncThreads();
     float score[8][4];
     rowsTimesTransposed<D, kTileRows>(score, queryTile, r0, keyTile);
+    const bool wholeTile = allVisible(p, q0, kBlockRows, k0, kTileRows);
     for (int half = 0; half < 2; ++half) {
       const int t = q0 + r0 + group + 8 * half;
       float rowMax = kMinusInfinity;
       for (int nt = 0; nt < 8; ++nt)
         for (int j = 0; j < 2; ++j) {
           float &x = score[nt][2 * half + j];
-          x = visible(p, t, k0 + nt * 8 + 2 * inGroup + j) ? x * scaleLog2 : kMinusInfinity;
+          x = wholeTile || visible(p, t, k0 + nt * 8 + 2 * inGroup + j) ? x * scaleLog2
+                                                                         : kMinusInfinity;
           rowMax = maxOf(rowMax, x);
         }
       // A row's 64 scores lie with the 4 lanes of its group.
@@ -342,11 +353,12 @@ TG_DEVICE void keyValueGrads(const Params &p) {
       // P^T: the warp's 16 keys against the tile's queries.
       float probs[Queries / 8][4];
       rowsTimesTransposed<D, Queries>(probs, keyTile, r0, queryTile);
+      const bool wholeTile = allVisible(p, t0, Queries, k0, kBlockRows);
       for (int nt = 0; nt < Queries / 8; ++nt)
         for (int i = 0; i < 4; ++i) {
           const int s = k0 + r0 + group + (i >= 2 ? 8 : 0);
           const int col = nt * 8 + 2 * inGroup + (i & 1);
-          probs[nt][i] = t0 + col < p.queryLen && visible(p, t0 + col, s)
+          probs[nt][i] = wholeTile || (t0 + col < p.queryLen && visible(p, t0 + col, s))
                              ? exp2Fast(probs[nt][i] * scaleLog2 - lse2[col])
                              : 0.f;
         }
@@ -389,11 +401,12 @@ TG_DEVICE void queryGrads(const Params &p) {
     float probs[8][4], dprobs[8][4];
     rowsTimesTransposed<D, kTileRows>(probs, queryTile, r0, keyTile);
     rowsTimesTransposed<D, kTileRows>(dprobs, gradTile, r0, valueTile); // dP = dO V^T
+    const bool wholeTile = allVisible(p, q0, kBlockRows, k0, kTileRows);
     for (int nt = 0; nt < 8; ++nt)
       for (int i = 0; i < 4; ++i) {
         const int row = r0 + group + (i >= 2 ? 8 : 0);
         const int s = k0 + nt * 8 + 2 * inGroup + (i & 1);
-        const float prob = q0 + row < p.queryLen && visible(p, q0 + row, s)
+        const float prob = wholeTile || (q0 + row < p.queryLen && visible(p, q0 + row, s))
                                ? exp2Fast(probs[nt][i] * scaleLog2 - lse2[row])
                                : 0.f;
         dprobs[nt][i] = prob * (dprobs[nt][i] - rowDelta[row]);
