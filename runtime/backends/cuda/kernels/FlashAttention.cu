@@ -2,8 +2,9 @@
 // accumulators), FlashAttention-2's schedule: a block of 4 warps owns 64
 // rows, each warp 16, and loops over tiles of 64 rows of the other side,
 // keeping its scores and probabilities in registers. Causal and windowed
-// tiles no query of the block sees are skipped; the rest are masked per
-// element. Keys of head h / (queryHeads / keyHeads) serve query head h.
+// tiles no query of the block sees are skipped, and only the tiles on the
+// diagonal and at the window's edge are masked per element. Keys of head
+// h / (queryHeads / keyHeads) serve query head h.
 //
 // Forward: an online softmax over the key tiles; writes the result and the
 // log-sum-exp of each query row (natural log, f32).
