@@ -146,6 +146,24 @@ def main():
         c['awaits'] = [a for a in c.get('awaits', []) if a < 24]
     write(os.path.join(C, 'artifact', 'short-cuda.tgx'), seal(flatc_to_binary(tmp, cuda)))
 
+    # The runtime's flash attention (--cuda-attention=flash: bf16, head dim 64):
+    # the Attention commands of such a CUDA artifact alone, forward and
+    # gradient, the seed for the verifier's checks of them.
+    flash_model = os.path.join(tmp, 'flash.json')
+    json.dump(dict(json.load(open(model)), n_embd=64, n_head=1), open(flash_model, 'w'))
+    flash_tgx = os.path.join(tmp, 'micro-flash.tgx')
+    subprocess.check_call([os.path.join(BIN, 'tgc'), 'compile', flash_model, '--train', train,
+                           '--target', 'cuda', '--dtype=bf16', '--cuda-attention=flash',
+                           '-o', flash_tgx])
+    flash = flatc_to_json(tmp, flash_tgx)
+    flash['modules'][0]['image'] = list(ptx)
+    flash['modules'][0]['image_fnv1a64'] = fnv(ptx)
+    flash.pop('functions', None)
+    flash['commands'] = [dict(c, awaits=[]) for c in flash['commands']
+                         if c.get('kind') == 'Attention']
+    assert len(flash['commands']) == 2, 'expected a forward and a gradient'
+    write(os.path.join(C, 'artifact', 'attention-cuda.tgx'), seal(flatc_to_binary(tmp, flash)))
+
     # Tokens.
     random.seed(1)
     tokens = os.path.join(C, 'tokens', 'valid.bin')
