@@ -334,6 +334,9 @@ private:
       if (!communicator->start(step.command, step.buffers[0], step.buffers[1], error))
         return false;
       return step.background || communicator->wait(step.command, error);
+    case tgx::CommandKind_Attention: // the verifier keeps them to CUDA programs
+      error = "an attention command reached the CPU backend, which has no kernels for it";
+      return false;
     }
     if (!backgroundCollectives.empty())
       communicator->progress();
