@@ -397,27 +397,11 @@ private:
     });
   }
 
-  /// Where a bf16 operand of `op` (its index among inputs, then outputs)
-  /// lies: its [batch, heads, rows, head dim] and the strides' slot.
-  struct AttentionOperand {
-    SmallVector<int64_t, 4> shape;
-    unsigned stridesAt;
-  };
-  static AttentionOperand attentionOperand(exec::AttentionOp op, unsigned operand) {
-    bool query = op.isQuerySide(operand);
-    unsigned tensor = 0;
-    for (unsigned i = 0; i < operand; ++i)
-      tensor += op.isTensorOperand(i);
-    return {{int64_t(op.getBatch()), int64_t(query ? op.getQueryHeads() : op.getKeyHeads()),
-             int64_t(query ? op.getQueryLen() : op.getKeyLen()), int64_t(op.getHeadDim())},
-            3 * tensor};
-  }
-
   /// Whether a bf16 operand of `op` is still its buffer, packed [B, H, T, D]
   /// as tg-lower-to-exec made it.
   static bool attentionPacked(exec::AttentionOp op, unsigned operand) {
-    auto [shape, at] = attentionOperand(op, operand);
-    return op.getStrides().slice(at, 3) ==
+    SmallVector<int64_t, 4> shape = op.getTensorShape(operand);
+    return op.getStrides().slice(op.getStridesStart(operand), 3) ==
                ArrayRef<int64_t>{shape[1] * shape[2] * shape[3], shape[2] * shape[3], shape[3]} &&
            cast<MemRefType>(op.getAttentionOperand(operand).getType()).getNumElements() ==
                shape[0] * shape[1] * shape[2] * shape[3];
@@ -428,8 +412,7 @@ private:
   /// of 8). With `apply` it then does, through a flat view of the root.
   static bool takeAttentionLayout(exec::AttentionOp op, unsigned operand,
                                   StridedLayout layout, bool apply) {
-    auto [shape, at] = attentionOperand(op, operand);
-    if (!layout.reshape(shape) || layout.strides[3] != 1 || layout.offset % 8 != 0 ||
+    if (!layout.reshape(op.getTensorShape(operand)) || layout.strides[3] != 1 || layout.offset % 8 != 0 ||
         llvm::any_of(ArrayRef(layout.strides).take_front(3),
                      [](int64_t s) { return s < 0 || s % 8 != 0; }))
       return false;
@@ -437,7 +420,7 @@ private:
       return true;
     op->setOperand(operand, viewBefore(op, layout)); // inputs, then outputs
     SmallVector<int64_t> all(op.getStrides());
-    llvm::copy(ArrayRef(layout.strides).take_front(3), all.begin() + at);
+    llvm::copy(ArrayRef(layout.strides).take_front(3), all.begin() + op.getStridesStart(operand));
     op.setStrides(all);
     return true;
   }

@@ -64,6 +64,12 @@ void appendStrides(SmallVectorImpl<int64_t> &strides, Value tensor,
     strides.append({s[1] * s[2] * s[3], s[2] * s[3], s[3]});
 }
 
+/// The scale, causal flag and window of a flash attention op or its gradient.
+template <typename FlashOp>
+std::tuple<llvm::APFloat, bool, uint64_t> attentionAttributes(FlashOp op) {
+  return {op.getScale(), op.getCausal(), op.getWindow()};
+}
+
 /// The kernel module the programs of a module share, and its kernels by
 /// what they compute (regionKey).
 struct KernelModule {
@@ -309,15 +315,13 @@ private:
       if (cast<RankedTensorType>(result.getType()).getElementType().isBF16())
         appendStrides(strides, result);
     }
-    Attribute scale = op.getAttr("scale"), causal = op.getAttr("causal"),
-              window = op.getAttr("window");
+    auto [scale, causal, window] =
+        grad ? attentionAttributes(grad)
+             : attentionAttributes(cast<FlashAttentionOp>(op));
     exec::AttentionOp::create(
         b, op.getLoc(), exec::TimepointType::get(b.getContext()), inputs,
         outputs, /*awaits=*/ValueRange{}, bool(grad), q[0], q[1], k[1], q[2],
-        k[2], q[3], llvm::APFloat(cast<FloatAttr>(scale).getValueAsDouble()),
-        !causal || cast<BoolAttr>(causal).getValue(),
-        window ? cast<IntegerAttr>(window).getInt() : 0, strides,
-        /*stream=*/0);
+        k[2], q[3], scale, causal, window, strides, /*stream=*/0);
     return success();
   }
 

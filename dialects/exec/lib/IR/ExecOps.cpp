@@ -414,6 +414,19 @@ LogicalResult GemmOp::verify() {
   return success();
 }
 
+SmallVector<int64_t, 4> AttentionOp::getTensorShape(unsigned i) {
+  bool query = isQuerySide(i);
+  return {int64_t(getBatch()), int64_t(query ? getQueryHeads() : getKeyHeads()),
+          int64_t(query ? getQueryLen() : getKeyLen()), int64_t(getHeadDim())};
+}
+
+unsigned AttentionOp::getStridesStart(unsigned i) {
+  unsigned tensors = 0;
+  for (unsigned j = 0; j < i; ++j)
+    tensors += isTensorOperand(j);
+  return 3 * tensors;
+}
+
 LogicalResult AttentionOp::verify() {
   const unsigned inputs = getGradient() ? 6 : 3, outputs = getGradient() ? 4 : 2;
   if (getInputs().size() != inputs || getOutputs().size() != outputs)
@@ -430,13 +443,11 @@ LogicalResult AttentionOp::verify() {
       keyLen < 1 || int64_t(getWindow()) < 0 || queryHeads % keyHeads != 0)
     return emitOpError("needs positive sizes, a window from 0 and query heads "
                        "a multiple of key heads");
-  unsigned tensors = 0;
-  for (unsigned i = 0; i < getNumAttentionOperands(); ++i)
-    tensors += isTensorOperand(i);
-  if (getStrides().size() != 3 * tensors)
-    return emitOpError() << "needs 3 strides for each of its " << tensors
+  const unsigned strides = getStridesStart(getNumAttentionOperands());
+  if (getStrides().size() != strides)
+    return emitOpError() << "needs 3 strides for each of its " << strides / 3
                          << " bf16 operands, not " << getStrides().size();
-  for (unsigned i = 0, tensor = 0; i < getNumAttentionOperands(); ++i) {
+  for (unsigned i = 0; i < getNumAttentionOperands(); ++i) {
     auto type = cast<MemRefType>(getAttentionOperand(i).getType());
     if (!isTensorOperand(i)) {
       int64_t rows = batch * queryHeads * queryLen;
@@ -445,10 +456,9 @@ LogicalResult AttentionOp::verify() {
                              << "statistics (" << rows << " elements)";
       continue;
     }
-    ArrayRef<int64_t> s = getStrides().slice(3 * tensor++, 3);
-    bool query = isQuerySide(i);
-    int64_t heads = query ? queryHeads : keyHeads;
-    int64_t rows = query ? queryLen : keyLen;
+    ArrayRef<int64_t> s = getStrides().slice(getStridesStart(i), 3);
+    SmallVector<int64_t, 4> shape = getTensorShape(i);
+    int64_t heads = shape[1], rows = shape[2];
     int64_t last = (batch - 1) * s[0] + (heads - 1) * s[1] + (rows - 1) * s[2] + headDim;
     if (!type.getElementType().isBF16() || llvm::any_of(s, [](int64_t x) {
           return x < 0 || x % 8 != 0;

@@ -294,6 +294,12 @@ def Exec_AttentionOp : Exec_CommandOp<"attention", [AttrSizedOperandSegments]> {
     bool isTensorOperand(unsigned i) { return i != 4 && i != 6; }
     /// Whether tensor operand i has the queries' heads and rows.
     bool isQuerySide(unsigned i) { return i == 0 || i == 3 || i == 5 || i == 7; }
+    /// Tensor operand i as [batch, heads, rows, head dim].
+    SmallVector<int64_t, 4> getTensorShape(unsigned i);
+    /// Where operand i's batch, head and row strides start in `strides`
+    /// (3 x the bf16 operands before it); for i past the last operand,
+    /// how many strides there are.
+    unsigned getStridesStart(unsigned i);
   }];
 }
 
