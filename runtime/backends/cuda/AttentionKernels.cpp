@@ -28,11 +28,11 @@ std::unique_ptr<AttentionKernels> AttentionKernels::load(const Driver &driver,
             driver.errorText("cuModuleLoadDataEx", r) + ")" + (log[0] ? ": " : "") + log;
     return nullptr;
   }
-  const char *names[kKernels] = {"forward", "delta", "key_value_grads", "query_grads"};
   for (int d = 0; d < 2; ++d) {
     const int headDim = d == 0 ? 64 : 128;
-    for (int k = 0; k < kKernels; ++k) {
-      std::string name = std::string("tg_flash_attention_") + names[k] + "_d" +
+    for (int k = 0; k < flash::kKernels; ++k) {
+      const auto kernel = flash::Kernel(k);
+      std::string name = std::string("tg_flash_attention_") + flash::kernelName(kernel) + "_d" +
                          std::to_string(headDim);
       CUfunction &f = kernels->functions[d][k];
       if (CUresult r = driver.cuModuleGetFunction(&f, kernels->module, name.c_str())) {
@@ -41,11 +41,11 @@ std::unique_ptr<AttentionKernels> AttentionKernels::load(const Driver &driver,
         return nullptr;
       }
       // Above 48 KiB a kernel must ask for its dynamic shared memory.
-      if (k != kDelta)
+      const unsigned shared = flash::sharedBytes(kernel, headDim);
+      if (shared)
         if (CUresult r = driver.cuFuncSetAttribute(
-                f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                int(flash::sharedBytes(headDim)))) {
-          error = "cannot give '" + name + "' " + std::to_string(flash::sharedBytes(headDim)) +
+                f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(shared))) {
+          error = "cannot give '" + name + "' " + std::to_string(shared) +
                   " bytes of shared memory (" + driver.errorText("cuFuncSetAttribute", r) + ")";
           return nullptr;
         }
@@ -88,18 +88,20 @@ std::vector<KernelLaunch> AttentionKernels::plan(const tgx::Attention &a,
   params.window = int32_t(a.window());
   params.scale = a.scale();
 
-  const CUfunction *f = functions[a.head_dim() == 64 ? 0 : 1];
-  const unsigned shared = flash::sharedBytes(int(a.head_dim()));
+  const int headDim = int(a.head_dim());
+  auto launch = [&](flash::Kernel kernel, unsigned gridX, unsigned gridY) {
+    return KernelLaunch{functions[headDim == 64 ? 0 : 1][int(kernel)], gridX, gridY,
+                        unsigned(flash::kThreads), flash::sharedBytes(kernel, headDim)};
+  };
   auto blocks = [](uint32_t rows, unsigned per) { return unsigned((rows + per - 1) / per); };
   const unsigned queryPlanes = a.batch() * a.query_heads(), keyPlanes = a.batch() * a.key_heads();
   const unsigned queryBlocks = blocks(a.query_len(), flash::kBlockRows);
   if (!gradient)
-    return {{f[kForward], queryBlocks, queryPlanes, flash::kThreads, shared}};
+    return {launch(flash::Kernel::Forward, queryBlocks, queryPlanes)};
   // delta first: the other two read it.
-  return {{f[kDelta], blocks(a.query_len(), flash::kThreads / 32), queryPlanes, flash::kThreads, 0},
-          {f[kKeyValueGrads], blocks(a.key_len(), flash::kBlockRows), keyPlanes, flash::kThreads,
-           shared},
-          {f[kQueryGrads], queryBlocks, queryPlanes, flash::kThreads, shared}};
+  return {launch(flash::Kernel::Delta, blocks(a.query_len(), flash::kThreads / 32), queryPlanes),
+          launch(flash::Kernel::KeyValueGrads, blocks(a.key_len(), flash::kBlockRows), keyPlanes),
+          launch(flash::Kernel::QueryGrads, queryBlocks, queryPlanes)};
 }
 
 } // namespace tg::runtime::cuda

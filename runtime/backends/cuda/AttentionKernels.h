@@ -31,11 +31,9 @@ public:
 
 private:
   explicit AttentionKernels(const Driver &driver) : driver(driver) {}
-  /// forward, delta, key and value gradients, query gradients
-  enum Kernel { kForward, kDelta, kKeyValueGrads, kQueryGrads, kKernels };
   const Driver &driver;
   CUmodule module = nullptr;
-  CUfunction functions[2][kKernels] = {}; // [head dim 64, 128][kernel]
+  CUfunction functions[2][flash::kKernels] = {}; // [head dim 64, 128][flash::Kernel]
 };
 
 } // namespace tg::runtime::cuda

@@ -158,9 +158,9 @@ double relativeError(const HostTensor &actual, const std::vector<double> &expect
   return std::sqrt(diff / norm);
 }
 
-using Kernel = void (*)(Params);
+using EntryPoint = void (*)(Params);
 struct Kernels {
-  Kernel forward, delta, keyValueGrads, queryGrads;
+  EntryPoint forward, delta, keyValueGrads, queryGrads;
 };
 Kernels kernelsFor(int headDim) {
   if (headDim == 64)
@@ -170,8 +170,9 @@ Kernels kernelsFor(int headDim) {
           tg_flash_attention_key_value_grads_d128, tg_flash_attention_query_grads_d128};
 }
 
-void run(Kernel kernel, const Params &p, int gridX, int gridY, int headDim) {
-  tg::simt::launch(gridX, gridY, tg::flash::kThreads, tg::flash::sharedBytes(headDim),
+void run(EntryPoint kernel, tg::flash::Kernel kind, const Params &p, int gridX, int gridY,
+         int headDim) {
+  tg::simt::launch(gridX, gridY, tg::flash::kThreads, tg::flash::sharedBytes(kind, headDim),
                    [&] { kernel(p); });
 }
 
@@ -231,10 +232,12 @@ void check(const Shape &s, Layout layout = Layout::Own) {
 
   Kernels kernels = kernelsFor(D);
   const int queryBlocks = blocks(s.queryLen, tg::flash::kBlockRows);
-  run(kernels.forward, p, queryBlocks, B * s.queryHeads, D);
-  run(kernels.delta, p, blocks(s.queryLen, 4), B * s.queryHeads, D);
-  run(kernels.keyValueGrads, p, blocks(s.keyLen, tg::flash::kBlockRows), B * s.keyHeads, D);
-  run(kernels.queryGrads, p, queryBlocks, B * s.queryHeads, D);
+  using tg::flash::Kernel;
+  run(kernels.forward, Kernel::Forward, p, queryBlocks, B * s.queryHeads, D);
+  run(kernels.delta, Kernel::Delta, p, blocks(s.queryLen, 4), B * s.queryHeads, D);
+  run(kernels.keyValueGrads, Kernel::KeyValueGrads, p, blocks(s.keyLen, tg::flash::kBlockRows),
+      B * s.keyHeads, D);
+  run(kernels.queryGrads, Kernel::QueryGrads, p, queryBlocks, B * s.queryHeads, D);
 
   Reference r = reference(s, scale, q, k, v, dout);
   EXPECT_LT(relativeError(out, r.result, B), 1e-2) << "result";

@@ -4,7 +4,9 @@
 // keeping its scores and probabilities in registers. Causal and windowed
 // tiles no query of the block sees are skipped, and only the tiles on the
 // diagonal and at the window's edge are masked per element. Keys of head
-// h / (queryHeads / keyHeads) serve query head h.
+// h / (queryHeads / keyHeads) serve query head h. Tiles come into shared
+// memory by asynchronous copies (cp.async) in two stages: the loop's next
+// tile is copied while its warps compute on this one.
 //
 // Forward: an online softmax over the key tiles; writes the result and the
 // log-sum-exp of each query row (natural log, f32).
@@ -63,18 +65,25 @@ TG_DEVICE Range queriesSeeing(const Params &p, int firstKey, int lastKey) {
           p.window > 0 ? minOf(p.queryLen, lastKey + p.window) : p.queryLen};
 }
 
-/// Rows [row0, row0 + Rows) of head (b, h) into a shared tile of padded
-/// rows; rows from `rows` on read as zeros.
+/// Copies rows [row0, row0 + Rows) of head (b, h) into a shared tile of
+/// padded rows, asynchronously (they land at waitAsyncCopies); rows from
+/// `rows` on read as zeros.
 template <int D, int Rows = kTileRows>
 TG_DEVICE void loadTile(uint16_t *tile, const Tensor &t, int b, int h, int row0, int rows) {
   constexpr int chunks = D / 8;
   for (int i = threadId(); i < Rows * chunks; i += kThreads) {
-    int r = i / chunks, c = i % chunks;
-    Chunk value = {0, 0, 0, 0};
-    if (row0 + r < rows)
-      value = loadChunk(rowOf(t, b, h, row0 + r) + 8 * c);
-    storeChunk(tile + r * paddedRow(D) + 8 * c, value);
+    const int r = i / chunks, c = i % chunks;
+    const bool inside = row0 + r < rows;
+    copyChunkAsync(tile + r * paddedRow(D) + 8 * c, rowOf(t, b, h, inside ? row0 + r : 0) + 8 * c,
+                   inside);
   }
+}
+
+/// Waits for this thread's copies, then for the block: the tiles copied
+/// last are in, and every warp is done with what it computed before.
+TG_DEVICE void awaitTiles() {
+  waitAsyncCopies<0>();
+  syncThreads();
 }
 
 /// A warp's 16 rows of a shared tile (`tile` at the warp's first row) to rows
@@ -191,25 +200,46 @@ struct QueryBlock {
         keys(keysSeenBy(p, q0, minOf(q0 + kBlockRows, p.queryLen) - 1)) {}
 };
 
+/// The forward's and the query gradients' key and value tiles, two stages
+/// (addressed by arithmetic: an array of pointers indexed by the stage
+/// would live in local memory).
+template <int D>
+struct KeyValueStages {
+  static constexpr int kTile = kTileRows * paddedRow(D);
+  uint16_t *tiles; // stage 0's key and value tiles, then stage 1's
+
+  TG_DEVICE uint16_t *key(int stage) const { return tiles + 2 * stage * kTile; }
+  TG_DEVICE uint16_t *value(int stage) const { return key(stage) + kTile; }
+  /// Copies the tiles of keys k0.. of head (b, kh) into `stage` where k0
+  /// is before `end`, and commits the copies (none, past the end).
+  TG_DEVICE void load(const Params &p, int b, int kh, int k0, int end, int stage) const {
+    if (k0 < end) {
+      loadTile<D>(key(stage), p.key, b, kh, k0, p.keyLen);
+      loadTile<D>(value(stage), p.value, b, kh, k0, p.keyLen);
+    }
+    commitAsyncCopies();
+  }
+};
+
 template <int D>
 TG_DEVICE void forward(const Params &p) {
   TG_SHARED_BYTES(shared);
   constexpr int ld = paddedRow(D);
   uint16_t *queryTile = reinterpret_cast<uint16_t *>(shared);
-  uint16_t *keyTile = queryTile + kBlockRows * ld;
-  uint16_t *valueTile = keyTile + kTileRows * ld;
+  const KeyValueStages<D> stages{queryTile + kBlockRows * ld};
   const auto [b, h, kh, q0, keys] = QueryBlock(p);
   const int group = laneId() / 4, inGroup = laneId() % 4, r0 = warpId() * 16;
   const float scaleLog2 = p.scale * kLog2e;
 
   loadTile<D>(queryTile, p.query, b, h, q0, p.queryLen);
+  const int firstKey = keys.first / kTileRows * kTileRows;
+  stages.load(p, b, kh, firstKey, keys.end, 0);
   float out[D / 8][4] = {};
   float runningMax[2] = {kMinusInfinity, kMinusInfinity}, runningSum[2] = {0, 0};
-  for (int k0 = keys.first / kTileRows * kTileRows; k0 < keys.end; k0 += kTileRows) {
-    syncThreads(); // every warp is done with the last tiles
-    loadTile<D>(keyTile, p.key, b, kh, k0, p.keyLen);
-    loadTile<D>(valueTile, p.value, b, kh, k0, p.keyLen);
-    syncThreads();
+  for (int k0 = firstKey, stage = 0; k0 < keys.end; k0 += kTileRows, stage ^= 1) {
+    awaitTiles();
+    stages.load(p, b, kh, k0 + kTileRows, keys.end, stage ^ 1);
+    const uint16_t *keyTile = stages.key(stage), *valueTile = stages.value(stage);
     float score[8][4];
     rowsTimesTransposed<D, kTileRows>(score, queryTile, r0, keyTile);
     const bool wholeTile = allVisible(p, q0, kBlockRows, k0, kTileRows);
@@ -266,8 +296,8 @@ TG_DEVICE void forward(const Params &p) {
       out[dt][2 * half + 1] *= inverse[half];
     }
   // The warp's rows of the query tile are its own (no other warp reads them)
-  // once every thread is done loading it.
-  syncThreads();
+  // once every copy into it has landed and every warp is done with it.
+  awaitTiles();
   writeWarpRows<D>(out, 1.f, queryTile + r0 * ld, p.result, b, h, q0 + r0, p.queryLen);
 }
 
@@ -291,88 +321,94 @@ TG_DEVICE void delta(const Params &p) {
     reinterpret_cast<float *>(p.delta)[int64_t(blockY()) * p.queryLen + t] = sum;
 }
 
-/// The per-row f32s of `count` query rows (log-sum-exp times log2(e),
-/// delta) into shared memory; rows from queryLen on get 0 (they see no key).
-TG_DEVICE void loadRowStats(float *lse2, float *rowDelta, const Params &p, int bh, int t0,
+/// Copies the per-row f32s of `count` query rows of plane `bh` (log-sum-exp,
+/// delta) into shared memory, asynchronously; rows from queryLen on get 0
+/// (they see no key).
+TG_DEVICE void loadRowStats(float *lse, float *rowDelta, const Params &p, int bh, int t0,
                             int count) {
   for (int i = threadId(); i < count; i += kThreads) {
-    const int t = t0 + i;
-    const int64_t at = int64_t(bh) * p.queryLen + t;
-    lse2[i] = t < p.queryLen ? reinterpret_cast<const float *>(p.logsumexp)[at] * kLog2e : 0.f;
-    rowDelta[i] = t < p.queryLen ? reinterpret_cast<const float *>(p.delta)[at] : 0.f;
+    const bool inside = t0 + i < p.queryLen;
+    const int64_t at = int64_t(bh) * p.queryLen + (inside ? t0 + i : 0);
+    copyWordAsync(lse + i, reinterpret_cast<const float *>(p.logsumexp) + at, inside);
+    copyWordAsync(rowDelta + i, reinterpret_cast<const float *>(p.delta) + at, inside);
   }
 }
 
-/// The backward kernels' shared memory: two tiles of the block's own 64
-/// rows, two of the loop's `OtherRows` rows, and the f32s of up to 64 query
-/// rows (log-sum-exp times log2(e), delta).
-template <int D, int OtherRows>
-struct BackwardTiles {
-  uint16_t *own[2], *other[2];
-  float *lse2, *rowDelta;
-
-  TG_DEVICE explicit BackwardTiles(unsigned char *shared) {
-    constexpr int ld = paddedRow(D);
-    own[0] = reinterpret_cast<uint16_t *>(shared);
-    own[1] = own[0] + kBlockRows * ld;
-    other[0] = own[1] + kBlockRows * ld;
-    other[1] = other[0] + OtherRows * ld;
-    lse2 = reinterpret_cast<float *>(other[1] + OtherRows * ld);
-    rowDelta = lse2 + kTileRows;
-  }
-};
-
-/// dK and dV of 64 keys of head (b, kh), over tiles of Queries rows.
+/// dK and dV of 64 keys of head (b, kh), over the tiles of queries of every
+/// query head of its group that see them.
 template <int D>
 TG_DEVICE void keyValueGrads(const Params &p) {
-  // Head dim 128 takes 32 queries a tile: its dK and dV accumulators are 128
-  // registers a thread, and the tile's probabilities with theirs would spill.
-  constexpr int Queries = D == 128 ? 32 : kTileRows;
+  constexpr int Queries = keyGradQueryRows(D);
   TG_SHARED_BYTES(shared);
   constexpr int ld = paddedRow(D);
-  const BackwardTiles<D, Queries> tiles(shared);
-  uint16_t *keyTile = tiles.own[0], *valueTile = tiles.own[1];
-  uint16_t *queryTile = tiles.other[0], *gradTile = tiles.other[1];
-  float *lse2 = tiles.lse2, *rowDelta = tiles.rowDelta;
+  // k and v; two stages of q and dO; two of log-sum-exp and delta. A
+  // stage's are at an offset of `stage` times theirs.
+  uint16_t *keyTile = reinterpret_cast<uint16_t *>(shared);
+  uint16_t *valueTile = keyTile + kBlockRows * ld;
+  uint16_t *queryTiles = valueTile + kBlockRows * ld, *gradTiles = queryTiles + Queries * ld;
+  constexpr int tilesStage = 2 * Queries * ld;
+  float *lseRows = reinterpret_cast<float *>(queryTiles + 2 * tilesStage);
+  float *deltaRows = lseRows + Queries;
+  constexpr int rowsStage = 2 * Queries;
   const int b = blockY() / p.keyHeads, kh = blockY() % p.keyHeads;
   const int groupSize = p.queryHeads / p.keyHeads;
   const int k0 = blockX() * kBlockRows; // causal: earlier keys, more queries, first
   const int group = laneId() / 4, inGroup = laneId() % 4, r0 = warpId() * 16;
   const float scaleLog2 = p.scale * kLog2e;
 
+  // The loop's tiles: those of the queries that see the block's keys, for
+  // each query head of the group in turn.
+  const Range queries = queriesSeeing(p, k0, minOf(k0 + kBlockRows, p.keyLen) - 1);
+  const int firstTile = queries.first / Queries;
+  const int tilesPerHead = maxOf(0, (queries.end + Queries - 1) / Queries - firstTile);
+  const int tiles = groupSize * tilesPerHead;
+  auto firstQueryOf = [&](int tile) { return (firstTile + tile % tilesPerHead) * Queries; };
+  auto headOf = [&](int tile) { return kh * groupSize + tile / tilesPerHead; };
+  auto loadQueries = [&](int tile, int stage) {
+    if (tile < tiles) {
+      const int h = headOf(tile), t0 = firstQueryOf(tile);
+      loadTile<D, Queries>(queryTiles + stage * tilesStage, p.query, b, h, t0, p.queryLen);
+      loadTile<D, Queries>(gradTiles + stage * tilesStage, p.resultGrad, b, h, t0, p.queryLen);
+      loadRowStats(lseRows + stage * rowsStage, deltaRows + stage * rowsStage, p,
+                   b * p.queryHeads + h, t0, Queries);
+    }
+    commitAsyncCopies();
+  };
+
   loadTile<D>(keyTile, p.key, b, kh, k0, p.keyLen);
   loadTile<D>(valueTile, p.value, b, kh, k0, p.keyLen);
+  loadQueries(0, 0);
   float keyGrad[D / 8][4] = {}, valueGrad[D / 8][4] = {};
-  const Range queries = queriesSeeing(p, k0, minOf(k0 + kBlockRows, p.keyLen) - 1);
-  for (int h = kh * groupSize; h < (kh + 1) * groupSize; ++h)
-    for (int t0 = queries.first / Queries * Queries; t0 < queries.end; t0 += Queries) {
-      syncThreads();
-      loadTile<D, Queries>(queryTile, p.query, b, h, t0, p.queryLen);
-      loadTile<D, Queries>(gradTile, p.resultGrad, b, h, t0, p.queryLen);
-      loadRowStats(lse2, rowDelta, p, b * p.queryHeads + h, t0, Queries);
-      syncThreads();
-      // P^T: the warp's 16 keys against the tile's queries.
-      float probs[Queries / 8][4];
-      rowsTimesTransposed<D, Queries>(probs, keyTile, r0, queryTile);
-      const bool wholeTile = allVisible(p, t0, Queries, k0, kBlockRows);
-      for (int nt = 0; nt < Queries / 8; ++nt)
-        for (int i = 0; i < 4; ++i) {
-          const int s = k0 + r0 + group + (i >= 2 ? 8 : 0);
-          const int col = nt * 8 + 2 * inGroup + (i & 1);
-          probs[nt][i] = wholeTile || (t0 + col < p.queryLen && visible(p, t0 + col, s))
-                             ? exp2Fast(probs[nt][i] * scaleLog2 - lse2[col])
-                             : 0.f;
-        }
-      accumulateTimesTile<D, Queries>(valueGrad, probs, gradTile); // dV += P^T dO
-      float dprobs[Queries / 8][4];
-      rowsTimesTransposed<D, Queries>(dprobs, valueTile, r0, gradTile); // dP^T = V dO^T
-      for (int nt = 0; nt < Queries / 8; ++nt)
-        for (int i = 0; i < 4; ++i)
-          dprobs[nt][i] = probs[nt][i] * (dprobs[nt][i] - rowDelta[nt * 8 + 2 * inGroup + (i & 1)]);
-      accumulateTimesTile<D, Queries>(keyGrad, dprobs, queryTile); // dK += dS^T Q
-    }
-  // The warp's rows of the key and value tiles are its own once loaded.
-  syncThreads();
+  for (int tile = 0, stage = 0; tile < tiles; ++tile, stage ^= 1) {
+    awaitTiles();
+    loadQueries(tile + 1, stage ^ 1);
+    const uint16_t *queryTile = queryTiles + stage * tilesStage;
+    const uint16_t *gradTile = gradTiles + stage * tilesStage;
+    const float *lse = lseRows + stage * rowsStage, *rowDelta = deltaRows + stage * rowsStage;
+    const int t0 = firstQueryOf(tile);
+    // P^T: the warp's 16 keys against the tile's queries.
+    float probs[Queries / 8][4];
+    rowsTimesTransposed<D, Queries>(probs, keyTile, r0, queryTile);
+    const bool wholeTile = allVisible(p, t0, Queries, k0, kBlockRows);
+    for (int nt = 0; nt < Queries / 8; ++nt)
+      for (int i = 0; i < 4; ++i) {
+        const int s = k0 + r0 + group + (i >= 2 ? 8 : 0);
+        const int col = nt * 8 + 2 * inGroup + (i & 1);
+        probs[nt][i] = wholeTile || (t0 + col < p.queryLen && visible(p, t0 + col, s))
+                           ? exp2Fast(probs[nt][i] * scaleLog2 - lse[col] * kLog2e)
+                           : 0.f;
+      }
+    accumulateTimesTile<D, Queries>(valueGrad, probs, gradTile); // dV += P^T dO
+    float dprobs[Queries / 8][4];
+    rowsTimesTransposed<D, Queries>(dprobs, valueTile, r0, gradTile); // dP^T = V dO^T
+    for (int nt = 0; nt < Queries / 8; ++nt)
+      for (int i = 0; i < 4; ++i)
+        dprobs[nt][i] = probs[nt][i] * (dprobs[nt][i] - rowDelta[nt * 8 + 2 * inGroup + (i & 1)]);
+    accumulateTimesTile<D, Queries>(keyGrad, dprobs, queryTile); // dK += dS^T Q
+  }
+  // The warp's rows of the key and value tiles are its own once every copy
+  // has landed (a block no query sees has not waited yet).
+  awaitTiles();
   writeWarpRows<D>(keyGrad, p.scale, keyTile + r0 * ld, p.keyGrad, b, kh, k0 + r0, p.keyLen);
   writeWarpRows<D>(valueGrad, 1.f, valueTile + r0 * ld, p.valueGrad, b, kh, k0 + r0, p.keyLen);
 }
@@ -382,23 +418,26 @@ template <int D>
 TG_DEVICE void queryGrads(const Params &p) {
   TG_SHARED_BYTES(shared);
   constexpr int ld = paddedRow(D);
-  const BackwardTiles<D, kTileRows> tiles(shared);
-  uint16_t *queryTile = tiles.own[0], *gradTile = tiles.own[1];
-  uint16_t *keyTile = tiles.other[0], *valueTile = tiles.other[1];
-  float *lse2 = tiles.lse2, *rowDelta = tiles.rowDelta;
+  // q, dO, log-sum-exp and delta; then k and v in two stages.
+  uint16_t *queryTile = reinterpret_cast<uint16_t *>(shared);
+  uint16_t *gradTile = queryTile + kBlockRows * ld;
+  float *lse = reinterpret_cast<float *>(gradTile + kBlockRows * ld);
+  float *rowDelta = lse + kBlockRows;
+  const KeyValueStages<D> stages{reinterpret_cast<uint16_t *>(rowDelta + kBlockRows)};
   const auto [b, h, kh, q0, keys] = QueryBlock(p);
   const int group = laneId() / 4, inGroup = laneId() % 4, r0 = warpId() * 16;
   const float scaleLog2 = p.scale * kLog2e;
 
   loadTile<D>(queryTile, p.query, b, h, q0, p.queryLen);
   loadTile<D>(gradTile, p.resultGrad, b, h, q0, p.queryLen);
-  loadRowStats(lse2, rowDelta, p, blockY(), q0, kBlockRows);
+  loadRowStats(lse, rowDelta, p, blockY(), q0, kBlockRows);
+  const int firstKey = keys.first / kTileRows * kTileRows;
+  stages.load(p, b, kh, firstKey, keys.end, 0);
   float queryGrad[D / 8][4] = {};
-  for (int k0 = keys.first / kTileRows * kTileRows; k0 < keys.end; k0 += kTileRows) {
-    syncThreads();
-    loadTile<D>(keyTile, p.key, b, kh, k0, p.keyLen);
-    loadTile<D>(valueTile, p.value, b, kh, k0, p.keyLen);
-    syncThreads();
+  for (int k0 = firstKey, stage = 0; k0 < keys.end; k0 += kTileRows, stage ^= 1) {
+    awaitTiles();
+    stages.load(p, b, kh, k0 + kTileRows, keys.end, stage ^ 1);
+    const uint16_t *keyTile = stages.key(stage), *valueTile = stages.value(stage);
     float probs[8][4], dprobs[8][4];
     rowsTimesTransposed<D, kTileRows>(probs, queryTile, r0, keyTile);
     rowsTimesTransposed<D, kTileRows>(dprobs, gradTile, r0, valueTile); // dP = dO V^T
@@ -408,13 +447,13 @@ TG_DEVICE void queryGrads(const Params &p) {
         const int row = r0 + group + (i >= 2 ? 8 : 0);
         const int s = k0 + nt * 8 + 2 * inGroup + (i & 1);
         const float prob = wholeTile || (q0 + row < p.queryLen && visible(p, q0 + row, s))
-                               ? exp2Fast(probs[nt][i] * scaleLog2 - lse2[row])
+                               ? exp2Fast(probs[nt][i] * scaleLog2 - lse[row] * kLog2e)
                                : 0.f;
         dprobs[nt][i] = prob * (dprobs[nt][i] - rowDelta[row]);
       }
     accumulateTimesTile<D, kTileRows>(queryGrad, dprobs, keyTile); // dQ += dS K
   }
-  syncThreads();
+  awaitTiles();
   writeWarpRows<D>(queryGrad, p.scale, queryTile + r0 * ld, p.queryGrad, b, h, q0 + r0,
                    p.queryLen);
 }

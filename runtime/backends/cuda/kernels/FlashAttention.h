@@ -41,10 +41,42 @@ struct Params {
   float scale;
 };
 
-/// Shared memory a block of each kernel needs (bytes): four tiles of 64
-/// padded rows (the forward uses three), and the backward's per-row f32s.
-constexpr unsigned sharedBytes(int headDim) {
-  return unsigned(4 * kBlockRows * paddedRow(headDim) * 2 + 2 * kTileRows * 4);
+/// The module's entry points for one head dim (tg_flash_attention_<name>_d<D>).
+enum class Kernel { Forward, Delta, KeyValueGrads, QueryGrads };
+constexpr int kKernels = 4;
+constexpr const char *kernelName(Kernel kernel) {
+  switch (kernel) {
+  case Kernel::Forward: return "forward";
+  case Kernel::Delta: return "delta";
+  case Kernel::KeyValueGrads: return "key_value_grads";
+  case Kernel::QueryGrads: return "query_grads";
+  }
+  return "";
+}
+
+/// Queries of one tile of the key and value gradients' loop. Head dim 128
+/// takes 32: its dK and dV accumulators are 128 registers a thread, and a
+/// tile's probabilities with theirs would spill.
+constexpr int keyGradQueryRows(int headDim) { return headDim == 128 ? 32 : kTileRows; }
+
+/// Shared memory a block of `kernel` needs (bytes): the tiles of its own 64
+/// rows, two stages of the tiles its loop runs over (one is computed while
+/// the next is copied in), and the backward's f32s of each query row
+/// (log-sum-exp, delta): in both stages where the loop is over queries.
+constexpr unsigned sharedBytes(Kernel kernel, int headDim) {
+  const int row = paddedRow(headDim) * 2;
+  const int queries = keyGradQueryRows(headDim);
+  switch (kernel) {
+  case Kernel::Forward: // q; k and v
+    return unsigned(kBlockRows * row + 2 * 2 * kTileRows * row);
+  case Kernel::Delta:
+    return 0;
+  case Kernel::KeyValueGrads: // k, v; q and dO; log-sum-exp and delta
+    return unsigned(2 * kBlockRows * row + 2 * 2 * queries * row + 2 * 2 * queries * 4);
+  case Kernel::QueryGrads: // q, dO, log-sum-exp and delta; k and v
+    return unsigned(2 * kBlockRows * row + 2 * kBlockRows * 4 + 2 * 2 * kTileRows * row);
+  }
+  return 0;
 }
 
 } // namespace tg::flash

@@ -68,6 +68,33 @@ TG_DEVICE void loadMatricesTransposed(uint32_t r[4], const void *row) {
                : "r"(uint32_t(__cvta_generic_to_shared(row)))
                : "memory");
 }
+/// cp.async: 16 bytes from global `src` to shared `dst` (both 16-byte
+/// aligned), or 16 zero bytes where not `valid` (`src` is then not read,
+/// but must still be a global address). The copy runs beside what the
+/// thread does next and has landed only after waitAsyncCopies: so a block
+/// copies its next tile while its warps compute on this one.
+TG_DEVICE void copyChunkAsync(void *dst, const void *src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+               :
+               : "r"(uint32_t(__cvta_generic_to_shared(dst))), "l"(src), "r"(valid ? 16 : 0)
+               : "memory");
+}
+/// The same for 4 bytes (4-byte aligned).
+TG_DEVICE void copyWordAsync(void *dst, const void *src, bool valid) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;"
+               :
+               : "r"(uint32_t(__cvta_generic_to_shared(dst))), "l"(src), "r"(valid ? 4 : 0)
+               : "memory");
+}
+/// Closes the thread's copies issued since the last commit into a group.
+TG_DEVICE void commitAsyncCopies() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+/// Waits until the thread's copies have landed, but for those of its
+/// `Pending` most recent groups. Other threads' copies are seen after a
+/// barrier that follows their own wait.
+template <int Pending>
+TG_DEVICE void waitAsyncCopies() {
+  asm volatile("cp.async.wait_group %0;" : : "n"(Pending) : "memory");
+}
 /// c += a x b over one warp: a 16 x 16 (row), b 16 x 8 (col), bf16 in, f32
 /// accumulators; the fragments are PTX's for mma.m16n8k16.
 TG_DEVICE void mma16816(float c[4], const uint32_t a[4], const uint32_t b[2]) {

@@ -1,7 +1,12 @@
 // Host emulation of Simt.h, for tests: each thread of a block is a host
 // thread; __syncthreads, __syncwarp, the shuffles, ldmatrix and mma.sync are barriers
 // over the block or the warp, so a kernel that diverges at one of them
-// deadlocks here as on the GPU (reported after 60 s, not hung). mma.sync
+// deadlocks here as on the GPU (reported after 60 s, not hung). An
+// asynchronous copy lands in shared memory either as it is issued or only
+// at the wait that covers it, each in turn by a fixed pseudo-random choice:
+// a tile read before its wait (and the barrier after it) holds stale data
+// here, and one copied into while warps still read it changes under them,
+// as either may on the GPU; a copy never waited for aborts the test. mma.sync
 // gathers the warp's fragments and computes each lane's accumulators from
 // PTX's fragment layout for m16n8k16; bf16 rounding is nearest-even as
 // cvt.rn.bf16x2.f32's; exp2 and log2 are exact where the GPU approximates
@@ -16,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -67,18 +73,32 @@ struct WarpExchange {
 
 struct Block {
   Block(int threads, size_t sharedBytes)
-      : shared(sharedBytes + 16), barrier(threads), warps(threads / 32) {
+      : shared(sharedBytes + 16, 0xff), barrier(threads), warps(threads / 32) {
     for (auto &warp : warps)
       warp = std::make_unique<WarpExchange>();
   }
+  /// Filled with 0xff (bf16 and f32 NaNs), as the GPU's is not zeroed: a
+  /// tile read before it is written shows.
   std::vector<unsigned char> shared;
   Barrier barrier;
   std::vector<std::unique_ptr<WarpExchange>> warps;
 };
 
+/// An asynchronous copy's source bytes, written to `to` when waited for.
+struct PendingCopy {
+  void *to;
+  unsigned char bytes[16];
+  size_t size;
+};
+
 struct ThreadState {
   Block *block = nullptr;
   int thread = 0, blockX = 0, blockY = 0, gridX = 0;
+  /// Copies issued since the last commit, and the committed groups, oldest
+  /// first.
+  std::vector<PendingCopy> uncommitted;
+  std::deque<std::vector<PendingCopy>> committed;
+  uint32_t copiesIssued = 0;
 };
 inline thread_local ThreadState self;
 
@@ -127,6 +147,36 @@ inline Chunk loadChunk(const void *p) {
   return chunk;
 }
 inline void storeChunk(void *p, Chunk chunk) { std::memcpy(p, &chunk, sizeof chunk); }
+namespace emulated {
+inline void copyAsync(void *dst, const void *src, bool valid, size_t size) {
+  PendingCopy copy{dst, {}, size};
+  if (valid)
+    std::memcpy(copy.bytes, src, size);
+  // Land half the copies now (Knuth's multiplicative hash of their count).
+  if ((self.copiesIssued++ * 2654435761u) >> 31)
+    std::memcpy(dst, copy.bytes, size);
+  else
+    self.uncommitted.push_back(copy);
+}
+} // namespace emulated
+inline void copyChunkAsync(void *dst, const void *src, bool valid) {
+  emulated::copyAsync(dst, src, valid, 16);
+}
+inline void copyWordAsync(void *dst, const void *src, bool valid) {
+  emulated::copyAsync(dst, src, valid, 4);
+}
+inline void commitAsyncCopies() {
+  emulated::self.committed.push_back(std::move(emulated::self.uncommitted));
+  emulated::self.uncommitted.clear();
+}
+template <int Pending>
+inline void waitAsyncCopies() {
+  auto &groups = emulated::self.committed;
+  for (; groups.size() > size_t(Pending); groups.pop_front())
+    for (const emulated::PendingCopy &copy : groups.front())
+      std::memcpy(copy.to, copy.bytes, copy.size);
+}
+
 inline float exp2Fast(float x) { return std::exp2(x); }
 inline float log2Fast(float x) { return std::log2(x); }
 
@@ -201,8 +251,17 @@ inline void launch(int gridXSize, int gridYSize, int threads, size_t sharedBytes
       team.reserve(threads);
       for (int t = 0; t < threads; ++t)
         team.emplace_back([&, t] {
-          emulated::self = {&block, t, x, y, gridXSize};
+          emulated::self = {&block, t, x, y, gridXSize, {}, {}, uint32_t(t)};
           kernel();
+          size_t pending = emulated::self.uncommitted.size();
+          for (const auto &group : emulated::self.committed)
+            pending += group.size();
+          if (pending) {
+            std::fprintf(stderr, "simt emulator: thread %d of block (%d, %d) ended with %zu "
+                                 "asynchronous copies never waited for\n",
+                         t, x, y, pending);
+            std::abort();
+          }
         });
       for (std::thread &thread : team)
         thread.join();
