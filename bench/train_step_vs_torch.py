@@ -351,6 +351,16 @@ def main():
         pass
     print(f"machine: {model_name}, {cores} cores; torch {torch.__version__}, numpy {np.__version__}; "
           f"load average before: {os.getloadavg()[0]:.2f}")
+    # tgrun restarts itself with OPENBLAS_CORETYPE where OpenBLAS did not know
+    # this CPU and chose kernels without AVX2 (--version names the core): both
+    # sides then run with it, so both multiply matrices with the same kernels.
+    probe = subprocess.run([tgrun, "--version"], capture_output=True, text=True)
+    better_core = re.search(r"OpenBLAS: OPENBLAS_CORETYPE=(\w+), set by", probe.stdout)
+    if better_core:
+        os.environ["OPENBLAS_CORETYPE"] = better_core.group(1)
+        print(f"OpenBLAS does not know this CPU: both sides run with OPENBLAS_CORETYPE="
+              f"{better_core.group(1)}, as tgrun does by itself (this process's own OpenBLAS, "
+              "which reports below, loaded before)")
     lines, is_openblas = blas_report(torch)
     print("BLAS check (PyTorch):")
     for line in lines:

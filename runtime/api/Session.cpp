@@ -388,4 +388,9 @@ void tg_finish_ranks(int clean) { finishRanks(clean != 0); }
 
 void tg_set_num_threads(int threads) { setCpuThreads(threads); }
 
+const char *tg_better_blas_core(void) {
+  static const std::string core = betterBlasCore();
+  return core.empty() ? nullptr : core.c_str();
+}
+
 }

@@ -63,6 +63,7 @@ std::unique_ptr<Backend> createBackend(const tgx::Program &program,
 
 #ifndef TG_HAVE_CPU_BACKEND
 void setCpuThreads(int) {}
+std::string betterBlasCore() { return ""; }
 #endif
 
 } // namespace tg::runtime

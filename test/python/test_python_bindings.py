@@ -6,6 +6,7 @@ and as PyTorch in float64 (within 1e-4 a step), reads and writes weights by
 Hugging Face name, evaluates and gives logits, round-trips checkpoints, and
 turns misuse into Python exceptions, never a crash. The C and Python
 examples of docs/embedding.md are built and run."""
+import ctypes
 import gc
 import json
 import os
@@ -29,6 +30,18 @@ import tgc  # noqa: E402  (the package the build writes to build/python)
 TRAIN = configs.train_config()
 STEPS = 5
 FAMILIES = {"gpt2": configs.GPT2, "llama": configs.LLAMA}
+
+
+def same_blas_kernels_env():
+    """The environment in which tgrun multiplies matrices with the kernels this
+    process's OpenBLAS runs, as bit-for-bit comparisons need: where OpenBLAS did
+    not know the CPU, tgrun restarts itself with better kernels (tgrun
+    --version), which this process, having loaded OpenBLAS already, cannot."""
+    if not tgc._capi.lib.tg_better_blas_core():
+        return os.environ
+    openblas = ctypes.CDLL("libopenblas.so.0")  # the one this process has loaded
+    openblas.openblas_get_corename.restype = ctypes.c_char_p
+    return dict(os.environ, OPENBLAS_CORETYPE=openblas.openblas_get_corename().decode())
 
 
 class PythonBindings(unittest.TestCase):
@@ -72,9 +85,11 @@ class PythonBindings(unittest.TestCase):
         for family in FAMILIES:
             with self.subTest(family):
                 m = self.path(family + "-metrics.jsonl")
-                run("tgrun", self.programs[family], "--init", self.init[family], "--data",
-                    self.path(family + "-tokens.bin"), "--steps", STEPS, "--metrics", m,
-                    "--save-weights", self.path(family + "-final.safetensors"))
+                subprocess.run([os.path.join(BIN, "tgrun"), self.programs[family], "--init",
+                                self.init[family], "--data", self.path(family + "-tokens.bin"),
+                                "--steps", str(STEPS), "--metrics", m, "--save-weights",
+                                self.path(family + "-final.safetensors")],
+                               env=same_blas_kernels_env(), check=True, capture_output=True)
                 expected = [json.loads(line)["loss"] for line in open(m)]
                 with self.trainer(family) as t:
                     losses = [t.step(*self.batch(family, s)) for s in range(STEPS)]
@@ -132,8 +147,8 @@ class PythonBindings(unittest.TestCase):
         run("tgc", "compile", self.path("gpt2.json"), "--train", self.path("train.json"),
             "--mesh", "dp=2,tp=2", "-o", program)
         m = self.path("ranks.jsonl")
-        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-                   PYTHONPATH=os.pathsep.join([PYTHON_DIR, os.path.dirname(__file__)]))
+        env = dict(same_blas_kernels_env(), OMPI_ALLOW_RUN_AS_ROOT="1",
+                   OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", PYTHONPATH=os.pathsep.join([PYTHON_DIR, os.path.dirname(__file__)]))
         subprocess.run([os.path.join(BIN, "tgrun"), "-n", "4", program, "--init", self.init[family],
                         "--data", self.path(family + "-tokens.bin"), "--steps", "3", "--metrics",
                         m, "--save-weights", self.path("r.safetensors")],

@@ -50,6 +50,27 @@ class TgrunCli(unittest.TestCase):
     def metrics(self, name):
         return [json.loads(line) for line in open(self.path(name))]
 
+    def test_restarts_with_the_blas_core_this_cpu_runs(self):
+        # Where OpenBLAS did not know this CPU and chose kernels without AVX2,
+        # tgrun restarts itself with OPENBLAS_CORETYPE set (OpenBLAS reads it
+        # only as it loads), and --version names it; a core the user set is
+        # kept, and so is a right choice.
+        tool = os.path.join(BIN, "tgrun")
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("OPENBLAS_CORETYPE", "TGRUN_OPENBLAS_CORETYPE")}
+        chosen = subprocess.run([tool, "--version"], env=env, capture_output=True, text=True)
+        self.assertEqual((chosen.returncode, chosen.stderr), (0, ""))
+        lines = chosen.stdout.splitlines()
+        self.assertIn("TGC", lines[0])
+        if len(lines) > 1:  # restarted, once
+            self.assertEqual(len(lines), 2, chosen.stdout)
+            core = re.fullmatch(r"OpenBLAS: OPENBLAS_CORETYPE=(\w+), set by tgrun: .*", lines[1])
+            self.assertIsNotNone(core, lines[1])
+            self.assertIn(core.group(1), ("Cooperlake", "SkylakeX", "Haswell"))
+        told = subprocess.run([tool, "--version"], env={**env, "OPENBLAS_CORETYPE": "Prescott"},
+                              capture_output=True, text=True)
+        self.assertEqual((told.returncode, told.stdout.count("\n"), told.stderr), (0, 1, ""))
+
     def test_resume_matches_uninterrupted_run(self):
         self.train("--steps", 20, "--metrics", self.path("straight.jsonl"),
                    "--save-weights", self.path("straight.safetensors"))

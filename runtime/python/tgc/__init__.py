@@ -20,6 +20,7 @@ import ctypes
 import json
 import os
 import sys
+import warnings
 import weakref
 
 import numpy as np
@@ -133,6 +134,22 @@ class Program:
         return f"tgc.Program({self.name!r}, {len(self.data)} bytes)"
 
 
+def _warn_if_blas_misses_cpu():
+    """Once: OpenBLAS, loaded with this process, did not know its CPU and runs
+    kernels without AVX2; it reads OPENBLAS_CORETYPE only as it loads."""
+    global _blas_warned
+    core = _capi.lib.tg_better_blas_core()
+    if core and not _blas_warned:
+        _blas_warned = True
+        warnings.warn(f"OpenBLAS does not know this CPU and chose kernels without AVX2: the "
+                      f"matrix products run several times slower than they could; start "
+                      f"Python with OPENBLAS_CORETYPE={core.decode()}", RuntimeWarning,
+                      stacklevel=3)
+
+
+_blas_warned = False
+
+
 class Trainer:
     """One session of `program`: its parameters, AdamW state and step count.
 
@@ -151,6 +168,8 @@ class Trainer:
         _trainers.add(self)
         info = _capi.ProgramInfo()
         _capi.lib.tg_session_info(self._session, ctypes.byref(info))
+        if info.target == b"cpu":
+            _warn_if_blas_misses_cpu()
         self.batch_size, self.seq_len, self.vocab_size = info.batch_size, info.seq_len, info.vocab_size
         rank = _capi.RankInfo()
         _capi.lib.tg_session_rank(self._session, ctypes.byref(rank))

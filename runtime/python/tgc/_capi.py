@@ -56,6 +56,7 @@ for name, args, result in [
         ("tg_status_free", [_status], None),
         ("tg_runtime_version", [], ctypes.c_char_p),
         ("tg_finish_ranks", [ctypes.c_int], None),
+        ("tg_better_blas_core", [], ctypes.c_char_p),
         ("tg_session_create_from_memory", [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p,
                                            ctypes.POINTER(_session)], _status),
         ("tg_session_destroy", [_session], None),

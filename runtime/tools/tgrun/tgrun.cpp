@@ -1066,14 +1066,39 @@ int launchRanks(int argc, char **argv, int64_t ranks) {
                "): install Open MPI (openmpi-bin), or set TG_MPIRUN to its mpirun");
 }
 
+/// Set by tgrun to the core it restarted itself with (restartWithBlasCore):
+/// `--version` names it.
+constexpr const char *kRestartedFor = "TGRUN_OPENBLAS_CORETYPE";
+
+/// Starts this program again with OPENBLAS_CORETYPE=`core`
+/// (tg_better_blas_core): OpenBLAS reads it only as it loads, which was
+/// before main. Says so on a terminal (stderr), where it cannot mix with
+/// output a caller parses. Returns only where the restart fails; the run
+/// then goes on with OpenBLAS's own choice.
+void restartWithBlasCore(const char *core, char **argv, const char *programName) {
+  if (::isatty(STDERR_FILENO))
+    std::fprintf(stderr,
+                 "%s: OpenBLAS does not know this CPU and chose kernels without AVX2; "
+                 "restarting with OPENBLAS_CORETYPE=%s (set OPENBLAS_CORETYPE to choose)\n",
+                 programName, core);
+  setenv("OPENBLAS_CORETYPE", core, 1);
+  setenv(kRestartedFor, core, 1);
+  execv("/proc/self/exe", argv);
+  std::fprintf(stderr, "%s: warning: cannot restart (%s): the matrix products run on "
+                       "OpenBLAS's slower kernels\n",
+               programName, std::strerror(errno));
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
+  const char *slash = std::strrchr(argv[0], '/');
+  const char *programName = slash ? slash + 1 : argv[0];
+  if (const char *core = tg_better_blas_core())
+    restartWithBlasCore(core, argv, programName);
   // A --emit=exe binary carries its program; plain tgrun does not.
   std::vector<uint8_t> embedded;
   tg::runtime::findEmbeddedArtifact("/proc/self/exe", embedded);
-  const char *slash = std::strrchr(argv[0], '/');
-  const char *programName = slash ? slash + 1 : argv[0];
 
   if (argc > 1 && std::string(argv[1]) == "generate")
     return generate(argc - 1, argv + 1, embedded, programName);
@@ -1089,6 +1114,10 @@ int main(int argc, char **argv) {
   }
   if (options.version) {
     std::printf("%s (TGC " TG_VERSION " runtime)\n", programName);
+    if (const char *core = std::getenv(kRestartedFor))
+      std::printf("OpenBLAS: OPENBLAS_CORETYPE=%s, set by %s: OpenBLAS did not know this CPU "
+                  "and chose kernels without AVX2\n",
+                  core, programName);
     return 0;
   }
   // -n N starts the ranks, unless this process already is one of them.

@@ -244,6 +244,15 @@ void tg_finish_ranks(int clean);
  * then set to one thread of its own, process-wide: the products run on this
  * pool instead. */
 void tg_set_num_threads(int threads);
+/* The CPU backend's matrix products run on OpenBLAS, which picks its kernels
+ * for the CPU as it loads. An OpenBLAS older than the CPU (Debian 12's
+ * 0.3.21 on Intel's Emerald Rapids) falls back to kernels without AVX2,
+ * several times slower than the ones the CPU can run. Then this returns the
+ * core type to start the process with (the value of OPENBLAS_CORETYPE,
+ * which OpenBLAS reads only as it loads: tgrun re-executes itself with it);
+ * otherwise, or where OPENBLAS_CORETYPE is set, NULL. The string is
+ * static. */
+const char *tg_better_blas_core(void);
 
 /* Token data (the data contract): a stream of N token ids. Sample i of step
  * s (0-based) starts at o = ((s*B + i)*T) mod (N - T); its inputs are

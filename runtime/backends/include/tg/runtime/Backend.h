@@ -53,6 +53,13 @@ std::unique_ptr<Backend> createBackend(const tgx::Program &program,
 /// OpenBLAS would have used itself (OPENBLAS_NUM_THREADS, or one per core).
 void setCpuThreads(int threads);
 
+/// The OpenBLAS core type (OPENBLAS_CORETYPE) this process should have
+/// loaded OpenBLAS with, where OpenBLAS did not know this CPU and chose
+/// kernels without AVX2 although it has AVX2 or AVX-512 (cpu/BlasCore.cpp);
+/// empty where its choice is right, OPENBLAS_CORETYPE was set, or there is
+/// no CPU backend.
+std::string betterBlasCore();
+
 } // namespace tg::runtime
 
 #endif
