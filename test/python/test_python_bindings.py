@@ -148,7 +148,8 @@ class PythonBindings(unittest.TestCase):
             "--mesh", "dp=2,tp=2", "-o", program)
         m = self.path("ranks.jsonl")
         env = dict(same_blas_kernels_env(), OMPI_ALLOW_RUN_AS_ROOT="1",
-                   OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", PYTHONPATH=os.pathsep.join([PYTHON_DIR, os.path.dirname(__file__)]))
+                   OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                   PYTHONPATH=os.pathsep.join([PYTHON_DIR, os.path.dirname(__file__)]))
         subprocess.run([os.path.join(BIN, "tgrun"), "-n", "4", program, "--init", self.init[family],
                         "--data", self.path(family + "-tokens.bin"), "--steps", "3", "--metrics",
                         m, "--save-weights", self.path("r.safetensors")],
