@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import warnings
 
 import numpy as np
 import torch
@@ -73,6 +74,19 @@ class PythonBindings(unittest.TestCase):
     def batch(self, family, step):
         x, y = batch(self.tokens[family], TRAIN, step)
         return x.numpy(), y.numpy()
+
+    def test_warns_once_where_openblas_misses_the_cpu(self):
+        core = tgc._capi.lib.tg_better_blas_core()
+        tgc._blas_warned = False
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for _ in range(2):
+                self.trainer("gpt2").close()
+        blas = [str(w.message) for w in caught if "OPENBLAS_CORETYPE" in str(w.message)]
+        self.assertEqual(blas, [f"OpenBLAS does not know this CPU and chose kernels without "
+                                f"AVX2: the matrix products run several times slower than they "
+                                f"could; start Python with OPENBLAS_CORETYPE={core.decode()}"]
+                         if core else [])
 
     def test_import_from_the_build(self):
         out = subprocess.run([sys.executable, "-c", "import tgc; print(tgc.version())"],
