@@ -7,13 +7,16 @@ calls this for the parts that need more than a shell):
     validate.py manifest BUNDLE --commit ... --checks NAME...   what the bundle holds, for the report
     validate.py ceilings -o FILE.json                  device copy GB/s and bf16 GEMM TFLOP/s (torch)
     validate.py attention BUNDLE -o FILE.json          PyTorch's fused attention kernels at the medium model's shape
+    validate.py flash-kernels --ptx FILE.ptx -o FILE.json   the runtime's flash kernels alone, checked against
+                                                       float32 attention and timed beside PyTorch's, per shape
     validate.py report BUNDLE [--quiet]                the table; exit 1 if a correctness check failed
 
-Only `ceilings` and `attention` need torch; the rest is the standard library, so that
+Only `ceilings`, `attention` and `flash-kernels` need torch; the rest is the standard library, so that
 `prepare` runs with any python3.
 """
 import argparse
 import array
+import ctypes
 import datetime
 import json
 import os
@@ -34,6 +37,15 @@ ATTENTION_WARMUP, ATTENTION_ROUNDS = 3, 20
 # replaces), by their labels: the scores, the softmax, the product with the
 # values, and their gradients (the backward pass recomputes the scores).
 ATTENTION_LABEL = re.compile(r"^(grad_)?h\d+_attn(_scores|_probs|_dscores|_dprobs|_dq|_dk|_dv)?$")
+# The shapes `flash-kernels` runs the runtime's flash kernels at: (what,
+# batch, query heads, key heads, sequence, head dim), causal, bf16. The first
+# is the medium model's layer; the others FlashAttention's benchmark lengths.
+FLASH_SHAPES = [("GPT-2 medium", 8, 16, 16, 1024, 64), ("head dim 128", 4, 16, 16, 2048, 128),
+                ("grouped heads, long", 1, 32, 8, 8192, 128)]
+# Normwise error bound of the kernels' bf16 result and gradients against
+# float32 attention from the same bf16 inputs: P, O and dS are rounded to
+# bf16 (2^-9 each), the same bound as the kernels' emulated test.
+FLASH_ERROR_BOUND = 1e-2
 
 
 # ----------------------------------------------------------------------------
@@ -208,6 +220,205 @@ def measure_attention(bundle_root, out):
     for name, k in result["kernels"].items():
         print(name, " ".join(f"{key} {value:.3g}" if isinstance(value, float) else f"{key} {value}"
                              for key, value in k.items()))
+
+
+# The runtime's flash kernels as ctypes sees them: FlashAttention.h's Params
+# and sharedBytes (test_gpu_validate compares them with the header, compiled).
+FLASH_BLOCK_ROWS, FLASH_THREADS = 64, 128
+FLASH_KERNELS = ("forward", "delta", "key_value_grads", "query_grads")
+
+
+class FlashTensor(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_uint64), ("batchStride", ctypes.c_int64), ("headStride", ctypes.c_int64),
+                ("rowStride", ctypes.c_int64)]
+
+
+class FlashParams(ctypes.Structure):
+    _fields_ = ([(name, FlashTensor) for name in ("query", "key", "value", "result", "resultGrad", "queryGrad",
+                                                   "keyGrad", "valueGrad")] +
+                [("logsumexp", ctypes.c_uint64), ("delta", ctypes.c_uint64)] +
+                [(name, ctypes.c_int32) for name in ("batch", "queryHeads", "keyHeads", "queryLen", "keyLen",
+                                                      "causal", "window")] +
+                [("scale", ctypes.c_float)])
+
+
+def flash_shared_bytes(kernel, head_dim):
+    row = (head_dim + 8) * 2  # padded bf16 rows
+    queries = 32 if head_dim == 128 else 64  # the key gradients' query tile
+    return {"forward": FLASH_BLOCK_ROWS * row + 4 * 64 * row,
+            "delta": 0,
+            "key_value_grads": 2 * FLASH_BLOCK_ROWS * row + 4 * queries * row + 4 * queries * 4,
+            "query_grads": 2 * FLASH_BLOCK_ROWS * row + 2 * FLASH_BLOCK_ROWS * 4 + 4 * 64 * row}[kernel]
+
+
+class FlashModule:
+    """The PTX loaded with the CUDA driver into torch's context; launches on
+    torch's current stream."""
+
+    def __init__(self, ptx_path):
+        import torch
+        torch.zeros(1, device="cuda")  # torch's context, current on this thread
+        self.cuda = ctypes.CDLL("libcuda.so.1")
+        self.cuda.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [
+            ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p]
+        self.module = ctypes.c_void_p()
+        with open(ptx_path, "rb") as f:
+            self.check("cuModuleLoadData", self.cuda.cuModuleLoadData(ctypes.byref(self.module), f.read() + b"\0"))
+        self.functions = {}
+        for d in (64, 128):
+            for kernel in FLASH_KERNELS:
+                function = ctypes.c_void_p()
+                name = f"tg_flash_attention_{kernel}_d{d}".encode()
+                self.check("cuModuleGetFunction", self.cuda.cuModuleGetFunction(ctypes.byref(function),
+                                                                               self.module, name))
+                shared = flash_shared_bytes(kernel, d)
+                if shared:  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+                    self.check("cuFuncSetAttribute", self.cuda.cuFuncSetAttribute(function, 8, shared))
+                self.functions[kernel, d] = function
+
+    def check(self, what, result):
+        if result:
+            text = ctypes.c_char_p()
+            self.cuda.cuGetErrorString(result, ctypes.byref(text))
+            raise RuntimeError(f"{what}: {text.value.decode() if text.value else result}")
+
+    def launch(self, kernel, d, grid, params):
+        import torch
+        argument = (ctypes.c_void_p * 1)(ctypes.cast(ctypes.pointer(params), ctypes.c_void_p))
+        self.check(f"cuLaunchKernel {kernel}", self.cuda.cuLaunchKernel(
+            self.functions[kernel, d], grid[0], grid[1], 1, FLASH_THREADS, 1, 1, flash_shared_bytes(kernel, d),
+            torch.cuda.current_stream().cuda_stream, argument, None))
+
+
+def time_on_stream(run):
+    """Median ms of `run` over ATTENTION_ROUNDS after ATTENTION_WARMUP, CUDA events."""
+    import torch
+    times = []
+    for i in range(ATTENTION_WARMUP + ATTENTION_ROUNDS):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        run()
+        end.record()
+        end.synchronize()
+        if i >= ATTENTION_WARMUP:
+            times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def measure_flash_shape(module, batch, heads, key_heads, seq, d):
+    """The kernels at one shape: normwise errors against float32 attention
+    from the same bf16 inputs, and forward and backward times."""
+    import torch
+    import torch.nn.functional as F
+    bf16 = dict(device="cuda", dtype=torch.bfloat16)
+    q = torch.randn(batch, heads, seq, d, **bf16)
+    k, v = (torch.randn(batch, key_heads, seq, d, **bf16) for _ in range(2))
+    grad = torch.randn(batch, heads, seq, d, **bf16)
+    out, dq = torch.empty_like(q), torch.empty_like(q)
+    dk, dv = torch.empty_like(k), torch.empty_like(v)
+    lse, delta = (torch.empty(batch, heads, seq, device="cuda", dtype=torch.float32) for _ in range(2))
+
+    def tensor(t):
+        return FlashTensor(t.data_ptr(), t.stride(0), t.stride(1), t.stride(2))
+
+    params = FlashParams(tensor(q), tensor(k), tensor(v), tensor(out), tensor(grad), tensor(dq), tensor(dk),
+                         tensor(dv), lse.data_ptr(), delta.data_ptr(), batch, heads, key_heads, seq, seq, 1, 0,
+                         1.0 / d ** 0.5)
+    blocks = -(-seq // FLASH_BLOCK_ROWS)
+
+    def forward():
+        module.launch("forward", d, (blocks, batch * heads), params)
+
+    def backward():
+        module.launch("delta", d, (-(-seq // 4), batch * heads), params)
+        module.launch("key_value_grads", d, (blocks, batch * key_heads), params)
+        module.launch("query_grads", d, (blocks, batch * heads), params)
+
+    forward()
+    backward()
+    torch.cuda.synchronize()
+    group = heads // key_heads
+    qf, kf, vf = (t.float().requires_grad_() for t in (q, k, v))
+    ref = F.scaled_dot_product_attention(qf, kf.repeat_interleave(group, 1), vf.repeat_interleave(group, 1),
+                                         is_causal=True)
+    ref.backward(grad.float())
+
+    def error(got, want):
+        return float((got.float() - want).norm() / want.norm())
+
+    errors = {"result": error(out, ref.detach()), "query_grad": error(dq, qf.grad),
+              "key_grad": error(dk, kf.grad), "value_grad": error(dv, vf.grad)}
+    del qf, kf, vf, ref
+    flops = causal_attention_flops(batch, heads, seq, d)
+    forward_ms, backward_ms = time_on_stream(forward), time_on_stream(backward)
+    return {"errors": errors, "forward_ms": forward_ms, "backward_ms": backward_ms,
+            "forward_tflops": flops / forward_ms / 1e9, "backward_tflops": 2.5 * flops / backward_ms / 1e9}
+
+
+def measure_sdpa_shape(backend, batch, heads, key_heads, seq, d):
+    """Forward and backward times of one of PyTorch's fused kernels."""
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import sdpa_kernel
+    q = torch.randn(batch, heads, seq, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    k, v = (torch.randn(batch, key_heads, seq, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+            for _ in range(2))
+    grad = torch.randn(batch, heads, seq, d, device="cuda", dtype=torch.bfloat16)
+    gqa = {"enable_gqa": True} if key_heads != heads else {}
+    state = {}
+
+    def forward():
+        state["out"] = F.scaled_dot_product_attention(q, k, v, is_causal=True, **gqa)
+
+    def backward():
+        state["out"].backward(grad, retain_graph=True)
+
+    with sdpa_kernel(backend):
+        forward_ms = time_on_stream(forward)
+        backward_ms = time_on_stream(backward)
+    flops = causal_attention_flops(batch, heads, seq, d)
+    return {"forward_ms": forward_ms, "backward_ms": backward_ms, "forward_tflops": flops / forward_ms / 1e9,
+            "backward_tflops": 2.5 * flops / backward_ms / 1e9}
+
+
+def first_line(error):
+    return str(error).splitlines()[0][:200] if str(error) else repr(error)
+
+
+def measure_flash_kernels(ptx_path, out):
+    """The runtime's flash kernels (the PTX the bundle's runtime build made)
+    at each of FLASH_SHAPES, beside PyTorch's cuDNN and FlashAttention-2
+    kernels at the same shape."""
+    result = {"ptx": ptx_path, "error_bound": FLASH_ERROR_BOUND, "shapes": []}
+    try:
+        import torch
+        result["torch"] = torch.__version__
+        module = FlashModule(ptx_path)
+    except Exception as error:  # no GPU, no driver, or the driver rejects the PTX
+        module, why = None, first_line(error)
+    try:
+        from torch.nn.attention import SDPBackend
+        backends = {"cuDNN": SDPBackend.CUDNN_ATTENTION, "FlashAttention-2": SDPBackend.FLASH_ATTENTION}
+    except ImportError:  # torch before 2.3
+        backends = {}
+    for label, batch, heads, key_heads, seq, d in FLASH_SHAPES:
+        shape = {"label": label, "batch": batch, "heads": heads, "key_heads": key_heads, "seq": seq,
+                 "head_dim": d, "forward_flops": causal_attention_flops(batch, heads, seq, d), "torch": {}}
+        try:
+            if module is None:
+                raise RuntimeError(why)
+            shape["tgc"] = measure_flash_shape(module, batch, heads, key_heads, seq, d)
+        except Exception as error:
+            shape["tgc"] = {"error": first_line(error)}
+        for name, backend in backends.items():
+            try:
+                shape["torch"][name] = measure_sdpa_shape(backend, batch, heads, key_heads, seq, d)
+            except Exception as error:  # a backend this GPU, build or shape lacks
+                shape["torch"][name] = {"error": first_line(error)}
+        result["shapes"].append(shape)
+        print(label, json.dumps(shape["tgc"]))
+    with open(out, "w") as f:
+        json.dump(result, f, indent=1)
 
 
 # ----------------------------------------------------------------------------
@@ -543,6 +754,48 @@ def attention_rows(bundle, rows):
                 k["backward_ms"] * layers / 1e3)
 
 
+def flash_kernel_rows(bundle, rows):
+    """The runtime's flash kernels alone, per shape: their errors against
+    float32 attention (a check) and their times beside PyTorch's kernels."""
+    measured = bundle.json("results", "flash-kernels.json")
+    why = bundle.failure("flash-kernels")
+    if why is not None or measured is None:
+        skipped = bundle.text("results", "flash-kernels.rc") == "skipped"
+        rows.append(("attention kernels", "the runtime's flash kernels",
+                     f"n/a: {why or 'no results/flash-kernels.json'}", "", "" if skipped else "FAIL"))
+        return not skipped
+    failed = False
+    bound = measured["error_bound"]
+    for shape in measured["shapes"]:
+        what = (f"{shape['label']}: causal, bf16, B={shape['batch']}, H={shape['heads']}"
+                + (f", H_kv={shape['key_heads']}" if shape["key_heads"] != shape["heads"] else "")
+                + f", T={shape['seq']}, D={shape['head_dim']}")
+        tgc = shape["tgc"]
+        if "error" in tgc:
+            rows.append(("attention kernels", f"TGC flash kernels ({what})", f"n/a: {tgc['error']}", "", "FAIL"))
+            failed = True
+            continue
+        worst = max(tgc["errors"].values())
+        ok = worst <= bound
+        failed |= not ok
+        rows.append(("attention kernels", f"TGC flash kernels vs float32 attention ({what})",
+                     ", ".join(f"{name} {fmt(value, 2)}" for name, value in tgc["errors"].items()),
+                     f"normwise relative error ≤ {bound:g} (bf16 P, O and dS)", "PASS" if ok else "FAIL"))
+        times = [("TGC flash kernels", tgc)] + [(f"{name} (torch {measured.get('torch', '?')})", k)
+                                                 for name, k in shape["torch"].items()]
+        for name, k in times:
+            if "error" in k:
+                rows.append(("attention kernels", f"{name} ({what})", f"n/a: {k['error']}", "", ""))
+                continue
+            rows.append(("attention kernels", f"{name} ({what})",
+                         f"forward {k['forward_ms']:.3f} ms ({k['forward_tflops']:.0f} TFLOP/s, "
+                         f"{k['forward_tflops'] * 1e12 / H100_BF16_DENSE_FLOPS:.0%} of peak), backward "
+                         f"{k['backward_ms']:.3f} ms ({k['backward_tflops']:.0f} TFLOP/s)",
+                         "TFLOP/s over the causal half of the pairs (backward: 2.5 times the forward's FLOPs); "
+                         "peak: the H100's dense bf16", ""))
+    return failed
+
+
 def report(root, quiet):
     bundle = Bundle(root)
     if bundle.manifest is None:
@@ -562,6 +815,7 @@ def report(root, quiet):
     ceilings = ceiling_rows(bundle, rows)
     medium_rows(bundle, ceilings, rows)
     attention_rows(bundle, rows)
+    failed |= flash_kernel_rows(bundle, rows)
     profile_rows(bundle, ceilings, rows)
 
     lines = [f"# scripts/gpu-validate: {'FAIL' if failed else 'PASS'}", "",
@@ -603,6 +857,9 @@ def main():
     attention = sub.add_parser("attention")
     attention.add_argument("bundle")
     attention.add_argument("-o", required=True)
+    flash = sub.add_parser("flash-kernels")
+    flash.add_argument("--ptx", required=True, help="the runtime's FlashAttention.ptx (its build directory)")
+    flash.add_argument("-o", required=True)
     rep = sub.add_parser("report")
     rep.add_argument("bundle")
     rep.add_argument("--quiet", action="store_true", help="only write BUNDLE/gpu-validate.md")
@@ -617,6 +874,8 @@ def main():
         measure_ceilings(args.o)
     elif args.command == "attention":
         measure_attention(args.bundle, args.o)
+    elif args.command == "flash-kernels":
+        measure_flash_kernels(args.ptx, args.o)
     else:
         return report(args.bundle, args.quiet)
     return 0

@@ -3,7 +3,11 @@ there is no GPU (exit 77), and `report` on the bundle fails the correctness
 checks that did not run. The report's attention rows are checked on what a
 GPU run leaves: a profile of a decomposed attention (here the tiny GPT-2's,
 profiled on the CPU; forward before the loss, backward after) and PyTorch's
-fused kernels' times."""
+fused kernels' times. The flash kernels' harness (`validate.py
+flash-kernels`) is checked against the kernels' header, compiled, and its
+report rows on what a GPU run leaves."""
+import ctypes
+import importlib.util
 import json
 import os
 import re
@@ -27,6 +31,25 @@ SDPA = {"batch": 8, "heads": 16, "seq": 1024, "head_dim": 64, "torch": "2.11.0",
         "kernels": {"cuDNN": {"forward_ms": 0.1, "backward_ms": 0.25, "forward_tflops": 170.0,
                               "backward_tflops": 170.0},
                     "FlashAttention-2": {"error": "No available kernel. Aborting execution."}}}
+# What `validate.py flash-kernels` writes on a GPU: a shape whose errors are
+# within the bound, and one whose key gradient is not.
+TIMES = {"forward_ms": 0.5, "backward_ms": 1.25, "forward_tflops": 200.0, "backward_tflops": 200.0}
+FLASH_KERNELS = {"ptx": "FlashAttention.ptx", "error_bound": 1e-2, "torch": "2.11.0", "shapes": [
+    {"label": "GPT-2 medium", "batch": 8, "heads": 16, "key_heads": 16, "seq": 1024, "head_dim": 64,
+     "forward_flops": 1.7e10, "tgc": dict(TIMES, errors={"result": 2e-3, "query_grad": 3e-3, "key_grad": 3e-3,
+                                                         "value_grad": 2e-3}),
+     "torch": {"cuDNN": TIMES, "FlashAttention-2": {"error": "No available kernel."}}},
+    {"label": "grouped heads, long", "batch": 1, "heads": 32, "key_heads": 8, "seq": 8192, "head_dim": 128,
+     "forward_flops": 5.5e11, "tgc": dict(TIMES, errors={"result": 2e-3, "query_grad": 3e-3, "key_grad": 0.4,
+                                                         "value_grad": 2e-3}),
+     "torch": {}}]}
+
+
+def load_validate():
+    spec = importlib.util.spec_from_file_location("validate", VALIDATE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def write(path, text):
@@ -71,6 +94,8 @@ class GpuValidate(unittest.TestCase):
         write(os.path.join(cls.bundle, "results", "medium-profile-flash.rc"), "0\n")
         write(os.path.join(cls.bundle, "results", "attention.json"), json.dumps(SDPA))
         write(os.path.join(cls.bundle, "results", "attention.rc"), "0\n")
+        write(os.path.join(cls.bundle, "results", "flash-kernels.json"), json.dumps(FLASH_KERNELS))
+        write(os.path.join(cls.bundle, "results", "flash-kernels.rc"), "0\n")
         # The medium step and the same step compiled as before, as a GPU run
         # leaves them: 80 and 100 ms a step.
         for name, step_ms, loss in (("medium-tgc", 80.0, 11.0), ("medium-base", 100.0, 11.25),
@@ -81,6 +106,8 @@ class GpuValidate(unittest.TestCase):
             write(os.path.join(cls.bundle, "results", name + ".rc"), "0\n")
         cls.report = subprocess.run([sys.executable, VALIDATE, "report", cls.bundle], capture_output=True, text=True)
         cls.rows = [line for line in cls.report.stdout.splitlines() if line.startswith("| attention |")]
+        cls.kernel_rows = [line for line in cls.report.stdout.splitlines()
+                           if line.startswith("| attention kernels |")]
 
     @classmethod
     def tearDownClass(cls):
@@ -164,6 +191,57 @@ class GpuValidate(unittest.TestCase):
         self.assertEqual(measured["forward_flops"], 4.0 * 8 * 16 * 1024 * 1024 * 64 / 2)
         for kernel in measured["kernels"].values():
             self.assertIn("error", kernel)
+
+    def test_flash_kernel_harness_matches_the_kernels_header(self):
+        """validate.py launches the kernels through ctypes: its Params must lie
+        as the header's, and each kernel get the shared memory it uses."""
+        validate = load_validate()
+        fields = [name for name, _ in validate.FlashParams._fields_]
+        program = os.path.join(self.tmp.name, "layout.cpp")
+        write(program, "#include \"FlashAttention.h\"\n#include <cstddef>\n#include <cstdio>\n"
+                       "using namespace tg::flash;\nint main() {\n"
+                       "  std::printf(\"size %zu\\n\", sizeof(Params));\n" +
+              "".join(f"  std::printf(\"{f} %zu\\n\", offsetof(Params, {f}));\n" for f in fields) +
+              "  for (int d = 64; d <= 128; d *= 2)\n    for (int k = 0; k < kKernels; ++k)\n"
+              "      std::printf(\"%s_d%d %u\\n\", kernelName(Kernel(k)), d, sharedBytes(Kernel(k), d));\n"
+              "  std::printf(\"rows %d\\nthreads %d\\n\", kBlockRows, kThreads);\n}\n")
+        binary = os.path.join(self.tmp.name, "layout")
+        subprocess.run(["c++", "-std=c++17", "-I", os.path.join(ROOT, "runtime", "backends", "cuda", "kernels"),
+                        program, "-o", binary], check=True)
+        header = dict(line.split() for line in subprocess.run([binary], capture_output=True, text=True,
+                                                              check=True).stdout.splitlines())
+        self.assertEqual(int(header["size"]), ctypes.sizeof(validate.FlashParams))
+        for f in fields:
+            self.assertEqual(int(header[f]), getattr(validate.FlashParams, f).offset, f)
+        for d in (64, 128):
+            for kernel in validate.FLASH_KERNELS:
+                self.assertEqual(int(header[f"{kernel}_d{d}"]), validate.flash_shared_bytes(kernel, d),
+                                 f"{kernel}_d{d}")
+        self.assertEqual((int(header["rows"]), int(header["threads"])),
+                         (validate.FLASH_BLOCK_ROWS, validate.FLASH_THREADS))
+
+    def test_flash_kernels_without_a_gpu_say_why(self):
+        out = os.path.join(self.tmp.name, "flash-kernels.json")
+        subprocess.run([sys.executable, VALIDATE, "flash-kernels", "--ptx", os.path.join(self.tmp.name, "none.ptx"),
+                        "-o", out], check=True, capture_output=True, text=True)
+        measured = json.load(open(out))
+        self.assertEqual([s["label"] for s in measured["shapes"]],
+                         ["GPT-2 medium", "head dim 128", "grouped heads, long"])
+        for shape in measured["shapes"]:
+            self.assertIn("error", shape["tgc"])
+
+    def test_flash_kernel_rows_check_errors_and_give_times(self):
+        checks = [row for row in self.kernel_rows if "vs float32 attention" in row]
+        self.assertEqual(len(checks), 2, self.report.stdout)
+        self.assertTrue(checks[0].endswith("| PASS |"), checks[0])
+        self.assertIn("H_kv=8, T=8192, D=128", checks[1])
+        self.assertIn("key_grad 0.4", checks[1])
+        self.assertTrue(checks[1].endswith("| FAIL |"), checks[1])
+        timed = [row for row in self.kernel_rows if "forward 0.500 ms" in row]
+        self.assertEqual(len(timed), 3, self.report.stdout)  # TGC at two shapes, cuDNN at one
+        self.assertIn("(200 TFLOP/s, 20% of peak)", timed[0])
+        self.assertTrue(any("FlashAttention-2 (torch 2.11.0) (GPT-2 medium" in row and "n/a: No available kernel."
+                            in row for row in self.kernel_rows), self.report.stdout)
 
     def test_tgc_attention_is_summed_from_the_profile(self):
         """Forward: the attention commands before the loss kernel, backward:
