@@ -1084,9 +1084,13 @@ void restartWithBlasCore(const char *core, char **argv, const char *programName)
   setenv("OPENBLAS_CORETYPE", core, 1);
   setenv(kRestartedFor, core, 1);
   execv("/proc/self/exe", argv);
+  const int failure = errno;
+  // This process keeps OpenBLAS's choice, and so do the ranks it may start.
+  unsetenv("OPENBLAS_CORETYPE");
+  unsetenv(kRestartedFor);
   std::fprintf(stderr, "%s: warning: cannot restart (%s): the matrix products run on "
                        "OpenBLAS's slower kernels\n",
-               programName, std::strerror(errno));
+               programName, std::strerror(failure));
 }
 
 } // namespace
