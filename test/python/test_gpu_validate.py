@@ -11,6 +11,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -163,6 +164,40 @@ class GpuValidate(unittest.TestCase):
         result = subprocess.run([SCRIPT, "run", self.bundle], capture_output=True, text=True, env=env)
         self.assertEqual(result.returncode, 77, result.stderr)
         self.assertIn("no GPU", result.stderr)
+
+    def test_run_only_builds_and_runs_the_steps_asked_for(self):
+        """A stand-in nvidia-smi lets `run` start here: with --only it builds the
+        runtime from the bundle (always), runs the flash kernels' job, which
+        with no GPU behind it records why for each shape, and skips the rest."""
+        bundle = os.path.join(self.tmp.name, "only")
+        shutil.copytree(self.bundle, bundle, symlinks=True)  # run replaces results/ and work/
+        tools = os.path.join(self.tmp.name, "stand-in")
+        write(os.path.join(tools, "nvidia-smi"), "#!/bin/sh\ncase \"$*\" in\n"
+              "  -L) echo 'GPU 0: stand-in (UUID: GPU-0)' ;;\n"
+              "  *query*) echo 'stand-in, 0 MiB, 0.0' ;;\n"
+              "  *) echo 'CUDA Version: 0.0' ;;\nesac\n")
+        os.chmod(os.path.join(tools, "nvidia-smi"), 0o755)
+        env = dict(os.environ, PATH=tools + os.pathsep + os.environ["PATH"])
+        result = subprocess.run([os.path.join(bundle, "run"), "--only", "flash-kernels"], capture_output=True,
+                                text=True, env=env, timeout=600)
+        results = os.path.join(bundle, "results")
+
+        def rc(name):
+            with open(os.path.join(results, name + ".rc")) as f:
+                return f.read().strip()
+        self.assertEqual(rc("build"), "0", open(os.path.join(results, "build.log")).read()[-2000:])
+        self.assertEqual(rc("flash-kernels"), "0")
+        shapes = json.load(open(os.path.join(results, "flash-kernels.json")))["shapes"]
+        self.assertEqual(len(shapes), 3)
+        self.assertTrue(all("error" in shape["tgc"] for shape in shapes))
+        for name in ("gpt2-tiny-f32", "gpt2-flash-bf16", "ceilings", "attention", "medium-tgc"):
+            self.assertEqual(rc(name), "skipped", name)
+            self.assertIn("not asked for (run --only flash-kernels)",
+                          open(os.path.join(results, name + ".log")).read())
+        # The checks that were skipped did not pass: the run fails.
+        self.assertEqual(result.returncode, 1, result.stdout[-2000:] + result.stderr[-2000:])
+        self.assertIn("| attention kernels | TGC flash kernels (GPT-2 medium: causal, bf16, B=8, H=16, T=1024, "
+                      "D=64) | n/a: ", result.stdout)
 
     def test_report_fails_the_checks_that_did_not_run(self):
         self.assertEqual(self.report.returncode, 1, self.report.stderr)
