@@ -176,13 +176,12 @@ def measure_attention(bundle_root, out):
     bf16, random inputs; median of ATTENTION_ROUNDS, CUDA events. What TGC's
     attention is compared with in the report."""
     import torch
-    import torch.nn.functional as F
 
     medium = Bundle(bundle_root).manifest["medium"]
     batch, heads, seq = medium["batch_size"], medium["heads"], medium["seq_len"]
     head_dim = medium["d"] // heads
     try:
-        from torch.nn.attention import SDPBackend, sdpa_kernel
+        from torch.nn.attention import SDPBackend
         backends = {"cuDNN": SDPBackend.CUDNN_ATTENTION, "FlashAttention-2": SDPBackend.FLASH_ATTENTION,
                     "memory-efficient": SDPBackend.EFFICIENT_ATTENTION}
     except ImportError:  # torch before 2.3
@@ -192,29 +191,9 @@ def measure_attention(bundle_root, out):
               "forward_flops": flops, "kernels": {}}
     for name, backend in backends.items():
         try:
-            q, k, v = (torch.randn(batch, heads, seq, head_dim, device="cuda", dtype=torch.bfloat16,
-                                   requires_grad=True) for _ in range(3))
-            grad = torch.randn(batch, heads, seq, head_dim, device="cuda", dtype=torch.bfloat16)
-            forward_ms, backward_ms = [], []
-            with sdpa_kernel(backend):
-                for i in range(ATTENTION_WARMUP + ATTENTION_ROUNDS):
-                    events = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
-                    events[0].record()
-                    o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-                    events[1].record()
-                    o.backward(grad)
-                    events[2].record()
-                    events[2].synchronize()
-                    q.grad = k.grad = v.grad = None
-                    if i >= ATTENTION_WARMUP:
-                        forward_ms.append(events[0].elapsed_time(events[1]))
-                        backward_ms.append(events[1].elapsed_time(events[2]))
-            forward, backward = statistics.median(forward_ms), statistics.median(backward_ms)
-            result["kernels"][name] = {"forward_ms": forward, "backward_ms": backward,
-                                       "forward_tflops": flops / forward / 1e9,
-                                       "backward_tflops": 2.5 * flops / backward / 1e9}
+            result["kernels"][name] = measure_sdpa_shape(backend, batch, heads, heads, seq, head_dim)
         except Exception as error:  # a backend this GPU or build lacks
-            result["kernels"][name] = {"error": str(error).splitlines()[0][:200] if str(error) else repr(error)}
+            result["kernels"][name] = {"error": first_line(error)}
     with open(out, "w") as f:
         json.dump(result, f, indent=1)
     for name, k in result["kernels"].items():
@@ -356,7 +335,8 @@ def measure_flash_shape(module, batch, heads, key_heads, seq, d):
 
 
 def measure_sdpa_shape(backend, batch, heads, key_heads, seq, d):
-    """Forward and backward times of one of PyTorch's fused kernels."""
+    """Forward and backward times of one of PyTorch's fused kernels: causal,
+    bf16, random inputs."""
     import torch
     import torch.nn.functional as F
     from torch.nn.attention import sdpa_kernel
@@ -371,6 +351,7 @@ def measure_sdpa_shape(backend, batch, heads, key_heads, seq, d):
         state["out"] = F.scaled_dot_product_attention(q, k, v, is_causal=True, **gqa)
 
     def backward():
+        q.grad = k.grad = v.grad = None  # fresh gradients, not sums into the last ones
         state["out"].backward(grad, retain_graph=True)
 
     with sdpa_kernel(backend):
