@@ -200,26 +200,36 @@ struct QueryBlock {
         keys(keysSeenBy(p, q0, minOf(q0 + kBlockRows, p.queryLen) - 1)) {}
 };
 
-/// The forward's and the query gradients' key and value tiles, two stages
-/// (addressed by arithmetic: an array of pointers indexed by the stage
-/// would live in local memory).
-template <int D>
-struct KeyValueStages {
-  static constexpr int kTile = kTileRows * paddedRow(D);
-  uint16_t *tiles; // stage 0's key and value tiles, then stage 1's
+/// Two stages of a pair of tiles of `Rows` padded rows (k and v, or q and
+/// dO) that a loop runs over: stage 0's two tiles, then stage 1's.
+/// Addressed by arithmetic: an array of pointers indexed by the stage would
+/// live in local memory.
+template <int D, int Rows>
+struct TileStages {
+  static constexpr int kTile = Rows * paddedRow(D);
+  uint16_t *tiles;
 
-  TG_DEVICE uint16_t *key(int stage) const { return tiles + 2 * stage * kTile; }
-  TG_DEVICE uint16_t *value(int stage) const { return key(stage) + kTile; }
-  /// Copies the tiles of keys k0.. of head (b, kh) into `stage` where k0
-  /// is before `end`, and commits the copies (none, past the end).
-  TG_DEVICE void load(const Params &p, int b, int kh, int k0, int end, int stage) const {
-    if (k0 < end) {
-      loadTile<D>(key(stage), p.key, b, kh, k0, p.keyLen);
-      loadTile<D>(value(stage), p.value, b, kh, k0, p.keyLen);
-    }
-    commitAsyncCopies();
-  }
+  TG_DEVICE uint16_t *first(int stage) const { return tiles + 2 * stage * kTile; }
+  TG_DEVICE uint16_t *second(int stage) const { return first(stage) + kTile; }
+  /// Where the shared memory after them starts.
+  TG_DEVICE uint16_t *end() const { return tiles + 4 * kTile; }
 };
+
+/// The forward's and the query gradients' stages: keys, then values.
+template <int D>
+using KeyValueStages = TileStages<D, kTileRows>;
+
+/// Copies the key and value tiles of keys k0.. of head (b, kh) into `stage`
+/// where k0 is before `end`, and commits the copies (none, past the end).
+template <int D>
+TG_DEVICE void loadKeyValueStage(const KeyValueStages<D> &stages, const Params &p, int b, int kh,
+                                 int k0, int end, int stage) {
+  if (k0 < end) {
+    loadTile<D>(stages.first(stage), p.key, b, kh, k0, p.keyLen);
+    loadTile<D>(stages.second(stage), p.value, b, kh, k0, p.keyLen);
+  }
+  commitAsyncCopies();
+}
 
 template <int D>
 TG_DEVICE void forward(const Params &p) {
@@ -233,13 +243,13 @@ TG_DEVICE void forward(const Params &p) {
 
   loadTile<D>(queryTile, p.query, b, h, q0, p.queryLen);
   const int firstKey = keys.first / kTileRows * kTileRows;
-  stages.load(p, b, kh, firstKey, keys.end, 0);
+  loadKeyValueStage<D>(stages, p, b, kh, firstKey, keys.end, 0);
   float out[D / 8][4] = {};
   float runningMax[2] = {kMinusInfinity, kMinusInfinity}, runningSum[2] = {0, 0};
   for (int k0 = firstKey, stage = 0; k0 < keys.end; k0 += kTileRows, stage ^= 1) {
     awaitTiles();
-    stages.load(p, b, kh, k0 + kTileRows, keys.end, stage ^ 1);
-    const uint16_t *keyTile = stages.key(stage), *valueTile = stages.value(stage);
+    loadKeyValueStage<D>(stages, p, b, kh, k0 + kTileRows, keys.end, stage ^ 1);
+    const uint16_t *keyTile = stages.first(stage), *valueTile = stages.second(stage);
     float score[8][4];
     rowsTimesTransposed<D, kTileRows>(score, queryTile, r0, keyTile);
     const bool wholeTile = allVisible(p, q0, kBlockRows, k0, kTileRows);
@@ -341,13 +351,12 @@ TG_DEVICE void keyValueGrads(const Params &p) {
   constexpr int Queries = keyGradQueryRows(D);
   TG_SHARED_BYTES(shared);
   constexpr int ld = paddedRow(D);
-  // k and v; two stages of q and dO; two of log-sum-exp and delta. A
-  // stage's are at an offset of `stage` times theirs.
+  // k and v; two stages of q and dO; two of log-sum-exp and delta (a
+  // stage's at `stage` times rowsStage).
   uint16_t *keyTile = reinterpret_cast<uint16_t *>(shared);
   uint16_t *valueTile = keyTile + kBlockRows * ld;
-  uint16_t *queryTiles = valueTile + kBlockRows * ld, *gradTiles = queryTiles + Queries * ld;
-  constexpr int tilesStage = 2 * Queries * ld;
-  float *lseRows = reinterpret_cast<float *>(queryTiles + 2 * tilesStage);
+  const TileStages<D, Queries> queryStages{valueTile + kBlockRows * ld};
+  float *lseRows = reinterpret_cast<float *>(queryStages.end());
   float *deltaRows = lseRows + Queries;
   constexpr int rowsStage = 2 * Queries;
   const int b = blockY() / p.keyHeads, kh = blockY() % p.keyHeads;
@@ -367,8 +376,8 @@ TG_DEVICE void keyValueGrads(const Params &p) {
   auto loadQueries = [&](int tile, int stage) {
     if (tile < tiles) {
       const int h = headOf(tile), t0 = firstQueryOf(tile);
-      loadTile<D, Queries>(queryTiles + stage * tilesStage, p.query, b, h, t0, p.queryLen);
-      loadTile<D, Queries>(gradTiles + stage * tilesStage, p.resultGrad, b, h, t0, p.queryLen);
+      loadTile<D, Queries>(queryStages.first(stage), p.query, b, h, t0, p.queryLen);
+      loadTile<D, Queries>(queryStages.second(stage), p.resultGrad, b, h, t0, p.queryLen);
       loadRowStats(lseRows + stage * rowsStage, deltaRows + stage * rowsStage, p,
                    b * p.queryHeads + h, t0, Queries);
     }
@@ -382,8 +391,7 @@ TG_DEVICE void keyValueGrads(const Params &p) {
   for (int tile = 0, stage = 0; tile < tiles; ++tile, stage ^= 1) {
     awaitTiles();
     loadQueries(tile + 1, stage ^ 1);
-    const uint16_t *queryTile = queryTiles + stage * tilesStage;
-    const uint16_t *gradTile = gradTiles + stage * tilesStage;
+    const uint16_t *queryTile = queryStages.first(stage), *gradTile = queryStages.second(stage);
     const float *lse = lseRows + stage * rowsStage, *rowDelta = deltaRows + stage * rowsStage;
     const int t0 = firstQueryOf(tile);
     // P^T: the warp's 16 keys against the tile's queries.
@@ -432,12 +440,12 @@ TG_DEVICE void queryGrads(const Params &p) {
   loadTile<D>(gradTile, p.resultGrad, b, h, q0, p.queryLen);
   loadRowStats(lse, rowDelta, p, blockY(), q0, kBlockRows);
   const int firstKey = keys.first / kTileRows * kTileRows;
-  stages.load(p, b, kh, firstKey, keys.end, 0);
+  loadKeyValueStage<D>(stages, p, b, kh, firstKey, keys.end, 0);
   float queryGrad[D / 8][4] = {};
   for (int k0 = firstKey, stage = 0; k0 < keys.end; k0 += kTileRows, stage ^= 1) {
     awaitTiles();
-    stages.load(p, b, kh, k0 + kTileRows, keys.end, stage ^ 1);
-    const uint16_t *keyTile = stages.key(stage), *valueTile = stages.value(stage);
+    loadKeyValueStage<D>(stages, p, b, kh, k0 + kTileRows, keys.end, stage ^ 1);
+    const uint16_t *keyTile = stages.first(stage), *valueTile = stages.second(stage);
     float probs[8][4], dprobs[8][4];
     rowsTimesTransposed<D, kTileRows>(probs, queryTile, r0, keyTile);
     rowsTimesTransposed<D, kTileRows>(dprobs, gradTile, r0, valueTile); // dP = dO V^T
