@@ -614,8 +614,8 @@ def medium_rows(bundle, ceilings, rows):
 def profiled_steps(bundle, name="medium-profile"):
     """The GPT-2-medium profile's command events of its steps but the first
     (which loads modules and warms caches), and those steps; None if the
-    profile did not run. `name`: the default build's, or medium-profile-flash
-    (the flash variant's)."""
+    profile did not run. `name`: the default build's, or
+    medium-profile-decomposed (the decomposed attention variant's)."""
     if bundle.failure(name) is not None:
         return None
     trace = bundle.json("work", name + ".json")
@@ -693,7 +693,7 @@ def attention_rows(bundle, rows):
                      f"backward {backward_s * 1e3:.2f} ms ({2.5 * flops * layers / backward_s / 1e12:.0f} TFLOP/s)",
                      against, ""))
 
-    for profile in ("medium-profile", "medium-profile-flash"):
+    for profile in ("medium-profile", "medium-profile-decomposed"):
         profiled = profiled_steps(bundle, profile)
         if profiled is None:
             if profile == "medium-profile" or bundle.failure(profile) is not None:
@@ -714,7 +714,7 @@ def attention_rows(bundle, rows):
                 else:
                     forward_s += e["dur"] / 1e6
         name = ("TGC, the runtime's flash kernels (--cuda-attention=flash)" if flash else
-                "TGC, decomposed (scores, softmax, values and their gradients)")
+                "TGC, decomposed (--cuda-attention=decomposed: scores, softmax, values and their gradients)")
         if forward_s > 0 and backward_s > 0:
             row(name, forward_s / len(steps), backward_s / len(steps))
         else:

@@ -189,7 +189,8 @@ private:
     std::string why;
     if (libraryKernels) {
       std::string refusal = libraryRefusal(op, cost);
-      why = refusal.empty() ? "--cuda-attention=flash: the runtime's kernels"
+      why = refusal.empty() ? "the runtime's flash kernels (--cuda-attention=flash, "
+                                    "the CUDA default)"
                             : refusal;
       record(op.getResult(), refusal.empty() ? "flash" : "decomposed", why);
       if (remarks)
@@ -211,7 +212,8 @@ private:
     }
     if (!flashKernels || (scoreMib <= maxScoreMib && flashMs > decomposedMs)) {
       why = flashKernels ? "estimated slower: " + comparison
-                         : "the target's flash kernels are off (on CUDA: --cuda-attention=flash)";
+                         : "the target's flash kernels are off (on CUDA: "
+                           "--cuda-attention=decomposed)";
       record(op.getResult(), "decomposed", why);
       if (remarks)
         op.emitRemark() << "not fused: " << (flashKernels ? estimate : why);

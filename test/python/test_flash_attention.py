@@ -132,9 +132,13 @@ class FlashAttention(ScratchDirTest):
                          [("h0_attn", "flash"), ("h1_attn", "flash")])
         self.assertEqual(plan[0]["reason"], "its score matrices would take 64.0 MiB each, "
                                             "more than max-score-mib (32.0)")
+        # On CUDA the runtime's flash kernels are the default; they take bf16.
         cuda = self.stats(2048, "--target", "cuda")["attention"]
         self.assertEqual({(p["kernel"], p["reason"]) for p in cuda},
-                         {("decomposed", "the target's flash kernels are off (on CUDA: --cuda-attention=flash)")})
+                         {("decomposed", "the runtime's flash kernels take bf16 (compile with --dtype=bf16)")})
+        cuda = self.stats(2048, "--target", "cuda", "--cuda-attention=decomposed")["attention"]
+        self.assertEqual({(p["kernel"], p["reason"]) for p in cuda},
+                         {("decomposed", "the target's flash kernels are off (on CUDA: --cuda-attention=decomposed)")})
         self.assertNotIn("attention", self.stats(2048, "--no-fuse=attention"))
         table = run("tgc", "compile", self.path("long-model.json"), "--train",
                     self.path("long-train-2048.json"), "--stats")

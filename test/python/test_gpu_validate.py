@@ -69,21 +69,23 @@ class GpuValidate(unittest.TestCase):
         base = os.path.join(cls.tmp.name, "earlier.tgx")
         run("tgc", "compile", TINY, "--train", TRAIN, "--target", "cuda", "--dtype=bf16", "-o", base)
         prepared = subprocess.run([SCRIPT, "prepare", cls.bundle, "--base", base, "--base-label", "abc1234 (before)",
-                                   "--variant", "whole=--causal-blocks 1"],
+                                   "--variant", "gelu=--no-fuse=gemm-activation"],
                                   capture_output=True, text=True)
         if prepared.returncode != 0:
             raise RuntimeError(f"gpu-validate prepare failed:\n{prepared.stderr}")
         cls.manifest = json.load(open(os.path.join(cls.bundle, "manifest.json")))
-        # A decomposed attention's profile, where a GPU run leaves the medium model's.
+        # A decomposed attention's profile, where a GPU run leaves the medium
+        # model's decomposed variant's.
         tgx, tokens = os.path.join(cls.tmp.name, "tiny.tgx"), os.path.join(cls.tmp.name, "tokens.bin")
         run("tgc", "compile", TINY, "--train", TRAIN, "--no-fuse=attention", "-o", tgx)
         vocab = json.load(open(TINY))["vocab_size"]
         np.random.default_rng(3).integers(0, vocab, 4000).astype(np.uint16).tofile(tokens)
-        cls.profile = os.path.join(cls.bundle, "work", "medium-profile.json")
+        cls.profile = os.path.join(cls.bundle, "work", "medium-profile-decomposed.json")
         os.makedirs(os.path.dirname(cls.profile))
         run("tgrun", tgx, "--data", tokens, "--steps", 3, "--profile", cls.profile)
-        write(os.path.join(cls.bundle, "results", "medium-profile.rc"), "0\n")
-        # The flash variant's profile: one layer's forward and gradient, 0.1
+        write(os.path.join(cls.bundle, "results", "medium-profile-decomposed.rc"), "0\n")
+        # The default step's profile (the runtime's flash kernels): one
+        # layer's forward and gradient, 0.1
         # and 0.25 ms a step (and a kernel beside them).
         flash = []
         for step in (1, 2, 3):
@@ -91,8 +93,8 @@ class GpuValidate(unittest.TestCase):
                                    ("k3_transpose h0_attn_q", "kernel", 10)):
                 flash.append({"ph": "X", "name": name, "cat": cat, "ts": step * 1000, "dur": dur,
                               "args": {"step": step, "bytes": 1e6, "flops": 1e9}})
-        write(os.path.join(cls.bundle, "work", "medium-profile-flash.json"), json.dumps({"traceEvents": flash}))
-        write(os.path.join(cls.bundle, "results", "medium-profile-flash.rc"), "0\n")
+        write(os.path.join(cls.bundle, "work", "medium-profile.json"), json.dumps({"traceEvents": flash}))
+        write(os.path.join(cls.bundle, "results", "medium-profile.rc"), "0\n")
         write(os.path.join(cls.bundle, "results", "attention.json"), json.dumps(SDPA))
         write(os.path.join(cls.bundle, "results", "attention.rc"), "0\n")
         write(os.path.join(cls.bundle, "results", "flash-kernels.json"), json.dumps(FLASH_KERNELS))
@@ -100,7 +102,7 @@ class GpuValidate(unittest.TestCase):
         # The medium step and the same step compiled as before, as a GPU run
         # leaves them: 80 and 100 ms a step.
         for name, step_ms, loss in (("medium-tgc", 80.0, 11.0), ("medium-base", 100.0, 11.25),
-                                    ("medium-variant-whole", 84.0, 11.0)):
+                                    ("medium-variant-gelu", 84.0, 11.0)):
             write(os.path.join(cls.bundle, "results", name + ".jsonl"),
                   "".join(json.dumps({"step": s + 1, "loss": loss, "step_ms": step_ms}) + "\n"
                           for s in range(25)))
@@ -135,16 +137,17 @@ class GpuValidate(unittest.TestCase):
         self.assertTrue(os.access(os.path.join(self.bundle, "run"), os.X_OK))
 
     def test_variants_are_compiled_and_timed_beside_it(self):
-        # The flash variant is always there.
-        self.assertEqual(self.manifest["medium"]["variants"], [{"name": "whole", "flags": "--causal-blocks 1"},
-                                                               {"name": "flash", "flags": "--cuda-attention=flash"}])
-        whole = os.path.join(self.bundle, "artifacts", "gpt2-medium-bf16-variant-whole.tgx")
+        # The decomposed attention's variant is always there.
+        self.assertEqual(self.manifest["medium"]["variants"],
+                         [{"name": "gelu", "flags": "--no-fuse=gemm-activation"},
+                          {"name": "decomposed", "flags": "--cuda-attention=decomposed"}])
+        gelu = os.path.join(self.bundle, "artifacts", "gpt2-medium-bf16-variant-gelu.tgx")
         this = os.path.join(self.bundle, "artifacts", "gpt2-medium-bf16.tgx")
-        self.assertGreater(os.path.getsize(whole), 0)
-        with open(whole, "rb") as a, open(this, "rb") as b:
-            self.assertNotEqual(a.read(), b.read())  # the flag changed the step
-        self.assertIn("| gpt2-medium | TGC variant whole (--causal-blocks 1) | 84.0 ms/step", self.report.stdout)
-        self.assertIn("| gpt2-medium | tokens/s, TGC / TGC variant whole (--causal-blocks 1) | 1.05× |",
+        self.assertGreater(os.path.getsize(gelu), 0)
+        with open(gelu, "rb") as a, open(this, "rb") as b:
+            self.assertTrue(a.read() != b.read(), "the flag did not change the step")
+        self.assertIn("| gpt2-medium | TGC variant gelu (--no-fuse=gemm-activation) | 84.0 ms/step", self.report.stdout)
+        self.assertIn("| gpt2-medium | tokens/s, TGC / TGC variant gelu (--no-fuse=gemm-activation) | 1.05× |",
                       self.report.stdout)
         result = subprocess.run([SCRIPT, "prepare", os.path.join(self.tmp.name, "bad"), "--variant", "no flags"],
                                 capture_output=True, text=True)
@@ -304,7 +307,7 @@ class GpuValidate(unittest.TestCase):
         self.assertIn(f"forward {forward:.2f} ms", tgc[0])
         self.assertIn(f"backward {backward:.2f} ms", tgc[0])
 
-    def test_flash_kernels_from_the_flash_variants_profile(self):
+    def test_flash_kernels_from_the_default_steps_profile(self):
         flash = [row for row in self.rows if "runtime's flash kernels" in row]
         self.assertEqual(len(flash), 1, self.report.stdout)
         # One layer's 0.1 and 0.25 ms a step, at the medium model's FLOPs.

@@ -2,9 +2,9 @@
 // RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-attention{remarks=true}))' -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
 // A target whose flash kernels are off keeps every op for the decomposition.
 // RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-attention{flash-kernels=false remarks=true}))' 2>&1 | FileCheck %s --check-prefix=NOKERNEL
-// NOKERNEL-COUNT-3: remark: not fused: the target's flash kernels are off (on CUDA: --cuda-attention=flash)
+// NOKERNEL-COUNT-3: remark: not fused: the target's flash kernels are off (on CUDA: --cuda-attention=decomposed)
 // NOKERNEL-NOT: tg.flash_attention
-// NOKERNEL: tg.attention_plan = [{kernel = "decomposed", op = "attention", reason = "the target's flash kernels are off (on CUDA: --cuda-attention=flash)"}]
+// NOKERNEL: tg.attention_plan = [{kernel = "decomposed", op = "attention", reason = "the target's flash kernels are off (on CUDA: --cuda-attention=decomposed)"}]
 // With GEMMs assumed 100x faster and no memory budget, the decomposition
 // wins everywhere.
 // RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-attention{gemm-gflops=10000 bandwidth-gbs=10000 max-score-mib=1000000}))' | FileCheck %s --check-prefix=FAST-GEMM
@@ -115,11 +115,11 @@ func.func @wide_heads(%q: tensor<1x16x1024x1024xf32>) -> tensor<1x16x1024x1024xf
 // the estimate (T = 8, which the CPU's cost model leaves to the
 // decomposition); head dim 32 and f32 are decomposed, each with its reason.
 // RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-attention{library-kernels=true remarks=true}))' 2>&1 | FileCheck %s --check-prefix=LIBRARY
-// LIBRARY: remark: fused into flash attention: --cuda-attention=flash: the runtime's kernels
+// LIBRARY: remark: fused into flash attention: the runtime's flash kernels (--cuda-attention=flash, the CUDA default)
 // LIBRARY: remark: not fused: its head dim 32 is not the runtime's flash kernels' 64 or 128
 // LIBRARY: remark: not fused: the runtime's flash kernels take bf16 (compile with --dtype=bf16)
 // LIBRARY-LABEL: func.func @library_kernels(
-// LIBRARY-SAME: {tg.attention_plan = [{kernel = "flash", op = "attention", reason = "--cuda-attention=flash: the runtime's kernels"}, {kernel = "decomposed", op = "attention", reason = "its head dim 32 is not the runtime's flash kernels' 64 or 128"}, {kernel = "decomposed", op = "attention", reason = "the runtime's flash kernels take bf16 (compile with --dtype=bf16)"}]}
+// LIBRARY-SAME: {tg.attention_plan = [{kernel = "flash", op = "attention", reason = "the runtime's flash kernels (--cuda-attention=flash, the CUDA default)"}, {kernel = "decomposed", op = "attention", reason = "its head dim 32 is not the runtime's flash kernels' 64 or 128"}, {kernel = "decomposed", op = "attention", reason = "the runtime's flash kernels take bf16 (compile with --dtype=bf16)"}]}
 // LIBRARY: %[[O:.*]], %[[LSE:.*]] = tg.flash_attention %arg0, %arg1, %arg2
 // LIBRARY: tg.flash_attention_grad %arg0, %arg1, %arg2, %[[O]], %[[LSE]], %arg3
 // LIBRARY: tg.attention %arg4
