@@ -415,7 +415,9 @@ static void printStatsTable(const llvm::json::Object &stats, llvm::StringRef mes
   row("FLOPs per step", llvm::formatv("{0:e3}", double(number("flops_per_step"))).str(),
       "matmul and attention");
   row("kernels / launches", std::to_string(number("kernels")) + " / " +
-                                std::to_string(number("kernel_launches")));
+                                std::to_string(number("kernel_launches")),
+      "a step's; a CUDA kernel's phases are launches of their own once "
+      "compiled (with -o)");
   row("kernel bytes per step", bytesText(number("kernel_bytes")),
       "read and written by the kernels (GEMMs aside)");
   row("library calls (GEMMs)", std::to_string(number("library_calls")));
@@ -447,12 +449,25 @@ static void printStats(ModuleOp module, double planSeconds,
         r.getKind() == ResourceKind::adam_v)
       moments += r.getByteSize();
   }
+  // GPU launches of each kernel (its phases; a CPU kernel is one call).
+  llvm::StringMap<int64_t> launchesOf;
+  for (auto binary : module.getOps<tg::exec::BinaryOp>())
+    for (auto [kernel, count] :
+         llvm::zip(binary.getKernels(), binary.getLaunchCounts()))
+      launchesOf[(binary.getSymName() + "::" +
+                   cast<StringAttr>(kernel).getValue())
+                     .str()] = count;
   for (Operation &op : program.getBlock()) {
     commands += tg::exec::isCommand(&op);
     // What a kernel moves: each buffer it reads or writes, once (a lower
     // bound where it reads one several times; exact for elementwise ones).
     if (auto dispatch = dyn_cast<tg::exec::DispatchOp>(op)) {
-      ++launches;
+      SymbolRefAttr kernel = dispatch.getKernel();
+      auto count = launchesOf.find(
+          (kernel.getRootReference().getValue() + "::" +
+           kernel.getLeafReference().getValue())
+              .str());
+      launches += count == launchesOf.end() ? 1 : count->second;
       for (Value buffer : llvm::concat<Value>(dispatch.getInputs(),
                                               dispatch.getOutputs()))
         kernelBytes +=

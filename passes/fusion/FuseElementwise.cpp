@@ -34,6 +34,10 @@ struct FuseElementwisePass
     Block &block = getOperation().getBody().front();
     SmallVector<exec::DispatchRegionOp> regions(
         block.getOps<exec::DispatchRegionOp>());
+    for (exec::DispatchRegionOp region : regions)
+      copyCastIntoReaders(region);
+    regions.assign(block.getOps<exec::DispatchRegionOp>().begin(),
+                   block.getOps<exec::DispatchRegionOp>().end());
     // In program order: a region absorbs its producers, which absorbed
     // theirs before, so a chain ends up whole in its last region.
     for (exec::DispatchRegionOp region : regions) {
@@ -50,6 +54,54 @@ struct FuseElementwisePass
   }
 
 private:
+  /// A region that only casts one tensor, read by several elementwise
+  /// regions of its shape (a bf16 gradient cast to f32, which the gradient
+  /// norm's squares and the AdamW update read), may not join any one of
+  /// them, for the others would read its result before that kernel runs.
+  /// Each reader gets a copy of it instead, which it absorbs: the cast is
+  /// computed once per reader and its result never stored, where that
+  /// moves fewer bytes (readers x input < input + output + readers x
+  /// output).
+  void copyCastIntoReaders(exec::DispatchRegionOp region) {
+    Operation *castOp = soleOp(region);
+    if (!castOp || !isa<CastOp>(castOp) || region->getNumResults() != 1)
+      return;
+    ArrayRef<int64_t> shape =
+        cast<ShapedType>(castOp->getResultTypes()[0]).getShape();
+    Block *block = region->getBlock();
+    SmallVector<exec::DispatchRegionOp> readers;
+    for (Operation *user : region->getUsers()) {
+      auto reader = dyn_cast_or_null<exec::DispatchRegionOp>(
+          block->findAncestorOpInBlock(*user));
+      if (!reader)
+        return; // read by a library call or returned
+      std::optional<ArrayRef<int64_t>> space =
+          elementwiseGroupShape(reader.getBody().front());
+      if (!space || *space != shape)
+        return;
+      if (!llvm::is_contained(readers, reader))
+        readers.push_back(reader);
+    }
+    int64_t count = readers.size();
+    int64_t in = byteSize(castOp->getOperand(0)),
+            out = byteSize(castOp->getResult(0));
+    if (count < 2 || count * in >= in + out + count * out)
+      return;
+    if (remarks)
+      castOp->emitRemark() << "copied into its " << count
+                           << " readers' kernels: saves writing " << out
+                           << " bytes and reading " << count * out
+                           << ", for reading " << (count - 1) * in << " more";
+    for (exec::DispatchRegionOp reader : readers) {
+      OpBuilder b(reader);
+      Operation *copy = b.clone(*region);
+      region->getResult(0).replaceUsesWithIf(
+          copy->getResult(0),
+          [&](OpOperand &use) { return reader->isAncestor(use.getOwner()); });
+    }
+    region.erase();
+  }
+
   /// The first producer region of `region` that it may absorb, reporting
   /// (with remarks) why the others are not.
   exec::DispatchRegionOp nextProducer(exec::DispatchRegionOp region) {

@@ -53,6 +53,11 @@ constexpr int64_t kMinShare = 256;
 constexpr int64_t kShareMultiple = 16;
 /// Fewer shares than this are not worth a second launch.
 constexpr int64_t kMinShares = 4;
+/// A sequential phase's block (kSequentialBlock threads) folds fewer
+/// iterations than this (16 a thread) in less time than a second launch
+/// takes: a small parameter's gradient norm (1024 to 4096 elements) stays
+/// one launch.
+constexpr int64_t kMinSequentialSplit = 16 * kSequentialBlock;
 /// Local buffers of one kernel, as device globals, at most this many bytes.
 constexpr int64_t kMaxLocalBytes = int64_t(64) << 20;
 /// Registers of an SM, shared by the threads of its resident blocks.
@@ -571,7 +576,7 @@ std::optional<SplitFold> KernelMapper::splitFoldOf(const Phase &phase) {
     int64_t trips = ceilDiv(*upper - *lower, *step);
     int64_t shares =
         std::min(trips / kMinShare, ceilDiv(teams, std::max<int64_t>(fold.rows, 1)));
-    if (shares < kMinShares)
+    if (shares < kMinShares || (sequential && trips < kMinSequentialSplit))
       return std::nullopt;
     fold.loop = loop;
     // Shares start at multiples of 16 iterations, so that a lane may take
@@ -626,16 +631,20 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
     Value upper =
         arith::MinUIOp::create(b, loc, arith::AddIOp::create(b, loc, lower, span),
                                map.lookupOrDefault(upperBound));
-    auto totals = team.foldOverTeam(loop, lower, upper, fold.chunk, map);
-    if (failed(totals))
+    // Only the partials are stored, so a fold's total need only reach one
+    // lane (its holder), which stores it.
+    auto held = team.foldOverWarpHeld(loop, lower, upper, fold.chunk, map);
+    if (failed(held))
       return failure();
-    Value isFirst = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                          lane, index(0));
-    auto ifFirst = scf::IfOp::create(b, loc, isFirst, /*withElse=*/false);
-    b.setInsertionPointToStart(ifFirst.thenBlock());
-    for (auto [global, total] : llvm::zip(partials, *totals)) {
-      Value slots = addressOf(global);
-      memref::StoreOp::create(b, loc, total, slots, ValueRange{task});
+    for (auto [global, total, holder] :
+         llvm::zip(partials, held->totals, held->holders)) {
+      Value isHolder = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                             lane, index(holder));
+      auto ifHolder = scf::IfOp::create(b, loc, isHolder, /*withElse=*/false);
+      OpBuilder::InsertionGuard store(b);
+      b.setInsertionPointToStart(ifHolder.thenBlock());
+      memref::StoreOp::create(b, loc, total, addressOf(global),
+                              ValueRange{task});
     }
     b.setInsertionPointAfter(tasksLoop);
     finishPhase(func, shares);

@@ -88,13 +88,8 @@ Value TeamEmitter::reduceAcrossTeam(Value value, StringRef combiner) {
   Value width = arith::ConstantIntOp::create(b, loc, b.getI32Type(), kWarpSize);
   // A butterfly: every lane ends with the same value, since each step
   // combines the same two operands on both lanes of a pair.
-  for (int64_t offset = kWarpSize / 2; offset >= 1; offset /= 2) {
-    Value distance = arith::ConstantIntOp::create(b, loc, b.getI32Type(), offset);
-    Value other = gpu::ShuffleOp::create(b, loc, value, distance, width,
-                                         gpu::ShuffleMode::XOR)
-                      .getShuffleResult();
-    value = combine(b, loc, combiner, value, other);
-  }
+  for (int64_t offset = kWarpSize / 2; offset >= 1; offset /= 2)
+    value = combine(b, loc, combiner, value, shuffleXor(value, offset, width));
   if (team.kind == Team::Kind::Block) {
     // Warp totals through shared memory, combined by every thread in warp
     // order (deterministic); the second barrier frees the slots for the next
@@ -127,6 +122,14 @@ Value TeamEmitter::reduceAcrossTeam(Value value, StringRef combiner) {
   return value;
 }
 
+Value TeamEmitter::shuffleXor(Value value, int64_t offset, Value width) {
+  Location loc = value.getLoc();
+  Value distance = arith::ConstantIntOp::create(b, loc, b.getI32Type(), offset);
+  return gpu::ShuffleOp::create(b, loc, value, distance, width,
+                                gpu::ShuffleMode::XOR)
+      .getShuffleResult();
+}
+
 /// The vector reduction combining lanes as `combiner` does.
 vector::CombiningKind reductionKind(StringRef combiner) {
   return llvm::StringSwitch<vector::CombiningKind>(combiner)
@@ -141,9 +144,102 @@ vector::CombiningKind reductionKind(StringRef combiner) {
 FailureOr<SmallVector<Value>>
 TeamEmitter::foldOverTeam(scf::ForOp loop, Value lower, Value upper,
                           int64_t startMultiple, IRMapping &map) {
+  SmallVector<StringRef> combiners;
+  auto laneParts = foldLanes(loop, lower, upper, startMultiple, map, combiners);
+  if (failed(laneParts))
+    return failure();
+  SmallVector<Value> totals;
+  for (auto [part, combiner] : llvm::zip(*laneParts, combiners))
+    totals.push_back(reduceAcrossTeam(part, combiner));
+  return totals;
+}
+
+FailureOr<TeamEmitter::HeldTotals>
+TeamEmitter::foldOverWarpHeld(scf::ForOp loop, Value lower, Value upper,
+                              int64_t startMultiple, IRMapping &map) {
+  assert(team.kind == Team::Kind::Warp && "halving trades within a warp");
+  Location loc = loop.getLoc();
+  SmallVector<StringRef> combiners;
+  auto laneParts = foldLanes(loop, lower, upper, startMultiple, map, combiners);
+  if (failed(laneParts))
+    return failure();
+  HeldTotals held;
+  int64_t folds = laneParts->size();
+  // Halving needs one combiner and one type for all (a lane combines
+  // whichever half it keeps), and at most a fold a lane.
+  bool halve = folds > 1 && folds <= kWarpSize &&
+               llvm::all_equal(combiners) &&
+               llvm::all_equal(llvm::map_range(
+                   *laneParts, [](Value v) { return v.getType(); }));
+  if (!halve) {
+    for (auto [part, combiner] : llvm::zip(*laneParts, combiners)) {
+      held.totals.push_back(reduceAcrossTeam(part, combiner));
+      held.holders.push_back(0);
+    }
+    return held;
+  }
+  StringRef combiner = combiners.front();
+  Type type = laneParts->front().getType();
+  // Shuffles move 32- and 64-bit values; narrower floats travel as f32.
+  bool widen = !type.isF32() && !type.isF64();
+  SmallVector<Value> values(*laneParts);
+  if (widen)
+    for (Value &v : values)
+      v = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+  // Padded with identities to a power of two.
+  int64_t count = llvm::PowerOf2Ceil(folds);
+  while (int64_t(values.size()) < count)
+    values.push_back(
+        combinerIdentity(b, loc, combiner, values.front().getType()));
+  // At the step at `offset`, a lane whose bit `offset` is set keeps the
+  // upper half of its folds, its partner the lower half: fold k ends on the
+  // lanes whose bits 16, 8, ... are k's bits count/2, count/4, ...
+  SmallVector<int64_t> holders;
+  for (int64_t k = 0; k < folds; ++k) {
+    int64_t lane = 0;
+    for (int64_t half = count / 2, bit = kWarpSize / 2; half >= 1;
+         half /= 2, bit /= 2)
+      if (k & half)
+        lane += bit;
+    holders.push_back(lane);
+  }
+  int64_t offset = kWarpSize / 2;
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value width = arith::ConstantIntOp::create(b, loc, b.getI32Type(), kWarpSize);
+  for (; count > 1; count /= 2, offset /= 2) {
+    int64_t half = count / 2;
+    Value upper = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ne,
+        arith::AndIOp::create(b, loc, team.lane,
+                              arith::ConstantIndexOp::create(b, loc, offset)),
+        zero);
+    SmallVector<Value> kept;
+    for (int64_t j = 0; j < half; ++j) {
+      Value lowerFold = values[j], upperFold = values[j + half];
+      Value keep = arith::SelectOp::create(b, loc, upper, upperFold, lowerFold);
+      Value give = arith::SelectOp::create(b, loc, upper, lowerFold, upperFold);
+      kept.push_back(combine(b, loc, combiner, keep, shuffleXor(give, offset, width)));
+    }
+    values = kept;
+  }
+  // The lanes left holding the same fold (those that differ in the bits
+  // below the last offset) combine it by a butterfly.
+  Value total = values.front();
+  for (; offset >= 1; offset /= 2)
+    total = combine(b, loc, combiner, total, shuffleXor(total, offset, width));
+  if (widen)
+    total = arith::TruncFOp::create(b, loc, type, total);
+  held.totals.assign(folds, total);
+  held.holders = std::move(holders);
+  return held;
+}
+
+FailureOr<SmallVector<Value>>
+TeamEmitter::foldLanes(scf::ForOp loop, Value lower, Value upper,
+                       int64_t startMultiple, IRMapping &map,
+                       SmallVector<StringRef> &combiners) {
   Location loc = loop.getLoc();
   LaneVectors vectors = laneVectorsOf(loop, startMultiple);
-  SmallVector<StringRef> combiners;
   SmallVector<Value> identities;
   auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
   for (auto [acc, yielded] :
@@ -213,10 +309,7 @@ TeamEmitter::foldOverTeam(scf::ForOp loop, Value lower, Value upper,
     if (vectors.remainder)
       laneParts = stridedOver(vectorsEnd, upper, 1, laneParts);
   }
-  SmallVector<Value> totals;
-  for (auto [part, combiner] : llvm::zip(laneParts, combiners))
-    totals.push_back(reduceAcrossTeam(part, combiner));
-  return totals;
+  return laneParts;
 }
 
 LogicalResult TeamEmitter::cloneStridedLoop(Operation *op, IRMapping &map) {

@@ -54,8 +54,30 @@ public:
   FailureOr<SmallVector<Value>> foldOverTeam(scf::ForOp loop, Value lower,
                                              Value upper, int64_t startMultiple,
                                              IRMapping &map);
+  /// Totals of a warp's folds, each held by one lane (and maybe others).
+  struct HeldTotals {
+    SmallVector<Value> totals;
+    SmallVector<int64_t> holders; // the lane whose totals[k] is the total
+  };
+  /// The folds of foldOverTeam for a warp whose totals one lane each is
+  /// enough for (a split fold's partials). Several folds of one combiner
+  /// are combined by halving: at each butterfly step a lane keeps half of
+  /// its folds and trades the other half with its partner, so 16 folds take
+  /// 8 + 4 + 2 + 1 + 1 shuffles where a butterfly per fold takes 16 x 5.
+  FailureOr<HeldTotals> foldOverWarpHeld(scf::ForOp loop, Value lower,
+                                         Value upper, int64_t startMultiple,
+                                         IRMapping &map);
 
 private:
+  /// Each lane's own folds of foldOverTeam, not yet combined across the
+  /// team; `combiners` gets each fold's combiner.
+  FailureOr<SmallVector<Value>> foldLanes(scf::ForOp loop, Value lower,
+                                          Value upper, int64_t startMultiple,
+                                          IRMapping &map,
+                                          SmallVector<StringRef> &combiners);
+  /// A warp shuffle of `value` (32 or 64 bits) with the lane `offset` away
+  /// (xor); `width`: the warp size as an i32.
+  Value shuffleXor(Value value, int64_t offset, Value width);
   LogicalResult cloneStridedLoop(Operation *loop, IRMapping &map);
   /// `loop` run by every lane alike, its body at team level.
   LogicalResult cloneInOrder(scf::ForOp loop, IRMapping &map);

@@ -109,3 +109,88 @@ func.func @refused(%x: tensor<4x8xf32>, %s: tensor<f32>, %w: tensor<8x8xf32>, %b
   }
   return %y, %r, %gl : tensor<4x8xf32>, tensor<4xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// A bf16 gradient cast to f32 that two elementwise kernels read (the squares
+// of the gradient norm, then the AdamW update, with a reduction between
+// them) joins neither as it is; each gets a copy of the cast, which it
+// absorbs: both read the 2-byte gradient, and the 4-byte one is never
+// stored. A cast that a reduction reads directly is left alone, and so is
+// one whose copies would move more bytes (f32 to bf16 read by three:
+// 3 x 4 >= 4 + 2 + 3 x 2).
+// CHECK-LABEL: func.func @cast_copied_into_readers
+// CHECK: %[[SQ:.*]] = exec.dispatch_region -> (tensor<1024xf32>) {
+// CHECK-NEXT: %[[C1:.*]] = tg.cast %arg0 : tensor<1024xbf16> -> tensor<1024xf32>
+// CHECK-NEXT: tg.mul %[[C1]], %[[C1]]
+// CHECK: tg.reduce_sum %[[SQ]]
+// CHECK: exec.dispatch_region -> (tensor<1024xf32>) {
+// CHECK-NEXT: %[[C2:.*]] = tg.cast %arg0 : tensor<1024xbf16> -> tensor<1024xf32>
+// CHECK: tg.sub %arg1, %{{.*}}
+// CHECK-NOT: tg.cast
+// REMARK: remark: copied into its 2 readers' kernels: saves writing 4096 bytes and reading 8192, for reading 2048 more
+func.func @cast_copied_into_readers(%g: tensor<1024xbf16>, %p: tensor<1024xf32>, %lr: tensor<f32>) -> (tensor<f32>, tensor<1024xf32>) {
+  %g32 = exec.dispatch_region -> (tensor<1024xf32>) {
+    %0 = tg.cast %g : tensor<1024xbf16> -> tensor<1024xf32>
+    exec.yield %0 : tensor<1024xf32>
+  }
+  %sq = exec.dispatch_region -> (tensor<1024xf32>) {
+    %0 = tg.mul %g32, %g32 : tensor<1024xf32>, tensor<1024xf32> -> tensor<1024xf32>
+    exec.yield %0 : tensor<1024xf32>
+  }
+  %norm = exec.dispatch_region -> (tensor<f32>) {
+    %0 = tg.reduce_sum %sq [0] : tensor<1024xf32> -> tensor<f32>
+    exec.yield %0 : tensor<f32>
+  }
+  %step = exec.dispatch_region -> (tensor<1024xf32>) {
+    %0 = tg.mul %g32, %lr : tensor<1024xf32>, tensor<f32> -> tensor<1024xf32>
+    exec.yield %0 : tensor<1024xf32>
+  }
+  %p1 = exec.dispatch_region -> (tensor<1024xf32>) {
+    %0 = tg.sub %p, %step : tensor<1024xf32>, tensor<1024xf32> -> tensor<1024xf32>
+    exec.yield %0 : tensor<1024xf32>
+  }
+  return %norm, %p1 : tensor<f32>, tensor<1024xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @cast_kept
+// CHECK: %[[G:.*]] = exec.dispatch_region -> (tensor<1024xf32>) {
+// CHECK-NEXT: tg.cast %arg0
+// CHECK-NEXT: exec.yield
+// CHECK: tg.reduce_sum %[[G]]
+// CHECK: tg.add %[[G]], %[[G]]
+// CHECK: tg.cast %arg1
+// CHECK-NOT: tg.cast
+func.func @cast_kept(%g: tensor<1024xbf16>, %w: tensor<1024xf32>, %x: tensor<1024xbf16>) -> (tensor<f32>, tensor<1024xf32>, tensor<1024xbf16>, tensor<1024xbf16>, tensor<1024xbf16>) {
+  %g32 = exec.dispatch_region -> (tensor<1024xf32>) {
+    %0 = tg.cast %g : tensor<1024xbf16> -> tensor<1024xf32>
+    exec.yield %0 : tensor<1024xf32>
+  }
+  %norm = exec.dispatch_region -> (tensor<f32>) {
+    %0 = tg.reduce_sum %g32 [0] : tensor<1024xf32> -> tensor<f32>
+    exec.yield %0 : tensor<f32>
+  }
+  %twice = exec.dispatch_region -> (tensor<1024xf32>) {
+    %0 = tg.add %g32, %g32 : tensor<1024xf32>, tensor<1024xf32> -> tensor<1024xf32>
+    exec.yield %0 : tensor<1024xf32>
+  }
+  %w16 = exec.dispatch_region -> (tensor<1024xbf16>) {
+    %0 = tg.cast %w : tensor<1024xf32> -> tensor<1024xbf16>
+    exec.yield %0 : tensor<1024xbf16>
+  }
+  %a = exec.dispatch_region -> (tensor<1024xbf16>) {
+    %0 = tg.add %w16, %x : tensor<1024xbf16>, tensor<1024xbf16> -> tensor<1024xbf16>
+    exec.yield %0 : tensor<1024xbf16>
+  }
+  %b = exec.dispatch_region -> (tensor<1024xbf16>) {
+    %0 = tg.mul %w16, %x : tensor<1024xbf16>, tensor<1024xbf16> -> tensor<1024xbf16>
+    exec.yield %0 : tensor<1024xbf16>
+  }
+  %c = exec.dispatch_region -> (tensor<1024xbf16>) {
+    %0 = tg.sub %w16, %x : tensor<1024xbf16>, tensor<1024xbf16> -> tensor<1024xbf16>
+    exec.yield %0 : tensor<1024xbf16>
+  }
+  return %norm, %twice, %a, %b, %c : tensor<f32>, tensor<1024xf32>, tensor<1024xbf16>, tensor<1024xbf16>, tensor<1024xbf16>
+}

@@ -318,21 +318,22 @@ module @whole_sum {
 
 // -----
 
-// A long sum over a whole tensor is split into shares of 256 elements, a
-// warp each (16 warps: 2 blocks of 256 threads), whose partial sums go to a
+// A long sum over a whole tensor (16384 elements; from 8192 on, a sequential
+// block's 16 a thread) is split into shares of 256 elements, a warp each (64
+// warps: 8 blocks of 256 threads), whose partial sums go to a
 // device global; a second launch folds them in share order over one block,
 // adds the fold's start and stores the total. Each launch may use every
 // register its block allows (nvvm.maxnreg).
 // CHECK-LABEL: module @split_whole_sum
-// CHECK-SAME: launches = [{block = 256 : i64, grid = 2 : i64, shared_bytes = 0 : i64, symbol = "k0_0"}, {block = 512 : i64, grid = 1 : i64, shared_bytes = 0 : i64, symbol = "k0_1"}]
-// CHECK: memref.global "private" @k0_0_partials0 : memref<16xf64> = uninitialized
+// CHECK-SAME: launches = [{block = 256 : i64, grid = 8 : i64, shared_bytes = 0 : i64, symbol = "k0_0"}, {block = 512 : i64, grid = 1 : i64, shared_bytes = 0 : i64, symbol = "k0_1"}]
+// CHECK: memref.global "private" @k0_0_partials0 : memref<64xf64> = uninitialized
 // CHECK: gpu.func @k0_0
 // CHECK-SAME: nvvm.maxnreg = 255 : i32
 // CHECK: %[[LANE:.*]] = arith.remui %thread_id_x, %c32
-// CHECK: scf.for %[[TASK:.*]] = %{{.*}} to %c16{{.*}} step %c16
-// CHECK: %[[SHARE:.*]] = arith.remui %[[TASK]], %c16
+// CHECK: scf.for %[[TASK:.*]] = %{{.*}} to %c64{{.*}} step %c64
+// CHECK: %[[SHARE:.*]] = arith.remui %[[TASK]], %c64
 // CHECK: %[[FROM:.*]] = arith.addi %c0, %{{.*}} : index
-// CHECK: %[[TO:.*]] = arith.minui %{{.*}}, %c4096 : index
+// CHECK: %[[TO:.*]] = arith.minui %{{.*}}, %c16384 : index
 // CHECK: %[[VPART:.*]] = scf.for %{{.*}} = %{{.*}} to %[[TO]] step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<4xf64>)
 // CHECK: %[[PART:.*]] = vector.reduction <add>, %[[VPART]] : vector<4xf64> into f64
 // CHECK: gpu.shuffle  xor %[[PART]], %c16_i32, %c32_i32 : f64
@@ -352,13 +353,13 @@ module @whole_sum {
 // CHECK: scf.if
 // CHECK-NEXT: memref.store
 module @split_whole_sum {
-  func.func @k0(%x: memref<4096xf32>, %y: memref<f32>) {
+  func.func @k0(%x: memref<16384xf32>, %y: memref<f32>) {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
-    %c4096 = arith.constant 4096 : index
+    %c16384 = arith.constant 16384 : index
     %zero = arith.constant 0.0 : f64
-    %sum = scf.for %i = %c0 to %c4096 step %c1 iter_args(%acc = %zero) -> (f64) {
-      %v = memref.load %x[%i] : memref<4096xf32>
+    %sum = scf.for %i = %c0 to %c16384 step %c1 iter_args(%acc = %zero) -> (f64) {
+      %v = memref.load %x[%i] : memref<16384xf32>
       %w = arith.extf %v : f32 to f64
       %s = arith.addf %acc, %w fastmath<reassoc> : f64
       scf.yield %s : f64
@@ -411,6 +412,90 @@ module @split_rows {
       }
       %n = arith.truncf %sum : f64 to f32
       memref.store %n, %y[%r] : memref<4xf32>
+      scf.reduce
+    }
+    return
+  }
+}
+
+// -----
+
+// A split fold of several sums (a bias gradient's column block of 4 columns)
+// combines them across the warp by halving: at lane bit 16 a lane keeps two
+// of its four sums and trades the other two with its partner, at bit 8 one
+// of two, then the rest is a butterfly over bits 4, 2 and 1 (2 + 1 + 3
+// shuffles, not 4 x 5). Sum k ends on lane 16 * (k / 2) + 8 * (k % 2),
+// which stores it.
+// CHECK-LABEL: module @split_column_block
+// CHECK: gpu.func @k0_0
+// CHECK: %[[LANE:.*]] = arith.remui %thread_id_x, %c32
+// CHECK: %[[BIT16:.*]] = arith.andi %[[LANE]], %c16
+// CHECK: %[[UPPER16:.*]] = arith.cmpi ne, %[[BIT16]], %c0
+// CHECK: %[[KEEP:.*]] = arith.select %[[UPPER16]], %[[S2:.*]], %[[S0:.*]] : f64
+// CHECK: %[[GIVE:.*]] = arith.select %[[UPPER16]], %[[S0]], %[[S2]] : f64
+// CHECK: %[[GOT:.*]], %{{.*}} = gpu.shuffle  xor %[[GIVE]], %c16_i32, %c32_i32 : f64
+// CHECK: arith.addf %[[KEEP]], %[[GOT]] : f64
+// CHECK: gpu.shuffle  xor %{{.*}}, %c16_i32{{.*}}, %c32_i32 : f64
+// CHECK: arith.andi %[[LANE]], %c8
+// CHECK: gpu.shuffle  xor %{{.*}}, %c8_i32, %c32_i32 : f64
+// CHECK-NOT: gpu.shuffle  xor %{{.*}}, %c8_i32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c4_i32, %c32_i32 : f64
+// CHECK: gpu.shuffle  xor %{{.*}}, %c2_i32, %c32_i32 : f64
+// CHECK: %[[TOTAL:.*]], %{{.*}} = gpu.shuffle  xor %{{.*}}, %c1_i32, %c32_i32 : f64
+// CHECK-NOT: gpu.shuffle
+// CHECK: arith.cmpi eq, %[[LANE]], %c0
+// CHECK: memref.get_global @k0_0_partials0
+// CHECK: arith.cmpi eq, %[[LANE]], %c8
+// CHECK: memref.get_global @k0_0_partials1
+// CHECK: arith.cmpi eq, %[[LANE]], %c16
+// CHECK: memref.get_global @k0_0_partials2
+// CHECK: arith.cmpi eq, %[[LANE]], %c24
+// CHECK: memref.get_global @k0_0_partials3
+// CHECK: gpu.func @k0_1
+module @split_column_block {
+  func.func @k0(%x: memref<131072xf32>, %y: memref<16xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %c4 = arith.constant 4 : index
+    %c16 = arith.constant 16 : index
+    %c8192 = arith.constant 8192 : index
+    %zero = arith.constant 0.0 : f64
+    scf.parallel (%r) = (%c0) to (%c4) step (%c1) {
+      %col = arith.muli %r, %c4 : index
+      %sums:4 = scf.for %i = %c0 to %c8192 step %c1
+          iter_args(%a0 = %zero, %a1 = %zero, %a2 = %zero, %a3 = %zero) -> (f64, f64, f64, f64) {
+        %row = arith.muli %i, %c16 : index
+        %at0 = arith.addi %row, %col : index
+        %at1 = arith.addi %at0, %c1 : index
+        %at2 = arith.addi %at0, %c2 : index
+        %at3 = arith.addi %at0, %c3 : index
+        %v0 = memref.load %x[%at0] : memref<131072xf32>
+        %v1 = memref.load %x[%at1] : memref<131072xf32>
+        %v2 = memref.load %x[%at2] : memref<131072xf32>
+        %v3 = memref.load %x[%at3] : memref<131072xf32>
+        %w0 = arith.extf %v0 : f32 to f64
+        %w1 = arith.extf %v1 : f32 to f64
+        %w2 = arith.extf %v2 : f32 to f64
+        %w3 = arith.extf %v3 : f32 to f64
+        %s0 = arith.addf %a0, %w0 fastmath<reassoc> : f64
+        %s1 = arith.addf %a1, %w1 fastmath<reassoc> : f64
+        %s2 = arith.addf %a2, %w2 fastmath<reassoc> : f64
+        %s3 = arith.addf %a3, %w3 fastmath<reassoc> : f64
+        scf.yield %s0, %s1, %s2, %s3 : f64, f64, f64, f64
+      }
+      %n0 = arith.truncf %sums#0 : f64 to f32
+      %n1 = arith.truncf %sums#1 : f64 to f32
+      %n2 = arith.truncf %sums#2 : f64 to f32
+      %n3 = arith.truncf %sums#3 : f64 to f32
+      %col1 = arith.addi %col, %c1 : index
+      %col2 = arith.addi %col, %c2 : index
+      %col3 = arith.addi %col, %c3 : index
+      memref.store %n0, %y[%col] : memref<16xf32>
+      memref.store %n1, %y[%col1] : memref<16xf32>
+      memref.store %n2, %y[%col2] : memref<16xf32>
+      memref.store %n3, %y[%col3] : memref<16xf32>
       scf.reduce
     }
     return
