@@ -414,8 +414,9 @@ static void printStatsTable(const llvm::json::Object &stats, llvm::StringRef mes
                 .str());
   row("FLOPs per step", llvm::formatv("{0:e3}", double(number("flops_per_step"))).str(),
       "matmul and attention");
-  row("kernels / launches", std::to_string(number("kernels")) + " / " +
-                                std::to_string(number("kernel_launches")),
+  row("kernels / launches",
+      std::to_string(number("kernels")) + " / " +
+          std::to_string(number("kernel_launches")),
       "a step's; a CUDA kernel's phases are launches of their own once "
       "compiled (with -o)");
   row("kernel bytes per step", bytesText(number("kernel_bytes")),
@@ -454,8 +455,8 @@ static void printStats(ModuleOp module, double planSeconds,
   for (auto binary : module.getOps<tg::exec::BinaryOp>())
     for (auto [kernel, count] :
          llvm::zip(binary.getKernels(), binary.getLaunchCounts()))
-      launchesOf[(binary.getSymName() + "::" +
-                   cast<StringAttr>(kernel).getValue())
+      launchesOf[(binary.getSymName() +
+                  "::" + cast<StringAttr>(kernel).getValue())
                      .str()] = count;
   for (Operation &op : program.getBlock()) {
     commands += tg::exec::isCommand(&op);
@@ -463,10 +464,9 @@ static void printStats(ModuleOp module, double planSeconds,
     // bound where it reads one several times; exact for elementwise ones).
     if (auto dispatch = dyn_cast<tg::exec::DispatchOp>(op)) {
       SymbolRefAttr kernel = dispatch.getKernel();
-      auto count = launchesOf.find(
-          (kernel.getRootReference().getValue() + "::" +
-           kernel.getLeafReference().getValue())
-              .str());
+      auto count = launchesOf.find((kernel.getRootReference().getValue() +
+                                    "::" + kernel.getLeafReference().getValue())
+                                       .str());
       launches += count == launchesOf.end() ? 1 : count->second;
       for (Value buffer : llvm::concat<Value>(dispatch.getInputs(),
                                               dispatch.getOutputs()))

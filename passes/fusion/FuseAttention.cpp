@@ -189,9 +189,10 @@ private:
     std::string why;
     if (libraryKernels) {
       std::string refusal = libraryRefusal(op, cost);
-      why = refusal.empty() ? "the runtime's flash kernels (--cuda-attention=flash, "
-                                    "the CUDA default)"
-                            : refusal;
+      why = refusal.empty()
+                ? "the runtime's flash kernels (--cuda-attention=flash, "
+                  "the CUDA default)"
+                : refusal;
       record(op.getResult(), refusal.empty() ? "flash" : "decomposed", why);
       if (remarks)
         op.emitRemark() << (refusal.empty() ? "fused into flash attention: "

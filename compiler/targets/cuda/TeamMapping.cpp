@@ -167,8 +167,7 @@ TeamEmitter::foldOverWarpHeld(scf::ForOp loop, Value lower, Value upper,
   int64_t folds = laneParts->size();
   // Halving needs one combiner and one type for all (a lane combines
   // whichever half it keeps), and at most a fold a lane.
-  bool halve = folds > 1 && folds <= kWarpSize &&
-               llvm::all_equal(combiners) &&
+  bool halve = folds > 1 && folds <= kWarpSize && llvm::all_equal(combiners) &&
                llvm::all_equal(llvm::map_range(
                    *laneParts, [](Value v) { return v.getType(); }));
   if (!halve) {
@@ -218,7 +217,8 @@ TeamEmitter::foldOverWarpHeld(scf::ForOp loop, Value lower, Value upper,
       Value lowerFold = values[j], upperFold = values[j + half];
       Value keep = arith::SelectOp::create(b, loc, upper, upperFold, lowerFold);
       Value give = arith::SelectOp::create(b, loc, upper, lowerFold, upperFold);
-      kept.push_back(combine(b, loc, combiner, keep, shuffleXor(give, offset, width)));
+      kept.push_back(
+          combine(b, loc, combiner, keep, shuffleXor(give, offset, width)));
     }
     values = kept;
   }
