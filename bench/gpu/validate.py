@@ -16,6 +16,7 @@ Only `ceilings`, `attention` and `flash-kernels` need torch; the rest is the sta
 """
 import argparse
 import array
+import csv
 import ctypes
 import datetime
 import json
@@ -681,6 +682,77 @@ def profile_rows(bundle, ceilings, rows):
                          f"{gbps:.0f} GB/s", frac, ""))
 
 
+# The hardware counters the run's ncu step reads for each launch, and what
+# the report calls them.
+NCU_METRICS = {
+    "gpu__time_duration.sum": "µs",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed": "DRAM %",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed": "SM %",
+    "sm__warps_active.avg.pct_of_peak_sustained_active": "occupancy %",
+    "launch__registers_per_thread": "registers",
+    "launch__grid_size": "blocks",
+    "launch__block_size": "threads",
+}
+
+
+NCU_TIME_UNITS = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3}
+
+
+def ncu_launches(path):
+    """{kernel name: [{metric: value}, one per profiled launch]} from ncu's
+    --csv output (one row per launch and metric); None if there is none."""
+    try:
+        with open(path, newline="") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    # ncu prints its own lines (==PROF== ...) before the CSV.
+    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
+    if start is None:
+        return None
+    launches = {}
+    for row in csv.DictReader(lines[start:]):
+        metric, value = row.get("Metric Name"), row.get("Metric Value", "").replace(",", "")
+        if metric not in NCU_METRICS:
+            continue
+        try:
+            number = float(value)
+        except ValueError:
+            continue
+        if metric == "gpu__time_duration.sum":  # to µs
+            scale = NCU_TIME_UNITS.get(row.get("Metric Unit", ""))
+            if scale is None:
+                continue
+            number *= scale
+        launches.setdefault(row["Kernel Name"], {}).setdefault(row["ID"], {})[metric] = number
+    return {name: list(by_id.values()) for name, by_id in launches.items()}
+
+
+def launch_rows(bundle, rows):
+    """Per kernel of the GPT-2-medium step, the medians of ncu's counters over
+    its profiled launches, the most time first."""
+    launches = ncu_launches(bundle.path("results", "ncu.csv"))
+    why = bundle.failure("ncu")
+    if why is not None or not launches:
+        rows.append(("launches (ncu)", "hardware counters per launch",
+                     f"n/a: {why or 'no launches in results/ncu.csv'}", "", ""))
+        return
+    medians = {}
+    for name, profiled in launches.items():
+        medians[name] = {metric: statistics.median(launch[metric] for launch in profiled if metric in launch)
+                         for metric in NCU_METRICS if any(metric in launch for launch in profiled)}
+    total = {name: medians[name].get("gpu__time_duration.sum", 0.0) * len(launches[name]) for name in launches}
+    for name in sorted(launches, key=lambda n: -total[n]):
+        m = medians[name]
+        measured = ", ".join(f"{label} {m[metric]:.1f}" if metric in (
+            "gpu__time_duration.sum", "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+            "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+            "sm__warps_active.avg.pct_of_peak_sustained_active") else f"{label} {m[metric]:.0f}"
+            for metric, label in NCU_METRICS.items() if metric in m)
+        rows.append(("launches (ncu)", f"{name} ({len(launches[name])} profiled)", measured,
+                     "medians over the launches; % of the device's peak", ""))
+
+
 def attention_rows(bundle, rows):
     """TGC's attention (the decomposed commands, from the profile: forward
     before the loss, backward after) beside PyTorch's fused kernels at the
@@ -804,6 +876,7 @@ def report(root, quiet):
     attention_rows(bundle, rows)
     failed |= flash_kernel_rows(bundle, rows)
     profile_rows(bundle, ceilings, rows)
+    launch_rows(bundle, rows)
 
     lines = [f"# scripts/gpu-validate: {'FAIL' if failed else 'PASS'}", "",
              "| section | what | measured | compared with | check |", "|---|---|---|---|---|"]
@@ -847,6 +920,7 @@ def main():
     flash = sub.add_parser("flash-kernels")
     flash.add_argument("--ptx", required=True, help="the runtime's FlashAttention.ptx (its build directory)")
     flash.add_argument("-o", required=True)
+    sub.add_parser("ncu-metrics", help="the counters the run's ncu step reads, comma-separated")
     rep = sub.add_parser("report")
     rep.add_argument("bundle")
     rep.add_argument("--quiet", action="store_true", help="only write BUNDLE/gpu-validate.md")
@@ -863,6 +937,8 @@ def main():
         measure_attention(args.bundle, args.o)
     elif args.command == "flash-kernels":
         measure_flash_kernels(args.ptx, args.o)
+    elif args.command == "ncu-metrics":
+        print(",".join(NCU_METRICS))
     else:
         return report(args.bundle, args.quiet)
     return 0

@@ -45,6 +45,25 @@ FLASH_KERNELS = {"ptx": "FlashAttention.ptx", "error_bound": 1e-2, "torch": "2.1
                                                          "value_grad": 2e-3}),
      "torch": {}}]}
 
+# What the run's ncu step leaves: ncu's own lines, then one CSV row per
+# launch and counter (two launches of a fold, one of a flash kernel).
+NCU_HEADER = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size",'
+              '"Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"')
+NCU_LAUNCHES = {("0", "k27_reduce_sum_0"): (33900, 61.7, 23.9, 23.2, 128, 512, 256),
+                ("1", "k27_reduce_sum_0"): (34100, 60.1, 23.5, 23.0, 128, 512, 256),
+                ("2", "tg_flash_attention_forward_d64"): (159000, 11.6, 42.1, 17.7, 167, 2048, 128)}
+NCU_METRIC_NAMES = ["gpu__time_duration.sum", "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+                    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+                    "sm__warps_active.avg.pct_of_peak_sustained_active", "launch__registers_per_thread",
+                    "launch__grid_size", "launch__block_size"]
+NCU_CSV = "\n".join(
+    ["==PROF== Connected to process 1519 (tgrun)", "tgrun: random initial weights (seed 1234)", NCU_HEADER] +
+    [",".join(f'"{v}"' for v in (launch, "1519", "tgrun", "127.0.0.1", kernel, "1", "7", "(256, 1, 1)",
+                                   "(512, 1, 1)", "0", "9.0", "Command line profiler metrics", metric,
+                                   "ns" if metric == "gpu__time_duration.sum" else "",
+                                   f"{value:,}" if metric == "gpu__time_duration.sum" else value))
+     for (launch, kernel), values in NCU_LAUNCHES.items() for metric, value in zip(NCU_METRIC_NAMES, values)]) + "\n"
+
 
 def load_validate():
     spec = importlib.util.spec_from_file_location("validate", VALIDATE)
@@ -99,6 +118,8 @@ class GpuValidate(unittest.TestCase):
         write(os.path.join(cls.bundle, "results", "attention.rc"), "0\n")
         write(os.path.join(cls.bundle, "results", "flash-kernels.json"), json.dumps(FLASH_KERNELS))
         write(os.path.join(cls.bundle, "results", "flash-kernels.rc"), "0\n")
+        write(os.path.join(cls.bundle, "results", "ncu.csv"), NCU_CSV)
+        write(os.path.join(cls.bundle, "results", "ncu.rc"), "0\n")
         # The medium step and the same step compiled as before, as a GPU run
         # leaves them: 80 and 100 ms a step.
         for name, step_ms, loss in (("medium-tgc", 80.0, 11.0), ("medium-base", 100.0, 11.25),
@@ -313,6 +334,20 @@ class GpuValidate(unittest.TestCase):
         # One layer's 0.1 and 0.25 ms a step, at the medium model's FLOPs.
         self.assertIn("forward 0.10 ms", flash[0])
         self.assertIn("backward 0.25 ms", flash[0])
+
+    def test_ncu_counters_per_kernel(self):
+        """The ncu step's counters: medians over each kernel's launches, the
+        kernel taking the most time first; the run asks ncu for every
+        counter the report reads."""
+        launches = [line for line in self.report.stdout.splitlines() if line.startswith("| launches (ncu) |")]
+        self.assertEqual(len(launches), 2, self.report.stdout)
+        self.assertIn("| tg_flash_attention_forward_d64 (1 profiled) | µs 159.0, DRAM % 11.6, SM % 42.1, "
+                      "occupancy % 17.7, registers 167, blocks 2048, threads 128 |", launches[0])
+        # 33.9 and 34.1 µs: the median is their mean.
+        self.assertIn("| k27_reduce_sum_0 (2 profiled) | µs 34.0, DRAM % 60.9,", launches[1])
+        metrics = subprocess.run([sys.executable, VALIDATE, "ncu-metrics"], capture_output=True, text=True)
+        self.assertEqual(metrics.stdout.strip().split(","), NCU_METRIC_NAMES)
+        self.assertIn("ncu-metrics", open(SCRIPT).read())
 
     def test_pytorch_kernels_per_step_of_the_layers(self):
         cudnn = [row for row in self.rows if "cuDNN" in row]
