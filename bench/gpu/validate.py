@@ -237,9 +237,13 @@ def flash_shared_bytes(kernel, head_dim):
 
 class FlashModule:
     """The PTX loaded with the CUDA driver into torch's context; launches on
-    torch's current stream."""
+    torch's current stream. With `extra_blocks`, each kernel's launch bounds
+    ask for that many more resident blocks a multiprocessor (.minnctapersm),
+    so that the driver's assembler gives it fewer registers: the experiment
+    of more warps in flight, without rebuilding. `resources`: each kernel's
+    registers a thread and local (spilled) bytes, as the driver compiled it."""
 
-    def __init__(self, ptx_path):
+    def __init__(self, ptx_path, extra_blocks=0):
         import torch
         torch.zeros(1, device="cuda")  # torch's context, current on this thread
         self.cuda = ctypes.CDLL("libcuda.so.1")
@@ -247,8 +251,9 @@ class FlashModule:
             ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p]
         self.module = ctypes.c_void_p()
         with open(ptx_path, "rb") as f:
-            self.check("cuModuleLoadData", self.cuda.cuModuleLoadData(ctypes.byref(self.module), f.read() + b"\0"))
-        self.functions = {}
+            ptx = more_resident_blocks(f.read(), extra_blocks)
+        self.check("cuModuleLoadData", self.cuda.cuModuleLoadData(ctypes.byref(self.module), ptx + b"\0"))
+        self.functions, self.resources = {}, {}
         for d in (64, 128):
             for kernel in FLASH_KERNELS:
                 function = ctypes.c_void_p()
@@ -259,6 +264,11 @@ class FlashModule:
                 if shared:  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
                     self.check("cuFuncSetAttribute", self.cuda.cuFuncSetAttribute(function, 8, shared))
                 self.functions[kernel, d] = function
+                registers, local = ctypes.c_int(), ctypes.c_int()
+                # CU_FUNC_ATTRIBUTE_NUM_REGS, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES
+                self.check("cuFuncGetAttribute", self.cuda.cuFuncGetAttribute(ctypes.byref(registers), 4, function))
+                self.check("cuFuncGetAttribute", self.cuda.cuFuncGetAttribute(ctypes.byref(local), 3, function))
+                self.resources[f"{kernel}_d{d}"] = {"registers": registers.value, "local_bytes": local.value}
 
     def check(self, what, result):
         if result:
@@ -369,6 +379,11 @@ def measure_sdpa_shape(backend, batch, heads, key_heads, seq, d):
             "backward_tflops": 2.5 * flops / backward_ms / 1e9}
 
 
+def more_resident_blocks(ptx, extra):
+    """`ptx` (bytes) with each entry's .minnctapersm raised by `extra`."""
+    return re.sub(rb"\.minnctapersm (\d+)", lambda m: b".minnctapersm %d" % (int(m.group(1)) + extra), ptx)
+
+
 def first_line(error):
     return str(error).splitlines()[0][:200] if str(error) else repr(error)
 
@@ -382,8 +397,17 @@ def measure_flash_kernels(ptx_path, out):
         import torch
         result["torch"] = torch.__version__
         module = FlashModule(ptx_path)
+        result["resources"] = module.resources
     except Exception as error:  # no GPU, no driver, or the driver rejects the PTX
         module, why = None, first_line(error)
+    # The same kernels asking for one more resident block a multiprocessor.
+    more_blocks, why_more = None, "the kernels as built did not load"
+    if module is not None:
+        try:
+            more_blocks = FlashModule(ptx_path, extra_blocks=1)
+            result["resources_more_blocks"] = more_blocks.resources
+        except Exception as error:
+            why_more = first_line(error)
     try:
         from torch.nn.attention import SDPBackend
         backends = {"cuDNN": SDPBackend.CUDNN_ATTENTION, "FlashAttention-2": SDPBackend.FLASH_ATTENTION}
@@ -398,6 +422,13 @@ def measure_flash_kernels(ptx_path, out):
             shape["tgc"] = measure_flash_shape(module, batch, heads, key_heads, seq, d)
         except Exception as error:
             shape["tgc"] = {"error": first_line(error)}
+        if module is not None:
+            try:
+                if more_blocks is None:
+                    raise RuntimeError(why_more)
+                shape["tgc_more_blocks"] = measure_flash_shape(more_blocks, batch, heads, key_heads, seq, d)
+            except Exception as error:
+                shape["tgc_more_blocks"] = {"error": first_line(error)}
         for name, backend in backends.items():
             try:
                 shape["torch"][name] = measure_sdpa_shape(backend, batch, heads, key_heads, seq, d)
@@ -840,8 +871,19 @@ def flash_kernel_rows(bundle, rows):
         rows.append(("attention kernels", f"TGC flash kernels vs float32 attention ({what})",
                      ", ".join(f"{name} {fmt(value, 2)}" for name, value in tgc["errors"].items()),
                      f"normwise relative error ≤ {bound:g} (bf16 P, O and dS)", "PASS" if ok else "FAIL"))
-        times = [("TGC flash kernels", tgc)] + [(f"{name} (torch {measured.get('torch', '?')})", k)
-                                                 for name, k in shape["torch"].items()]
+        more = shape.get("tgc_more_blocks")
+        if more is not None and "error" not in more:
+            # The same source with fewer registers: its results must be the same.
+            worst = max(more["errors"].values())
+            failed |= worst > bound
+            rows.append(("attention kernels", f"TGC flash kernels, one more block a multiprocessor, vs float32 "
+                         f"attention ({what})",
+                         ", ".join(f"{name} {fmt(value, 2)}" for name, value in more["errors"].items()),
+                         f"normwise relative error ≤ {bound:g}", "PASS" if worst <= bound else "FAIL"))
+        times = [("TGC flash kernels", tgc)]
+        if more is not None:
+            times.append(("TGC flash kernels, one more block a multiprocessor", more))
+        times += [(f"{name} (torch {measured.get('torch', '?')})", k) for name, k in shape["torch"].items()]
         for name, k in times:
             if "error" in k:
                 rows.append(("attention kernels", f"{name} ({what})", f"n/a: {k['error']}", "", ""))
@@ -852,6 +894,15 @@ def flash_kernel_rows(bundle, rows):
                          f"{k['backward_ms']:.3f} ms ({k['backward_tflops']:.0f} TFLOP/s)",
                          "TFLOP/s over the causal half of the pairs (backward: 2.5 times the forward's FLOPs); "
                          "peak: the H100's dense bf16", ""))
+    built, more = measured.get("resources"), measured.get("resources_more_blocks")
+    if built:
+        rows.append(("attention kernels", "registers a thread (local bytes), as built"
+                     + (" → with one more block a multiprocessor" if more else ""),
+                     ", ".join(f"{name} {r['registers']} ({r['local_bytes']})"
+                               + (f" → {more[name]['registers']} ({more[name]['local_bytes']})"
+                                  if more and name in more else "")
+                               for name, r in built.items()),
+                     "the driver's assembly of the PTX (.minnctapersm + 1 for the second)", ""))
     return failed
 
 

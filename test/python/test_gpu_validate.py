@@ -35,10 +35,14 @@ SDPA = {"batch": 8, "heads": 16, "seq": 1024, "head_dim": 64, "torch": "2.11.0",
 # What `validate.py flash-kernels` writes on a GPU: a shape whose errors are
 # within the bound, and one whose key gradient is not.
 TIMES = {"forward_ms": 0.5, "backward_ms": 1.25, "forward_tflops": 200.0, "backward_tflops": 200.0}
-FLASH_KERNELS = {"ptx": "FlashAttention.ptx", "error_bound": 1e-2, "torch": "2.11.0", "shapes": [
+FLASH_KERNELS = {"ptx": "FlashAttention.ptx", "error_bound": 1e-2, "torch": "2.11.0",
+                 "resources": {"forward_d64": {"registers": 167, "local_bytes": 0}},
+                 "resources_more_blocks": {"forward_d64": {"registers": 128, "local_bytes": 16}}, "shapes": [
     {"label": "GPT-2 medium", "batch": 8, "heads": 16, "key_heads": 16, "seq": 1024, "head_dim": 64,
      "forward_flops": 1.7e10, "tgc": dict(TIMES, errors={"result": 2e-3, "query_grad": 3e-3, "key_grad": 3e-3,
                                                          "value_grad": 2e-3}),
+     "tgc_more_blocks": {"forward_ms": 0.4, "backward_ms": 1.0, "forward_tflops": 250.0, "backward_tflops": 250.0,
+                         "errors": {"result": 2e-3, "query_grad": 3e-3, "key_grad": 3e-3, "value_grad": 2e-3}},
      "torch": {"cuDNN": TIMES, "FlashAttention-2": {"error": "No available kernel."}}},
     {"label": "grouped heads, long", "batch": 1, "heads": 32, "key_heads": 8, "seq": 8192, "head_dim": 128,
      "forward_flops": 5.5e11, "tgc": dict(TIMES, errors={"result": 2e-3, "query_grad": 3e-3, "key_grad": 0.4,
@@ -290,7 +294,7 @@ class GpuValidate(unittest.TestCase):
             self.assertIn("error", shape["tgc"])
 
     def test_flash_kernel_rows_check_errors_and_give_times(self):
-        checks = [row for row in self.kernel_rows if "vs float32 attention" in row]
+        checks = [row for row in self.kernel_rows if "vs float32 attention" in row and "more block" not in row]
         self.assertEqual(len(checks), 2, self.report.stdout)
         self.assertTrue(checks[0].endswith("| PASS |"), checks[0])
         self.assertIn("H_kv=8, T=8192, D=128", checks[1])
@@ -301,6 +305,20 @@ class GpuValidate(unittest.TestCase):
         self.assertIn("(200 TFLOP/s, 20% of peak)", timed[0])
         self.assertTrue(any("FlashAttention-2 (torch 2.11.0) (GPT-2 medium" in row and "n/a: No available kernel."
                             in row for row in self.kernel_rows), self.report.stdout)
+
+    def test_flash_kernels_with_one_more_block_a_multiprocessor(self):
+        """The same PTX asking for one more resident block: checked like the
+        kernels as built, timed beside them, with both register counts."""
+        more = [row for row in self.kernel_rows if "one more block a multiprocessor" in row]
+        self.assertEqual(len(more), 3, self.report.stdout)  # check, time, resources
+        self.assertIn("vs float32 attention (GPT-2 medium", more[0])
+        self.assertTrue(more[0].endswith("| PASS |"), more[0])
+        self.assertIn("forward 0.400 ms (250 TFLOP/s, 25% of peak), backward 1.000 ms", more[1])
+        self.assertIn("forward_d64 167 (0) → 128 (16)", more[2])
+        validate = load_validate()
+        ptx = b".visible .entry a(\n.maxntid 128, 1, 1\n.minnctapersm 2\n{\n}\n.minnctapersm 3\n"
+        self.assertEqual(validate.more_resident_blocks(ptx, 1),
+                         ptx.replace(b"nctapersm 3", b"nctapersm 4").replace(b"nctapersm 2", b"nctapersm 3"))
 
     def test_tgc_attention_is_summed_from_the_profile(self):
         """Forward: the attention commands before the loss kernel, backward:
