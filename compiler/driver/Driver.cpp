@@ -299,6 +299,7 @@ llvm::Expected<CudaTargetOptions> cudaOptions(const Options &o) {
   cuda.chip = o.cudaArch;
   cuda.smCount = chip->second;
   cuda.approximateHalfMath = o.cudaApproximateHalfMath;
+  cuda.rowRegisters = o.cudaRowRegisters;
   return cuda;
 }
 } // namespace

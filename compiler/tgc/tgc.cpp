@@ -151,6 +151,13 @@ static EnumOption<CudaAttention> cudaAttentionOpt(
                           "the GPT-2-medium step 1.25x faster on an H100, "
                           "docs/perf.md)")),
     cl::sub(compileCommand), cl::cat(tgcCategory));
+static cl::opt<int64_t> cudaRowRegistersOpt(
+    "cuda-row-registers",
+    cl::desc("Registers a thread of a --target cuda row kernel (norms, "
+             "softmax, the loss: a row a warp) may use at most, 32 to 255, so "
+             "that more blocks reside on a multiprocessor (ptxas spills what "
+             "does not fit); 0, the default: what one block may have"),
+    cl::init(0), cl::sub(compileCommand), cl::cat(tgcCategory));
 enum class Stats { None, Table, Json };
 static EnumOption<Stats> statsOpt(
     "stats",
@@ -673,6 +680,7 @@ static llvm::Expected<tg::driver::Options> driverOptions() {
   o.cudaArch = cudaArchOpt;
   o.cudaApproximateHalfMath = cudaHalfMathOpt == HalfMath::Approximate;
   o.cudaFlashAttention = cudaAttentionOpt == CudaAttention::Flash;
+  o.cudaRowRegisters = cudaRowRegistersOpt;
   o.libraryGemm = gemmOpt == GemmLowering::Library;
   if (alignGemmRowsOpt != cl::BOU_UNSET)
     o.alignGemmRows = alignGemmRowsOpt == cl::BOU_TRUE;
@@ -741,6 +749,15 @@ static int compile(MLIRContext &ctx, const char *argv0) {
   if (cudaAttentionOpt.getNumOccurrences() && targetOpt != Target::Cuda)
     return fail("--cuda-attention chooses how the GPU computes attention: add "
                 "--target cuda, or drop it");
+  if (cudaRowRegistersOpt.getNumOccurrences() && targetOpt != Target::Cuda)
+    return fail("--cuda-row-registers caps GPU kernels' registers: add "
+                "--target cuda, or drop it");
+  if (cudaRowRegistersOpt != 0 &&
+      (cudaRowRegistersOpt < 32 || cudaRowRegistersOpt > 255))
+    return fail("--cuda-row-registers=" +
+                std::to_string(cudaRowRegistersOpt) +
+                " is out of range: give 32 to 255 (a GPU thread has at most "
+                "255), or 0 for what one block may have");
   if (what == Emit::Ptx && outputPath == "-")
     return fail("--emit=ptx writes one file per kernel module: give a "
                 "directory with -o DIR");

@@ -129,6 +129,31 @@ class CudaTarget(unittest.TestCase):
         self.assertEqual(code, 1, err)
         self.assertIn("--cuda-half-math chooses how GPU kernels compute: add --target cuda", err)
 
+    def test_row_registers(self):
+        """--cuda-row-registers caps the registers of row kernels (the norms'
+        rows) in the PTX and leaves elementwise kernels as they were; out of
+        range or without --target cuda it is refused by name."""
+        ptx = {}
+        for cap in ["0", "80"]:
+            out = self.path(f"row-registers-{cap}")
+            run("tgc", "compile", example("models", "gpt2-tiny"), "--train", example("train", "tiny"),
+                "--target", "cuda", f"--cuda-row-registers={cap}", "--emit=ptx", "-o", out)
+            with open(os.path.join(out, "kernels.ptx")) as f:
+                ptx[cap] = dict(re.findall(r"\.entry (\w+)\([^{]*?\.maxnreg (\d+)", f.read(), re.S))
+        self.assertEqual(ptx["0"].keys(), ptx["80"].keys())
+        capped = {name for name in ptx["0"] if ptx["80"][name] != ptx["0"][name]}
+        self.assertTrue(capped and all(ptx["80"][name] == "80" for name in capped), ptx["80"])
+        self.assertTrue(any("layer_norm" in name for name in capped), capped)
+        self.assertTrue(any(ptx["80"][name] == "255" for name in ptx["80"]), ptx["80"])
+        for args, message in ((["--target", "cuda", "--cuda-row-registers=300"],
+                               "--cuda-row-registers=300 is out of range: give 32 to 255"),
+                              (["--cuda-row-registers=80"], "--cuda-row-registers caps GPU kernels' registers: "
+                                                           "add --target cuda")):
+            code, _, err = run_status("tgc", "compile", example("models", "gpt2-tiny"), "--train",
+                                      example("train", "tiny"), *args, "-o", self.path("refused.tgx"))
+            self.assertEqual(code, 1, err)
+            self.assertIn(message, err)
+
     def test_tgrun_needs_a_gpu(self):
         """On a machine without the NVIDIA driver, a CUDA artifact is verified and
         refused with a message saying what it needs; never a crash."""

@@ -21,7 +21,7 @@ void registerCudaTarget(DialectRegistry &registry) {
 
 void addCudaKernelLoweringPasses(OpPassManager &pm,
                                  const CudaTargetOptions &options) {
-  pm.addPass(createTgCudaMapKernels({options.smCount}));
+  pm.addPass(createTgCudaMapKernels({options.smCount, options.rowRegisters}));
   if (options.approximateHalfMath)
     pm.addNestedPass<gpu::GPUModuleOp>(createTgCudaApproximateHalfMath());
   gpu::GPUToNVVMPipelineOptions nvvm;

@@ -111,8 +111,10 @@ bool writesMemory(Operation *op) {
 
 class KernelMapper {
 public:
-  KernelMapper(gpu::GPUModuleOp gpuModule, int64_t smCount)
-      : gpuModule(gpuModule), smCount(smCount), b(gpuModule.getContext()) {}
+  KernelMapper(gpu::GPUModuleOp gpuModule, int64_t smCount,
+               int64_t rowRegisters)
+      : gpuModule(gpuModule), smCount(smCount), rowRegisters(rowRegisters),
+        b(gpuModule.getContext()) {}
 
   /// Adds the GPU kernels of `kernel` and returns its launches.
   FailureOr<SmallVector<cuda::Launch>> map(func::FuncOp kernel);
@@ -145,6 +147,9 @@ private:
   /// partials (one per accumulator, 64 for a bias gradient's column block)
   /// at 128 registers, a softmax row's vectors at 40.
   void allowBlockRegisters(gpu::GPUFuncOp func, const cuda::Launch &launch);
+  /// Caps the registers a thread of `func` may use at `registers`
+  /// (row-registers), where its block would allow more.
+  void capRegisters(gpu::GPUFuncOp func, int64_t registers);
   /// A new device global of the GPU module, of `type` (uninitialised).
   memref::GlobalOp addGlobal(StringRef name, MemRefType type);
   /// `global` as a memref, in the function being emitted.
@@ -176,6 +181,7 @@ private:
 
   gpu::GPUModuleOp gpuModule;
   int64_t smCount;
+  int64_t rowRegisters; // 0: no cap beyond the block's
   OpBuilder b;
   Location loc = b.getUnknownLoc();
   Value threadId, blockId;
@@ -735,6 +741,13 @@ void KernelMapper::allowBlockRegisters(gpu::GPUFuncOp func,
                 b.getI32IntegerAttr(registers));
 }
 
+void KernelMapper::capRegisters(gpu::GPUFuncOp func, int64_t registers) {
+  StringRef name = NVVM::NVVMDialect::getMaxnregAttrName();
+  auto allowed = func->getAttrOfType<IntegerAttr>(name);
+  if (!allowed || allowed.getInt() > registers)
+    func->setAttr(name, b.getI32IntegerAttr(registers));
+}
+
 void KernelMapper::finishPhase(gpu::GPUFuncOp func,
                                const cuda::Launch &launch) {
   // The emitter chose the block size; ptxas sizes registers by it.
@@ -829,6 +842,8 @@ FailureOr<SmallVector<cuda::Launch>> KernelMapper::map(func::FuncOp kernel) {
     if (failed(emitPhase(phase, func, map, launch)))
       return failure();
     finishPhase(func, launch);
+    if (phase.kind == Phase::Kind::Rows && rowRegisters > 0)
+      capRegisters(func, rowRegisters);
     launches.push_back(launch);
   }
   return launches;
@@ -845,7 +860,7 @@ struct MapKernelsPass : impl::TgCudaMapKernelsBase<MapKernelsPass> {
         b, module.getLoc(), module.getSymName().value_or("kernels"));
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     b.getUnitAttr());
-    KernelMapper mapper(gpuModule, smCount);
+    KernelMapper mapper(gpuModule, smCount, rowRegisters);
     SmallVector<Attribute> kernels;
     for (auto kernel :
          llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {

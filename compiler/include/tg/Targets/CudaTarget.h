@@ -20,6 +20,9 @@ struct CudaTargetOptions {
   std::string features = "+ptx80";
   int64_t smCount = 132; // H100 SXM
   bool approximateHalfMath = true; // tg-cuda-approximate-half-math
+  /// Registers a thread of a row phase may use at most (0: what its block
+  /// allows); tg-cuda-map-kernels' row-registers.
+  int64_t rowRegisters = 0;
 };
 
 /// Registers what the CUDA target's passes need: the gpu, nvvm and vector

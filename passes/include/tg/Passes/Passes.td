@@ -767,6 +767,10 @@ def TgCudaMapKernels : Pass<"tg-cuda-map-kernels", "ModuleOp"> {
     Option<"smCount", "sm-count", "int64_t", "132",
            "streaming multiprocessors of the device (H100 SXM: 132); grids "
            "are capped at 8 blocks of 256 threads per SM">,
+    Option<"rowRegisters", "row-registers", "int64_t", "0",
+           "at most this many registers a thread in a row phase (a row a "
+           "warp), so that more blocks reside on a multiprocessor; 0: what "
+           "one block may have">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::NVVM::NVVMDialect",

@@ -1,4 +1,12 @@
 // RUN: tg-opt %s --split-input-file --verify-diagnostics --tg-cuda-map-kernels | FileCheck %s
+// row-registers caps the registers of row phases only (more resident
+// blocks); an elementwise phase keeps what its block allows.
+// RUN: tg-opt %s --split-input-file --verify-diagnostics --tg-cuda-map-kernels=row-registers=80 | FileCheck %s --check-prefix=ROWS80
+// ROWS80-LABEL: module @add_bias
+// ROWS80: nvvm.maxnreg = 255
+// ROWS80-LABEL: module @row_max
+// ROWS80: gpu.func @k0_0
+// ROWS80-SAME: nvvm.maxnreg = 80
 
 // An element-wise op whose operands are contiguous along the inner dim (or
 // constant along it) moves 16 bytes per access: 4 floats a thread, in a
