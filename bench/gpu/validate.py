@@ -388,11 +388,23 @@ def first_line(error):
     return str(error).splitlines()[0][:200] if str(error) else repr(error)
 
 
+def flash_shape_or_error(module, why, *shape):
+    """measure_flash_shape of `module` (None: it did not load, for `why`), or
+    the error that stopped it."""
+    try:
+        if module is None:
+            raise RuntimeError(why)
+        return measure_flash_shape(module, *shape)
+    except Exception as error:
+        return {"error": first_line(error)}
+
+
 def measure_flash_kernels(ptx_path, out):
     """The runtime's flash kernels (the PTX the bundle's runtime build made)
     at each of FLASH_SHAPES, beside PyTorch's cuDNN and FlashAttention-2
     kernels at the same shape."""
     result = {"ptx": ptx_path, "error_bound": FLASH_ERROR_BOUND, "shapes": []}
+    why = None
     try:
         import torch
         result["torch"] = torch.__version__
@@ -416,19 +428,9 @@ def measure_flash_kernels(ptx_path, out):
     for label, batch, heads, key_heads, seq, d in FLASH_SHAPES:
         shape = {"label": label, "batch": batch, "heads": heads, "key_heads": key_heads, "seq": seq,
                  "head_dim": d, "forward_flops": causal_attention_flops(batch, heads, seq, d), "torch": {}}
-        try:
-            if module is None:
-                raise RuntimeError(why)
-            shape["tgc"] = measure_flash_shape(module, batch, heads, key_heads, seq, d)
-        except Exception as error:
-            shape["tgc"] = {"error": first_line(error)}
+        shape["tgc"] = flash_shape_or_error(module, why, batch, heads, key_heads, seq, d)
         if module is not None:
-            try:
-                if more_blocks is None:
-                    raise RuntimeError(why_more)
-                shape["tgc_more_blocks"] = measure_flash_shape(more_blocks, batch, heads, key_heads, seq, d)
-            except Exception as error:
-                shape["tgc_more_blocks"] = {"error": first_line(error)}
+            shape["tgc_more_blocks"] = flash_shape_or_error(more_blocks, why_more, batch, heads, key_heads, seq, d)
         for name, backend in backends.items():
             try:
                 shape["torch"][name] = measure_sdpa_shape(backend, batch, heads, key_heads, seq, d)
