@@ -123,18 +123,8 @@ def measure_ceilings(out):
     import torch
 
     def best_seconds(op):
-        for _ in range(CEILING_REPEATS):  # warm-up: clocks up, library handles and kernels chosen
-            op()
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(CEILING_ROUNDS):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(CEILING_REPEATS):
-                op()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) / 1e3 / CEILING_REPEATS)
+        # One round of warm-up: clocks up, library handles and kernels chosen.
+        times = [ms / 1e3 for ms in timed_rounds(op, CEILING_ROUNDS, CEILING_REPEATS, warmup_rounds=1)]
         return min(times), statistics.median(times)
 
     def copy():  # its buffers are freed on return, before the GEMM's are allocated
@@ -284,21 +274,28 @@ class FlashModule:
             torch.cuda.current_stream().cuda_stream, argument, None))
 
 
-def time_on_stream(run):
-    """Median ms of one call of `run` over ATTENTION_ROUNDS rounds of
-    ATTENTION_CALLS_PER_ROUND calls after ATTENTION_WARMUP, CUDA events."""
+def timed_rounds(run, rounds, calls, warmup_rounds=0):
+    """ms of one call of `run` in each of `rounds` rounds of `calls` calls
+    queued back to back (CUDA events around a round), after `warmup_rounds`
+    rounds left out."""
     import torch
     times = []
-    for i in range(ATTENTION_WARMUP + ATTENTION_ROUNDS):
+    for i in range(warmup_rounds + rounds):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        for _ in range(ATTENTION_CALLS_PER_ROUND):
+        for _ in range(calls):
             run()
         end.record()
         end.synchronize()
-        if i >= ATTENTION_WARMUP:
-            times.append(start.elapsed_time(end) / ATTENTION_CALLS_PER_ROUND)
-    return statistics.median(times)
+        if i >= warmup_rounds:
+            times.append(start.elapsed_time(end) / calls)
+    return times
+
+
+def time_on_stream(run):
+    """Median ms of one call of `run` over ATTENTION_ROUNDS rounds of
+    ATTENTION_CALLS_PER_ROUND calls after ATTENTION_WARMUP, CUDA events."""
+    return statistics.median(timed_rounds(run, ATTENTION_ROUNDS, ATTENTION_CALLS_PER_ROUND, ATTENTION_WARMUP))
 
 
 def measure_flash_shape(module, batch, heads, key_heads, seq, d):
@@ -777,11 +774,9 @@ def launch_rows(bundle, rows):
     total = {name: medians[name].get("gpu__time_duration.sum", 0.0) * len(launches[name]) for name in launches}
     for name in sorted(launches, key=lambda n: -total[n]):
         m = medians[name]
-        measured = ", ".join(f"{label} {m[metric]:.1f}" if metric in (
-            "gpu__time_duration.sum", "dram__throughput.avg.pct_of_peak_sustained_elapsed",
-            "sm__throughput.avg.pct_of_peak_sustained_elapsed",
-            "sm__warps_active.avg.pct_of_peak_sustained_active") else f"{label} {m[metric]:.0f}"
-            for metric, label in NCU_METRICS.items() if metric in m)
+        # Counts of the launch (registers, blocks, threads) as integers.
+        measured = ", ".join(f"{label} {m[metric]:.0f}" if metric.startswith("launch__") else
+                             f"{label} {m[metric]:.1f}" for metric, label in NCU_METRICS.items() if metric in m)
         rows.append(("launches (ncu)", f"{name} ({len(launches[name])} profiled)", measured,
                      "medians over the launches; % of the device's peak", ""))
 
