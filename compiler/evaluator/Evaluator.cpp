@@ -54,6 +54,18 @@ int64_t normaliseAxis(int64_t axis, int64_t rank) {
 
 Results one(Tensor t) { return std::vector<Tensor>{std::move(t)}; }
 
+/// x rotated by `rope` (tg.rope's rotation; x itself without one).
+Tensor rotated(const Tensor &x, std::optional<RopeFrequencies> rotation,
+               bool inverse = false) {
+  if (!rotation)
+    return x;
+  int64_t dim = x.shape.size() == 4 ? x.shape[3] : 0;
+  std::vector<double> frequencies;
+  for (int64_t i = 0; i < dim / 2; ++i)
+    frequencies.push_back(rotation->frequency(i, dim));
+  return kernels::rope(x, frequencies, inverse);
+}
+
 class Interpreter {
 public:
   explicit Interpreter(Arithmetic arithmetic) : arithmetic(arithmetic) {}
@@ -228,15 +240,27 @@ Results Interpreter::compute(Operation *op) {
         return binary(o, [](double a, double b) { return std::pow(a, b); });
       })
       .Case([&](NegOp o) { return unary(o, [](double x) { return -x; }); })
-      .Case([&](ExpOp o) { return unary(o, [](double x) { return std::exp(x); }); })
-      .Case([&](LogOp o) { return unary(o, [](double x) { return std::log(x); }); })
-      .Case([&](TanhOp o) { return unary(o, [](double x) { return std::tanh(x); }); })
-      .Case([&](SqrtOp o) { return unary(o, [](double x) { return std::sqrt(x); }); })
+      .Case([&](ExpOp o) {
+        return unary(o, [](double x) { return std::exp(x); });
+      })
+      .Case([&](LogOp o) {
+        return unary(o, [](double x) { return std::log(x); });
+      })
+      .Case([&](TanhOp o) {
+        return unary(o, [](double x) { return std::tanh(x); });
+      })
+      .Case([&](SqrtOp o) {
+        return unary(o, [](double x) { return std::sqrt(x); });
+      })
       .Case([&](RsqrtOp o) {
         return unary(o, [](double x) { return 1 / std::sqrt(x); });
       })
-      .Case([&](CosOp o) { return unary(o, [](double x) { return std::cos(x); }); })
-      .Case([&](SinOp o) { return unary(o, [](double x) { return std::sin(x); }); })
+      .Case([&](CosOp o) {
+        return unary(o, [](double x) { return std::cos(x); });
+      })
+      .Case([&](SinOp o) {
+        return unary(o, [](double x) { return std::sin(x); });
+      })
       .Case([&](SiluOp o) { return unary(o, silu); })
       .Case([&](SiluGradOp o) {
         return one(kernels::binary(
@@ -350,7 +374,8 @@ Results Interpreter::compute(Operation *op) {
             o.getCausal(), o.getWindow()));
       })
       .Case([&](FlashAttentionOp o) {
-        const Tensor &q = get(o.getQuery()), &k = get(o.getKey());
+        Tensor q = rotated(get(o.getQuery()), o.getRope());
+        Tensor k = rotated(get(o.getKey()), o.getRope());
         double scale = o.getScale().convertToDouble();
         return Results(std::vector<Tensor>{
             attention(q, k, get(o.getValue()), scale, o.getCausal(),
@@ -360,18 +385,18 @@ Results Interpreter::compute(Operation *op) {
       .Case([&](FlashAttentionGradOp o) {
         // The exact gradients: the reference does not depend on the
         // forward's result and log-sum-exp being right.
-        return Results(attentionGrad(
-            get(o.getQuery()), get(o.getKey()), get(o.getValue()),
+        std::vector<Tensor> grads = attentionGrad(
+            rotated(get(o.getQuery()), o.getRope()),
+            rotated(get(o.getKey()), o.getRope()), get(o.getValue()),
             get(o.getResultGrad()), o.getScale().convertToDouble(),
-            o.getCausal(), o.getWindow()));
+            o.getCausal(), o.getWindow());
+        for (int i : {0, 1})
+          grads[i] = rotated(grads[i], o.getRope(), /*inverse=*/true);
+        return Results(std::move(grads));
       })
       .Case([&](RopeOp o) {
-        const Tensor &x = get(o.getInput());
-        int64_t dim = x.shape.size() == 4 ? x.shape[3] : 0;
-        std::vector<double> frequencies;
-        for (int64_t i = 0; i < dim / 2; ++i)
-          frequencies.push_back(o.frequency(i, dim));
-        return one(rope(x, frequencies, o.getInverse()));
+        return one(
+            rotated(get(o.getInput()), o.getFrequencies(), o.getInverse()));
       })
       .Case([&](CrossEntropyOp o) -> Results {
         const Tensor &logits = get(o.getLogits()), &targets = get(o.getTargets());

@@ -30,6 +30,7 @@ void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options) {
     attention.flashKernels = options.flashKernels;
     attention.libraryKernels = options.libraryAttention;
     attention.maxScoreMib = options.fusion.maxScoreMib;
+    attention.rope = options.fusion.attentionRope;
     pm.addNestedPass<func::FuncOp>(createTgFuseAttention(attention));
   }
   TgDecomposeAttentionOptions decompose;

@@ -215,6 +215,7 @@ enum class Fusion {
   GemmLayouts,
   GemmActivation,
   Attention,
+  AttentionRope,
   AttentionLayouts
 };
 /// The fusion passes --no-fuse and --fuse name.
@@ -239,6 +240,9 @@ static cl::ValuesClass fusionNames() {
                  "as GEMM epilogues (on for --target cuda only)"),
       clEnumValN(Fusion::Attention, "attention",
                  "tg-fuse-attention: flash attention kernels"),
+      clEnumValN(Fusion::AttentionRope, "attention-rope",
+                 "tg-fuse-attention's rope: the CPU's flash kernels "
+                 "rotate their queries and keys themselves (RoPE)"),
       clEnumValN(Fusion::AttentionLayouts, "attention-layouts",
                  "tg-fuse-attention-layouts: the flash kernels read q, k, "
                  "v and dO and write their results in the layouts around "
@@ -694,6 +698,8 @@ static llvm::Expected<tg::driver::Options> driverOptions() {
       !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::GemmLayouts);
   o.fusion.attention =
       !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::Attention);
+  o.fusion.attentionRope =
+      !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::AttentionRope);
   o.fusion.attentionLayouts =
       !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::AttentionLayouts);
   if (noFusionOpt || llvm::is_contained(noFuseOpt, Fusion::GemmActivation))

@@ -126,6 +126,60 @@ AttentionGradOp gradientOf(AttentionOp op) {
   return nullptr;
 }
 
+/// The rotary position embeddings around an attention op and its gradient
+/// that its flash kernels can apply themselves: the tg.rope of its query
+/// and of its key (same frequencies, read by nothing but the attention op
+/// and its gradient), and the gradient's rotations back of the query and
+/// key gradients (each its result's only reader).
+struct RotationsAround {
+  RopeOp query, key, queryGrad, keyGrad;
+  RopeFrequencies frequencies;
+};
+
+/// The inverse tg.rope of `frequencies` that is the only reader of `grad`.
+RopeOp rotationBack(Value grad, const RopeFrequencies &frequencies) {
+  if (!grad.hasOneUse())
+    return nullptr;
+  auto rope = dyn_cast<RopeOp>(*grad.getUsers().begin());
+  return rope && rope.getInverse() && rope.getFrequencies() == frequencies
+             ? rope
+             : nullptr;
+}
+
+/// The rotations around `op` (and `grad`), or why they stay outside (a
+/// non-empty `why`); none and no reason where its query and key are not
+/// both rotated.
+std::optional<RotationsAround>
+rotationsAround(AttentionOp op, AttentionGradOp grad, std::string &why) {
+  RotationsAround r;
+  r.query = op.getQuery().getDefiningOp<RopeOp>();
+  r.key = op.getKey().getDefiningOp<RopeOp>();
+  if (!r.query || !r.key || r.query == r.key || r.query.getInverse() ||
+      r.key.getInverse())
+    return std::nullopt;
+  r.frequencies = r.query.getFrequencies();
+  if (!(r.key.getFrequencies() == r.frequencies)) {
+    why = "its query and key are rotated by different frequencies";
+    return std::nullopt;
+  }
+  for (RopeOp rope : {r.query, r.key})
+    for (Operation *user : rope->getUsers())
+      if (user != op && user != grad) {
+        why = "its rotated queries or keys are read by other ops too";
+        return std::nullopt;
+      }
+  if (grad) {
+    r.queryGrad = rotationBack(grad.getQueryGrad(), r.frequencies);
+    r.keyGrad = rotationBack(grad.getKeyGrad(), r.frequencies);
+    if (!r.queryGrad || !r.keyGrad) {
+      why = "its query or key gradient is read by more than its rotation "
+            "back";
+      return std::nullopt;
+    }
+  }
+  return r;
+}
+
 struct FuseAttentionPass : impl::TgFuseAttentionBase<FuseAttentionPass> {
   using Base::Base;
 
@@ -197,9 +251,14 @@ private:
       if (remarks)
         op.emitRemark() << (refusal.empty() ? "fused into flash attention: "
                                             : "not fused: ")
-                        << why;
+                        << why
+                        << (refusal.empty() && isRotated(op)
+                                ? "; its rotary position embedding stays "
+                                  "outside (the runtime's kernels rotate "
+                                  "nothing yet)"
+                                : "");
       if (refusal.empty())
-        fuse(op, grad);
+        fuse(op, grad, std::nullopt);
       return;
     }
     if (cost.dim > kFlashAttentionMaxHeadDim) {
@@ -226,14 +285,36 @@ private:
                               scoreMib, double(maxScoreMib))
                     .str()
               : "estimated faster: " + comparison;
+    std::string ropeWhy;
+    std::optional<RotationsAround> rotations;
+    if (rope)
+      rotations = rotationsAround(op, grad, ropeWhy);
+    else if (isRotated(op))
+      ropeWhy = "its rope fusion is off (--no-fuse=attention-rope)";
+    if (rotations)
+      why += "; RoPE inside";
     record(op.getResult(), "flash", why);
     if (remarks)
       op.emitRemark() << "fused into flash attention"
                       << (grad ? " with its gradient" : "") << ": "
                       << (scoreMib > maxScoreMib ? why + "; "
                                                  : "estimated faster; ")
-                      << estimate;
-    fuse(op, grad);
+                      << estimate
+                      << (rotations ? "; the kernels apply the rotary position "
+                                      "embedding of its queries and keys"
+                                    : "")
+                      << (ropeWhy.empty()
+                              ? ""
+                              : "; its rotary position embedding stays "
+                                "outside: " +
+                                    ropeWhy);
+    fuse(op, grad, rotations);
+  }
+
+  /// Whether the query and key of `op` are both tg.rope results.
+  static bool isRotated(AttentionOp op) {
+    return op.getQuery().getDefiningOp<RopeOp>() &&
+           op.getKey().getDefiningOp<RopeOp>();
   }
 
   /// Why the CUDA runtime's flash kernels cannot compute `op` (empty if
@@ -252,16 +333,32 @@ private:
     return "";
   }
 
-  /// Replaces `op` (and its gradient `grad`, if any) by flash attention.
-  void fuse(AttentionOp op, AttentionGradOp grad) {
+  /// Replaces `op` (and its gradient `grad`, if any) by flash attention,
+  /// which applies `rotations` itself where given.
+  void fuse(AttentionOp op, AttentionGradOp grad,
+            std::optional<RotationsAround> rotations) {
     OpBuilder b(op);
+    Value query = rotations ? rotations->query.getInput() : op.getQuery();
+    Value key = rotations ? rotations->key.getInput() : op.getKey();
     auto flash = FlashAttentionOp::create(
-        b, op.getLoc(), op.getQuery(), op.getKey(), op.getValue(),
-        op.getScaleAttr(), op.getCausalAttr(), op.getWindowAttr());
+        b, op.getLoc(), query, key, op.getValue(), op.getScaleAttr(),
+        op.getCausalAttr(), op.getWindowAttr(), FloatAttr(), FloatAttr(),
+        FloatAttr(), FloatAttr(), FloatAttr());
+    if (rotations)
+      flash.setRope(rotations->frequencies);
     op.getResult().replaceAllUsesWith(flash.getResult());
     op.erase();
-    if (!grad)
-      return;
+    if (grad)
+      fuseGradient(flash, grad, query, key, rotations);
+    if (rotations)
+      for (RopeOp rope : {rotations->query, rotations->key})
+        rope.erase();
+  }
+
+  /// Replaces `grad` by the gradient of `flash`, over its query and key.
+  void fuseGradient(FlashAttentionOp flash, AttentionGradOp grad, Value query,
+                    Value key, std::optional<RotationsAround> rotations) {
+    OpBuilder b(grad);
     // The gradient reads the result's rows. When the forward transposes it
     // to [B, T, Hq, D] for the output projection (which keeps that copy for
     // its own gradient), the gradient reads the copy, so that the result
@@ -277,14 +374,22 @@ private:
           tokens = true;
           break;
         }
-    b.setInsertionPoint(grad);
     auto flashGrad = FlashAttentionGradOp::create(
-        b, grad.getLoc(), grad.getQuery(), grad.getKey(), grad.getValue(),
-        result, flash.getLogsumexp(), grad.getResultGrad(),
-        grad.getScaleAttr(), grad.getCausalAttr(), grad.getWindowAttr(),
-        tokens ? b.getUnitAttr() : UnitAttr());
+        b, grad.getLoc(), query, key, grad.getValue(), result,
+        flash.getLogsumexp(), grad.getResultGrad(), grad.getScaleAttr(),
+        grad.getCausalAttr(), grad.getWindowAttr(),
+        tokens ? b.getUnitAttr() : UnitAttr(), FloatAttr(), FloatAttr(),
+        FloatAttr(), FloatAttr(), FloatAttr());
     grad.replaceAllUsesWith(flashGrad.getResults());
     grad.erase();
+    if (!rotations)
+      return;
+    flashGrad.setRope(rotations->frequencies);
+    // Its query and key gradients are already rotated back.
+    for (RopeOp back : {rotations->queryGrad, rotations->keyGrad}) {
+      back.getResult().replaceAllUsesWith(back.getInput());
+      back.erase();
+    }
   }
 };
 

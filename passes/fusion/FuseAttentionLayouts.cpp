@@ -184,9 +184,9 @@ private:
     if (inputs.empty() && consumers.empty())
       return;
 
-    // The merged region takes the place of the last consumer (or of the
-    // flash region): what it yields must be read after that only.
-    Operation *place = consumers.empty() ? region.getOperation() : consumers.back();
+    // The merged region takes the place of the flash region: what it
+    // reads is there already (the consumers read only the chains), and
+    // what it yields is read after the ops it replaces.
     SmallVector<Operation *> merged{region};
     llvm::append_range(merged, consumers);
     SmallVector<Value> yielded; // values of the ops merged, read outside
@@ -196,19 +196,13 @@ private:
           Operation *reader = block->findAncestorOpInBlock(*user);
           if (llvm::is_contained(merged, reader))
             continue;
-          if (reader->isBeforeInBlock(place)) {
-            remark(flash) << "layouts around it not fused: '"
-                          << user->getName().getStringRef()
-                          << "' reads a value of the kernel before it would run";
-            return;
-          }
           if (!llvm::is_contained(yielded, result))
             yielded.push_back(result);
         }
 
     // Build it: the operands' views cloned (the forward and the gradient
     // read the same ones), the flash op and its consumers moved.
-    OpBuilder b(place);
+    OpBuilder b(region);
     auto fused = exec::DispatchRegionOp::create(b, region.getLoc(),
                                                 ValueRange(yielded).getTypes());
     Block *body = b.createBlock(&fused.getBody());

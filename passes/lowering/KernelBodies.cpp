@@ -1052,25 +1052,25 @@ void emitShardCopy(Emitter &e, Value whole, Value block, Value rankIndex,
   });
 }
 
-/// The frequency of pair `i` (an index) under the op's scaling, in f64, as
-/// RopeOp::frequency computes it: theta^(-2i/D), then f / factor (linear)
-/// or Llama 3's wavelength bands. With a constant `i` it folds to a constant.
-Value ropeFrequency(Emitter &e, RopeOp op, Value i, int64_t dim) {
+/// The frequency of pair `i` (an index) under the scaling of `rope`, in
+/// f64, as RopeFrequencies::frequency computes it: theta^(-2i/D), then
+/// f / factor (linear) or Llama 3's wavelength bands. With a constant `i` it
+/// folds to a constant.
+Value ropeFrequency(Emitter &e, const RopeFrequencies &rope, Value i,
+                    int64_t dim) {
   Type f64 = e.b.getF64Type();
   auto c = [&](double v) { return e.constant(f64, v); };
   Value index = arith::IndexCastOp::create(e.b, e.loc, e.b.getI64Type(), i);
   Value exponent = e.mul(arith::SIToFPOp::create(e.b, e.loc, f64, index),
                          c(-2.0 / dim));
-  Value f = math::PowFOp::create(e.b, e.loc, c(op.getTheta().convertToDouble()),
-                                 exponent);
-  if (!op.getScalingFactor())
+  Value f = math::PowFOp::create(e.b, e.loc, c(rope.theta), exponent);
+  if (!rope.scalingFactor)
     return f;
-  Value scaled = e.div(f, c(op.getScalingFactor()->convertToDouble()));
-  if (!op.getLowFreqFactor())
+  Value scaled = e.div(f, c(*rope.scalingFactor));
+  if (!rope.lowFreqFactor)
     return scaled;
-  double low = op.getLowFreqFactor()->convertToDouble();
-  double high = op.getHighFreqFactor()->convertToDouble();
-  double context = op.getOriginalMaxPositions()->convertToDouble();
+  double low = *rope.lowFreqFactor, high = *rope.highFreqFactor;
+  double context = *rope.originalMaxPositions;
   Value wavelength = e.div(c(2 * M_PI), f);
   Value smooth = e.div(e.sub(e.div(c(context), wavelength), c(low)),
                        c(high - low));
@@ -1094,12 +1094,13 @@ Value ropePosition(Emitter &e, Value t) {
 }
 
 /// The cosine and sine of pair i's angle at `position` (f64), computed in
-/// f64 as the reference does, then rounded.
-std::pair<Value, Value> ropeRotation(Emitter &e, RopeOp op, Value position,
-                                     Value i, int64_t dim) {
+/// f64 as the reference does, then rounded (the angle negated: `inverse`).
+std::pair<Value, Value> ropeRotation(Emitter &e, const RopeFrequencies &rope,
+                                     bool inverse, Value position, Value i,
+                                     int64_t dim) {
   Type f64 = e.b.getF64Type();
-  Value angle = e.mul(e.mul(position, ropeFrequency(e, op, i, dim)),
-                      e.constant(f64, op.getInverse() ? -1.0 : 1.0));
+  Value angle = e.mul(e.mul(position, ropeFrequency(e, rope, i, dim)),
+                      e.constant(f64, inverse ? -1.0 : 1.0));
   return {e.narrow(math::CosOp::create(e.b, e.loc, angle)),
           e.narrow(math::SinOp::create(e.b, e.loc, angle))};
 }
@@ -1125,6 +1126,7 @@ void emitRope(Emitter &e, RopeOp op, Value x, Value y, bool vectorRows,
   int64_t planes = seq * dim == 0 ? 0 : type.getNumElements() / (seq * dim);
   if (half == 0)
     return;
+  RopeFrequencies rope = op.getFrequencies();
   // The first element of plane p's row t (p = b * H + h).
   auto rowOf = [&](Value p, Value t, bool tokens) {
     if (!tokens)
@@ -1137,7 +1139,7 @@ void emitRope(Emitter &e, RopeOp op, Value x, Value y, bool vectorRows,
     e.rows(seq, [&](Value t) {
       Value position = ropePosition(e, t);
       e.loop(half, [&](Value i) {
-        auto [c, s] = ropeRotation(e, op, position, i, dim);
+        auto [c, s] = ropeRotation(e, rope, op.getInverse(), position, i, dim);
         e.loop(planes, [&](Value p) {
           Value in = e.addIndex(rowOf(p, t, tokensIn), i);
           Value out = e.addIndex(rowOf(p, t, tokensOut), i);
@@ -1157,7 +1159,8 @@ void emitRope(Emitter &e, RopeOp op, Value x, Value y, bool vectorRows,
     Value position = ropePosition(e, t);
     SmallVector<Value> cosines, sines;
     for (int64_t i = 0; i < half; ++i) {
-      auto [c, s] = ropeRotation(e, op, position, e.index(i), dim);
+      auto [c, s] =
+          ropeRotation(e, rope, op.getInverse(), position, e.index(i), dim);
       cosines.push_back(c);
       sines.push_back(s);
     }
@@ -1225,12 +1228,17 @@ struct FlashAttention {
   double scale;
   Type wide, positionType;
   VectorType laneVector, wideLaneVector, positionVector;
+  /// The rotary position embedding the op applies to its queries and keys,
+  /// if any, and with it each position's cosines and sines of its D/2 pairs'
+  /// angles ([positions, D/2] in the element type: ropeTables).
+  std::optional<RopeFrequencies> rope;
+  Value cosines, sines;
 
   template <typename OpTy>
   FlashAttention(Emitter &e, OpTy op)
       : e(e), causal(op.getCausal()), window(op.getWindow()),
         scale(op.getScale().convertToDouble()), wide(e.b.getF64Type()),
-        positionType(e.b.getI64Type()) {
+        positionType(e.b.getI64Type()), rope(op.getRope()) {
     ArrayRef<int64_t> q = shapeOf(op.getQuery()), k = shapeOf(op.getKey());
     batch = q[0], heads = q[1], queryLen = q[2], dim = q[3];
     kvHeads = k[1], keyLen = k[2], group = heads / kvHeads;
@@ -1396,10 +1404,27 @@ struct FlashAttention {
   Value at(const FlashOperand &x, Value row, Value d) {
     return e.load(x.flat, e.addIndex(row, d));
   }
-  /// The block's rows of `x` (plane `plane`), transposed into `scratch`.
+  /// The block's rows of `x` (plane `plane`), transposed into `scratch`;
+  /// rotated first where the op applies a rope (through `rotatedRows`,
+  /// scratch of kLanes rows).
   void transpose(const FlashOperand &x, Value plane, const TaskRows &blk,
-                 Value scratch) {
+                 Value scratch, Value rotatedRows = {}) {
     SmallVector<Value> rows = rowsAt(x, plane, blk.positions);
+    if (!rotatedRows) {
+      transposeRows(x, rows, scratch);
+      return;
+    }
+    SmallVector<Value> laneRows;
+    for (auto [i, row] : llvm::enumerate(rows)) {
+      laneRows.push_back(e.index(int64_t(i) * dim));
+      storeRow(rotate(loadRow(x.flat, row), blk.positions[i], false),
+               rotatedRows, laneRows.back());
+    }
+    transposeRows(packedRows(rotatedRows), laneRows, scratch);
+  }
+  /// Rows `rows` of `x` transposed into `scratch`.
+  void transposeRows(const FlashOperand &x, ArrayRef<Value> rows,
+                     Value scratch) {
     e.loop(dim, [&](Value d) {
       SmallVector<Value> values;
       for (Value row : rows)
@@ -1411,8 +1436,62 @@ struct FlashAttention {
   /// The same, into new scratch.
   Value transposed(const FlashOperand &x, Value plane, const TaskRows &blk) {
     Value scratch = columns(e.element);
-    transpose(x, plane, blk, scratch);
+    transpose(x, plane, blk, scratch, rope ? columns(e.element) : Value());
     return scratch;
+  }
+
+  /// Rows of D elements one after the other in `flat`, as an operand of
+  /// one plane.
+  FlashOperand packedRows(Value flat, int64_t rowsPerPlane = 0) {
+    return FlashOperand{flat, 0, 0, rowsPerPlane * dim, dim};
+  }
+  Value loadRow(Value flat, Value at) {
+    return vector::LoadOp::create(
+        e.b, e.loc,
+        VectorType::get({dim}, getElementTypeOrSelf(flat.getType())), flat,
+        ValueRange{at});
+  }
+  void storeRow(Value row, Value flat, Value at) {
+    vector::StoreOp::create(e.b, e.loc, row, flat, ValueRange{at});
+  }
+  /// Fills `cosines` and `sines` for positions [0, positions), each in one
+  /// step of a parallel loop, as the rope kernel computes them; the loop
+  /// ends before the kernel's next.
+  void ropeTables(int64_t positions) {
+    int64_t half = dim / 2;
+    auto type = MemRefType::get({positions * half}, e.element);
+    cosines = memref::AllocOp::create(e.b, e.loc, type);
+    sines = memref::AllocOp::create(e.b, e.loc, type);
+    e.rows(positions, [&](Value t) {
+      Value position = ropePosition(e, t), base = e.mulIndex(t, half);
+      e.loop(half, [&](Value i) {
+        auto [c, s] =
+            ropeRotation(e, *rope, /*inverse=*/false, position, i, dim);
+        e.store(c, cosines, e.addIndex(base, i));
+        e.store(s, sines, e.addIndex(base, i));
+      });
+    });
+  }
+  void freeRopeTables() {
+    memref::DeallocOp::create(e.b, e.loc, cosines);
+    memref::DeallocOp::create(e.b, e.loc, sines);
+  }
+  /// Row `x` (a vector of D elements) of position `t` rotated by the rope,
+  /// or back (`inverse`): the rope kernel's arithmetic.
+  Value rotate(Value x, Value t, bool inverse) {
+    int64_t half = dim / 2;
+    auto halfType = VectorType::get({half}, e.element);
+    Value at = e.mulIndex(t, half);
+    Value c =
+        vector::LoadOp::create(e.b, e.loc, halfType, cosines, ValueRange{at});
+    Value s =
+        vector::LoadOp::create(e.b, e.loc, halfType, sines, ValueRange{at});
+    Value x1 = e.lanes(x, x, 0, half), x2 = e.lanes(x, x, half, dim);
+    Value y1 = inverse ? e.add(e.mul(x1, c), e.mul(x2, s))
+                       : e.sub(e.mul(x1, c), e.mul(x2, s));
+    Value y2 = inverse ? e.sub(e.mul(x2, c), e.mul(x1, s))
+                       : e.add(e.mul(x2, c), e.mul(x1, s));
+    return e.lanes(y1, y2, 0, dim);
   }
   /// f64 scratch set to zeros.
   void clearColumns(Value scratch) {
@@ -1482,6 +1561,31 @@ struct FlashAttention {
         Value v =
             e.load(scratch, e.addIndex(e.mulIndex(d, kLanes), e.index(i)));
         e.store(e.narrow(e.mul(v, f)), out.flat, e.addIndex(rows[i], d));
+      });
+    });
+  }
+  /// The same, each row rotated back by the rope (the key gradients: the
+  /// rows are rounded, then rotated, as the rope kernel would).
+  void storeRotatedBack(Value scratch, Value factor, const FlashOperand &out,
+                        Value plane, const TaskRows &blk) {
+    int64_t half = dim / 2;
+    SmallVector<Value> rows = rowsAt(out, plane, blk.positions);
+    eachLane(blk, [&](int64_t i) {
+      Value f = vector::ExtractOp::create(e.b, e.loc, factor, i);
+      Value table = e.mulIndex(blk.positions[i], half);
+      auto element = [&](Value d) {
+        return e.narrow(e.mul(
+            e.load(scratch, e.addIndex(e.mulIndex(d, kLanes), e.index(i))), f));
+      };
+      e.loop(half, [&](Value d) {
+        Value d2 = e.addIndex(d, e.index(half));
+        Value x1 = element(d), x2 = element(d2);
+        Value c = e.load(cosines, e.addIndex(table, d));
+        Value s = e.load(sines, e.addIndex(table, d));
+        e.store(e.add(e.mul(x1, c), e.mul(x2, s)), out.flat,
+                e.addIndex(rows[i], d));
+        e.store(e.sub(e.mul(x2, c), e.mul(x1, s)), out.flat,
+                e.addIndex(rows[i], d2));
       });
     });
   }
@@ -1602,9 +1706,30 @@ struct FlashAttention {
                const FlashOperand &lse) {
     Type lseType = getElementTypeOrSelf(lse.flat.getType());
     double negInf = -std::numeric_limits<double>::infinity();
+    // With a rope, the keys rotated once, packed, before any task reads
+    // them (each query block reads them all); the queries as each task
+    // transposes its block.
+    FlashOperand keys = k;
+    if (rope) {
+      ropeTables(std::max(queryLen, keyLen));
+      keys = packedRows(
+          memref::AllocOp::create(
+              e.b, e.loc,
+              MemRefType::get({batch * kvHeads * keyLen * dim}, e.element)),
+          keyLen);
+      keys.batchStride = kvHeads * keyLen * dim;
+      e.rows(batch * kvHeads * keyLen, [&](Value r) {
+        Value s = e.remIndex(r, keyLen), p = e.divIndex(r, keyLen);
+        Value row =
+            rowsAt(k, plane(k, e.divIndex(p, kvHeads), e.remIndex(p, kvHeads)),
+                   {s})[0];
+        storeRow(rotate(loadRow(k.flat, row), s, false), keys.flat,
+                 e.mulIndex(r, dim));
+      });
+    }
     e.rows(batch * heads * blocks(queryLen), [&](Value task) {
       auto [b, h, kvHead, blk] = queryTask(task);
-      Value kPlane = plane(k, b, kvHead), vPlane = plane(v, b, kvHead);
+      Value kPlane = plane(keys, b, kvHead), vPlane = plane(v, b, kvHead);
       auto [first, end] = keysOf(blk);
       Value queries = transposed(q, plane(q, b, h), blk), acc = zeroColumns();
       SmallVector<Value> state = foldTiles(
@@ -1612,8 +1737,8 @@ struct FlashAttention {
           {splat(e.constant(negInf), laneVector), wideSplat(0.0)},
           [&](const Tile &tl, ValueRange old) {
             SmallVector<Value> scores;
-            for (auto [j, p] : llvm::enumerate(
-                     products(queries, k, rowsAt(k, kPlane, tl.positions))))
+            for (auto [j, p] : llvm::enumerate(products(
+                     queries, keys, rowsAt(keys, kPlane, tl.positions))))
               scores.push_back(masked(
                   visible(blk.at, position(tl.positions[j]), tl.valid[j]),
                   scaled(p), negInf));
@@ -1648,6 +1773,10 @@ struct FlashAttention {
         e.store(value, lse.flat, lseRows[i]);
       });
     });
+    if (rope) {
+      memref::DeallocOp::create(e.b, e.loc, keys.flat);
+      freeRopeTables();
+    }
   }
 
   /// The widest vector (up to a lane vector) that tiles a row of the head
@@ -1717,12 +1846,35 @@ struct FlashAttention {
       }));
       e.store(delta, dq.flat, rowOf(dq));
     });
+    if (rope)
+      ropeTables(std::max(queryLen, keyLen));
     int64_t width = rowVectorWidth();
     e.rows(batch * kvHeads, [&](Value kvPlane) {
       Value b = e.divIndex(kvPlane, kvHeads), hk = e.remIndex(kvPlane, kvHeads);
       Value kPlane = plane(k, b, hk), vPlane = plane(v, b, hk);
       Value keys = columns(e.element), values = columns(e.element);
       Value dkSum = columns(wide), dvSum = columns(wide);
+      // With a rope: the group's query rows rotated once into `queries`
+      // ([group, T, D], on the heap), and each key block's rows rotated
+      // into `keyRows` (transposed from there, and read as rows for dq).
+      FlashOperand queries = q;
+      Value keyRows;
+      if (rope) {
+        keyRows = columns(e.element);
+        queries = packedRows(
+            memref::AllocOp::create(
+                e.b, e.loc,
+                MemRefType::get({group * queryLen * dim}, e.element)),
+            queryLen);
+        e.loop(group, [&](Value g) {
+          Value from = plane(q, b, e.addIndex(e.mulIndex(hk, group), g));
+          e.loop(queryLen, [&](Value t) {
+            storeRow(rotate(loadRow(q.flat, rowsAt(q, from, {t})[0]), t, false),
+                     queries.flat,
+                     e.mulIndex(e.addIndex(e.mulIndex(g, queryLen), t), dim));
+          });
+        });
+      }
       // On the heap: group * T * D doubles can be megabytes.
       Value dqSums = memref::AllocOp::create(
           e.b, e.loc, MemRefType::get({group * queryLen * dim}, wide));
@@ -1735,18 +1887,26 @@ struct FlashAttention {
       e.loop(blocks(keyLen), [&](Value block) {
         TaskRows blk = taskRows(block, keyLen);
         auto [first, end] = queriesOf(blk);
-        transpose(k, kPlane, blk, keys);
+        transpose(k, kPlane, blk, keys, keyRows);
         transpose(v, vPlane, blk, values);
         clearColumns(dkSum);
         clearColumns(dvSum);
-        SmallVector<Value> kRows = rowsAt(k, kPlane, blk.positions);
+        FlashOperand keyOperand = rope ? packedRows(keyRows) : k;
+        SmallVector<Value> kRows;
+        if (rope)
+          for (int64_t i = 0; i < kLanes; ++i)
+            kRows.push_back(e.index(i * dim));
+        else
+          kRows = rowsAt(k, kPlane, blk.positions);
         e.loop(group, [&](Value g) {
           Value h = e.addIndex(e.mulIndex(hk, group), g);
-          Value qPlane = plane(q, b, h), dOPlane = plane(dOut, b, h);
+          Value qPlane = rope ? plane(queries, b, g) : plane(q, b, h);
+          Value dOPlane = plane(dOut, b, h);
           Value lsePlane = plane(lse, b, h), dqPlane = plane(dq, b, h);
           foldTiles(first, end, kFlashGradientTile, {},
                     [&](const Tile &tl, ValueRange) {
-                      SmallVector<Value> qRows = rowsAt(q, qPlane, tl.positions);
+                      SmallVector<Value> qRows =
+                          rowsAt(queries, qPlane, tl.positions);
                       SmallVector<Value> dORows =
                           rowsAt(dOut, dOPlane, tl.positions);
                       SmallVector<Value> lseRows =
@@ -1754,7 +1914,7 @@ struct FlashAttention {
                       SmallVector<Value> dqRows =
                           rowsAt(dq, dqPlane, tl.positions);
                       GradientTile grad = gradientTile(
-                          keys, q, qRows, values, dOut, dORows,
+                          keys, queries, qRows, values, dOut, dORows,
                           [&](int64_t j) {
                             return visible(position(tl.positions[j]), blk.at,
                                            tl.valid[j]);
@@ -1769,13 +1929,16 @@ struct FlashAttention {
                                          laneVector);
                           });
                       accumulate({{dvSum, grad.p, dOut, dORows},
-                                  {dkSum, grad.dS, q, qRows}});
-                      accumulateQueryRows(dqSums, g, tl.positions, grad.dS, k,
-                                          kRows);
+                                  {dkSum, grad.dS, queries, qRows}});
+                      accumulateQueryRows(dqSums, g, tl.positions, grad.dS,
+                                          keyOperand, kRows);
                       return SmallVector<Value>{};
                     });
         });
-        store(dkSum, wideSplat(scale), dk, plane(dk, b, hk), blk);
+        if (rope)
+          storeRotatedBack(dkSum, wideSplat(scale), dk, plane(dk, b, hk), blk);
+        else
+          store(dkSum, wideSplat(scale), dk, plane(dk, b, hk), blk);
         store(dvSum, wideSplat(1.0), dv, plane(dv, b, hk), blk);
       });
       // The query gradients, scaled once, over the deltas they kept.
@@ -1787,6 +1950,17 @@ struct FlashAttention {
         e.loop(queryLen, [&](Value t) {
           Value from = e.mulIndex(e.addIndex(e.mulIndex(g, queryLen), t), dim);
           Value to = rowsAt(dq, dqPlane, {t})[0];
+          if (rope) {
+            // The whole row, rounded, then rotated back.
+            Value sum = e.mul(
+                loadRow(dqSums, from),
+                splat(e.constant(wide, scale), VectorType::get({dim}, wide)));
+            if (e.element != wide)
+              sum = arith::TruncFOp::create(
+                  e.b, e.loc, VectorType::get({dim}, e.element), sum);
+            storeRow(rotate(sum, t, true), dq.flat, to);
+            return;
+          }
           e.loop(dim / width, [&](Value c) {
             Value offset = e.mulIndex(c, width);
             Value sum = vector::LoadOp::create(
@@ -1801,7 +1975,11 @@ struct FlashAttention {
         });
       });
       memref::DeallocOp::create(e.b, e.loc, dqSums);
+      if (rope)
+        memref::DeallocOp::create(e.b, e.loc, queries.flat);
     });
+    if (rope)
+      freeRopeTables();
   }
 };
 

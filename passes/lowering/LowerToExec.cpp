@@ -294,6 +294,12 @@ private:
       return op.emitOpError("is outside a dispatch region, so it needs the "
                             "runtime's flash kernels, which take bf16 with head "
                             "dim 64 or 128");
+    if (grad ? grad.getRope().has_value()
+             : cast<FlashAttentionOp>(op).getRope().has_value())
+      return op.emitOpError("is outside a dispatch region, so it needs the "
+                            "runtime's flash kernels, which apply no rotary "
+                            "position embedding (tg-fuse-attention leaves it "
+                            "to tg.rope for them)");
     SmallVector<Value> inputs, outputs;
     SmallVector<int64_t> strides;
     for (Value input : op.getOperands())

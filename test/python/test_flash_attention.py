@@ -104,6 +104,35 @@ class FlashAttention(ScratchDirTest):
                 self.assertLessEqual(in_place["peak_activation_bytes"],
                                      1.02 * moved["peak_activation_bytes"])
 
+    def test_rope_inside_changes_no_bit(self):
+        # The flash kernels rotate Llama's queries and keys (and the
+        # gradients back) with the rope kernel's tables and arithmetic, in
+        # the element type: the same roundings, so the same bits, for fewer
+        # launches and kernel bytes.
+        model = MODELS["llama-tiny"]
+        for dtype in ("f32", "f64"):
+            with self.subTest(dtype=dtype):
+                (steps, weights), (outside, outside_weights) = [
+                    train_short(model, TRAIN, STEPS, self.dir, f"rope-{dtype}-{tag}",
+                                f"--dtype={dtype}", "--max-score-mib", "0", *flags)
+                    for tag, flags in (("inside", ()),
+                                       ("outside", ("--no-fuse=attention-rope",)))]
+                self.assertEqual(len(steps), STEPS)
+                self.assertEqual([(m["loss"], m["grad_norm"]) for m in steps],
+                                 [(m["loss"], m["grad_norm"]) for m in outside])
+                self.assertEqual(sorted(weights), sorted(outside_weights))
+                for key in weights:
+                    np.testing.assert_array_equal(weights[key], outside_weights[key],
+                                                  err_msg=key)
+        stats = lambda *flags: json.loads(run(
+            "tgc", "compile", model, "--train", TRAIN, "--stats=json", "--max-score-mib", "0",
+            *flags))
+        inside, outside = stats(), stats("--no-fuse=attention-rope")
+        self.assertLess(inside["kernel_launches"], outside["kernel_launches"])
+        self.assertLess(inside["kernel_bytes"], outside["kernel_bytes"])
+        self.assertIn("RoPE inside", json.dumps(inside["attention"]))
+        self.assertNotIn("RoPE inside", json.dumps(outside["attention"]))
+
     def stats(self, seq_len, *flags):
         model, train = self.path("long-model.json"), self.path(f"long-train-{seq_len}.json")
         json.dump(LONG_MODEL, open(model, "w"))

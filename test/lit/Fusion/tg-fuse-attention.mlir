@@ -134,3 +134,86 @@ func.func @library_kernels(%q: tensor<1x2x8x64xbf16>, %k: tensor<1x1x8x64xbf16>,
   %3 = tg.attention %qf, %qf, %qf {scale = 0.125 : f64} : tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32> -> tensor<1x2x8x64xf32>
   return %0, %1#0, %2, %3 : tensor<1x2x8x64xbf16>, tensor<1x2x8x64xbf16>, tensor<1x2x8x32xbf16>, tensor<1x2x8x64xf32>
 }
+
+// -----
+
+// Llama's rotary position embedding: q and k are tg.rope results read by
+// the attention and its gradient only, and the query and key gradients are
+// each read only by their rotation back. The flash ops take q and k before
+// the rotation and apply it themselves (rope_* attributes, the frequencies'
+// scaling included); the gradients come rotated back: no tg.rope is left.
+// The rope option turns it off.
+// RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-attention{rope=false remarks=true}))' 2>&1 | FileCheck %s --check-prefix=NOROPE
+// CHECK-LABEL: func.func @rope_inside(
+// CHECK-SAME: reason = "its score matrices would take 64.0 MiB each, more than max-score-mib (32.0); RoPE inside"
+// CHECK: %[[O:.*]], %[[LSE:.*]] = tg.flash_attention %q, %k, %v {rope_scaling_factor = 2.000000e+00 : f64, rope_theta = 1.000000e+04 : f64, scale = 2.500000e-01 : f64}
+// CHECK: %[[DQ:.*]], %[[DK:.*]], %[[DV:.*]] = tg.flash_attention_grad %q, %k, %v, %[[O]], %[[LSE]], %dout {rope_scaling_factor = 2.000000e+00 : f64, rope_theta = 1.000000e+04 : f64, scale = 2.500000e-01 : f64}
+// CHECK-NOT: tg.rope
+// CHECK: return %[[O]], %[[DQ]], %[[DK]], %[[DV]]
+// REMARK: remark: fused into flash attention with its gradient: its score matrices would take 64.0 MiB each{{.*}}; the kernels apply the rotary position embedding of its queries and keys
+// NOROPE-LABEL: func.func @rope_inside(
+// NOROPE-COUNT-4: tg.rope
+// NOROPE: remark: fused into flash attention with its gradient: {{.*}}; its rotary position embedding stays outside: its rope fusion is off (--no-fuse=attention-rope)
+func.func @rope_inside(%q: tensor<1x4x2048x16xf32> loc("q"), %k: tensor<1x2x2048x16xf32> loc("k"),
+                       %v: tensor<1x2x2048x16xf32> loc("v"), %dout: tensor<1x4x2048x16xf32> loc("dout"))
+    -> (tensor<1x4x2048x16xf32>, tensor<1x4x2048x16xf32>, tensor<1x2x2048x16xf32>, tensor<1x2x2048x16xf32>) {
+  %qr = tg.rope %q {scaling_factor = 2.0 : f64, theta = 1.0e4 : f64} : tensor<1x4x2048x16xf32>
+  %kr = tg.rope %k {scaling_factor = 2.0 : f64, theta = 1.0e4 : f64} : tensor<1x2x2048x16xf32>
+  %0 = tg.attention %qr, %kr, %v {scale = 0.25 : f64} : tensor<1x4x2048x16xf32>, tensor<1x2x2048x16xf32>, tensor<1x2x2048x16xf32> -> tensor<1x4x2048x16xf32>
+  %1:3 = tg.attention_grad %qr, %kr, %v, %dout {scale = 0.25 : f64} : tensor<1x4x2048x16xf32>, tensor<1x2x2048x16xf32>, tensor<1x2x2048x16xf32>, tensor<1x4x2048x16xf32> -> tensor<1x4x2048x16xf32>, tensor<1x2x2048x16xf32>, tensor<1x2x2048x16xf32>
+  %dq = tg.rope %1#0 {inverse, scaling_factor = 2.0 : f64, theta = 1.0e4 : f64} : tensor<1x4x2048x16xf32>
+  %dk = tg.rope %1#1 {inverse, scaling_factor = 2.0 : f64, theta = 1.0e4 : f64} : tensor<1x2x2048x16xf32>
+  return %0, %dq, %dk, %1#2 : tensor<1x4x2048x16xf32>, tensor<1x4x2048x16xf32>, tensor<1x2x2048x16xf32>, tensor<1x2x2048x16xf32>
+}
+
+// -----
+
+// The CUDA runtime's kernels (library-kernels) rotate nothing: bf16 at head
+// dim 64, which they take, keeps its tg.rope ops.
+// RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-attention{library-kernels=true remarks=true}))' 2>&1 | FileCheck %s --check-prefix=LIBROPE
+// LIBROPE: remark: fused into flash attention: the runtime's flash kernels (--cuda-attention=flash, the CUDA default); its rotary position embedding stays outside (the runtime's kernels rotate nothing yet)
+// LIBROPE-LABEL: func.func @rope_library(
+// LIBROPE-COUNT-2: tg.rope
+// LIBROPE: tg.flash_attention
+func.func @rope_library(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x1x64x64xbf16>,
+                        %v: tensor<1x1x64x64xbf16>) -> tensor<1x2x64x64xbf16> {
+  %qr = tg.rope %q {theta = 1.0e4 : f64} : tensor<1x2x64x64xbf16>
+  %kr = tg.rope %k {theta = 1.0e4 : f64} : tensor<1x1x64x64xbf16>
+  %0 = tg.attention %qr, %kr, %v {scale = 0.125 : f64} : tensor<1x2x64x64xbf16>, tensor<1x1x64x64xbf16>, tensor<1x1x64x64xbf16> -> tensor<1x2x64x64xbf16>
+  return %0 : tensor<1x2x64x64xbf16>
+}
+
+// -----
+
+// The rotation stays outside where the flash kernels could not take its
+// place: a rotated key read by another op too, q and k rotated by other
+// frequencies, a query gradient read before its rotation back.
+// CHECK-LABEL: func.func @rope_kept(
+// CHECK-COUNT-2: tg.rope
+// CHECK: tg.flash_attention %{{.*}}, %{{.*}}, %{{.*}} {scale = 2.500000e-01 : f64}
+// CHECK-COUNT-2: tg.rope
+// CHECK: tg.flash_attention %{{.*}}, %{{.*}}, %{{.*}} {scale = 2.500000e-01 : f64}
+// CHECK-COUNT-2: tg.rope
+// CHECK: tg.flash_attention %{{.*}}, %{{.*}}, %{{.*}} {scale = 2.500000e-01 : f64}
+// CHECK: tg.flash_attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {scale = 2.500000e-01 : f64}
+// CHECK-COUNT-2: tg.rope {{.*}}inverse
+// REMARK: remark: fused into flash attention: {{.*}}; its rotary position embedding stays outside: its rotated queries or keys are read by other ops too
+// REMARK: remark: fused into flash attention: {{.*}}; its rotary position embedding stays outside: its query and key are rotated by different frequencies
+// REMARK: remark: fused into flash attention with its gradient: {{.*}}; its rotary position embedding stays outside: its query or key gradient is read by more than its rotation back
+func.func @rope_kept(%q: tensor<1x4x2048x16xf32>, %k: tensor<1x4x2048x16xf32>, %v: tensor<1x4x2048x16xf32>,
+                     %dout: tensor<1x4x2048x16xf32>)
+    -> (tensor<1x4x2048x16xf32>, tensor<1x4x2048x16xf32>, tensor<1x4x2048x16xf32>, tensor<1x4x2048x16xf32>, tensor<1x4x2048x16xf32>, tensor<1x4x2048x16xf32>) {
+  %qr = tg.rope %q {theta = 1.0e4 : f64} : tensor<1x4x2048x16xf32>
+  %kr = tg.rope %k {theta = 1.0e4 : f64} : tensor<1x4x2048x16xf32>
+  %0 = tg.attention %qr, %kr, %v {scale = 0.25 : f64} : tensor<1x4x2048x16xf32>, tensor<1x4x2048x16xf32>, tensor<1x4x2048x16xf32> -> tensor<1x4x2048x16xf32>
+  %qr2 = tg.rope %q {theta = 1.0e4 : f64} : tensor<1x4x2048x16xf32>
+  %kr2 = tg.rope %k {theta = 5.0e5 : f64} : tensor<1x4x2048x16xf32>
+  %1 = tg.attention %qr2, %kr2, %v {scale = 0.25 : f64} : tensor<1x4x2048x16xf32>, tensor<1x4x2048x16xf32>, tensor<1x4x2048x16xf32> -> tensor<1x4x2048x16xf32>
+  %qr3 = tg.rope %v {theta = 1.0e4 : f64} : tensor<1x4x2048x16xf32>
+  %kr3 = tg.rope %v {theta = 1.0e4 : f64} : tensor<1x4x2048x16xf32>
+  %2 = tg.attention %qr3, %kr3, %q {scale = 0.25 : f64} : tensor<1x4x2048x16xf32>, tensor<1x4x2048x16xf32>, tensor<1x4x2048x16xf32> -> tensor<1x4x2048x16xf32>
+  %3:3 = tg.attention_grad %qr3, %kr3, %q, %dout {scale = 0.25 : f64} : tensor<1x4x2048x16xf32>, tensor<1x4x2048x16xf32>, tensor<1x4x2048x16xf32>, tensor<1x4x2048x16xf32> -> tensor<1x4x2048x16xf32>, tensor<1x4x2048x16xf32>, tensor<1x4x2048x16xf32>
+  %dq = tg.rope %3#0 {inverse, theta = 1.0e4 : f64} : tensor<1x4x2048x16xf32>
+  %dk = tg.rope %3#1 {inverse, theta = 1.0e4 : f64} : tensor<1x4x2048x16xf32>
+  return %0, %kr, %1, %dq, %3#0, %dk : tensor<1x4x2048x16xf32>, tensor<1x4x2048x16xf32>, tensor<1x4x2048x16xf32>, tensor<1x4x2048x16xf32>, tensor<1x4x2048x16xf32>, tensor<1x4x2048x16xf32>
+}

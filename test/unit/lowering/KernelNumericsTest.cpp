@@ -224,6 +224,12 @@ const Case kCases[] = {
   // Several blocks of queries and whole tiles of keys: grouped-query with
   // a window that starts and ends inside tiles (70 rows, window 24).
   {"flash_attention_long_window", "%q: tensor<1x4x70x32xT>, %k: tensor<1x2x70x32xT>, %v: tensor<1x2x70x32xT>", "tg.flash_attention %q, %k, %v {scale = 0.17 : f64, window = 24 : i64} : tensor<1x4x70x32xT>, tensor<1x2x70x32xT>, tensor<1x2x70x32xT> -> tensor<1x4x70x32xT>, tensor<1x4x70xT>", "tensor<1x4x70x32xT>, tensor<1x4x70xT>", 64, Wide},
+  // The same with the rotary position embedding inside (tg-fuse-attention's
+  // rope): causal; grouped-query with a window and llama3's scaling;
+  // non-causal over more keys than queries (positions past the queries').
+  {"flash_attention_rope", "%q: tensor<1x2x37x16xT>, %k: tensor<1x2x37x16xT>, %v: tensor<1x2x37x16xT>", "tg.flash_attention %q, %k, %v {rope_theta = 1.0e+04 : f64, scale = 0.25 : f64} : tensor<1x2x37x16xT>, tensor<1x2x37x16xT>, tensor<1x2x37x16xT> -> tensor<1x2x37x16xT>, tensor<1x2x37xT>", "tensor<1x2x37x16xT>, tensor<1x2x37xT>", 64, Wide},
+  {"flash_attention_rope_gqa_window_llama3", "%q: tensor<2x4x40x16xT>, %k: tensor<2x2x40x16xT>, %v: tensor<2x2x40x16xT>", "tg.flash_attention %q, %k, %v {rope_high_freq_factor = 8.0 : f64, rope_low_freq_factor = 0.5 : f64, rope_original_max_positions = 512.0 : f64, rope_scaling_factor = 8.0 : f64, rope_theta = 1.0e+04 : f64, scale = 0.35 : f64, window = 9 : i64} : tensor<2x4x40x16xT>, tensor<2x2x40x16xT>, tensor<2x2x40x16xT> -> tensor<2x4x40x16xT>, tensor<2x4x40xT>", "tensor<2x4x40x16xT>, tensor<2x4x40xT>", 64, Wide},
+  {"flash_attention_rope_full", "%q: tensor<1x3x7x8xT>, %k: tensor<1x1x13x8xT>, %v: tensor<1x1x13x8xT>", "tg.flash_attention %q, %k, %v {causal = false, rope_theta = 5.0e+02 : f64, scale = 0.35 : f64} : tensor<1x3x7x8xT>, tensor<1x1x13x8xT>, tensor<1x1x13x8xT> -> tensor<1x3x7x8xT>, tensor<1x3x7xT>", "tensor<1x3x7x8xT>, tensor<1x3x7xT>", 64, Wide},
   {"cross_entropy", "%l: tensor<4x10xT>, %t: tensor<4xi64>", "tg.cross_entropy %l, %t : tensor<4x10xT>, tensor<4xi64> -> tensor<T>", "tensor<T>", 64, Wide, 10},
   {"cross_entropy_vocab", "%l: tensor<6x500xT>, %t: tensor<6xi64>", "tg.cross_entropy %l, %t : tensor<6x500xT>, tensor<6xi64> -> tensor<T>", "tensor<T>", 64, Wide, 500},
   {"cross_entropy_3d", "%l: tensor<2x3x12xT>, %t: tensor<2x3xi32>", "tg.cross_entropy %l, %t : tensor<2x3x12xT>, tensor<2x3xi32> -> tensor<T>", "tensor<T>", 64, Wide, 12},
@@ -340,6 +346,24 @@ const FusedCase kFusedCases[] = {
   %o, %l = tg.flash_attention %q, %k, %v {causal = false, scale = 0.25 : f64} : tensor<1x2x40x16xT>, tensor<1x1x50x16xT>, tensor<1x1x50x16xT> -> tensor<1x2x40x16xT>, tensor<1x2x40xT>
   %dq, %dk, %dv = tg.flash_attention_grad %q, %k, %v, %o, %l, %g {causal = false, scale = 0.25 : f64} : tensor<1x2x40x16xT>, tensor<1x1x50x16xT>, tensor<1x1x50x16xT>, tensor<1x2x40x16xT>, tensor<1x2x40xT>, tensor<1x2x40x16xT> -> tensor<1x2x40x16xT>, tensor<1x1x50x16xT>, tensor<1x1x50x16xT>
   return %dq, %dk, %dv : tensor<1x2x40x16xT>, tensor<1x1x50x16xT>, tensor<1x1x50x16xT>
+})", 64},
+  // The gradients with the rope inside: the query and key gradients come
+  // rotated back (causal at head dim 64; grouped-query with a window and
+  // llama3's scaling; non-causal over more keys than queries).
+  {"flash_attention_grad_rope", R"(func.func @NAME(%q: tensor<1x2x21x64xT>, %k: tensor<1x2x21x64xT>, %v: tensor<1x2x21x64xT>, %g: tensor<1x2x21x64xT>) -> (tensor<1x2x21x64xT>, tensor<1x2x21x64xT>, tensor<1x2x21x64xT>, tensor<1x2x21x64xT>) {
+  %o, %l = tg.flash_attention %q, %k, %v {rope_theta = 1.0e+04 : f64, scale = 0.125 : f64} : tensor<1x2x21x64xT>, tensor<1x2x21x64xT>, tensor<1x2x21x64xT> -> tensor<1x2x21x64xT>, tensor<1x2x21xT>
+  %dq, %dk, %dv = tg.flash_attention_grad %q, %k, %v, %o, %l, %g {rope_theta = 1.0e+04 : f64, scale = 0.125 : f64} : tensor<1x2x21x64xT>, tensor<1x2x21x64xT>, tensor<1x2x21x64xT>, tensor<1x2x21x64xT>, tensor<1x2x21xT>, tensor<1x2x21x64xT> -> tensor<1x2x21x64xT>, tensor<1x2x21x64xT>, tensor<1x2x21x64xT>
+  return %o, %dq, %dk, %dv : tensor<1x2x21x64xT>, tensor<1x2x21x64xT>, tensor<1x2x21x64xT>, tensor<1x2x21x64xT>
+})", 64},
+  {"flash_attention_grad_rope_gqa_window_llama3", R"(func.func @NAME(%q: tensor<2x4x40x16xT>, %k: tensor<2x2x40x16xT>, %v: tensor<2x2x40x16xT>, %g: tensor<2x4x40x16xT>) -> (tensor<2x4x40x16xT>, tensor<2x2x40x16xT>, tensor<2x2x40x16xT>) {
+  %o, %l = tg.flash_attention %q, %k, %v {rope_high_freq_factor = 8.0 : f64, rope_low_freq_factor = 0.5 : f64, rope_original_max_positions = 512.0 : f64, rope_scaling_factor = 8.0 : f64, rope_theta = 1.0e+04 : f64, scale = 0.35 : f64, window = 9 : i64} : tensor<2x4x40x16xT>, tensor<2x2x40x16xT>, tensor<2x2x40x16xT> -> tensor<2x4x40x16xT>, tensor<2x4x40xT>
+  %dq, %dk, %dv = tg.flash_attention_grad %q, %k, %v, %o, %l, %g {rope_high_freq_factor = 8.0 : f64, rope_low_freq_factor = 0.5 : f64, rope_original_max_positions = 512.0 : f64, rope_scaling_factor = 8.0 : f64, rope_theta = 1.0e+04 : f64, scale = 0.35 : f64, window = 9 : i64} : tensor<2x4x40x16xT>, tensor<2x2x40x16xT>, tensor<2x2x40x16xT>, tensor<2x4x40x16xT>, tensor<2x4x40xT>, tensor<2x4x40x16xT> -> tensor<2x4x40x16xT>, tensor<2x2x40x16xT>, tensor<2x2x40x16xT>
+  return %dq, %dk, %dv : tensor<2x4x40x16xT>, tensor<2x2x40x16xT>, tensor<2x2x40x16xT>
+})", 64},
+  {"flash_attention_grad_rope_full", R"(func.func @NAME(%q: tensor<1x3x7x8xT>, %k: tensor<1x1x13x8xT>, %v: tensor<1x1x13x8xT>, %g: tensor<1x3x7x8xT>) -> (tensor<1x3x7x8xT>, tensor<1x1x13x8xT>, tensor<1x1x13x8xT>) {
+  %o, %l = tg.flash_attention %q, %k, %v {causal = false, rope_theta = 5.0e+02 : f64, scale = 0.35 : f64} : tensor<1x3x7x8xT>, tensor<1x1x13x8xT>, tensor<1x1x13x8xT> -> tensor<1x3x7x8xT>, tensor<1x3x7xT>
+  %dq, %dk, %dv = tg.flash_attention_grad %q, %k, %v, %o, %l, %g {causal = false, rope_theta = 5.0e+02 : f64, scale = 0.35 : f64} : tensor<1x3x7x8xT>, tensor<1x1x13x8xT>, tensor<1x1x13x8xT>, tensor<1x3x7x8xT>, tensor<1x3x7xT>, tensor<1x3x7x8xT> -> tensor<1x3x7x8xT>, tensor<1x1x13x8xT>, tensor<1x1x13x8xT>
+  return %dq, %dk, %dv : tensor<1x3x7x8xT>, tensor<1x1x13x8xT>, tensor<1x1x13x8xT>
 })", 64},
   // Row groups (tg-fuse-into-rows). Prologues: a residual add and a norm,
   // the sum returned too; attention's scale and broadcast mask before a

@@ -54,6 +54,9 @@ struct FusionOptions {
   /// tg-fuse-attention: flash attention where the cost model prefers it,
   /// and always where one score matrix would exceed `maxScoreMib`.
   bool attention = true;
+  /// ... with the rotary position embedding of their queries and keys
+  /// inside the flash kernels (tg-fuse-attention's `rope`).
+  bool attentionRope = true;
   double maxScoreMib = 32;
   /// tg-fuse-attention-layouts: the flash kernels read and write the
   /// layouts around them in place.

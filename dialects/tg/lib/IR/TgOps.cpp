@@ -542,6 +542,34 @@ static LogicalResult verifyFlashHeadDim(std::optional<Location> loc,
   return success();
 }
 
+/// A flash op's rotation: its attributes as tg.rope would take them, over
+/// an even head dim.
+template <typename Adaptor>
+static LogicalResult verifyFlashRope(std::optional<Location> loc,
+                                     StringRef name, Adaptor adaptor) {
+  bool scalings = adaptor.getRopeScalingFactorAttr() ||
+                  adaptor.getRopeLowFreqFactorAttr() ||
+                  adaptor.getRopeHighFreqFactorAttr() ||
+                  adaptor.getRopeOriginalMaxPositionsAttr();
+  if (!adaptor.getRopeThetaAttr())
+    return scalings ? fail(loc, name, "rope scalings without rope_theta")
+                    : success();
+  std::string invalid =
+      RopeFrequencies::of(adaptor.getRopeThetaAttr(),
+                          adaptor.getRopeScalingFactorAttr(),
+                          adaptor.getRopeLowFreqFactorAttr(),
+                          adaptor.getRopeHighFreqFactorAttr(),
+                          adaptor.getRopeOriginalMaxPositionsAttr())
+          .invalidity();
+  if (!invalid.empty())
+    return fail(loc, name, "rope: ", invalid);
+  int64_t dim = dimsOf(adaptor.getQuery()).back();
+  if (dim % 2 != 0)
+    return fail(loc, name, "rope over an odd head dim ", dim,
+                " (it rotates pairs (i, i + D/2))");
+  return success();
+}
+
 LogicalResult FlashAttentionOp::inferReturnTypes(MLIRContext *,
                                                  std::optional<Location> loc,
                                                  Adaptor adaptor,
@@ -549,7 +577,8 @@ LogicalResult FlashAttentionOp::inferReturnTypes(MLIRContext *,
   if (failed(verifyAttentionOperands(loc, "flash_attention", adaptor.getQuery(),
                                      adaptor.getKey(), adaptor.getValue(),
                                      adaptor.getCausal(), windowOf(adaptor))) ||
-      failed(verifyFlashHeadDim(loc, "flash_attention", adaptor.getQuery())))
+      failed(verifyFlashHeadDim(loc, "flash_attention", adaptor.getQuery())) ||
+      failed(verifyFlashRope(loc, "flash_attention", adaptor)))
     return failure();
   types.append({adaptor.getQuery().getType(), logSumExpType(adaptor.getQuery())});
   return success();
@@ -562,7 +591,8 @@ LogicalResult FlashAttentionGradOp::inferReturnTypes(
   if (failed(verifyAttentionOperands(loc, name, adaptor.getQuery(),
                                      adaptor.getKey(), adaptor.getValue(),
                                      adaptor.getCausal(), windowOf(adaptor))) ||
-      failed(verifyFlashHeadDim(loc, name, adaptor.getQuery())))
+      failed(verifyFlashHeadDim(loc, name, adaptor.getQuery())) ||
+      failed(verifyFlashRope(loc, name, adaptor)))
     return failure();
   auto queryType = cast<RankedTensorType>(adaptor.getQuery().getType());
   ArrayRef<int64_t> q = queryType.getShape();
@@ -594,52 +624,10 @@ LogicalResult RopeOp::verify() {
     return emitOpError() << "input has shape " << ShapeStr{dims}
                          << ", expected [batch, heads, seq, head_dim] with an "
                             "even head_dim";
-  double theta = getTheta().convertToDouble();
-  if (!std::isfinite(theta) || theta <= 0)
-    return emitOpError() << "theta must be positive and finite, got " << theta;
-  std::pair<const char *, std::optional<APFloat>> scalings[] = {
-      {"scaling_factor", getScalingFactor()},
-      {"low_freq_factor", getLowFreqFactor()},
-      {"high_freq_factor", getHighFreqFactor()},
-      {"original_max_positions", getOriginalMaxPositions()}};
-  for (auto &[name, value] : scalings)
-    if (value && (!std::isfinite(value->convertToDouble()) ||
-                  value->convertToDouble() <= 0))
-      return emitOpError() << name << " must be positive and finite, got "
-                           << value->convertToDouble();
-  bool llama3 = getLowFreqFactor() || getHighFreqFactor() ||
-                getOriginalMaxPositions();
-  if (llama3 && !(getLowFreqFactor() && getHighFreqFactor() &&
-                  getOriginalMaxPositions() && getScalingFactor()))
-    return emitOpError() << "the llama3 scaling needs scaling_factor, "
-                            "low_freq_factor, high_freq_factor and "
-                            "original_max_positions";
-  if (llama3 && getHighFreqFactor()->convertToDouble() <=
-                    getLowFreqFactor()->convertToDouble())
-    return emitOpError() << "high_freq_factor ("
-                         << getHighFreqFactor()->convertToDouble()
-                         << ") must be above low_freq_factor ("
-                         << getLowFreqFactor()->convertToDouble() << ")";
+  std::string invalid = getFrequencies().invalidity();
+  if (!invalid.empty())
+    return emitOpError() << invalid;
   return success();
-}
-
-double RopeOp::frequency(int64_t i, int64_t dim) {
-  double f = std::pow(getTheta().convertToDouble(), -2.0 * double(i) / double(dim));
-  if (!getScalingFactor())
-    return f;
-  double factor = getScalingFactor()->convertToDouble();
-  if (!getLowFreqFactor())
-    return f / factor;
-  double low = getLowFreqFactor()->convertToDouble();
-  double high = getHighFreqFactor()->convertToDouble();
-  double context = getOriginalMaxPositions()->convertToDouble();
-  double wavelength = 2 * M_PI / f;
-  if (wavelength > context / low)
-    return f / factor;
-  if (wavelength < context / high)
-    return f;
-  double smooth = (context / wavelength - low) / (high - low);
-  return (1 - smooth) * f / factor + smooth * f;
 }
 
 /// Checks logits [..., V] against targets [...].

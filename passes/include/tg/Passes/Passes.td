@@ -219,11 +219,21 @@ def TgFuseAttention : Pass<"tg-fuse-attention", "func::FuncOp"> {
     decision, its reason and estimates as a remark (`remarks`). The fused
     program computes the same values up to rounding: probabilities are
     exponentials of the same scores, sums over keys are in f64.
+
+    With `rope`, where the queries and keys of a fused op are tg.rope
+    results read by nothing else (and the gradients' rotations back read
+    nothing but the gradient's results), the flash ops take the queries and
+    keys before the rotation and apply it themselves: the rotated queries
+    and keys are neither written nor kept for the backward pass. Not for
+    `library-kernels` (the CUDA runtime's kernels rotate nothing yet).
   }];
   let options = [
     Option<"remarks", "remarks", "bool", /*default=*/"false",
            "Report each decision, its estimates and the memory it saves "
            "as a remark">,
+    Option<"rope", "rope", "bool", /*default=*/"true",
+           "The flash kernels apply the rotary position embedding of their "
+           "queries and keys themselves (not with library-kernels)">,
     Option<"flashKernels", "flash-kernels", "bool", /*default=*/"true",
            "The target has flash attention kernels (the CUDA target's are "
            "the runtime's, with library-kernels)">,

@@ -614,6 +614,42 @@ func.func @flash_attention_result_shape(%q: tensor<1x2x4x8xf32>, %o: tensor<1x2x
 
 // -----
 
+func.func @flash_attention_rope_scaling_without_theta(%q: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  // expected-error @+2 {{'tg.flash_attention' op rope scalings without rope_theta}}
+  // expected-error @+1 {{'tg.flash_attention' op failed to infer returned types}}
+  %0, %1 = tg.flash_attention %q, %q, %q {rope_scaling_factor = 2.0 : f64, scale = 0.5 : f64} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>, tensor<1x2x4xf32>
+  return %0 : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+func.func @flash_attention_rope_llama3_incomplete(%q: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  // expected-error @+2 {{'tg.flash_attention' op rope: the llama3 scaling needs scaling_factor, low_freq_factor, high_freq_factor and original_max_positions}}
+  // expected-error @+1 {{'tg.flash_attention' op failed to infer returned types}}
+  %0, %1 = tg.flash_attention %q, %q, %q {rope_low_freq_factor = 1.0 : f64, rope_theta = 1.0e4 : f64, scale = 0.5 : f64} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>, tensor<1x2x4xf32>
+  return %0 : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+func.func @flash_attention_grad_rope_theta(%q: tensor<1x2x4x8xf32>, %l: tensor<1x2x4xf32>) -> tensor<1x2x4x8xf32> {
+  // expected-error @+2 {{'tg.flash_attention_grad' op rope: theta must be positive and finite, got -1}}
+  // expected-error @+1 {{'tg.flash_attention_grad' op failed to infer returned types}}
+  %0:3 = tg.flash_attention_grad %q, %q, %q, %q, %l, %q {rope_theta = -1.0 : f64, scale = 0.5 : f64} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
+  return %0#0 : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+func.func @flash_attention_rope_odd_head_dim(%q: tensor<1x2x4x7xf32>) -> tensor<1x2x4x7xf32> {
+  // expected-error @+2 {{'tg.flash_attention' op rope over an odd head dim 7 (it rotates pairs (i, i + D/2))}}
+  // expected-error @+1 {{'tg.flash_attention' op failed to infer returned types}}
+  %0, %1 = tg.flash_attention %q, %q, %q {rope_theta = 1.0e4 : f64, scale = 0.5 : f64} : tensor<1x2x4x7xf32>, tensor<1x2x4x7xf32>, tensor<1x2x4x7xf32> -> tensor<1x2x4x7xf32>, tensor<1x2x4xf32>
+  return %0 : tensor<1x2x4x7xf32>
+}
+
+// -----
+
 func.func @flash_attention_window_not_causal(%q: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
   // expected-error @+2 {{'tg.flash_attention' op window is 2, expected 0 (none) or a positive window on causal attention}}
   // expected-error @+1 {{'tg.flash_attention' op failed to infer returned types}}

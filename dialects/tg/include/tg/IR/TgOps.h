@@ -6,6 +6,7 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "tg/IR/Rope.h"
 #include "tg/IR/TgDialect.h"
 #include "tg/IR/TgInterfaces.h"
 

@@ -314,6 +314,35 @@ def Tg_AttentionGradOp : Tg_InferredOp<"attention_grad", [Tg_FlopCount]> {
   let assemblyFormat = "$query `,` $key `,` $value `,` $result_grad attr-dict `:` type($query) `,` type($key) `,` type($value) `,` type($result_grad) `->` type(results)";
 }
 
+/// A flash op's rotary position embedding of its queries and keys, if any:
+/// tg.rope's attributes with a `rope_` prefix.
+defvar Tg_FlashRopeArguments = (ins OptionalAttr<F64Attr>:$rope_theta,
+    OptionalAttr<F64Attr>:$rope_scaling_factor,
+    OptionalAttr<F64Attr>:$rope_low_freq_factor,
+    OptionalAttr<F64Attr>:$rope_high_freq_factor,
+    OptionalAttr<F64Attr>:$rope_original_max_positions);
+defvar Tg_FlashRopeDeclarations = [{
+    /// The rotation it applies to its queries and keys, if any.
+    std::optional<RopeFrequencies> getRope() {
+      if (!getRopeThetaAttr())
+        return std::nullopt;
+      return RopeFrequencies::of(getRopeThetaAttr(), getRopeScalingFactorAttr(),
+                                 getRopeLowFreqFactorAttr(),
+                                 getRopeHighFreqFactorAttr(),
+                                 getRopeOriginalMaxPositionsAttr());
+    }
+    /// Makes it apply `rope` to its queries and keys.
+    void setRope(const RopeFrequencies &rope) {
+      Builder b(getContext());
+      RopeFrequencies::Attributes a = rope.attributes(b);
+      setRopeThetaAttr(a.theta);
+      setRopeScalingFactorAttr(a.scalingFactor);
+      setRopeLowFreqFactorAttr(a.lowFreqFactor);
+      setRopeHighFreqFactorAttr(a.highFreqFactor);
+      setRopeOriginalMaxPositionsAttr(a.originalMaxPositions);
+    }
+}];
+
 def Tg_FlashAttentionOp
     : Tg_InferredOp<"flash_attention", [Tg_HasKernelBody, Tg_FlopCount]> {
   let summary = "Attention computed flash style, with its log-sum-exp";
@@ -324,12 +353,18 @@ def Tg_FlashAttentionOp
     `logsumexp` [B, Hq, T] is log(sum_s exp(scale * q . k_s)) over the
     visible keys, what `tg.flash_attention_grad` needs to recompute the
     probabilities; f32 (f64 for f64 queries). Made by tg-fuse-attention.
+
+    With `rope_theta` (and tg.rope's scalings as `rope_*`), `query` and
+    `key` are given before their rotary position embedding, which the op
+    applies itself: what it computes is this op over tg.rope's results.
   }];
-  let arguments = (ins Tg_FloatTensor:$query, Tg_FloatTensor:$key,
-                       Tg_FloatTensor:$value, F64Attr:$scale,
-                       DefaultValuedAttr<BoolAttr, "true">:$causal,
-                       DefaultValuedAttr<I64Attr, "0">:$window);
+  let arguments = !con((ins Tg_FloatTensor:$query, Tg_FloatTensor:$key,
+                            Tg_FloatTensor:$value, F64Attr:$scale,
+                            DefaultValuedAttr<BoolAttr, "true">:$causal,
+                            DefaultValuedAttr<I64Attr, "0">:$window),
+                       Tg_FlashRopeArguments);
   let results = (outs Tg_FloatTensor:$result, Tg_FloatTensor:$logsumexp);
+  let extraClassDeclaration = Tg_FlashRopeDeclarations;
   let assemblyFormat = "$query `,` $key `,` $value attr-dict `:` type($query) `,` type($key) `,` type($value) `->` type(results)";
 }
 
@@ -346,16 +381,22 @@ def Tg_FlashAttentionGradOp
     [B, T, Hq, D] (the forward's result transposed for the output
     projection, which the step keeps anyway, so the result itself need not
     be kept): only its rows are read, and a row is the same D values.
+    With `rope_theta`, `query` and `key` are given before their rotary
+    position embedding (as to tg.flash_attention), and `query_grad` and
+    `key_grad` are the gradients of those: rotated back.
   }];
-  let arguments = (ins Tg_FloatTensor:$query, Tg_FloatTensor:$key,
-                       Tg_FloatTensor:$value, Tg_FloatTensor:$result,
-                       Tg_FloatTensor:$logsumexp, Tg_FloatTensor:$result_grad,
-                       F64Attr:$scale, DefaultValuedAttr<BoolAttr, "true">:$causal,
-                       DefaultValuedAttr<I64Attr, "0">:$window,
-                       UnitAttr:$result_tokens);
+  let arguments = !con((ins Tg_FloatTensor:$query, Tg_FloatTensor:$key,
+                            Tg_FloatTensor:$value, Tg_FloatTensor:$result,
+                            Tg_FloatTensor:$logsumexp,
+                            Tg_FloatTensor:$result_grad, F64Attr:$scale,
+                            DefaultValuedAttr<BoolAttr, "true">:$causal,
+                            DefaultValuedAttr<I64Attr, "0">:$window,
+                            UnitAttr:$result_tokens),
+                       Tg_FlashRopeArguments);
   let results = (outs Tg_FloatTensor:$query_grad, Tg_FloatTensor:$key_grad,
                       Tg_FloatTensor:$value_grad);
   let assemblyFormat = "$query `,` $key `,` $value `,` $result `,` $logsumexp `,` $result_grad attr-dict `:` type($query) `,` type($key) `,` type($value) `,` type($result) `,` type($logsumexp) `,` type($result_grad) `->` type(results)";
+  let extraClassDeclaration = Tg_FlashRopeDeclarations;
 }
 
 def Tg_RopeOp : Tg_Op<"rope", [Pure, SameOperandsAndResultType, Differentiable,
@@ -387,9 +428,12 @@ def Tg_RopeOp : Tg_Op<"rope", [Pure, SameOperandsAndResultType, Differentiable,
   let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    /// The rotation frequency of pair (i, i + dim/2), scaling included, in
-    /// f64 (what the evaluator and the kernels compute).
-    double frequency(int64_t i, int64_t dim);
+    /// Its rotation frequencies, scaling included.
+    RopeFrequencies getFrequencies() {
+      return RopeFrequencies::of(getThetaAttr(), getScalingFactorAttr(),
+                                 getLowFreqFactorAttr(), getHighFreqFactorAttr(),
+                                 getOriginalMaxPositionsAttr());
+    }
   }];
 }
 
