@@ -1105,6 +1105,33 @@ std::pair<Value, Value> ropeRotation(Emitter &e, const RopeFrequencies &rope,
           e.narrow(math::SinOp::create(e.b, e.loc, angle))};
 }
 
+/// The cosines and sines of the D/2 pairs' angles at `position` (f64), as
+/// two vectors of D/2 elements: the pairs' frequencies fold to constants.
+std::pair<Value, Value> ropeRowRotation(Emitter &e, const RopeFrequencies &rope,
+                                        bool inverse, Value position,
+                                        int64_t dim) {
+  int64_t half = dim / 2;
+  SmallVector<Value> cosines, sines;
+  for (int64_t i = 0; i < half; ++i) {
+    auto [c, s] = ropeRotation(e, rope, inverse, position, e.index(i), dim);
+    cosines.push_back(c);
+    sines.push_back(s);
+  }
+  auto halfType = VectorType::get({half}, e.element);
+  return {vector::FromElementsOp::create(e.b, e.loc, halfType, cosines),
+          vector::FromElementsOp::create(e.b, e.loc, halfType, sines)};
+}
+
+/// Row `x` (a vector of D elements) rotated by the cosines `c` and sines
+/// `s` of its pairs (vectors of D/2).
+Value rotateRow(Emitter &e, Value x, Value c, Value s) {
+  int64_t dim = cast<VectorType>(x.getType()).getNumElements(), half = dim / 2;
+  Value x1 = e.lanes(x, x, 0, half), x2 = e.lanes(x, x, half, dim);
+  Value y1 = e.sub(e.mul(x1, c), e.mul(x2, s));
+  Value y2 = e.add(e.mul(x2, c), e.mul(x1, s));
+  return e.lanes(y1, y2, 0, dim);
+}
+
 /// Rotates pairs (i, i + D/2) at position t by t * f_i: a row loop over the
 /// positions. With `vectorRows` (a row runs on one thread: the CPU), a
 /// position's D/2 cosines and sines are computed once and every plane's row
@@ -1153,26 +1180,14 @@ void emitRope(Emitter &e, RopeOp op, Value x, Value y, bool vectorRows,
     });
     return;
   }
-  auto halfType = VectorType::get({half}, e.element);
   auto rowType = VectorType::get({dim}, e.element);
   e.rows(seq, [&](Value t) {
-    Value position = ropePosition(e, t);
-    SmallVector<Value> cosines, sines;
-    for (int64_t i = 0; i < half; ++i) {
-      auto [c, s] =
-          ropeRotation(e, rope, op.getInverse(), position, e.index(i), dim);
-      cosines.push_back(c);
-      sines.push_back(s);
-    }
-    Value c = vector::FromElementsOp::create(e.b, e.loc, halfType, cosines);
-    Value s = vector::FromElementsOp::create(e.b, e.loc, halfType, sines);
+    auto [c, s] =
+        ropeRowRotation(e, rope, op.getInverse(), ropePosition(e, t), dim);
     e.loop(planes, [&](Value p) {
       Value v = vector::LoadOp::create(e.b, e.loc, rowType, x,
                                        ValueRange{rowOf(p, t, tokensIn)});
-      Value x1 = e.lanes(v, v, 0, half), x2 = e.lanes(v, v, half, dim);
-      Value y1 = e.sub(e.mul(x1, c), e.mul(x2, s));
-      Value y2 = e.add(e.mul(x2, c), e.mul(x1, s));
-      vector::StoreOp::create(e.b, e.loc, e.lanes(y1, y2, 0, dim), y,
+      vector::StoreOp::create(e.b, e.loc, rotateRow(e, v, c, s), y,
                               ValueRange{rowOf(p, t, tokensOut)});
     });
   });
@@ -1455,21 +1470,21 @@ struct FlashAttention {
     vector::StoreOp::create(e.b, e.loc, row, flat, ValueRange{at});
   }
   /// Fills `cosines` and `sines` for positions [0, positions), each in one
-  /// step of a parallel loop, as the rope kernel computes them; the loop
-  /// ends before the kernel's next.
-  void ropeTables(int64_t positions) {
+  /// step of a parallel loop, as the rope kernel computes them, and there
+  /// calls also(t, c, s) with the position's vectors; the loop ends before
+  /// the kernel's next.
+  template <typename Fn> void ropeTables(int64_t positions, Fn &&also) {
     int64_t half = dim / 2;
     auto type = MemRefType::get({positions * half}, e.element);
     cosines = memref::AllocOp::create(e.b, e.loc, type);
     sines = memref::AllocOp::create(e.b, e.loc, type);
     e.rows(positions, [&](Value t) {
-      Value position = ropePosition(e, t), base = e.mulIndex(t, half);
-      e.loop(half, [&](Value i) {
-        auto [c, s] =
-            ropeRotation(e, *rope, /*inverse=*/false, position, i, dim);
-        e.store(c, cosines, e.addIndex(base, i));
-        e.store(s, sines, e.addIndex(base, i));
-      });
+      auto [c, s] =
+          ropeRowRotation(e, *rope, /*inverse=*/false, ropePosition(e, t), dim);
+      Value at = e.mulIndex(t, half);
+      vector::StoreOp::create(e.b, e.loc, c, cosines, ValueRange{at});
+      vector::StoreOp::create(e.b, e.loc, s, sines, ValueRange{at});
+      also(t, c, s);
     });
   }
   void freeRopeTables() {
@@ -1477,7 +1492,8 @@ struct FlashAttention {
     memref::DeallocOp::create(e.b, e.loc, sines);
   }
   /// Row `x` (a vector of D elements) of position `t` rotated by the rope,
-  /// or back (`inverse`): the rope kernel's arithmetic.
+  /// or back (`inverse`: by the negated sines, which are the sines of the
+  /// negated angles, rounded alike), as the rope kernel does.
   Value rotate(Value x, Value t, bool inverse) {
     int64_t half = dim / 2;
     auto halfType = VectorType::get({half}, e.element);
@@ -1486,12 +1502,9 @@ struct FlashAttention {
         vector::LoadOp::create(e.b, e.loc, halfType, cosines, ValueRange{at});
     Value s =
         vector::LoadOp::create(e.b, e.loc, halfType, sines, ValueRange{at});
-    Value x1 = e.lanes(x, x, 0, half), x2 = e.lanes(x, x, half, dim);
-    Value y1 = inverse ? e.add(e.mul(x1, c), e.mul(x2, s))
-                       : e.sub(e.mul(x1, c), e.mul(x2, s));
-    Value y2 = inverse ? e.sub(e.mul(x2, c), e.mul(x1, s))
-                       : e.add(e.mul(x2, c), e.mul(x1, s));
-    return e.lanes(y1, y2, 0, dim);
+    if (inverse)
+      s = arith::NegFOp::create(e.b, e.loc, s);
+    return rotateRow(e, x, c, s);
   }
   /// f64 scratch set to zeros.
   void clearColumns(Value scratch) {
@@ -1711,20 +1724,25 @@ struct FlashAttention {
     // transposes its block.
     FlashOperand keys = k;
     if (rope) {
-      ropeTables(std::max(queryLen, keyLen));
       keys = packedRows(
           memref::AllocOp::create(
               e.b, e.loc,
               MemRefType::get({batch * kvHeads * keyLen * dim}, e.element)),
           keyLen);
       keys.batchStride = kvHeads * keyLen * dim;
-      e.rows(batch * kvHeads * keyLen, [&](Value r) {
-        Value s = e.remIndex(r, keyLen), p = e.divIndex(r, keyLen);
-        Value row =
-            rowsAt(k, plane(k, e.divIndex(p, kvHeads), e.remIndex(p, kvHeads)),
-                   {s})[0];
-        storeRow(rotate(loadRow(k.flat, row), s, false), keys.flat,
-                 e.mulIndex(r, dim));
+      // Each key position's rows of every plane rotated with the position's
+      // table row, as the rope kernel does.
+      ropeTables(std::max(queryLen, keyLen), [&](Value s, Value c, Value sn) {
+        Value inRange = compare(arith::CmpIPredicate::ult, s, e.index(keyLen));
+        auto ifOp = scf::IfOp::create(e.b, e.loc, inRange);
+        OpBuilder::InsertionGuard guard(e.b);
+        e.b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+        e.loop(batch * kvHeads, [&](Value p) {
+          Value b = e.divIndex(p, kvHeads), hk = e.remIndex(p, kvHeads);
+          Value from = rowsAt(k, plane(k, b, hk), {s})[0];
+          Value to = rowsAt(keys, plane(keys, b, hk), {s})[0];
+          storeRow(rotateRow(e, loadRow(k.flat, from), c, sn), keys.flat, to);
+        });
       });
     }
     e.rows(batch * heads * blocks(queryLen), [&](Value task) {
@@ -1847,7 +1865,7 @@ struct FlashAttention {
       e.store(delta, dq.flat, rowOf(dq));
     });
     if (rope)
-      ropeTables(std::max(queryLen, keyLen));
+      ropeTables(std::max(queryLen, keyLen), [](Value, Value, Value) {});
     int64_t width = rowVectorWidth();
     e.rows(batch * kvHeads, [&](Value kvPlane) {
       Value b = e.divIndex(kvPlane, kvHeads), hk = e.remIndex(kvPlane, kvHeads);
