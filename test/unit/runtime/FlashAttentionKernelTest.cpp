@@ -9,7 +9,10 @@
 // elements add in quadrature, so a normwise relative error a few times 2^-9
 // is expected; 1e-2 leaves room and still fails for a wrong mask, scale or
 // fragment (those give errors of order 1). The log-sum-exp is f32 all the
-// way, within 1e-4 absolute.
+// way, within 1e-4 absolute. With a rotary position embedding the kernels
+// round the rotated queries and keys to bf16, as tg.rope's result is: the
+// reference rotates them in float64 and rounds them likewise (the gradients
+// it rotates back in float64).
 #include "FlashAttention.cu"
 
 #include <gtest/gtest.h>
@@ -29,6 +32,8 @@ struct Shape {
   int batch, queryHeads, keyHeads, queryLen, keyLen, headDim;
   bool causal;
   int window;
+  /// The rotary position embedding's theta (0: none).
+  double ropeTheta = 0;
 };
 
 /// A bf16 tensor [batch, heads, rows, D] in host memory at element strides:
@@ -88,10 +93,59 @@ struct Reference {
   std::vector<double> result, logsumexp, queryGrad, keyGrad, valueGrad;
 };
 
-/// Attention and its gradients in float64, indexed [b][h][row][d] packed.
-Reference reference(const Shape &s, double scale, const HostTensor &q, const HostTensor &k,
-                    const HostTensor &v, const HostTensor &dout) {
-  const int D = s.headDim, T = s.queryLen, S = s.keyLen, group = s.queryHeads / s.keyHeads;
+/// A tensor's elements in float64, packed [b][h][row][d].
+std::vector<double> packed(const HostTensor &x, int batch) {
+  std::vector<double> values;
+  for (int b = 0; b < batch; ++b)
+    for (int h = 0; h < x.heads; ++h)
+      for (int r = 0; r < x.rows; ++r)
+        for (int d = 0; d < x.dim; ++d)
+          values.push_back(x.get(b, h, r, d));
+  return values;
+}
+
+/// The rotary position embedding's angles: pair i of position t turns by
+/// t * theta^(-2i/D) (tg.rope's frequencies without scaling).
+struct Rope {
+  int dim;
+  double theta;
+  double angle(int t, int i) const { return t * std::pow(theta, -2.0 * i / dim); }
+  /// The tables the kernels read: f32 [positions, D/2].
+  std::vector<float> table(int positions, double (*f)(double)) const {
+    std::vector<float> values;
+    for (int t = 0; t < positions; ++t)
+      for (int i = 0; i < dim / 2; ++i)
+        values.push_back(float(f(angle(t, i))));
+    return values;
+  }
+  /// Packed [b][h][row][d] rows rotated in float64 (back: `inverse`),
+  /// rounded to bf16 where `round`.
+  void rotate(std::vector<double> &x, int rows, bool inverse, bool round) const {
+    const int half = dim / 2;
+    for (size_t row = 0; row < x.size() / dim; ++row)
+      for (int i = 0; i < half; ++i) {
+        const double a = (inverse ? -1 : 1) * angle(int(row % rows), i);
+        double &x1 = x[row * dim + i], &x2 = x[row * dim + i + half];
+        const double y1 = x1 * std::cos(a) - x2 * std::sin(a);
+        const double y2 = x2 * std::cos(a) + x1 * std::sin(a);
+        x1 = round ? tg::simt::bf16ToFloat(tg::simt::roundToBf16(float(y1))) : y1;
+        x2 = round ? tg::simt::bf16ToFloat(tg::simt::roundToBf16(float(y2))) : y2;
+      }
+  }
+};
+
+/// Attention and its gradients in float64, indexed [b][h][row][d] packed,
+/// from q and k packed (rotated, where the kernels rotate them).
+Reference reference(const Shape &s, double scale, const std::vector<double> &qs,
+                    const std::vector<double> &ks, const HostTensor &v, const HostTensor &dout) {
+  const int D = s.headDim;
+  auto qAt = [&](int b, int h, int t, int d) {
+    return qs[((size_t(b) * s.queryHeads + h) * s.queryLen + t) * D + d];
+  };
+  auto kAt = [&](int b, int h, int j, int d) {
+    return ks[((size_t(b) * s.keyHeads + h) * s.keyLen + j) * D + d];
+  };
+  const int T = s.queryLen, S = s.keyLen, group = s.queryHeads / s.keyHeads;
   Reference r;
   r.result.assign(size_t(s.batch) * s.queryHeads * T * D, 0);
   r.queryGrad = r.result;
@@ -107,7 +161,7 @@ Reference reference(const Shape &s, double scale, const HostTensor &q, const Hos
         for (int j = 0; j < S; ++j) {
           double dot = 0;
           for (int d = 0; d < D; ++d)
-            dot += q.get(b, h, t, d) * k.get(b, kh, j, d);
+            dot += qAt(b, h, t, d) * kAt(b, kh, j, d);
           p[j] = sees(s, t, j) ? scale * dot : -INFINITY;
           max = std::max(max, p[j]);
         }
@@ -133,8 +187,8 @@ Reference reference(const Shape &s, double scale, const HostTensor &q, const Hos
           const double ds = p[j] * (dp[j] - delta);
           const size_t keyRow = (size_t(b) * s.keyHeads + kh) * S + j;
           for (int d = 0; d < D; ++d) {
-            r.queryGrad[row * D + d] += scale * ds * k.get(b, kh, j, d);
-            r.keyGrad[keyRow * D + d] += scale * ds * q.get(b, h, t, d);
+            r.queryGrad[row * D + d] += scale * ds * kAt(b, kh, j, d);
+            r.keyGrad[keyRow * D + d] += scale * ds * qAt(b, h, t, d);
             r.valueGrad[keyRow * D + d] += p[j] * dout.get(b, h, t, d);
           }
         }
@@ -229,6 +283,15 @@ void check(const Shape &s, Layout layout = Layout::Own) {
   p.causal = s.causal;
   p.window = s.window;
   p.scale = float(scale);
+  const Rope rope{D, s.ropeTheta};
+  std::vector<float> cosines, sines;
+  if (s.ropeTheta > 0) {
+    const int positions = std::max(s.queryLen, s.keyLen);
+    cosines = rope.table(positions, std::cos);
+    sines = rope.table(positions, std::sin);
+    p.ropeCos = reinterpret_cast<uint64_t>(cosines.data());
+    p.ropeSin = reinterpret_cast<uint64_t>(sines.data());
+  }
 
   Kernels kernels = kernelsFor(D);
   const int queryBlocks = blocks(s.queryLen, tg::flash::kBlockRows);
@@ -239,7 +302,16 @@ void check(const Shape &s, Layout layout = Layout::Own) {
       B * s.keyHeads, D);
   run(kernels.queryGrads, Kernel::QueryGrads, p, queryBlocks, B * s.queryHeads, D);
 
-  Reference r = reference(s, scale, q, k, v, dout);
+  std::vector<double> qs = packed(q, B), ks = packed(k, B);
+  if (s.ropeTheta > 0) {
+    rope.rotate(qs, s.queryLen, false, true);
+    rope.rotate(ks, s.keyLen, false, true);
+  }
+  Reference r = reference(s, scale, qs, ks, v, dout);
+  if (s.ropeTheta > 0) {
+    rope.rotate(r.queryGrad, s.queryLen, true, false);
+    rope.rotate(r.keyGrad, s.keyLen, true, false);
+  }
   EXPECT_LT(relativeError(out, r.result, B), 1e-2) << "result";
   EXPECT_LT(relativeError(dq, r.queryGrad, B), 1e-2) << "query gradient";
   EXPECT_LT(relativeError(dk, r.keyGrad, B), 1e-2) << "key gradient";
@@ -275,6 +347,16 @@ TEST(FlashAttentionKernel, CausalWindow) { check({1, 1, 1, 200, 200, 64, true, 5
 TEST(FlashAttentionKernel, WindowAtTileEdges) { check({1, 1, 1, 256, 256, 64, true, 127}); }
 TEST(FlashAttentionKernel, RowsThatSeeNoKey) { check({1, 2, 1, 150, 40, 64, true, 30}); }
 TEST(FlashAttentionKernel, CausalHeadDim128) { check({1, 1, 1, 130, 130, 128, true, 0}); }
+// The rotary position embedding inside: causal grouped heads with partial
+// tiles at head dim 64, non-causal over more keys than queries at 128
+// (positions past the queries'), and a window in GPT-2's fused layouts.
+TEST(FlashAttentionKernel, RopeGroupedHeads) { check({2, 4, 2, 96, 96, 64, true, 0, 1e4}); }
+TEST(FlashAttentionKernel, RopeNotCausalMoreKeysHeadDim128) {
+  check({1, 2, 1, 64, 160, 128, false, 0, 5e2});
+}
+TEST(FlashAttentionKernel, RopeWindowFusedProjection) {
+  check({1, 2, 2, 200, 200, 64, true, 50, 1e4}, Layout::FusedProjection);
+}
 // The layouts exec-fuse-gemm-layouts gives GPT-2's attention: q, k, v read out
 // of the fused projection, dq, dk, dv written into its gradient's slots.
 TEST(FlashAttentionKernel, FusedProjectionLayouts) {

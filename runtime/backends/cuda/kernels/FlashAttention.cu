@@ -14,6 +14,9 @@
 // kernel of key blocks (dK, dV over every query tile that sees them, and
 // every query head of the group) and one of query blocks (dQ over the key
 // tiles), each recomputing P = exp(scale * q.k - logsumexp).
+// With a rotary position embedding (Params::ropeCos), each query and key
+// tile is rotated in shared memory once it has landed, and the query and
+// key gradients are rotated back in registers before they are written.
 //
 // Compiled by nvcc to PTX for the CUDA backend, and as host C++ over the
 // SIMT emulator for its test (Simt.h).
@@ -76,6 +79,64 @@ TG_DEVICE void loadTile(uint16_t *tile, const Tensor &t, int b, int h, int row0,
     const bool inside = row0 + r < rows;
     copyChunkAsync(tile + r * paddedRow(D) + 8 * c, rowOf(t, b, h, inside ? row0 + r : 0) + 8 * c,
                    inside);
+  }
+}
+
+/// Whether the kernels apply a rotary position embedding.
+TG_DEVICE bool rotates(const Params &p) { return p.ropeCos != 0; }
+
+/// Rows [0, Rows) of a shared tile of padded rows, positions row0.., turned
+/// in place by the rotary position embedding: pair (i, i + D/2) of position
+/// t by the angle of table row t, in f32, then rounded to bf16 (as tg.rope
+/// rounds its result). Rows from `rows` on (zeros) are left as they are.
+template <int D, int Rows = kTileRows>
+TG_DEVICE void rotateTile(uint16_t *tile, const Params &p, int row0, int rows) {
+  constexpr int half = D / 2, words = half / 2;
+  const float *cosines = reinterpret_cast<const float *>(p.ropeCos);
+  const float *sines = reinterpret_cast<const float *>(p.ropeSin);
+  for (int i = threadId(); i < Rows * words; i += kThreads) {
+    const int r = i / words, c = 2 * (i % words);
+    if (row0 + r >= rows)
+      continue;
+    uint16_t *x = tile + r * paddedRow(D) + c;
+    const uint32_t first = loadWord(x), second = loadWord(x + half);
+    const int64_t at = int64_t(row0 + r) * half + c;
+    float y1[2], y2[2];
+    for (int j = 0; j < 2; ++j) {
+      const float x1 = bf16ToFloat(uint16_t(first >> 16 * j));
+      const float x2 = bf16ToFloat(uint16_t(second >> 16 * j));
+      const float cs = cosines[at + j], sn = sines[at + j];
+      y1[j] = x1 * cs - x2 * sn;
+      y2[j] = x2 * cs + x1 * sn;
+    }
+    storeWord(x, packBf16(y1[0], y1[1]));
+    storeWord(x + half, packBf16(y2[0], y2[1]));
+  }
+}
+
+/// A warp's accumulators (16 rows x D of positions row0 + lane / 4 and + 8)
+/// turned back by the rotary position embedding: the gradients of the
+/// rows before their rotation. Columns d and d + D/2 of a row lie with the
+/// same lane (fragments dt and dt + D/16). Rows from `rows` on are left.
+template <int D>
+TG_DEVICE void rotateBack(float (&acc)[D / 8][4], const Params &p, int row0, int rows) {
+  constexpr int half = D / 2;
+  const float *cosines = reinterpret_cast<const float *>(p.ropeCos);
+  const float *sines = reinterpret_cast<const float *>(p.ropeSin);
+  const int group = laneId() / 4, inGroup = laneId() % 4;
+  for (int h = 0; h < 2; ++h) {
+    const int t = row0 + group + 8 * h;
+    if (t >= rows)
+      continue;
+    for (int dt = 0; dt < D / 16; ++dt)
+      for (int j = 0; j < 2; ++j) {
+        const int64_t at = int64_t(t) * half + dt * 8 + 2 * inGroup + j;
+        const float cs = cosines[at], sn = sines[at];
+        float &x1 = acc[dt][2 * h + j], &x2 = acc[dt + D / 16][2 * h + j];
+        const float y1 = x1 * cs + x2 * sn, y2 = x2 * cs - x1 * sn;
+        x1 = y1;
+        x2 = y2;
+      }
   }
 }
 
@@ -249,6 +310,12 @@ TG_DEVICE void forward(const Params &p) {
   for (int k0 = firstKey, stage = 0; k0 < keys.end; k0 += kTileRows, stage ^= 1) {
     awaitTiles();
     loadKeyValueStage<D>(stages, p, b, kh, k0 + kTileRows, keys.end, stage ^ 1);
+    if (rotates(p)) {
+      if (k0 == firstKey)
+        rotateTile<D>(queryTile, p, q0, p.queryLen);
+      rotateTile<D>(stages.first(stage), p, k0, p.keyLen);
+      syncThreads();
+    }
     const uint16_t *keyTile = stages.first(stage), *valueTile = stages.second(stage);
     float score[8][4];
     rowsTimesTransposed<D, kTileRows>(score, queryTile, r0, keyTile);
@@ -391,9 +458,15 @@ TG_DEVICE void keyValueGrads(const Params &p) {
   for (int tile = 0, stage = 0; tile < tiles; ++tile, stage ^= 1) {
     awaitTiles();
     loadQueries(tile + 1, stage ^ 1);
+    const int t0 = firstQueryOf(tile);
+    if (rotates(p)) {
+      if (tile == 0)
+        rotateTile<D>(keyTile, p, k0, p.keyLen);
+      rotateTile<D, Queries>(queryStages.first(stage), p, t0, p.queryLen);
+      syncThreads();
+    }
     const uint16_t *queryTile = queryStages.first(stage), *gradTile = queryStages.second(stage);
     const float *lse = lseRows + stage * rowsStage, *rowDelta = deltaRows + stage * rowsStage;
-    const int t0 = firstQueryOf(tile);
     // P^T: the warp's 16 keys against the tile's queries.
     float probs[Queries / 8][4];
     rowsTimesTransposed<D, Queries>(probs, keyTile, r0, queryTile);
@@ -417,6 +490,8 @@ TG_DEVICE void keyValueGrads(const Params &p) {
   // The warp's rows of the key and value tiles are its own once every copy
   // has landed (a block no query sees has not waited yet).
   awaitTiles();
+  if (rotates(p))
+    rotateBack<D>(keyGrad, p, k0 + r0, p.keyLen);
   writeWarpRows<D>(keyGrad, p.scale, keyTile + r0 * ld, p.keyGrad, b, kh, k0 + r0, p.keyLen);
   writeWarpRows<D>(valueGrad, 1.f, valueTile + r0 * ld, p.valueGrad, b, kh, k0 + r0, p.keyLen);
 }
@@ -445,6 +520,12 @@ TG_DEVICE void queryGrads(const Params &p) {
   for (int k0 = firstKey, stage = 0; k0 < keys.end; k0 += kTileRows, stage ^= 1) {
     awaitTiles();
     loadKeyValueStage<D>(stages, p, b, kh, k0 + kTileRows, keys.end, stage ^ 1);
+    if (rotates(p)) {
+      if (k0 == firstKey)
+        rotateTile<D>(queryTile, p, q0, p.queryLen);
+      rotateTile<D>(stages.first(stage), p, k0, p.keyLen);
+      syncThreads();
+    }
     const uint16_t *keyTile = stages.first(stage), *valueTile = stages.second(stage);
     float probs[8][4], dprobs[8][4];
     rowsTimesTransposed<D, kTileRows>(probs, queryTile, r0, keyTile);
@@ -462,6 +543,8 @@ TG_DEVICE void queryGrads(const Params &p) {
     accumulateTimesTile<D, kTileRows>(queryGrad, dprobs, keyTile); // dQ += dS K
   }
   awaitTiles();
+  if (rotates(p))
+    rotateBack<D>(queryGrad, p, q0 + r0, p.queryLen);
   writeWarpRows<D>(queryGrad, p.scale, queryTile + r0 * ld, p.queryGrad, b, h, q0 + r0,
                    p.queryLen);
 }

@@ -33,9 +33,14 @@ struct Tensor {
 /// `delta` are f32 [batch, query heads, query length], packed. Query heads
 /// h use key head h / (queryHeads / keyHeads). Query t sees keys s with
 /// s <= t (causal) and s > t - window (window > 0): tg.attention's rule.
+/// With `ropeCos` and `ropeSin` (f32 [max(queryLen, keyLen), D/2]: the
+/// cosine and sine of each position's pair angles), the kernels rotate the
+/// queries and keys they read by the rotary position embedding (pair
+/// (i, i + D/2) of position t by table row t, i), and the query and key
+/// gradients back: tg.rope's rotation applied inside.
 struct Params {
   Tensor query, key, value, result, resultGrad, queryGrad, keyGrad, valueGrad;
-  uint64_t logsumexp, delta;
+  uint64_t logsumexp, delta, ropeCos, ropeSin;
   int32_t batch, queryHeads, keyHeads, queryLen, keyLen;
   int32_t causal, window;
   float scale;
