@@ -401,12 +401,15 @@ private:
         // (tg/runtime/AttentionLayout.h).
         kind = tgx::CommandKind_Attention;
         std::vector<int64_t> strides(a.getStrides().begin(), a.getStrides().end());
+        std::optional<std::vector<double>> frequencies;
+        if (auto rope = a.getRopeFrequencies())
+          frequencies.emplace(rope->begin(), rope->end());
         attention = tgx::CreateAttentionDirect(
             fbb, a.getGradient() ? tgx::AttentionPass_Gradient : tgx::AttentionPass_Forward,
             uint32_t(a.getBatch()), uint32_t(a.getQueryHeads()), uint32_t(a.getKeyHeads()),
             uint32_t(a.getQueryLen()), uint32_t(a.getKeyLen()), uint32_t(a.getHeadDim()),
             a.getCausal(), uint32_t(a.getWindow()), float(a.getScale().convertToDouble()),
-            &strides);
+            &strides, frequencies ? &*frequencies : nullptr);
         buffers.append(a.getInputs().begin(), a.getInputs().end());
         buffers.append(a.getOutputs().begin(), a.getOutputs().end());
       } else if (auto copy = dyn_cast<exec::CopyOp>(op)) {

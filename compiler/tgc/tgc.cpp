@@ -241,8 +241,8 @@ static cl::ValuesClass fusionNames() {
       clEnumValN(Fusion::Attention, "attention",
                  "tg-fuse-attention: flash attention kernels"),
       clEnumValN(Fusion::AttentionRope, "attention-rope",
-                 "tg-fuse-attention's rope: the CPU's flash kernels "
-                 "rotate their queries and keys themselves (RoPE)"),
+                 "tg-fuse-attention's rope: the flash kernels rotate "
+                 "their queries and keys themselves (RoPE)"),
       clEnumValN(Fusion::AttentionLayouts, "attention-layouts",
                  "tg-fuse-attention-layouts: the flash kernels read q, k, "
                  "v and dO and write their results in the layouts around "

@@ -241,24 +241,33 @@ private:
     // Why the op is computed as it is: for tgc --stats (short) and as a
     // remark (with the estimates).
     std::string why;
+    std::string ropeWhy;
+    std::optional<RotationsAround> rotations;
+    if (rope)
+      rotations = rotationsAround(op, grad, ropeWhy);
+    else if (isRotated(op))
+      ropeWhy = "its rope fusion is off (--no-fuse=attention-rope)";
+    std::string ropeRemark =
+        rotations ? "; the kernels apply the rotary position embedding of "
+                    "its queries and keys"
+        : ropeWhy.empty()
+            ? ""
+            : "; its rotary position embedding stays outside: " + ropeWhy;
     if (libraryKernels) {
       std::string refusal = libraryRefusal(op, cost);
       why = refusal.empty()
                 ? "the runtime's flash kernels (--cuda-attention=flash, "
                   "the CUDA default)"
                 : refusal;
+      if (refusal.empty() && rotations)
+        why += "; RoPE inside";
       record(op.getResult(), refusal.empty() ? "flash" : "decomposed", why);
       if (remarks)
         op.emitRemark() << (refusal.empty() ? "fused into flash attention: "
                                             : "not fused: ")
-                        << why
-                        << (refusal.empty() && isRotated(op)
-                                ? "; its rotary position embedding stays "
-                                  "outside (the runtime's kernels rotate "
-                                  "nothing yet)"
-                                : "");
+                        << why << (refusal.empty() ? ropeRemark : "");
       if (refusal.empty())
-        fuse(op, grad, std::nullopt);
+        fuse(op, grad, rotations);
       return;
     }
     if (cost.dim > kFlashAttentionMaxHeadDim) {
@@ -285,12 +294,6 @@ private:
                               scoreMib, double(maxScoreMib))
                     .str()
               : "estimated faster: " + comparison;
-    std::string ropeWhy;
-    std::optional<RotationsAround> rotations;
-    if (rope)
-      rotations = rotationsAround(op, grad, ropeWhy);
-    else if (isRotated(op))
-      ropeWhy = "its rope fusion is off (--no-fuse=attention-rope)";
     if (rotations)
       why += "; RoPE inside";
     record(op.getResult(), "flash", why);
@@ -299,15 +302,7 @@ private:
                       << (grad ? " with its gradient" : "") << ": "
                       << (scoreMib > maxScoreMib ? why + "; "
                                                  : "estimated faster; ")
-                      << estimate
-                      << (rotations ? "; the kernels apply the rotary position "
-                                      "embedding of its queries and keys"
-                                    : "")
-                      << (ropeWhy.empty()
-                              ? ""
-                              : "; its rotary position embedding stays "
-                                "outside: " +
-                                    ropeWhy);
+                      << estimate << ropeRemark;
     fuse(op, grad, rotations);
   }
 

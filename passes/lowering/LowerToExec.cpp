@@ -64,10 +64,12 @@ void appendStrides(SmallVectorImpl<int64_t> &strides, Value tensor,
     strides.append({s[1] * s[2] * s[3], s[2] * s[3], s[3]});
 }
 
-/// The scale, causal flag and window of a flash attention op or its gradient.
+/// The scale, causal flag, window and rotation of a flash attention op or
+/// its gradient.
 template <typename FlashOp>
-std::tuple<llvm::APFloat, bool, uint64_t> attentionAttributes(FlashOp op) {
-  return {op.getScale(), op.getCausal(), op.getWindow()};
+std::tuple<llvm::APFloat, bool, uint64_t, std::optional<RopeFrequencies>>
+attentionAttributes(FlashOp op) {
+  return {op.getScale(), op.getCausal(), op.getWindow(), op.getRope()};
 }
 
 /// The kernel module the programs of a module share, and its kernels by
@@ -294,12 +296,6 @@ private:
       return op.emitOpError("is outside a dispatch region, so it needs the "
                             "runtime's flash kernels, which take bf16 with head "
                             "dim 64 or 128");
-    if (grad ? grad.getRope().has_value()
-             : cast<FlashAttentionOp>(op).getRope().has_value())
-      return op.emitOpError("is outside a dispatch region, so it needs the "
-                            "runtime's flash kernels, which apply no rotary "
-                            "position embedding (tg-fuse-attention leaves it "
-                            "to tg.rope for them)");
     SmallVector<Value> inputs, outputs;
     SmallVector<int64_t> strides;
     for (Value input : op.getOperands())
@@ -321,13 +317,21 @@ private:
       if (cast<RankedTensorType>(result.getType()).getElementType().isBF16())
         appendStrides(strides, result);
     }
-    auto [scale, causal, window] =
+    auto [scale, causal, window, rope] =
         grad ? attentionAttributes(grad)
              : attentionAttributes(cast<FlashAttentionOp>(op));
+    DenseF64ArrayAttr frequencies;
+    if (rope) {
+      SmallVector<double> values;
+      for (int64_t i = 0; i < q[3] / 2; ++i)
+        values.push_back(rope->frequency(i, q[3]));
+      frequencies = b.getDenseF64ArrayAttr(values);
+    }
     exec::AttentionOp::create(
         b, op.getLoc(), exec::TimepointType::get(b.getContext()), inputs,
         outputs, /*awaits=*/ValueRange{}, bool(grad), q[0], q[1], k[1], q[2],
-        k[2], q[3], scale, causal, window, strides, /*stream=*/0);
+        k[2], q[3], scale, causal, window, strides, frequencies,
+        /*stream=*/0);
     return success();
   }
 

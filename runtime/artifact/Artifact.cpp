@@ -540,6 +540,17 @@ private:
                                            " ranges, not the " +
                                            std::to_string(attentionOperandCount(gradient)) +
                                            " of an attention " + (gradient ? "gradient" : "forward"));
+    if (const auto *rope = a->rope_frequencies()) {
+      bool bad = rope->size() != a->head_dim() / 2;
+      for (double f : *rope)
+        bad |= !std::isfinite(f) || f < 0;
+      if (bad)
+        return fail(field + ".attention.rope_frequencies",
+                    "holds " + std::to_string(rope->size()) + " values, not the " +
+                        std::to_string(a->head_dim() / 2) +
+                        " finite, non-negative frequencies of a rotary position embedding "
+                        "(one a pair of the head dim)");
+    }
     const unsigned tensors = attentionTensorIndex(attentionOperandCount(gradient));
     if (!a->strides() || a->strides()->size() != 3 * tensors)
       return fail(field + ".attention.strides",

@@ -2,6 +2,9 @@
 
 #include "tg/runtime/AttentionLayout.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace tg::runtime::cuda {
 
 #ifdef TG_HAVE_FLASH_ATTENTION_PTX
@@ -56,13 +59,50 @@ std::unique_ptr<AttentionKernels> AttentionKernels::load(const Driver &driver,
 }
 
 AttentionKernels::~AttentionKernels() {
+  for (const RopeTables &t : tables) {
+    driver.cuMemFree(t.cosines);
+    driver.cuMemFree(t.sines);
+  }
   if (module)
     driver.cuModuleUnload(module);
 }
 
+const AttentionKernels::RopeTables *
+AttentionKernels::ropeTables(const flatbuffers::Vector<double> &frequencies, uint32_t positions,
+                             std::string &error) {
+  std::vector<double> f(frequencies.begin(), frequencies.end());
+  for (const RopeTables &t : tables)
+    if (t.frequencies == f && t.positions == positions)
+      return &t;
+  // Angles in f64, as tg.rope's kernels compute them, rounded to f32.
+  std::vector<float> cosines, sines;
+  for (uint32_t t = 0; t < positions; ++t)
+    for (double frequency : f) {
+      cosines.push_back(float(std::cos(t * frequency)));
+      sines.push_back(float(std::sin(t * frequency)));
+    }
+  const size_t bytes = cosines.size() * sizeof(float);
+  RopeTables made{std::move(f), positions, 0, 0};
+  CUresult r = driver.cuMemAlloc(&made.cosines, bytes);
+  if (!r && (r = driver.cuMemAlloc(&made.sines, bytes)) == CUDA_SUCCESS &&
+      (r = driver.cuMemcpyHtoD(made.cosines, cosines.data(), bytes)) == CUDA_SUCCESS)
+    r = driver.cuMemcpyHtoD(made.sines, sines.data(), bytes);
+  if (r) {
+    error = "cannot put the rotary position embedding's tables (" + std::to_string(2 * bytes) +
+            " bytes) on the GPU (" + driver.errorText("cuMemAlloc/cuMemcpyHtoD", r) + ")";
+    if (made.cosines)
+      driver.cuMemFree(made.cosines);
+    if (made.sines)
+      driver.cuMemFree(made.sines);
+    return nullptr;
+  }
+  tables.push_back(std::move(made));
+  return &tables.back();
+}
+
 std::vector<KernelLaunch> AttentionKernels::plan(const tgx::Attention &a,
                                                  const std::vector<CUdeviceptr> &operands,
-                                                 flash::Params &params) const {
+                                                 flash::Params &params, std::string &error) {
   const bool gradient = a.pass() == tgx::AttentionPass_Gradient;
   params = flash::Params{};
   flash::Tensor *tensors[] = {&params.query,  &params.key,        &params.value,
@@ -87,6 +127,14 @@ std::vector<KernelLaunch> AttentionKernels::plan(const tgx::Attention &a,
   params.causal = a.causal();
   params.window = int32_t(a.window());
   params.scale = a.scale();
+  if (a.rope_frequencies()) {
+    const RopeTables *rope =
+        ropeTables(*a.rope_frequencies(), std::max(a.query_len(), a.key_len()), error);
+    if (!rope)
+      return {};
+    params.ropeCos = rope->cosines;
+    params.ropeSin = rope->sines;
+  }
 
   const int headDim = int(a.head_dim());
   auto launch = [&](flash::Kernel kernel, unsigned gridX, unsigned gridY) {

@@ -9,6 +9,7 @@
 
 #include "tgx_generated.h"
 
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,16 +25,32 @@ public:
 
   /// The launches of a verified Attention command over its operands'
   /// device addresses, and the parameters every launch takes (one
-  /// argument: `params`, which must outlive the launches).
+  /// argument: `params`, which must outlive the launches); none, with
+  /// `error` set, where its rotary position embedding's tables cannot be
+  /// put on the device.
   std::vector<KernelLaunch> plan(const tgx::Attention &attention,
                                  const std::vector<CUdeviceptr> &operands,
-                                 flash::Params &params) const;
+                                 flash::Params &params, std::string &error);
 
 private:
   explicit AttentionKernels(const Driver &driver) : driver(driver) {}
+
+  /// The cosines and sines a rotary position embedding's kernels read
+  /// (flash::Params::ropeCos), for `positions` positions, on the device:
+  /// made once for each set of frequencies and length, and kept until the
+  /// kernels are unloaded.
+  struct RopeTables {
+    std::vector<double> frequencies;
+    uint32_t positions;
+    CUdeviceptr cosines, sines;
+  };
+  const RopeTables *ropeTables(const flatbuffers::Vector<double> &frequencies,
+                               uint32_t positions, std::string &error);
+
   const Driver &driver;
   CUmodule module = nullptr;
   CUfunction functions[2][flash::kKernels] = {}; // [head dim 64, 128][flash::Kernel]
+  std::deque<RopeTables> tables; // a deque: what ropeTables returned stays put
 };
 
 } // namespace tg::runtime::cuda

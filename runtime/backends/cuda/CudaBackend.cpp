@@ -342,7 +342,13 @@ private:
           }
         }
         step.attention = std::make_unique<flash::Params>();
-        step.launches = attentionKernels->plan(*c.attention(), step.buffers, *step.attention);
+        step.launches =
+            attentionKernels->plan(*c.attention(), step.buffers, *step.attention, error);
+        if (step.launches.empty()) {
+          error = source + ": commands[" + std::to_string(i) + "] (" +
+                  (c.label() ? c.label()->str() : "attention") + "): " + error;
+          return false;
+        }
         step.params = {step.attention.get()};
         break;
       default: // Collective: multi-GPU programs are refused in createBackend

@@ -168,13 +168,16 @@ func.func @rope_inside(%q: tensor<1x4x2048x16xf32> loc("q"), %k: tensor<1x2x2048
 
 // -----
 
-// The CUDA runtime's kernels (library-kernels) rotate nothing: bf16 at head
-// dim 64, which they take, keeps its tg.rope ops.
+// The CUDA runtime's kernels (library-kernels) apply the rotation too (bf16
+// at head dim 64, which they take).
 // RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-attention{library-kernels=true remarks=true}))' 2>&1 | FileCheck %s --check-prefix=LIBROPE
-// LIBROPE: remark: fused into flash attention: the runtime's flash kernels (--cuda-attention=flash, the CUDA default); its rotary position embedding stays outside (the runtime's kernels rotate nothing yet)
+// LIBROPE: remark: fused into flash attention: the runtime's flash kernels (--cuda-attention=flash, the CUDA default); RoPE inside; the kernels apply the rotary position embedding of its queries and keys
 // LIBROPE-LABEL: func.func @rope_library(
-// LIBROPE-COUNT-2: tg.rope
-// LIBROPE: tg.flash_attention
+// LIBROPE-SAME: reason = "the runtime's flash kernels (--cuda-attention=flash, the CUDA default); RoPE inside"
+// LIBROPE-NOT: tg.rope
+// LIBROPE: tg.flash_attention %arg0, %arg1, %arg2 {rope_theta = 1.000000e+04 : f64, scale = 1.250000e-01 : f64}
+// LIBROPE-NOT: tg.rope
+// LIBROPE: return
 func.func @rope_library(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x1x64x64xbf16>,
                         %v: tensor<1x1x64x64xbf16>) -> tensor<1x2x64x64xbf16> {
   %qr = tg.rope %q {theta = 1.0e4 : f64} : tensor<1x2x64x64xbf16>

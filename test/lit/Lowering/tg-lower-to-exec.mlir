@@ -257,3 +257,21 @@ module {
     return
   }
 }
+
+// -----
+
+// With a rotary position embedding inside (rope_theta), exec.attention
+// carries the head dim's 32 pair frequencies theta^(-2i/D), the first 1.
+// CHECK-LABEL: exec.program @train_step
+// CHECK:         exec.attention
+// CHECK-SAME:    rope_frequencies = array<f64: 1.000000e+00, 0.74989420933245587,
+// CHECK:         exec.attention
+// CHECK-SAME:    gradient
+// CHECK-SAME:    rope_frequencies = array<f64: 1.000000e+00, 0.74989420933245587,
+func.func @train_step(%q: tensor<1x2x64x64xbf16> {tg.input = "q"},
+                      %do: tensor<1x2x64x64xbf16> {tg.input = "do"})
+    -> (tensor<1x2x64x64xbf16> {tg.output = "o"}, tensor<1x2x64x64xbf16> {tg.output = "dq"}) {
+  %o, %lse = tg.flash_attention %q, %q, %q {rope_theta = 1.0e4 : f64, scale = 0.125 : f64} : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16>, tensor<1x2x64xf32>
+  %dq, %dk, %dv = tg.flash_attention_grad %q, %q, %q, %o, %lse, %do {rope_theta = 1.0e4 : f64, scale = 0.125 : f64} : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64xf32>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>
+  return %o, %dq : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>
+}

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <functional>
 
 using namespace tg;
@@ -56,17 +58,17 @@ std::string verifyBytes(const std::vector<uint8_t> &bytes) {
 }
 
 TEST(Artifact, RejectsUnsupportedVersion) {
-  EXPECT_EQ(runtime::kFormatVersion, 4u);
-  expectRejected([](ProgramSpec &s) { s.formatVersion = 2; },
-                 "format_version 2 is not supported by this runtime, which reads version 4 "
+  EXPECT_EQ(runtime::kFormatVersion, 5u);
+  expectRejected([](ProgramSpec &s) { s.formatVersion = 4; },
+                 "format_version 4 is not supported by this runtime, which reads version 5 "
                  "only; re-compile the model with the tgc that matches this runtime");
   // A version 1 file (no checksum trailer, as tgc wrote them before) gets the
   // version message too, not a checksum complaint.
   expectRejected([](ProgramSpec &s) { s.formatVersion = 1; s.seal = false; },
                  "model.tgx: format_version 1 is not supported by this runtime, which reads "
-                 "version 4 only");
+                 "version 5 only");
   expectRejected([](ProgramSpec &s) { s.formatVersion = 1; },
-                 "format_version 1 is not supported by this runtime, which reads version 4 only");
+                 "format_version 1 is not supported by this runtime, which reads version 5 only");
 }
 
 // Issue 8: 76 of 1,511 mutated artifacts passed verification and trained to
@@ -258,6 +260,26 @@ TEST(Artifact, ChecksAttention) {
         s.commands[0].hasAttention = false;
       },
       "is an Attention without its 'attention' table");
+  // A rotary position embedding: one finite, non-negative frequency a pair.
+  EXPECT_EQ(verifyError([](ProgramSpec &s) {
+              cudaAttention(s);
+              s.commands[0].attention.ropeFrequencies.assign(32, 0.5);
+            }),
+            "");
+  expectRejected(
+      [](ProgramSpec &s) {
+        cudaAttention(s);
+        s.commands[0].attention.ropeFrequencies.assign(64, 0.5);
+      },
+      "commands[0] ('attention').attention.rope_frequencies holds 64 values, not the 32 finite, "
+      "non-negative frequencies");
+  expectRejected(
+      [](ProgramSpec &s) {
+        cudaAttention(s);
+        s.commands[0].attention.ropeFrequencies.assign(32, 0.5);
+        s.commands[0].attention.ropeFrequencies[3] = std::nan("");
+      },
+      "attention.rope_frequencies holds 32 values, not the 32 finite, non-negative");
 }
 
 /// Appends an all-reduce of slot `from` into slot `to` over the mesh's axis.

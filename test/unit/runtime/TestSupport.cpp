@@ -168,7 +168,10 @@ flatbuffers::Offset<tgx::Program> writeProgram(flatbuffers::FlatBufferBuilder &b
       const AttentionSpec &a = c.attention;
       attention = tgx::CreateAttention(b, a.pass, a.batch, a.queryHeads, a.keyHeads, a.queryLen,
                                        a.keyLen, a.headDim, a.causal, a.window, a.scale,
-                                       b.CreateVector(a.strides));
+                                       b.CreateVector(a.strides),
+                                       a.ropeFrequencies.empty()
+                                           ? 0
+                                           : b.CreateVector(a.ropeFrequencies));
     }
     commands.push_back(tgx::CreateCommand(b, c.kind, c.module, c.kernel, gemm,
                                           b.CreateVectorOfStructs(operands),

@@ -89,6 +89,7 @@ struct AttentionSpec {
   uint32_t window = 0;
   float scale = 0.125f;
   std::vector<int64_t> strides; // 3 per bf16 operand
+  std::vector<double> ropeFrequencies; // none: no rotary position embedding
 };
 
 struct CommandSpec {

@@ -443,6 +443,14 @@ LogicalResult AttentionOp::verify() {
       keyLen < 1 || int64_t(getWindow()) < 0 || queryHeads % keyHeads != 0)
     return emitOpError("needs positive sizes, a window from 0 and query heads "
                        "a multiple of key heads");
+  if (auto frequencies = getRopeFrequencies())
+    if (int64_t(frequencies->size()) != headDim / 2 ||
+        llvm::any_of(*frequencies,
+                     [](double f) { return !std::isfinite(f) || f < 0; }))
+      return emitOpError() << "needs " << headDim / 2
+                           << " finite, non-negative rope frequencies (one a "
+                              "pair of the head dim), not "
+                           << frequencies->size();
   const unsigned strides = getStridesStart(getNumAttentionOperands());
   if (getStrides().size() != strides)
     return emitOpError() << "needs 3 strides for each of its " << strides / 3

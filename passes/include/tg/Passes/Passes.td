@@ -224,8 +224,8 @@ def TgFuseAttention : Pass<"tg-fuse-attention", "func::FuncOp"> {
     results read by nothing else (and the gradients' rotations back read
     nothing but the gradient's results), the flash ops take the queries and
     keys before the rotation and apply it themselves: the rotated queries
-    and keys are neither written nor kept for the backward pass. Not for
-    `library-kernels` (the CUDA runtime's kernels rotate nothing yet).
+    and keys are neither written nor kept for the backward pass (with
+    `library-kernels`, exec.attention's `rope_frequencies`).
   }];
   let options = [
     Option<"remarks", "remarks", "bool", /*default=*/"false",
@@ -233,7 +233,7 @@ def TgFuseAttention : Pass<"tg-fuse-attention", "func::FuncOp"> {
            "as a remark">,
     Option<"rope", "rope", "bool", /*default=*/"true",
            "The flash kernels apply the rotary position embedding of their "
-           "queries and keys themselves (not with library-kernels)">,
+           "queries and keys themselves">,
     Option<"flashKernels", "flash-kernels", "bool", /*default=*/"true",
            "The target has flash attention kernels (the CUDA target's are "
            "the runtime's, with library-kernels)">,

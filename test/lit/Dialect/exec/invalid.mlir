@@ -361,6 +361,15 @@ exec.binary @kernels ptx {image = ".version 8.0", kernels = ["k0"], operand_coun
 
 // -----
 
+// ... a rotary position embedding has one frequency a pair of the head dim ...
+%q = exec.resource scratch : memref<1x1x64x64xbf16>
+%o = exec.resource scratch : memref<1x1x64x64xbf16>
+%l = exec.resource scratch : memref<1x1x64xf32>
+// expected-error @+1 {{'exec.attention' op needs 32 finite, non-negative rope frequencies (one a pair of the head dim), not 2}}
+%t = exec.attention(%q, %q, %q) -> (%o, %l) {batch = 1, query_heads = 1, key_heads = 1, query_len = 64, key_len = 64, head_dim = 64, scale = 0.125, causal = true, window = 0, strides = array<i64: 0, 0, 64, 0, 0, 64, 0, 0, 64, 0, 0, 64>, rope_frequencies = array<f64: 1.0, 0.5>} : (memref<1x1x64x64xbf16>, memref<1x1x64x64xbf16>, memref<1x1x64x64xbf16>) -> (memref<1x1x64x64xbf16>, memref<1x1x64xf32>)
+
+// -----
+
 // ... and each bf16 operand must hold its [B, H, T, D] at its strides:
 // rows 8 elements apart would read past the buffer.
 %q = exec.resource scratch : memref<1x1x64x64xbf16>

@@ -20,7 +20,7 @@ namespace tg::runtime {
 /// checksum trailer and KernelModule.kernel_operand_bytes (both required);
 /// 3 strided GEMM operands; 4 GEMM activations (Gemm.activation, an aux
 /// operand), which a reader of 3 would ignore.
-constexpr uint32_t kFormatVersion = 4;
+constexpr uint32_t kFormatVersion = 5;
 
 /// A .tgx file is the FlatBuffers image of tg.tgx.Program (a multiple of 8
 /// bytes) followed by a 16-byte trailer:

@@ -268,14 +268,19 @@ def Exec_AttentionOp : Exec_CommandOp<"attention", [AttrSizedOperandSegments]> {
     (delta is scratch: rowsum(dO * O), which the gradient writes, then
     reads). `strides` lists the batch, head and row strides (elements) of
     each bf16 operand in operand order, so a [B, T, H, D] buffer is read as
-    [B, H, T, D] at strides T*H*D, D and H*D.
+    [B, H, T, D] at strides T*H*D, D and H*D. With `rope_frequencies` (the
+    head_dim / 2 frequencies of a rotary position embedding: pair
+    (i, i + D/2) of position t turns by t * f_i), query and key are given
+    before the rotation, which the kernels apply (and the query and key
+    gradients are rotated back): tg.flash_attention's `rope_*`.
   }];
   let arguments = (ins Variadic<Exec_Buffer>:$inputs,
       Variadic<Exec_Buffer>:$outputs, Variadic<Exec_Timepoint>:$awaits,
       UnitAttr:$gradient, I64Attr:$batch, I64Attr:$query_heads,
       I64Attr:$key_heads, I64Attr:$query_len, I64Attr:$key_len,
       I64Attr:$head_dim, F64Attr:$scale, BoolAttr:$causal, I64Attr:$window,
-      DenseI64ArrayAttr:$strides, DefaultValuedAttr<I64Attr, "0">:$stream);
+      DenseI64ArrayAttr:$strides, OptionalAttr<DenseF64ArrayAttr>:$rope_frequencies,
+      DefaultValuedAttr<I64Attr, "0">:$stream);
   let assemblyFormat = [{
     `(` $inputs `)` `->` `(` $outputs `)` (`await` `(` $awaits^ `)`)?
     (`on` $stream^)? attr-dict `:` functional-type($inputs, $outputs)
