@@ -163,6 +163,12 @@ def main():
                          if c.get('kind') == 'Attention']
     assert len(flash['commands']) == 2, 'expected a forward and a gradient'
     write(os.path.join(C, 'artifact', 'attention-cuda.tgx'), seal(flatc_to_binary(tmp, flash)))
+    # The same with a rotary position embedding inside (format version 5):
+    # the 32 frequencies of head dim 64.
+    for c in flash['commands']:
+        c['attention']['rope_frequencies'] = [10000.0 ** (-2 * i / 64) for i in range(32)]
+    write(os.path.join(C, 'artifact', 'attention-rope-cuda.tgx'),
+          seal(flatc_to_binary(tmp, flash)))
 
     # Tokens.
     random.seed(1)

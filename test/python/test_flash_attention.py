@@ -75,27 +75,32 @@ class FlashAttention(ScratchDirTest):
                     err = float((got - ref).norm() / ref.norm().clamp_min(1e-300))
                     self.assertLess(err, 1e-12, key)
 
+    def assert_flag_changes_no_bit(self, model, tag, flag):
+        """Steps compiled with and without `flag` (flash attention everywhere)
+        train to the same bits in f32 and f64; returns the two --stats=json."""
+        for dtype in ("f32", "f64"):
+            with self.subTest(model=tag, dtype=dtype):
+                (steps, weights), (other, other_weights) = [
+                    train_short(model, TRAIN, STEPS, self.dir, f"{tag}-{dtype}-{name}",
+                                f"--dtype={dtype}", "--max-score-mib", "0", *flags)
+                    for name, flags in (("default", ()), ("flag", (flag,)))]
+                self.assertEqual(len(steps), STEPS)
+                self.assertEqual([(m["loss"], m["grad_norm"]) for m in steps],
+                                 [(m["loss"], m["grad_norm"]) for m in other])
+                self.assertEqual(sorted(weights), sorted(other_weights))
+                for key in weights:
+                    np.testing.assert_array_equal(weights[key], other_weights[key],
+                                                  err_msg=key)
+        stats = lambda *flags: json.loads(run(
+            "tgc", "compile", model, "--train", TRAIN, "--stats=json", "--max-score-mib", "0",
+            *flags))
+        return stats(), stats(flag)
+
     def test_layouts_read_in_place_change_no_bit(self):
         for name, model in MODELS.items():
-            for dtype in ("f32", "f64"):
-                with self.subTest(model=name, dtype=dtype):
-                    runs = [train_short(model, TRAIN, STEPS, self.dir, f"{name}-{dtype}-{tag}",
-                                        f"--dtype={dtype}", "--max-score-mib", "0", *flags)
-                            for tag, flags in (("in-place", ()),
-                                               ("moved", ("--no-fuse=attention-layouts",)))]
-                    (steps, weights), (moved_steps, moved_weights) = runs
-                    self.assertEqual(len(steps), STEPS)
-                    self.assertEqual([(m["loss"], m["grad_norm"]) for m in steps],
-                                     [(m["loss"], m["grad_norm"]) for m in moved_steps])
-                    self.assertEqual(sorted(weights), sorted(moved_weights))
-                    for key in weights:
-                        np.testing.assert_array_equal(weights[key], moved_weights[key],
-                                                      err_msg=key)
+            in_place, moved = self.assert_flag_changes_no_bit(
+                model, name, "--no-fuse=attention-layouts")
             with self.subTest(model=name, stats=True):
-                stats = lambda *flags: json.loads(run(
-                    "tgc", "compile", model, "--train", TRAIN, "--stats=json",
-                    "--max-score-mib", "0", *flags))
-                in_place, moved = stats(), stats("--no-fuse=attention-layouts")
                 self.assertLess(in_place["kernel_launches"], moved["kernel_launches"])
                 self.assertLess(in_place["kernel_bytes"], moved["kernel_bytes"])
                 # The same values live as long (a root instead of the copy
@@ -109,25 +114,8 @@ class FlashAttention(ScratchDirTest):
         # gradients back) with the rope kernel's tables and arithmetic, in
         # the element type: the same roundings, so the same bits, for fewer
         # launches and kernel bytes.
-        model = MODELS["llama-tiny"]
-        for dtype in ("f32", "f64"):
-            with self.subTest(dtype=dtype):
-                (steps, weights), (outside, outside_weights) = [
-                    train_short(model, TRAIN, STEPS, self.dir, f"rope-{dtype}-{tag}",
-                                f"--dtype={dtype}", "--max-score-mib", "0", *flags)
-                    for tag, flags in (("inside", ()),
-                                       ("outside", ("--no-fuse=attention-rope",)))]
-                self.assertEqual(len(steps), STEPS)
-                self.assertEqual([(m["loss"], m["grad_norm"]) for m in steps],
-                                 [(m["loss"], m["grad_norm"]) for m in outside])
-                self.assertEqual(sorted(weights), sorted(outside_weights))
-                for key in weights:
-                    np.testing.assert_array_equal(weights[key], outside_weights[key],
-                                                  err_msg=key)
-        stats = lambda *flags: json.loads(run(
-            "tgc", "compile", model, "--train", TRAIN, "--stats=json", "--max-score-mib", "0",
-            *flags))
-        inside, outside = stats(), stats("--no-fuse=attention-rope")
+        inside, outside = self.assert_flag_changes_no_bit(
+            MODELS["llama-tiny"], "rope", "--no-fuse=attention-rope")
         self.assertLess(inside["kernel_launches"], outside["kernel_launches"])
         self.assertLess(inside["kernel_bytes"], outside["kernel_bytes"])
         self.assertIn("RoPE inside", json.dumps(inside["attention"]))
