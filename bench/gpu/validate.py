@@ -47,6 +47,12 @@ ATTENTION_LABEL = re.compile(r"^(grad_)?h\d+_attn(_scores|_probs|_dscores|_dprob
 # is the medium model's layer; the others FlashAttention's benchmark lengths.
 FLASH_SHAPES = [("GPT-2 medium", 8, 16, 16, 1024, 64), ("head dim 128", 4, 16, 16, 2048, 128),
                 ("grouped heads, long", 1, 32, 8, 8192, 128)]
+# The runtime's kernels alone again at the second shape with a rotary
+# position embedding inside (theta 10,000, as Llama 2's): checked against
+# float32 attention over the rotated queries and keys, and timed beside
+# that shape's rows without it.
+FLASH_ROPE_SHAPE = ("head dim 128, RoPE inside", 4, 16, 16, 2048, 128)
+FLASH_ROPE_THETA = 1e4
 # Normwise error bound of the kernels' bf16 result and gradients against
 # float32 attention from the same bf16 inputs: P, O and dS are rounded to
 # bf16 (2^-9 each), the same bound as the kernels' emulated test.
@@ -210,7 +216,7 @@ class FlashTensor(ctypes.Structure):
 class FlashParams(ctypes.Structure):
     _fields_ = ([(name, FlashTensor) for name in ("query", "key", "value", "result", "resultGrad", "queryGrad",
                                                    "keyGrad", "valueGrad")] +
-                [("logsumexp", ctypes.c_uint64), ("delta", ctypes.c_uint64)] +
+                [(name, ctypes.c_uint64) for name in ("logsumexp", "delta", "ropeCos", "ropeSin")] +
                 [(name, ctypes.c_int32) for name in ("batch", "queryHeads", "keyHeads", "queryLen", "keyLen",
                                                       "causal", "window")] +
                 [("scale", ctypes.c_float)])
@@ -298,9 +304,14 @@ def time_on_stream(run):
     return statistics.median(timed_rounds(run, ATTENTION_ROUNDS, ATTENTION_CALLS_PER_ROUND, ATTENTION_WARMUP))
 
 
-def measure_flash_shape(module, batch, heads, key_heads, seq, d):
+def measure_flash_shape(module, batch, heads, key_heads, seq, d, rope_theta=0.0):
     """The kernels at one shape: normwise errors against float32 attention
-    from the same bf16 inputs, and forward and backward times."""
+    from the same bf16 inputs, and forward and backward times. With
+    `rope_theta` the kernels rotate the queries and keys (tables of each
+    position's cosines and sines in f32, from f64 angles, as the CUDA
+    backend makes them), and the reference attends over q and k rotated in
+    float32 and rounded to bf16 as the kernels round them, its gradients
+    going back through the rotation."""
     import torch
     import torch.nn.functional as F
     bf16 = dict(device="cuda", dtype=torch.bfloat16)
@@ -310,12 +321,18 @@ def measure_flash_shape(module, batch, heads, key_heads, seq, d):
     out, dq = torch.empty_like(q), torch.empty_like(q)
     dk, dv = torch.empty_like(k), torch.empty_like(v)
     lse, delta = (torch.empty(batch, heads, seq, device="cuda", dtype=torch.float32) for _ in range(2))
+    cos = sin = None
+    if rope_theta:
+        pairs = torch.arange(d // 2, device="cuda", dtype=torch.float64)
+        angles = torch.arange(seq, device="cuda", dtype=torch.float64)[:, None] * rope_theta ** (-2 * pairs / d)
+        cos, sin = angles.cos().float().contiguous(), angles.sin().float().contiguous()
 
     def tensor(t):
         return FlashTensor(t.data_ptr(), t.stride(0), t.stride(1), t.stride(2))
 
     params = FlashParams(tensor(q), tensor(k), tensor(v), tensor(out), tensor(grad), tensor(dq), tensor(dk),
-                         tensor(dv), lse.data_ptr(), delta.data_ptr(), batch, heads, key_heads, seq, seq, 1, 0,
+                         tensor(dv), lse.data_ptr(), delta.data_ptr(), cos.data_ptr() if rope_theta else 0,
+                         sin.data_ptr() if rope_theta else 0, batch, heads, key_heads, seq, seq, 1, 0,
                          1.0 / d ** 0.5)
     blocks = -(-seq // FLASH_BLOCK_ROWS)
 
@@ -332,8 +349,16 @@ def measure_flash_shape(module, batch, heads, key_heads, seq, d):
     torch.cuda.synchronize()
     group = heads // key_heads
     qf, kf, vf = (t.float().requires_grad_() for t in (q, k, v))
-    ref = F.scaled_dot_product_attention(qf, kf.repeat_interleave(group, 1), vf.repeat_interleave(group, 1),
-                                         is_causal=True)
+
+    def rotated(x):
+        if not rope_theta:
+            return x
+        x1, x2 = x[..., :d // 2], x[..., d // 2:]
+        y = torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+        return y + (y.bfloat16().float() - y).detach()  # rounded as the kernels round it
+
+    ref = F.scaled_dot_product_attention(rotated(qf), rotated(kf).repeat_interleave(group, 1),
+                                         vf.repeat_interleave(group, 1), is_causal=True)
     ref.backward(grad.float())
 
     def error(got, want):
@@ -435,6 +460,13 @@ def measure_flash_kernels(ptx_path, out):
                 shape["torch"][name] = {"error": first_line(error)}
         result["shapes"].append(shape)
         print(label, json.dumps(shape["tgc"]))
+    label, batch, heads, key_heads, seq, d = FLASH_ROPE_SHAPE
+    shape = {"label": label, "batch": batch, "heads": heads, "key_heads": key_heads, "seq": seq,
+             "head_dim": d, "rope_theta": FLASH_ROPE_THETA,
+             "forward_flops": causal_attention_flops(batch, heads, seq, d), "torch": {},
+             "tgc": flash_shape_or_error(module, why, batch, heads, key_heads, seq, d, FLASH_ROPE_THETA)}
+    result["shapes"].append(shape)
+    print(label, json.dumps(shape["tgc"]))
     with open(out, "w") as f:
         json.dump(result, f, indent=1)
 

@@ -216,7 +216,7 @@ class GpuValidate(unittest.TestCase):
         self.assertEqual(rc("build"), "0", open(os.path.join(results, "build.log")).read()[-2000:])
         self.assertEqual(rc("flash-kernels"), "0")
         shapes = json.load(open(os.path.join(results, "flash-kernels.json")))["shapes"]
-        self.assertEqual(len(shapes), 3)
+        self.assertEqual(len(shapes), 4)  # FLASH_SHAPES and the rope's
         self.assertTrue(all("error" in shape["tgc"] for shape in shapes))
         for name in ("gpt2-tiny-f32", "gpt2-flash-bf16", "ceilings", "attention", "medium-tgc"):
             self.assertEqual(rc(name), "skipped", name)
@@ -289,7 +289,8 @@ class GpuValidate(unittest.TestCase):
                         "-o", out], check=True, capture_output=True, text=True)
         measured = json.load(open(out))
         self.assertEqual([s["label"] for s in measured["shapes"]],
-                         ["GPT-2 medium", "head dim 128", "grouped heads, long"])
+                         ["GPT-2 medium", "head dim 128", "grouped heads, long", "head dim 128, RoPE inside"])
+        self.assertEqual(measured["shapes"][-1]["rope_theta"], 1e4)
         for shape in measured["shapes"]:
             self.assertIn("error", shape["tgc"])
 
