@@ -74,6 +74,15 @@ AttentionKernels::ropeTables(const flatbuffers::Vector<double> &frequencies, uin
   for (const RopeTables &t : tables)
     if (t.frequencies == f && t.positions == positions)
       return &t;
+  // A length no arena could hold activations for (a damaged artifact whose
+  // operands overlap) is refused before the host tables are made.
+  constexpr uint64_t kMaxTableBytes = uint64_t(1) << 30;
+  if (uint64_t(positions) * f.size() * 2 * sizeof(float) > kMaxTableBytes) {
+    error = "its rotary position embedding over " + std::to_string(positions) +
+            " positions would need tables of more than 1 GiB: the lengths are "
+            "not a model's";
+    return nullptr;
+  }
   // Angles in f64, as tg.rope's kernels compute them, rounded to f32.
   std::vector<float> cosines, sines;
   for (uint32_t t = 0; t < positions; ++t)
