@@ -1429,13 +1429,18 @@ struct FlashAttention {
       transposeRows(x, rows, scratch);
       return;
     }
-    SmallVector<Value> laneRows;
-    for (auto [i, row] : llvm::enumerate(rows)) {
-      laneRows.push_back(e.index(int64_t(i) * dim));
+    SmallVector<Value> laneRows = packedRowStarts();
+    for (auto [i, row] : llvm::enumerate(rows))
       storeRow(rotate(loadRow(x.flat, row), blk.positions[i], false),
-               rotatedRows, laneRows.back());
-    }
+               rotatedRows, laneRows[i]);
     transposeRows(packedRows(rotatedRows), laneRows, scratch);
+  }
+  /// Where the kLanes rows of packed block scratch start.
+  SmallVector<Value> packedRowStarts() {
+    SmallVector<Value> starts;
+    for (int64_t i = 0; i < kLanes; ++i)
+      starts.push_back(e.index(i * dim));
+    return starts;
   }
   /// Rows `rows` of `x` transposed into `scratch`.
   void transposeRows(const FlashOperand &x, ArrayRef<Value> rows,
@@ -1910,12 +1915,8 @@ struct FlashAttention {
         clearColumns(dkSum);
         clearColumns(dvSum);
         FlashOperand keyOperand = rope ? packedRows(keyRows) : k;
-        SmallVector<Value> kRows;
-        if (rope)
-          for (int64_t i = 0; i < kLanes; ++i)
-            kRows.push_back(e.index(i * dim));
-        else
-          kRows = rowsAt(k, kPlane, blk.positions);
+        SmallVector<Value> kRows =
+            rope ? packedRowStarts() : rowsAt(k, kPlane, blk.positions);
         e.loop(group, [&](Value g) {
           Value h = e.addIndex(e.mulIndex(hk, group), g);
           Value qPlane = rope ? plane(queries, b, g) : plane(q, b, h);
