@@ -54,7 +54,8 @@ int64_t normaliseAxis(int64_t axis, int64_t rank) {
 
 Results one(Tensor t) { return std::vector<Tensor>{std::move(t)}; }
 
-/// x rotated by `rope` (tg.rope's rotation; x itself without one).
+/// x rotated by `rotation` (tg.rope's; back with `inverse`), or x itself
+/// without one.
 Tensor rotated(const Tensor &x, std::optional<RopeFrequencies> rotation,
                bool inverse = false) {
   if (!rotation)

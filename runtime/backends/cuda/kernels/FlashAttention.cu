@@ -140,6 +140,21 @@ TG_DEVICE void rotateBack(float (&acc)[D / 8][4], const Params &p, int row0, int
   }
 }
 
+/// A query block's tiles (forward, query gradients) rotated once they have
+/// landed, where the kernels apply a rotary position embedding: its query
+/// tile with the first key tile, and each key tile; then the barrier before
+/// its warps read them.
+template <int D>
+TG_DEVICE void rotateLandedTiles(const Params &p, uint16_t *queryTile, int q0, bool firstKeyTile,
+                                 uint16_t *keyTile, int k0) {
+  if (!rotates(p))
+    return;
+  if (firstKeyTile)
+    rotateTile<D>(queryTile, p, q0, p.queryLen);
+  rotateTile<D>(keyTile, p, k0, p.keyLen);
+  syncThreads();
+}
+
 /// Waits for this thread's copies, then for the block: the tiles copied
 /// last are in, and every warp is done with what it computed before.
 TG_DEVICE void awaitTiles() {
@@ -310,12 +325,7 @@ TG_DEVICE void forward(const Params &p) {
   for (int k0 = firstKey, stage = 0; k0 < keys.end; k0 += kTileRows, stage ^= 1) {
     awaitTiles();
     loadKeyValueStage<D>(stages, p, b, kh, k0 + kTileRows, keys.end, stage ^ 1);
-    if (rotates(p)) {
-      if (k0 == firstKey)
-        rotateTile<D>(queryTile, p, q0, p.queryLen);
-      rotateTile<D>(stages.first(stage), p, k0, p.keyLen);
-      syncThreads();
-    }
+    rotateLandedTiles<D>(p, queryTile, q0, k0 == firstKey, stages.first(stage), k0);
     const uint16_t *keyTile = stages.first(stage), *valueTile = stages.second(stage);
     float score[8][4];
     rowsTimesTransposed<D, kTileRows>(score, queryTile, r0, keyTile);
@@ -520,12 +530,7 @@ TG_DEVICE void queryGrads(const Params &p) {
   for (int k0 = firstKey, stage = 0; k0 < keys.end; k0 += kTileRows, stage ^= 1) {
     awaitTiles();
     loadKeyValueStage<D>(stages, p, b, kh, k0 + kTileRows, keys.end, stage ^ 1);
-    if (rotates(p)) {
-      if (k0 == firstKey)
-        rotateTile<D>(queryTile, p, q0, p.queryLen);
-      rotateTile<D>(stages.first(stage), p, k0, p.keyLen);
-      syncThreads();
-    }
+    rotateLandedTiles<D>(p, queryTile, q0, k0 == firstKey, stages.first(stage), k0);
     const uint16_t *keyTile = stages.first(stage), *valueTile = stages.second(stage);
     float probs[8][4], dprobs[8][4];
     rowsTimesTransposed<D, kTileRows>(probs, queryTile, r0, keyTile);
