@@ -409,7 +409,8 @@ private:
             uint32_t(a.getBatch()), uint32_t(a.getQueryHeads()), uint32_t(a.getKeyHeads()),
             uint32_t(a.getQueryLen()), uint32_t(a.getKeyLen()), uint32_t(a.getHeadDim()),
             a.getCausal(), uint32_t(a.getWindow()), float(a.getScale().convertToDouble()),
-            &strides, frequencies ? &*frequencies : nullptr);
+            &strides, frequencies ? &*frequencies : nullptr,
+            a.getCudnn() ? tgx::AttentionLibrary_Cudnn : tgx::AttentionLibrary_Runtime);
         buffers.append(a.getInputs().begin(), a.getInputs().end());
         buffers.append(a.getOutputs().begin(), a.getOutputs().end());
       } else if (auto copy = dyn_cast<exec::CopyOp>(op)) {

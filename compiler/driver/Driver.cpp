@@ -377,6 +377,7 @@ llvm::Error buildPipeline(OpPassManager &pm, const Options &o, const Compilation
   lowering.fusion.gemmActivation = o.gemmActivation.value_or(bool(cuda));
   lowering.fusion.gemmActivationWide = !cuda;
   lowering.libraryAttention = cuda && o.cudaFlashAttention;
+  lowering.cudnnAttention = lowering.libraryAttention && o.cudaCudnnAttention;
   if (cuda) {
     // Attention is decomposed unless the runtime's flash kernels take it; its
     // gradient recomputing P costs a batched GEMM and a softmax (~11% of a

@@ -29,6 +29,7 @@ void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options) {
     attention.remarks = options.fusion.remarks;
     attention.flashKernels = options.flashKernels;
     attention.libraryKernels = options.libraryAttention;
+    attention.cudnn = options.cudnnAttention;
     attention.maxScoreMib = options.fusion.maxScoreMib;
     attention.rope = options.fusion.attentionRope;
     pm.addNestedPass<func::FuncOp>(createTgFuseAttention(attention));

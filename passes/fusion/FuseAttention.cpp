@@ -243,7 +243,13 @@ private:
     std::string why;
     std::string ropeWhy;
     std::optional<RotationsAround> rotations;
-    if (rope)
+    // cuDNN's graph (the CUDA runtime's, with library-kernels) has no
+    // window and no rotation: a rotation stays outside where cuDNN takes it.
+    const bool viaCudnn = libraryKernels && cudnn && op.getWindow() == 0 &&
+                          libraryRefusal(op, cost).empty();
+    if (viaCudnn && isRotated(op))
+      ropeWhy = "cuDNN's fused attention cannot rotate them";
+    else if (rope)
       rotations = rotationsAround(op, grad, ropeWhy);
     else if (isRotated(op))
       ropeWhy = "its rope fusion is off (--no-fuse=attention-rope)";
@@ -255,19 +261,24 @@ private:
             : "; its rotary position embedding stays outside: " + ropeWhy;
     if (libraryKernels) {
       std::string refusal = libraryRefusal(op, cost);
-      why = refusal.empty()
-                ? "the runtime's flash kernels (--cuda-attention=flash, "
-                  "the CUDA default)"
-                : refusal;
+      why = !refusal.empty() ? refusal
+            : viaCudnn
+                ? "cuDNN's fused attention (--cuda-attention=cudnn)"
+            : cudnn ? "the runtime's flash kernels: its window is not in the "
+                      "runtime's cuDNN graph"
+                    : "the runtime's flash kernels (--cuda-attention=flash, "
+                      "the CUDA default)";
       if (refusal.empty() && rotations)
         why += "; RoPE inside";
-      record(op.getResult(), refusal.empty() ? "flash" : "decomposed", why);
+      record(op.getResult(),
+             !refusal.empty() ? "decomposed" : viaCudnn ? "cudnn" : "flash",
+             why);
       if (remarks)
         op.emitRemark() << (refusal.empty() ? "fused into flash attention: "
                                             : "not fused: ")
                         << why << (refusal.empty() ? ropeRemark : "");
       if (refusal.empty())
-        fuse(op, grad, rotations);
+        fuse(op, grad, rotations, viaCudnn);
       return;
     }
     if (cost.dim > kFlashAttentionMaxHeadDim) {
@@ -303,7 +314,7 @@ private:
                       << (scoreMib > maxScoreMib ? why + "; "
                                                  : "estimated faster; ")
                       << estimate << ropeRemark;
-    fuse(op, grad, rotations);
+    fuse(op, grad, rotations, /*viaCudnn=*/false);
   }
 
   /// Whether the query and key of `op` are both tg.rope results.
@@ -329,16 +340,18 @@ private:
   }
 
   /// Replaces `op` (and its gradient `grad`, if any) by flash attention,
-  /// which applies `rotations` itself where given.
+  /// which applies `rotations` itself where given (computed by cuDNN's
+  /// fused attention with `viaCudnn`).
   void fuse(AttentionOp op, AttentionGradOp grad,
-            std::optional<RotationsAround> rotations) {
+            std::optional<RotationsAround> rotations, bool viaCudnn) {
     OpBuilder b(op);
     Value query = rotations ? rotations->query.getInput() : op.getQuery();
     Value key = rotations ? rotations->key.getInput() : op.getKey();
+    UnitAttr cudnnAttr = viaCudnn ? b.getUnitAttr() : UnitAttr();
     auto flash = FlashAttentionOp::create(
         b, op.getLoc(), query, key, op.getValue(), op.getScaleAttr(),
-        op.getCausalAttr(), op.getWindowAttr(), FloatAttr(), FloatAttr(),
-        FloatAttr(), FloatAttr(), FloatAttr());
+        op.getCausalAttr(), op.getWindowAttr(), cudnnAttr, FloatAttr(),
+        FloatAttr(), FloatAttr(), FloatAttr(), FloatAttr());
     if (rotations)
       flash.setRope(rotations->frequencies);
     op.getResult().replaceAllUsesWith(flash.getResult());
@@ -373,8 +386,8 @@ private:
         b, grad.getLoc(), query, key, grad.getValue(), result,
         flash.getLogsumexp(), grad.getResultGrad(), grad.getScaleAttr(),
         grad.getCausalAttr(), grad.getWindowAttr(),
-        tokens ? b.getUnitAttr() : UnitAttr(), FloatAttr(), FloatAttr(),
-        FloatAttr(), FloatAttr(), FloatAttr());
+        tokens ? b.getUnitAttr() : UnitAttr(), flash.getCudnnAttr(),
+        FloatAttr(), FloatAttr(), FloatAttr(), FloatAttr(), FloatAttr());
     grad.replaceAllUsesWith(flashGrad.getResults());
     grad.erase();
     if (!rotations)

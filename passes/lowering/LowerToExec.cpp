@@ -320,6 +320,7 @@ private:
     auto [scale, causal, window, rope] =
         grad ? attentionAttributes(grad)
              : attentionAttributes(cast<FlashAttentionOp>(op));
+    bool cudnn = grad ? grad.getCudnn() : cast<FlashAttentionOp>(op).getCudnn();
     DenseF64ArrayAttr frequencies;
     if (rope) {
       SmallVector<double> values;
@@ -330,7 +331,7 @@ private:
     exec::AttentionOp::create(
         b, op.getLoc(), exec::TimepointType::get(b.getContext()), inputs,
         outputs, /*awaits=*/ValueRange{}, bool(grad), q[0], q[1], k[1], q[2],
-        k[2], q[3], scale, causal, window, strides, frequencies,
+        k[2], q[3], scale, causal, window, strides, frequencies, cudnn,
         /*stream=*/0);
     return success();
   }

@@ -3,8 +3,12 @@
 #include "AttentionKernels.h"
 #include "CublasLt.h"
 #include "CudaDriver.h"
+#ifdef TG_HAVE_CUDNN
+#include "CudnnAttention.h"
+#endif
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -28,6 +32,10 @@ struct Step {
                               // or &*attention
   std::vector<KernelLaunch> launches;
   std::unique_ptr<flash::Params> attention;
+#ifdef TG_HAVE_CUDNN
+  int cudnnPlan = -1;
+  std::unique_ptr<cuda::CudnnAttention::Execution> cudnn;
+#endif
   int gemmPlan = -1;
   uint64_t copyBytes = 0;
   std::vector<unsigned> awaitEvents; // of commands on other streams
@@ -55,6 +63,13 @@ public:
       driver->cuEventDestroy(stagingFree);
     gemms.reset();
     attentionKernels.reset();
+#ifdef TG_HAVE_CUDNN
+    for (Step &step : steps)
+      step.cudnn.reset();
+    cudnn.reset();
+    if (cudnnWorkspace)
+      driver->cuMemFree(cudnnWorkspace);
+#endif
     for (CUstream s : streams)
       driver->cuStreamDestroy(s);
     for (CUmodule m : modules)
@@ -333,6 +348,8 @@ private:
         step.copyBytes = c.operands()->Get(0)->size();
         break;
       case tgx::CommandKind_Attention:
+        if (c.attention()->library() == tgx::AttentionLibrary_Cudnn && planCudnn(c, step))
+          break;
         if (!attentionKernels) {
           attentionKernels = cuda::AttentionKernels::load(*driver, error);
           if (!attentionKernels) {
@@ -357,6 +374,8 @@ private:
         return false;
       }
     }
+    if (!bindCudnn(error))
+      return false;
     for (size_t i = 0; i < steps.size(); ++i)
       if (steps[i].signals &&
           !check("cuEventCreate", driver->cuEventCreate(&done[i], CU_EVENT_DISABLE_TIMING), error))
@@ -366,6 +385,60 @@ private:
       if (!check("cuEventCreate", driver->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), error))
         return false;
     return check("cuEventCreate", driver->cuEventCreate(&fork, CU_EVENT_DISABLE_TIMING), error);
+  }
+
+  /// Plans an Attention command compiled for cuDNN's fused attention; false
+  /// where cuDNN cannot take it (not installed, a graph no engine takes), the
+  /// reason kept for the warning bindCudnn prints: the runtime's own kernels
+  /// compute it then.
+  bool planCudnn(const tgx::Command &c, Step &step) {
+    std::string why;
+#ifdef TG_HAVE_CUDNN
+    why = cuda::CudnnAttention::refusal(*c.attention());
+    if (why.empty() && !cudnn && cudnnUnavailable.empty() &&
+        !(cudnn = cuda::CudnnAttention::load(*driver, cudnnUnavailable)))
+      why = cudnnUnavailable;
+    else if (why.empty() && !cudnn)
+      why = cudnnUnavailable;
+    if (why.empty()) {
+      step.cudnnPlan = cudnn->plan(cuda::AttentionProblem::of(*c.attention()), why);
+      if (step.cudnnPlan >= 0)
+        return true;
+    }
+#else
+    (void)step;
+    why = "this runtime was built without cuDNN's headers";
+#endif
+    cudnnRefusals.push_back((c.label() ? c.label()->str() : "attention") + ": " + why);
+    return false;
+  }
+
+  /// Gives the cuDNN commands their workspace and buffers, and says which
+  /// commands compiled for cuDNN run on the runtime's kernels, and why (a
+  /// warning: the result is the same, the speed is not).
+  bool bindCudnn(std::string &error) {
+    if (!cudnnRefusals.empty())
+      std::fprintf(stderr,
+                   "%s: warning: %zu attention command(s) compiled for cuDNN run on the "
+                   "runtime's flash kernels instead; the first, %s\n",
+                   source.c_str(), cudnnRefusals.size(), cudnnRefusals.front().c_str());
+#ifdef TG_HAVE_CUDNN
+    if (!cudnn)
+      return true;
+    if (cudnn->workspaceBytes() &&
+        !check("cuMemAlloc", driver->cuMemAlloc(&cudnnWorkspace, cudnn->workspaceBytes()), error))
+      return false;
+    for (size_t i = 0; i < steps.size(); ++i)
+      if (steps[i].cudnnPlan >= 0 &&
+          !(steps[i].cudnn = cudnn->bind(steps[i].cudnnPlan, steps[i].buffers, cudnnWorkspace,
+                                         error))) {
+        error = source + ": commands[" + std::to_string(i) + "]: " + error;
+        return false;
+      }
+#else
+    (void)error;
+#endif
+    return true;
   }
 
   /// Issues the step: other streams fork from stream 0 and join it at the
@@ -400,6 +473,15 @@ private:
   }
 
   bool issue(Step &step, CUstream stream, std::string &error) {
+#ifdef TG_HAVE_CUDNN
+    if (step.cudnn) {
+      if (!cudnn->run(*step.cudnn, stream, error)) {
+        error = source + ": " + error;
+        return false;
+      }
+      return true;
+    }
+#endif
     switch (step.kind) {
     case tgx::CommandKind_Kernel:
     case tgx::CommandKind_Attention:
@@ -463,6 +545,12 @@ private:
   std::vector<std::vector<std::vector<KernelLaunch>>> launchesOf; // [module][kernel]
   std::unique_ptr<cuda::Gemms> gemms;
   std::unique_ptr<cuda::AttentionKernels> attentionKernels;
+#ifdef TG_HAVE_CUDNN
+  std::unique_ptr<cuda::CudnnAttention> cudnn;
+  std::string cudnnUnavailable; // why cuDNN did not load, once
+  CUdeviceptr cudnnWorkspace = 0; // one for all commands: they run in order
+#endif
+  std::vector<std::string> cudnnRefusals; // "label: why", for the warning
   std::vector<Step> steps;
   std::vector<CUevent> done, joins, profileStart, profileEnd;
   bool useGraph = true;

@@ -21,7 +21,7 @@ namespace tg::runtime::cuda {
   X(cuFuncSetAttribute)                                                        \
   X(cuMemAlloc) X(cuMemFree) X(cuMemAllocHost) X(cuMemFreeHost)                \
   X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoDAsync)    \
-  X(cuMemsetD8) X(cuLaunchKernel) X(cuStreamCreate) X(cuStreamDestroy)         \
+  X(cuMemsetD8) X(cuMemsetD32Async) X(cuLaunchKernel) X(cuStreamCreate) X(cuStreamDestroy)         \
   X(cuStreamSynchronize) X(cuStreamWaitEvent) X(cuStreamBeginCapture)          \
   X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphLaunch)                 \
   X(cuGraphDestroy) X(cuGraphExecDestroy) X(cuEventCreate) X(cuEventDestroy)   \

@@ -188,6 +188,38 @@ func.func @rope_library(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x1x64x64xbf16>,
 
 // -----
 
+// cuDNN's fused attention (cudnn; tgc --cuda-attention=cudnn) takes what the
+// runtime's kernels take, without a window: the flash ops are marked
+// `cudnn`, and a rotation stays outside (cuDNN's graph cannot apply it); a
+// windowed attention goes to the runtime's kernels, its rotation inside.
+// RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-attention{library-kernels=true cudnn=true}))' | FileCheck %s --check-prefix=CUDNN
+// RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-attention{library-kernels=true cudnn=true remarks=true}))' -o /dev/null 2>&1 | FileCheck %s --check-prefix=CUDNN-REMARK
+// CUDNN-REMARK: remark: fused into flash attention: cuDNN's fused attention (--cuda-attention=cudnn); its rotary position embedding stays outside: cuDNN's fused attention cannot rotate them
+// CUDNN-REMARK: remark: fused into flash attention: the runtime's flash kernels: its window is not in the runtime's cuDNN graph; RoPE inside
+// CUDNN-LABEL: func.func @rope_cudnn(
+// CUDNN-SAME: {kernel = "cudnn", op = "attention", reason = "cuDNN's fused attention (--cuda-attention=cudnn)"}, {kernel = "flash", op = "attention", reason = "the runtime's flash kernels: its window is not in the runtime's cuDNN graph; RoPE inside"}
+// CUDNN: %[[QR:.*]] = tg.rope %arg0
+// CUDNN: %[[KR:.*]] = tg.rope %arg1
+// CUDNN: %[[O:.*]], %[[LSE:.*]] = tg.flash_attention %[[QR]], %[[KR]], %arg2 {cudnn, scale = 1.250000e-01 : f64}
+// CUDNN: tg.flash_attention_grad %[[QR]], %[[KR]], %arg2, %[[O]], %[[LSE]], %arg3 {cudnn, scale = 1.250000e-01 : f64}
+// CUDNN-NOT: tg.rope
+// CUDNN: tg.flash_attention %arg0, %arg1, %arg2 {rope_theta = 1.000000e+04 : f64, scale = 1.250000e-01 : f64, window = 16 : i64}
+// CUDNN: return
+func.func @rope_cudnn(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x1x64x64xbf16>,
+                      %v: tensor<1x1x64x64xbf16>, %dout: tensor<1x2x64x64xbf16>)
+    -> (tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x1x64x64xbf16>, tensor<1x2x64x64xbf16>) {
+  %qr = tg.rope %q {theta = 1.0e4 : f64} : tensor<1x2x64x64xbf16>
+  %kr = tg.rope %k {theta = 1.0e4 : f64} : tensor<1x1x64x64xbf16>
+  %0 = tg.attention %qr, %kr, %v {scale = 0.125 : f64} : tensor<1x2x64x64xbf16>, tensor<1x1x64x64xbf16>, tensor<1x1x64x64xbf16> -> tensor<1x2x64x64xbf16>
+  %1:3 = tg.attention_grad %qr, %kr, %v, %dout {scale = 0.125 : f64} : tensor<1x2x64x64xbf16>, tensor<1x1x64x64xbf16>, tensor<1x1x64x64xbf16>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16>, tensor<1x1x64x64xbf16>, tensor<1x1x64x64xbf16>
+  %qw = tg.rope %q {theta = 1.0e4 : f64} : tensor<1x2x64x64xbf16>
+  %kw = tg.rope %k {theta = 1.0e4 : f64} : tensor<1x1x64x64xbf16>
+  %2 = tg.attention %qw, %kw, %v {scale = 0.125 : f64, window = 16 : i64} : tensor<1x2x64x64xbf16>, tensor<1x1x64x64xbf16>, tensor<1x1x64x64xbf16> -> tensor<1x2x64x64xbf16>
+  return %0, %1#0, %1#1, %2 : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x1x64x64xbf16>, tensor<1x2x64x64xbf16>
+}
+
+// -----
+
 // The rotation stays outside where the flash kernels could not take its
 // place: a rotated key read by another op too, q and k rotated by other
 // frequencies, a query gradient read before its rotation back.

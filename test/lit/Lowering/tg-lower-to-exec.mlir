@@ -275,3 +275,22 @@ func.func @train_step(%q: tensor<1x2x64x64xbf16> {tg.input = "q"},
   %dq, %dk, %dv = tg.flash_attention_grad %q, %q, %q, %o, %lse, %do {rope_theta = 1.0e4 : f64, scale = 0.125 : f64} : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64xf32>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>
   return %o, %dq : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>
 }
+
+// -----
+
+// Flash ops marked for cuDNN's fused attention (tg-fuse-attention's cudnn)
+// become exec.attention with `cudnn`, which the artifact's Attention
+// commands carry as their library.
+// CHECK-LABEL: exec.program @train_step
+// CHECK:         exec.attention
+// CHECK-SAME:    cudnn
+// CHECK:         exec.attention
+// CHECK-SAME:    cudnn
+// CHECK-SAME:    gradient
+func.func @train_step(%q: tensor<1x2x64x64xbf16> {tg.input = "q"},
+                      %do: tensor<1x2x64x64xbf16> {tg.input = "do"})
+    -> (tensor<1x2x64x64xbf16> {tg.output = "o"}, tensor<1x2x64x64xbf16> {tg.output = "dq"}) {
+  %o, %lse = tg.flash_attention %q, %q, %q {cudnn, scale = 0.125 : f64} : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16>, tensor<1x2x64xf32>
+  %dq, %dk, %dv = tg.flash_attention_grad %q, %q, %q, %o, %lse, %do {cudnn, scale = 0.125 : f64} : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64xf32>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>
+  return %o, %dq : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>
+}

@@ -89,6 +89,9 @@ struct LoweringOptions {
   int64_t causalBlocks = 2;
   /// Flash attention by the CUDA runtime's kernels (exec.attention).
   bool libraryAttention = false;
+  /// With libraryAttention: by cuDNN's fused attention where its graph
+  /// takes the op (tg-fuse-attention's cudnn).
+  bool cudnnAttention = false;
 };
 
 /// @train_step (tg) -> exec.program with planned resources, timepoints and

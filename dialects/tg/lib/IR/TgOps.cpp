@@ -570,6 +570,22 @@ static LogicalResult verifyFlashRope(std::optional<Location> loc,
   return success();
 }
 
+/// cuDNN's fused attention as the runtime builds it: no window, no rotation.
+template <typename Adaptor>
+static LogicalResult verifyFlashCudnn(std::optional<Location> loc,
+                                      StringRef name, Adaptor adaptor) {
+  if (!adaptor.getCudnn())
+    return success();
+  if (windowOf(adaptor))
+    return fail(loc, name, "cudnn with a window: the runtime's cuDNN graph "
+                           "has none (drop cudnn)");
+  if (adaptor.getRopeThetaAttr())
+    return fail(loc, name, "cudnn with rope_theta: cuDNN's graph cannot "
+                           "rotate the queries and keys (drop cudnn, or "
+                           "apply tg.rope before the op)");
+  return success();
+}
+
 LogicalResult FlashAttentionOp::inferReturnTypes(MLIRContext *,
                                                  std::optional<Location> loc,
                                                  Adaptor adaptor,
@@ -578,7 +594,8 @@ LogicalResult FlashAttentionOp::inferReturnTypes(MLIRContext *,
                                      adaptor.getKey(), adaptor.getValue(),
                                      adaptor.getCausal(), windowOf(adaptor))) ||
       failed(verifyFlashHeadDim(loc, "flash_attention", adaptor.getQuery())) ||
-      failed(verifyFlashRope(loc, "flash_attention", adaptor)))
+      failed(verifyFlashRope(loc, "flash_attention", adaptor)) ||
+      failed(verifyFlashCudnn(loc, "flash_attention", adaptor)))
     return failure();
   types.append({adaptor.getQuery().getType(), logSumExpType(adaptor.getQuery())});
   return success();
@@ -592,7 +609,8 @@ LogicalResult FlashAttentionGradOp::inferReturnTypes(
                                      adaptor.getKey(), adaptor.getValue(),
                                      adaptor.getCausal(), windowOf(adaptor))) ||
       failed(verifyFlashHeadDim(loc, name, adaptor.getQuery())) ||
-      failed(verifyFlashRope(loc, name, adaptor)))
+      failed(verifyFlashRope(loc, name, adaptor)) ||
+      failed(verifyFlashCudnn(loc, name, adaptor)))
     return failure();
   auto queryType = cast<RankedTensorType>(adaptor.getQuery().getType());
   ArrayRef<int64_t> q = queryType.getShape();

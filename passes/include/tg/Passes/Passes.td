@@ -237,6 +237,10 @@ def TgFuseAttention : Pass<"tg-fuse-attention", "func::FuncOp"> {
     Option<"flashKernels", "flash-kernels", "bool", /*default=*/"true",
            "The target has flash attention kernels (the CUDA target's are "
            "the runtime's, with library-kernels)">,
+    Option<"cudnn", "cudnn", "bool", /*default=*/"false",
+           "With library-kernels: cuDNN's fused attention computes the ops "
+           "its graph takes (no window; their rotary position embedding "
+           "stays outside), marked `cudnn`">,
     Option<"libraryKernels", "library-kernels", "bool", /*default=*/"false",
            "The flash kernels are the CUDA runtime's (exec.attention): they "
            "take bf16 with head dim 64 or 128, and every op they can take is "

@@ -357,11 +357,17 @@ def Tg_FlashAttentionOp
     With `rope_theta` (and tg.rope's scalings as `rope_*`), `query` and
     `key` are given before their rotary position embedding, which the op
     applies itself: what it computes is this op over tg.rope's results.
+
+    With `cudnn` (tg-fuse-attention's cudnn option, --cuda-attention=cudnn),
+    the CUDA target computes it by cuDNN's fused attention, not by the
+    runtime's kernels; what it computes is the same. cuDNN's graph has no
+    window and no rotation: not with `window` or `rope_theta`.
   }];
   let arguments = !con((ins Tg_FloatTensor:$query, Tg_FloatTensor:$key,
                             Tg_FloatTensor:$value, F64Attr:$scale,
                             DefaultValuedAttr<BoolAttr, "true">:$causal,
-                            DefaultValuedAttr<I64Attr, "0">:$window),
+                            DefaultValuedAttr<I64Attr, "0">:$window,
+                            UnitAttr:$cudnn),
                        Tg_FlashRopeArguments);
   let results = (outs Tg_FloatTensor:$result, Tg_FloatTensor:$logsumexp);
   let extraClassDeclaration = Tg_FlashRopeDeclarations;
@@ -383,7 +389,8 @@ def Tg_FlashAttentionGradOp
     be kept): only its rows are read, and a row is the same D values.
     With `rope_theta`, `query` and `key` are given before their rotary
     position embedding (as to tg.flash_attention), and `query_grad` and
-    `key_grad` are the gradients of those: rotated back.
+    `key_grad` are the gradients of those: rotated back. `cudnn` as on
+    tg.flash_attention.
   }];
   let arguments = !con((ins Tg_FloatTensor:$query, Tg_FloatTensor:$key,
                             Tg_FloatTensor:$value, Tg_FloatTensor:$result,
@@ -391,7 +398,7 @@ def Tg_FlashAttentionGradOp
                             Tg_FloatTensor:$result_grad, F64Attr:$scale,
                             DefaultValuedAttr<BoolAttr, "true">:$causal,
                             DefaultValuedAttr<I64Attr, "0">:$window,
-                            UnitAttr:$result_tokens),
+                            UnitAttr:$result_tokens, UnitAttr:$cudnn),
                        Tg_FlashRopeArguments);
   let results = (outs Tg_FloatTensor:$query_grad, Tg_FloatTensor:$key_grad,
                       Tg_FloatTensor:$value_grad);

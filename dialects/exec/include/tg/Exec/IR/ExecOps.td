@@ -272,7 +272,10 @@ def Exec_AttentionOp : Exec_CommandOp<"attention", [AttrSizedOperandSegments]> {
     head_dim / 2 frequencies of a rotary position embedding: pair
     (i, i + D/2) of position t turns by t * f_i), query and key are given
     before the rotation, which the kernels apply (and the query and key
-    gradients are rotated back): tg.flash_attention's `rope_*`.
+    gradients are rotated back): tg.flash_attention's `rope_*`. With
+    `cudnn`, the runtime computes it by cuDNN's fused attention where it has
+    cuDNN and cuDNN takes the problem (its own kernels otherwise): never
+    with a window or `rope_frequencies`.
   }];
   let arguments = (ins Variadic<Exec_Buffer>:$inputs,
       Variadic<Exec_Buffer>:$outputs, Variadic<Exec_Timepoint>:$awaits,
@@ -280,7 +283,7 @@ def Exec_AttentionOp : Exec_CommandOp<"attention", [AttrSizedOperandSegments]> {
       I64Attr:$key_heads, I64Attr:$query_len, I64Attr:$key_len,
       I64Attr:$head_dim, F64Attr:$scale, BoolAttr:$causal, I64Attr:$window,
       DenseI64ArrayAttr:$strides, OptionalAttr<DenseF64ArrayAttr>:$rope_frequencies,
-      DefaultValuedAttr<I64Attr, "0">:$stream);
+      UnitAttr:$cudnn, DefaultValuedAttr<I64Attr, "0">:$stream);
   let assemblyFormat = [{
     `(` $inputs `)` `->` `(` $outputs `)` (`await` `(` $awaits^ `)`)?
     (`on` $stream^)? attr-dict `:` functional-type($inputs, $outputs)
