@@ -521,6 +521,9 @@ private:
     if (a->pass() < tgx::AttentionPass_MIN || a->pass() > tgx::AttentionPass_MAX)
       return fail(field + ".attention.pass",
                   "has the unknown value " + std::to_string(int(a->pass())));
+    if (a->library() < tgx::AttentionLibrary_MIN || a->library() > tgx::AttentionLibrary_MAX)
+      return fail(field + ".attention.library",
+                  "has the unknown value " + std::to_string(int(a->library())));
     const bool gradient = a->pass() == tgx::AttentionPass_Gradient;
     const uint32_t limit = std::numeric_limits<int32_t>::max();
     if (!isAttentionHeadDim(a->head_dim()))

@@ -101,6 +101,37 @@ class CudaTarget(unittest.TestCase):
         self.assertEqual(code, 1, err)
         self.assertIn("--cuda-attention chooses how the GPU computes attention: add --target cuda", err)
 
+    def test_cudnn_attention_artifact(self):
+        """--cuda-attention=cudnn: the ops cuDNN's graph takes are marked for
+        it (GPT-2's both layers), a Llama's rotary embedding then stays
+        outside (four tg.rope kernels a layer more than with the runtime's
+        kernels, which rotate inside), and the artifact passes the runtime's
+        verifier."""
+        train = os.path.join(ROOT, "bench", "gpu", "train-flash.json")
+        stats = {}
+        for model in ["gpt2-flash", "llama-flash"]:
+            for choice in ["flash", "cudnn"]:
+                artifact = self.path(f"{model}-{choice}.tgx")
+                stats[model, choice] = json.loads(run(
+                    "tgc", "compile", os.path.join(ROOT, "bench", "gpu", model + ".json"), "--train", train,
+                    "--target", "cuda", "--dtype=bf16", f"--cuda-attention={choice}", "--stats=json",
+                    "-o", artifact))
+        for model in ["gpt2-flash", "llama-flash"]:
+            cudnn = stats[model, "cudnn"]
+            self.assertEqual([a["kernel"] for a in cudnn["attention"]], ["cudnn"] * 2)
+            self.assertEqual(cudnn["attention"][0]["reason"], "cuDNN's fused attention (--cuda-attention=cudnn)")
+            self.assertEqual(cudnn["attention_calls"], 4)
+        self.assertEqual(stats["gpt2-flash", "cudnn"]["kernel_launches"],
+                         stats["gpt2-flash", "flash"]["kernel_launches"])
+        self.assertEqual(stats["llama-flash", "cudnn"]["kernel_launches"],
+                         stats["llama-flash", "flash"]["kernel_launches"] + 4 * 2)
+        self.assertIn("RoPE inside", stats["llama-flash", "flash"]["attention"][0]["reason"])
+        if subprocess.run(["sh", "-c", "ldconfig -p | grep -q 'libcuda.so.1 '"]).returncode != 0:
+            code, _, err = run_status("tgrun", self.path("llama-flash-cudnn.tgx"), "--data", os.devnull,
+                                      "--steps", 1)
+            self.assertEqual(code, 1, err)
+            self.assertIn("needs an NVIDIA GPU with its driver", err)
+
     def test_half_math_choice(self):
         """--cuda-half-math: bf16 exp and division use the fast approximations
         by default and libdevice's exact routines with =exact; f32 kernels are

@@ -280,6 +280,18 @@ TEST(Artifact, ChecksAttention) {
         s.commands[0].attention.ropeFrequencies[3] = std::nan("");
       },
       "attention.rope_frequencies holds 32 values, not the 32 finite, non-negative");
+  // cuDNN's fused attention, or a library no runtime knows.
+  EXPECT_EQ(verifyError([](ProgramSpec &s) {
+              cudaAttention(s);
+              s.commands[0].attention.library = tgx::AttentionLibrary_Cudnn;
+            }),
+            "");
+  expectRejected(
+      [](ProgramSpec &s) {
+        cudaAttention(s);
+        s.commands[0].attention.library = tgx::AttentionLibrary(7);
+      },
+      "commands[0] ('attention').attention.library has the unknown value 7");
 }
 
 /// Appends an all-reduce of slot `from` into slot `to` over the mesh's axis.

@@ -171,7 +171,8 @@ flatbuffers::Offset<tgx::Program> writeProgram(flatbuffers::FlatBufferBuilder &b
                                        b.CreateVector(a.strides),
                                        a.ropeFrequencies.empty()
                                            ? 0
-                                           : b.CreateVector(a.ropeFrequencies));
+                                           : b.CreateVector(a.ropeFrequencies),
+                                       a.library);
     }
     commands.push_back(tgx::CreateCommand(b, c.kind, c.module, c.kernel, gemm,
                                           b.CreateVectorOfStructs(operands),

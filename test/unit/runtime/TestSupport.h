@@ -90,6 +90,7 @@ struct AttentionSpec {
   float scale = 0.125f;
   std::vector<int64_t> strides; // 3 per bf16 operand
   std::vector<double> ropeFrequencies; // none: no rotary position embedding
+  tgx::AttentionLibrary library = tgx::AttentionLibrary_Runtime;
 };
 
 struct CommandSpec {
