@@ -90,6 +90,12 @@ def write_reference(metrics_path, out):
                    "loss": [r["loss"] for r in rows], "grad_norm": [r["grad_norm"] for r in rows]}, f, indent=1)
 
 
+CUDNN_SUFFIX = "-cudnn"
+# What the runtime prints where an Attention command compiled for cuDNN runs
+# on its own kernels (CudaBackend.cpp).
+CUDNN_FALLBACK = "compiled for cuDNN run on the runtime's flash kernels instead"
+
+
 def write_manifest(args):
     """BUNDLE/manifest.json: the checks and the GPT-2-medium run, with what
     prepare knew (commit, the compiler's FLOP count and arena size)."""
@@ -101,8 +107,12 @@ def write_manifest(args):
     for name in args.checks:
         model, dtype = name.rsplit("-", 1)
         tolerance, why = TOLERANCES[dtype]
+        # MODEL-cudnn: MODEL with cuDNN's attention, against MODEL's CPU run.
+        cudnn = model.endswith(CUDNN_SUFFIX)
+        reference = model[:-len(CUDNN_SUFFIX)] if cudnn else model
         checks.append({"name": name, "model": model, "dtype": dtype, "steps": args.steps,
-                       "reference": f"reference/{model}.json", "tolerance": tolerance, "why": why})
+                       "reference": f"reference/{reference}.json", "tolerance": tolerance, "why": why,
+                       "cudnn": cudnn})
     model, train = load("models", args.medium + ".json"), load("models", f"train-{args.medium}.json")
     stats = load("stats", args.medium + "-bf16.json")
     medium = {"model": args.medium, "layers": model["n_layer"], "d": model["n_embd"], "heads": model["n_head"],
@@ -525,6 +535,19 @@ def timed_steps(step_ms, warmup):
     return statistics.median(timed) / 1e3, min(timed) / 1e3, max(timed) / 1e3
 
 
+def cudnn_fallback(log_path):
+    """The runtime's warning that cuDNN did not take a command, if its log
+    has one."""
+    try:
+        with open(log_path, errors="replace") as f:
+            for line in f:
+                if CUDNN_FALLBACK in line:
+                    return line.strip()
+    except OSError:
+        pass
+    return None
+
+
 def correctness_rows(bundle, rows):
     failed = False
     for check in bundle.manifest["correctness"]:
@@ -539,6 +562,12 @@ def correctness_rows(bundle, rows):
             rows.append(("correctness", what, f"n/a: {why}", against, "FAIL"))
             failed = True
             continue
+        if check.get("cudnn"):
+            fallback = cudnn_fallback(bundle.path("results", name + ".log"))
+            if fallback:
+                rows.append(("correctness", what, f"n/a: cuDNN did not run ({fallback})", against, "FAIL"))
+                failed = True
+                continue
         losses = [r["loss"] for r in read_metrics(bundle.path("results", name + ".jsonl"))]
         ref = reference["loss"]
         if len(losses) != len(ref):

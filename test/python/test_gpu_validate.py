@@ -132,6 +132,19 @@ class GpuValidate(unittest.TestCase):
                   "".join(json.dumps({"step": s + 1, "loss": loss, "step_ms": step_ms}) + "\n"
                           for s in range(25)))
             write(os.path.join(cls.bundle, "results", name + ".rc"), "0\n")
+        # cuDNN's attention checks: the GPT-2 one fell back to the runtime's
+        # kernels (its warning in the log), the Llama one ran and matches
+        # the CPU's losses.
+        write(os.path.join(cls.bundle, "results", "gpt2-flash-cudnn-bf16.log"),
+              "bundle/artifacts/gpt2-flash-cudnn-bf16.tgx: warning: 4 attention command(s) compiled for cuDNN "
+              "run on the runtime's flash kernels instead; the first, h0_attn: cuDNN (libcudnn.so.9) cannot "
+              "be loaded\n")
+        write(os.path.join(cls.bundle, "results", "gpt2-flash-cudnn-bf16.rc"), "0\n")
+        llama = json.load(open(os.path.join(cls.bundle, "reference", "llama-flash.json")))["loss"]
+        write(os.path.join(cls.bundle, "results", "llama-flash-cudnn-bf16.jsonl"),
+              "".join(json.dumps({"step": s + 1, "loss": loss}) + "\n" for s, loss in enumerate(llama)))
+        write(os.path.join(cls.bundle, "results", "llama-flash-cudnn-bf16.log"), "")
+        write(os.path.join(cls.bundle, "results", "llama-flash-cudnn-bf16.rc"), "0\n")
         cls.report = subprocess.run([sys.executable, VALIDATE, "report", cls.bundle], capture_output=True, text=True)
         cls.rows = [line for line in cls.report.stdout.splitlines() if line.startswith("| attention |")]
         cls.kernel_rows = [line for line in cls.report.stdout.splitlines()
@@ -147,11 +160,17 @@ class GpuValidate(unittest.TestCase):
             self.assertTrue(os.path.getsize(os.path.join(self.bundle, "artifacts", name + ".tgx")) > 0, name)
         self.assertEqual([c["name"] for c in self.manifest["correctness"]],
                          ["gpt2-tiny-f32", "gpt2-tiny-bf16", "llama-tiny-f32", "llama-tiny-bf16",
-                          "gpt2-flash-bf16", "llama-flash-bf16"])
+                          "gpt2-flash-bf16", "gpt2-flash-cudnn-bf16", "llama-flash-bf16",
+                          "llama-flash-cudnn-bf16"])
+        # cuDNN's checks compare with their model's CPU run.
+        cudnn = {c["name"]: c for c in self.manifest["correctness"]}["llama-flash-cudnn-bf16"]
+        self.assertEqual((cudnn["reference"], cudnn["cudnn"]), ("reference/llama-flash.json", True))
         # The flash checks' models go through the runtime's flash kernels.
         for model in ("gpt2-flash", "llama-flash"):
             stats = json.load(open(os.path.join(self.bundle, "stats", model + "-bf16.json")))
             self.assertEqual(stats["attention_calls"], 4, model)
+            stats = json.load(open(os.path.join(self.bundle, "stats", model + "-cudnn-bf16.json")))
+            self.assertEqual([a["kernel"] for a in stats["attention"]], ["cudnn"] * 2, model)
             self.assertEqual(len(json.load(open(os.path.join(self.bundle, "reference", model + ".json")))["loss"]),
                              20)
         medium = self.manifest["medium"]
@@ -162,10 +181,11 @@ class GpuValidate(unittest.TestCase):
         self.assertTrue(os.access(os.path.join(self.bundle, "run"), os.X_OK))
 
     def test_variants_are_compiled_and_timed_beside_it(self):
-        # The decomposed attention's variant is always there.
+        # The decomposed and cuDNN attention variants are always there.
         self.assertEqual(self.manifest["medium"]["variants"],
                          [{"name": "gelu", "flags": "--no-fuse=gemm-activation"},
-                          {"name": "decomposed", "flags": "--cuda-attention=decomposed"}])
+                          {"name": "decomposed", "flags": "--cuda-attention=decomposed"},
+                          {"name": "cudnn", "flags": "--cuda-attention=cudnn"}])
         gelu = os.path.join(self.bundle, "artifacts", "gpt2-medium-bf16-variant-gelu.tgx")
         this = os.path.join(self.bundle, "artifacts", "gpt2-medium-bf16.tgx")
         self.assertGreater(os.path.getsize(gelu), 0)
@@ -226,6 +246,15 @@ class GpuValidate(unittest.TestCase):
         self.assertEqual(result.returncode, 1, result.stdout[-2000:] + result.stderr[-2000:])
         self.assertIn("| attention kernels | TGC flash kernels (GPT-2 medium: causal, bf16, B=8, H=16, T=1024, "
                       "D=64) | n/a: ", result.stdout)
+
+    def test_cudnn_checks_fail_where_cudnn_did_not_run(self):
+        self.assertIn("| correctness | gpt2-flash-cudnn bf16 vs CPU f32, 20 steps | n/a: cuDNN did not run "
+                      "(bundle/artifacts/gpt2-flash-cudnn-bf16.tgx: warning: 4 attention command(s) compiled for "
+                      "cuDNN run on the runtime's flash kernels instead; the first, h0_attn: cuDNN "
+                      "(libcudnn.so.9) cannot be loaded) |", self.report.stdout)
+        row = [line for line in self.report.stdout.splitlines() if "llama-flash-cudnn bf16 vs CPU" in line]
+        self.assertEqual(len(row), 1, self.report.stdout)
+        self.assertTrue(row[0].endswith("| PASS |"), row[0])
 
     def test_report_fails_the_checks_that_did_not_run(self):
         self.assertEqual(self.report.returncode, 1, self.report.stderr)
