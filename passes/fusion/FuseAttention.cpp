@@ -262,8 +262,7 @@ private:
     if (libraryKernels) {
       std::string refusal = libraryRefusal(op, cost);
       why = !refusal.empty() ? refusal
-            : viaCudnn
-                ? "cuDNN's fused attention (--cuda-attention=cudnn)"
+            : viaCudnn ? "cuDNN's fused attention (--cuda-attention=cudnn)"
             : cudnn ? "the runtime's flash kernels: its window is not in the "
                       "runtime's cuDNN graph"
                     : "the runtime's flash kernels (--cuda-attention=flash, "
@@ -271,7 +270,9 @@ private:
       if (refusal.empty() && rotations)
         why += "; RoPE inside";
       record(op.getResult(),
-             !refusal.empty() ? "decomposed" : viaCudnn ? "cudnn" : "flash",
+             !refusal.empty() ? "decomposed"
+             : viaCudnn       ? "cudnn"
+                              : "flash",
              why);
       if (remarks)
         op.emitRemark() << (refusal.empty() ? "fused into flash attention: "

@@ -430,8 +430,8 @@ private:
       return false;
     for (size_t i = 0; i < steps.size(); ++i)
       if (steps[i].cudnnPlan >= 0 &&
-          !(steps[i].cudnn = cudnn->bind(steps[i].cudnnPlan, steps[i].buffers, cudnnWorkspace,
-                                         error))) {
+          !(steps[i].cudnn =
+                cudnn->bind(steps[i].cudnnPlan, steps[i].buffers, cudnnWorkspace, error))) {
         error = source + ": commands[" + std::to_string(i) + "]: " + error;
         return false;
       }
@@ -547,7 +547,7 @@ private:
   std::unique_ptr<cuda::AttentionKernels> attentionKernels;
 #ifdef TG_HAVE_CUDNN
   std::unique_ptr<cuda::CudnnAttention> cudnn;
-  std::string cudnnUnavailable; // why cuDNN did not load, once
+  std::string cudnnUnavailable;   // why cuDNN did not load, once
   CUdeviceptr cudnnWorkspace = 0; // one for all commands: they run in order
 #endif
   std::vector<std::string> cudnnRefusals; // "label: why", for the warning

@@ -13,12 +13,12 @@
 
 namespace tg::runtime::cuda {
 
-#define TG_CUDNN_FUNCTIONS(X)                                                   \
-  X(cudnnGetVersion) X(cudnnGetErrorString) X(cudnnGetLastErrorString)         \
-  X(cudnnCreate) X(cudnnDestroy) X(cudnnSetStream)                             \
-  X(cudnnBackendCreateDescriptor) X(cudnnBackendDestroyDescriptor)             \
-  X(cudnnBackendSetAttribute) X(cudnnBackendGetAttribute)                      \
-  X(cudnnBackendFinalize) X(cudnnBackendExecute)
+#define TG_CUDNN_FUNCTIONS(X)                                                                      \
+  X(cudnnGetVersion)                                                                               \
+  X(cudnnGetErrorString) X(cudnnGetLastErrorString) X(cudnnCreate) X(cudnnDestroy)                 \
+      X(cudnnSetStream) X(cudnnBackendCreateDescriptor) X(cudnnBackendDestroyDescriptor)           \
+          X(cudnnBackendSetAttribute) X(cudnnBackendGetAttribute) X(cudnnBackendFinalize)          \
+              X(cudnnBackendExecute)
 
 struct CudnnApi {
 #define TG_CUDNN_DECLARE(name) decltype(&::name) name = nullptr;
@@ -29,7 +29,8 @@ struct CudnnApi {
   std::string errorText(const std::string &what, cudnnStatus_t status) const {
     char detail[1024] = {0};
     cudnnGetLastErrorString(detail, sizeof(detail) - 1);
-    return what + ": " + cudnnGetErrorString(status) + (detail[0] ? std::string(" (") + detail + ")" : "");
+    return what + ": " + cudnnGetErrorString(status) +
+           (detail[0] ? std::string(" (") + detail + ")" : "");
   }
 };
 
@@ -48,11 +49,11 @@ static bool loadCudnn(CudnnApi &api, std::string &error) {
             "TG_CUDNN_LIBRARY";
     return false;
   }
-#define TG_CUDNN_RESOLVE(name)                                                  \
-  api.name = reinterpret_cast<decltype(api.name)>(dlsym(library, #name));     \
-  if (!api.name) {                                                             \
-    error = std::string("cuDNN (") + path + ") lacks " #name ": install cuDNN 9"; \
-    return false;                                                              \
+#define TG_CUDNN_RESOLVE(name)                                                                     \
+  api.name = reinterpret_cast<decltype(api.name)>(dlsym(library, #name));                          \
+  if (!api.name) {                                                                                 \
+    error = std::string("cuDNN (") + path + ") lacks " #name ": install cuDNN 9";                  \
+    return false;                                                                                  \
   }
   TG_CUDNN_FUNCTIONS(TG_CUDNN_RESOLVE)
 #undef TG_CUDNN_RESOLVE
@@ -253,9 +254,8 @@ private:
            cudnnBackendAttributeType_t type, int64_t count, const void *value, const char *name) {
     if (!failed())
       if (cudnnStatus_t s = api.cudnnBackendSetAttribute(d.get(), attribute, type, count, value))
-        error = api.errorText(std::string("setting attribute ") + std::to_string(attribute) +
-                                  " of " + name,
-                              s);
+        error = api.errorText(
+            std::string("setting attribute ") + std::to_string(attribute) + " of " + name, s);
   }
   void link(const Descriptor &d, cudnnBackendAttributeName_t attribute, const Descriptor &to,
             const char *name) {
@@ -332,13 +332,12 @@ Bindings forwardGraph(GraphBuilder &g, const AttentionProblem &p) {
   const std::vector<int64_t> scores{p.batch, p.queryHeads, p.queryLen, p.keyLen};
   const std::vector<int64_t> rowStats{p.batch, p.queryHeads, p.queryLen, 1};
   const std::vector<int64_t> packedRows{p.queryHeads * p.queryLen, p.queryLen, 1, 1};
-  int64_t q = b.operand[kAttentionQuery] = g.memory(
-      CUDNN_DATA_BFLOAT16, l.dims(kAttentionQuery), l.strides(kAttentionQuery), "the query");
-  int64_t kT = b.operand[kAttentionKey] =
-      g.memory(CUDNN_DATA_BFLOAT16, l.dims(kAttentionKey, true), l.strides(kAttentionKey, true),
-               "the key");
-  int64_t v = b.operand[kAttentionValue] = g.memory(
-      CUDNN_DATA_BFLOAT16, l.dims(kAttentionValue), l.strides(kAttentionValue), "the value");
+  int64_t q = b.operand[kAttentionQuery] = g.memory(CUDNN_DATA_BFLOAT16, l.dims(kAttentionQuery),
+                                                    l.strides(kAttentionQuery), "the query");
+  int64_t kT = b.operand[kAttentionKey] = g.memory(CUDNN_DATA_BFLOAT16, l.dims(kAttentionKey, true),
+                                                   l.strides(kAttentionKey, true), "the key");
+  int64_t v = b.operand[kAttentionValue] = g.memory(CUDNN_DATA_BFLOAT16, l.dims(kAttentionValue),
+                                                    l.strides(kAttentionValue), "the value");
   b.scale = g.scalar("the scale");
 
   int64_t s = g.intermediate(CUDNN_DATA_FLOAT, scores);
@@ -362,8 +361,8 @@ Bindings forwardGraph(GraphBuilder &g, const AttentionProblem &p) {
   g.pointwise("the log-sum-exp", CUDNN_POINTWISE_ADD, {max, logSum}, lse);
   int64_t probs = g.intermediate(CUDNN_DATA_BFLOAT16, scores);
   g.pointwise("the probabilities", CUDNN_POINTWISE_DIV, {exps, sum}, probs);
-  int64_t o = b.operand[kAttentionResult] = g.memory(
-      CUDNN_DATA_BFLOAT16, l.dims(kAttentionResult), l.strides(kAttentionResult), "the result");
+  int64_t o = b.operand[kAttentionResult] = g.memory(CUDNN_DATA_BFLOAT16, l.dims(kAttentionResult),
+                                                     l.strides(kAttentionResult), "the result");
   g.matmul("P V", probs, v, o);
   return b;
 }
@@ -376,8 +375,7 @@ void productToKeyHeads(GraphBuilder &g, const AttentionProblem &p, const char *n
     g.matmul(name, a, b, c);
     return;
   }
-  int64_t full =
-      g.intermediate(CUDNN_DATA_BFLOAT16, {p.batch, p.queryHeads, p.keyLen, p.headDim});
+  int64_t full = g.intermediate(CUDNN_DATA_BFLOAT16, {p.batch, p.queryHeads, p.keyLen, p.headDim});
   g.matmul(name, a, b, full);
   g.reduction("the sum over a group's query heads", CUDNN_REDUCE_TENSOR_ADD, full, c);
 }
@@ -394,8 +392,8 @@ Bindings backwardGraph(GraphBuilder &g, const AttentionProblem &p) {
   const std::vector<int64_t> rowStats{p.batch, p.queryHeads, p.queryLen, 1};
   const std::vector<int64_t> packedRows{p.queryHeads * p.queryLen, p.queryLen, 1, 1};
   auto operand = [&](unsigned i, const char *name, bool transposed = false) {
-    return b.operand[i] = g.memory(CUDNN_DATA_BFLOAT16, l.dims(i, transposed),
-                                   l.strides(i, transposed), name);
+    return b.operand[i] =
+               g.memory(CUDNN_DATA_BFLOAT16, l.dims(i, transposed), l.strides(i, transposed), name);
   };
   int64_t q = operand(kAttentionQuery, "the query");
   int64_t kT = operand(kAttentionKey, "the key", true);
@@ -430,7 +428,8 @@ Bindings backwardGraph(GraphBuilder &g, const AttentionProblem &p) {
   // dV = P^T dO
   int64_t probsT = g.intermediate(CUDNN_DATA_BFLOAT16, transposedScores, transposedStrides);
   g.reshape("P^T", probs, probsT);
-  productToKeyHeads(g, p, "P^T dO", probsT, dO, operand(kAttentionValueGrad, "the value's gradient"));
+  productToKeyHeads(g, p, "P^T dO", probsT, dO,
+                    operand(kAttentionValueGrad, "the value's gradient"));
 
   // dS = scale * P * (dO V^T - delta)
   int64_t dP = g.intermediate(CUDNN_DATA_FLOAT, scores);
@@ -450,10 +449,10 @@ Bindings backwardGraph(GraphBuilder &g, const AttentionProblem &p) {
   // dQ = dS K, summed in f32, then rounded
   int64_t k = g.intermediate(CUDNN_DATA_BFLOAT16, l.dims(kAttentionKey), l.strides(kAttentionKey));
   g.reshape("K", kT, k);
-  b.querySums = g.memory(CUDNN_DATA_FLOAT, l.dims(kAttentionQueryGrad),
-                         {p.queryHeads * p.queryLen * p.headDim, p.queryLen * p.headDim,
-                          p.headDim, 1},
-                         "the query gradient's sums");
+  b.querySums =
+      g.memory(CUDNN_DATA_FLOAT, l.dims(kAttentionQueryGrad),
+               {p.queryHeads * p.queryLen * p.headDim, p.queryLen * p.headDim, p.headDim, 1},
+               "the query gradient's sums");
   g.matmul("dS K", dS, k, b.querySums);
   g.pointwise("the query gradient's rounding", CUDNN_POINTWISE_IDENTITY, {b.querySums},
               operand(kAttentionQueryGrad, "the query's gradient"));
@@ -582,11 +581,10 @@ int CudnnAttention::plan(const AttentionProblem &problem, std::string &error) {
     configsRaw.push_back(c.get());
   }
   int64_t returned = 0;
-  if (count > 0 &&
-      !check("reading the engines",
-             api->cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                                           CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &returned,
-                                           configsRaw.data())))
+  if (count > 0 && !check("reading the engines",
+                          api->cudnnBackendGetAttribute(
+                              heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                              CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &returned, configsRaw.data())))
     return -1;
   // The heuristics' first engine that takes the graph.
   auto made = std::make_unique<CudnnPlan>();
@@ -596,8 +594,8 @@ int CudnnAttention::plan(const AttentionProblem &problem, std::string &error) {
     if (!create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, candidate, "creating a plan"))
       return -1;
     cudnnBackendDescriptor_t config = configsRaw[size_t(i)];
-    cudnnStatus_t s = api->cudnnBackendSetAttribute(candidate.get(), CUDNN_ATTR_EXECUTION_PLAN_HANDLE,
-                                                    CUDNN_TYPE_HANDLE, 1, &h);
+    cudnnStatus_t s = api->cudnnBackendSetAttribute(
+        candidate.get(), CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h);
     if (!s)
       s = api->cudnnBackendSetAttribute(candidate.get(), CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
                                         CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &config);
@@ -617,7 +615,8 @@ int CudnnAttention::plan(const AttentionProblem &problem, std::string &error) {
   }
   int64_t cudnnWorkspace = 0, got = 0;
   if (!check("reading the plan's workspace",
-             api->cudnnBackendGetAttribute(made->plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+             api->cudnnBackendGetAttribute(made->plan.get(),
+                                           CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
                                            CUDNN_TYPE_INT64, 1, &got, &cudnnWorkspace)))
     return -1;
   made->bindings = bindings;
@@ -700,7 +699,7 @@ bool CudnnAttention::run(const Execution &execution, CUstream stream, std::strin
   cudnnStatus_t s = api->cudnnSetStream(h, reinterpret_cast<cudaStream_t>(stream));
   if (!s)
     s = api->cudnnBackendExecute(h, execution.plan->plan.get(),
-                                  static_cast<cudnnBackendDescriptor_t>(execution.pack));
+                                 static_cast<cudnnBackendDescriptor_t>(execution.pack));
   if (s) {
     error = api->errorText("cuDNN's attention", s);
     return false;

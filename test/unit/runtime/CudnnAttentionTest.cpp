@@ -71,9 +71,13 @@ AttentionProblem groupedProblem(bool gradient) {
     EXPECT_TRUE(described) << error;                                                               \
   } while (false)
 
-TEST(CudnnAttentionGraph, ForwardCausalInFusedLayouts) { EXPECT_DESCRIBED(gpt2Problem(false, true)); }
+TEST(CudnnAttentionGraph, ForwardCausalInFusedLayouts) {
+  EXPECT_DESCRIBED(gpt2Problem(false, true));
+}
 TEST(CudnnAttentionGraph, ForwardFull) { EXPECT_DESCRIBED(gpt2Problem(false, false)); }
-TEST(CudnnAttentionGraph, GradientCausalInFusedLayouts) { EXPECT_DESCRIBED(gpt2Problem(true, true)); }
+TEST(CudnnAttentionGraph, GradientCausalInFusedLayouts) {
+  EXPECT_DESCRIBED(gpt2Problem(true, true));
+}
 TEST(CudnnAttentionGraph, GradientFull) { EXPECT_DESCRIBED(gpt2Problem(true, false)); }
 TEST(CudnnAttentionGraph, ForwardGroupedHeads) { EXPECT_DESCRIBED(groupedProblem(false)); }
 TEST(CudnnAttentionGraph, GradientGroupedHeads) { EXPECT_DESCRIBED(groupedProblem(true)); }

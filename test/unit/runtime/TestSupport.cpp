@@ -166,13 +166,10 @@ flatbuffers::Offset<tgx::Program> writeProgram(flatbuffers::FlatBufferBuilder &b
     flatbuffers::Offset<tgx::Attention> attention;
     if (c.hasAttention) {
       const AttentionSpec &a = c.attention;
-      attention = tgx::CreateAttention(b, a.pass, a.batch, a.queryHeads, a.keyHeads, a.queryLen,
-                                       a.keyLen, a.headDim, a.causal, a.window, a.scale,
-                                       b.CreateVector(a.strides),
-                                       a.ropeFrequencies.empty()
-                                           ? 0
-                                           : b.CreateVector(a.ropeFrequencies),
-                                       a.library);
+      attention = tgx::CreateAttention(
+          b, a.pass, a.batch, a.queryHeads, a.keyHeads, a.queryLen, a.keyLen, a.headDim, a.causal,
+          a.window, a.scale, b.CreateVector(a.strides),
+          a.ropeFrequencies.empty() ? 0 : b.CreateVector(a.ropeFrequencies), a.library);
     }
     commands.push_back(tgx::CreateCommand(b, c.kind, c.module, c.kernel, gemm,
                                           b.CreateVectorOfStructs(operands),

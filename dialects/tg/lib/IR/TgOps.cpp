@@ -577,12 +577,14 @@ static LogicalResult verifyFlashCudnn(std::optional<Location> loc,
   if (!adaptor.getCudnn())
     return success();
   if (windowOf(adaptor))
-    return fail(loc, name, "cudnn with a window: the runtime's cuDNN graph "
-                           "has none (drop cudnn)");
+    return fail(loc, name,
+                "cudnn with a window: the runtime's cuDNN graph "
+                "has none (drop cudnn)");
   if (adaptor.getRopeThetaAttr())
-    return fail(loc, name, "cudnn with rope_theta: cuDNN's graph cannot "
-                           "rotate the queries and keys (drop cudnn, or "
-                           "apply tg.rope before the op)");
+    return fail(loc, name,
+                "cudnn with rope_theta: cuDNN's graph cannot "
+                "rotate the queries and keys (drop cudnn, or "
+                "apply tg.rope before the op)");
   return success();
 }
 
