@@ -152,9 +152,8 @@ static EnumOption<CudaAttention> cudaAttentionOpt(
                           "docs/perf.md)"),
                clEnumValN(CudaAttention::Cudnn, "cudnn",
                           "cuDNN's fused attention (the runtime loads cuDNN "
-                          "9), where its graph takes the op: no sliding "
-                          "window, and a rotary embedding applied outside; "
-                          "the runtime's flash kernels elsewhere")),
+                          "9) where flash would use the runtime's kernels, "
+                          "a rotary embedding applied outside")),
     cl::sub(compileCommand), cl::cat(tgcCategory));
 static cl::opt<int64_t> cudaRowRegistersOpt(
     "cuda-row-registers",

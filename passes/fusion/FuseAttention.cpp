@@ -244,9 +244,9 @@ private:
     std::string ropeWhy;
     std::optional<RotationsAround> rotations;
     // cuDNN's graph (the CUDA runtime's, with library-kernels) has no
-    // window and no rotation: a rotation stays outside where cuDNN takes it.
-    const bool viaCudnn = libraryKernels && cudnn && op.getWindow() == 0 &&
-                          libraryRefusal(op, cost).empty();
+    // rotation: it stays outside where cuDNN takes the op.
+    const bool viaCudnn =
+        libraryKernels && cudnn && libraryRefusal(op, cost).empty();
     if (viaCudnn && isRotated(op))
       ropeWhy = "cuDNN's fused attention cannot rotate them";
     else if (rope)
@@ -263,10 +263,8 @@ private:
       std::string refusal = libraryRefusal(op, cost);
       why = !refusal.empty() ? refusal
             : viaCudnn ? "cuDNN's fused attention (--cuda-attention=cudnn)"
-            : cudnn ? "the runtime's flash kernels: its window is not in the "
-                      "runtime's cuDNN graph"
-                    : "the runtime's flash kernels (--cuda-attention=flash, "
-                      "the CUDA default)";
+                       : "the runtime's flash kernels (--cuda-attention=flash, "
+                         "the CUDA default)";
       if (refusal.empty() && rotations)
         why += "; RoPE inside";
       record(op.getResult(),

@@ -161,12 +161,12 @@ class GpuValidate(unittest.TestCase):
         self.assertEqual([c["name"] for c in self.manifest["correctness"]],
                          ["gpt2-tiny-f32", "gpt2-tiny-bf16", "llama-tiny-f32", "llama-tiny-bf16",
                           "gpt2-flash-bf16", "gpt2-flash-cudnn-bf16", "llama-flash-bf16",
-                          "llama-flash-cudnn-bf16"])
+                          "llama-flash-cudnn-bf16", "mistral-flash-bf16", "mistral-flash-cudnn-bf16"])
         # cuDNN's checks compare with their model's CPU run.
         cudnn = {c["name"]: c for c in self.manifest["correctness"]}["llama-flash-cudnn-bf16"]
         self.assertEqual((cudnn["reference"], cudnn["cudnn"]), ("reference/llama-flash.json", True))
         # The flash checks' models go through the runtime's flash kernels.
-        for model in ("gpt2-flash", "llama-flash"):
+        for model in ("gpt2-flash", "llama-flash", "mistral-flash"):
             stats = json.load(open(os.path.join(self.bundle, "stats", model + "-bf16.json")))
             self.assertEqual(stats["attention_calls"], 4, model)
             stats = json.load(open(os.path.join(self.bundle, "stats", model + "-cudnn-bf16.json")))

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <limits>
 #include <tuple>
+#include <utility>
 
 namespace tg::runtime::cuda {
 
@@ -79,20 +80,20 @@ AttentionProblem AttentionProblem::of(const tgx::Attention &a) {
   p.keyLen = a.key_len();
   p.headDim = a.head_dim();
   p.causal = a.causal();
+  p.window = a.window();
   p.scale = a.scale();
   p.strides.assign(a.strides()->begin(), a.strides()->end());
   return p;
 }
 
 bool AttentionProblem::operator<(const AttentionProblem &o) const {
-  return std::tie(gradient, batch, queryHeads, keyHeads, queryLen, keyLen, headDim, causal, scale,
-                  strides) < std::tie(o.gradient, o.batch, o.queryHeads, o.keyHeads, o.queryLen,
-                                      o.keyLen, o.headDim, o.causal, o.scale, o.strides);
+  return std::tie(gradient, batch, queryHeads, keyHeads, queryLen, keyLen, headDim, causal, window,
+                  scale, strides) < std::tie(o.gradient, o.batch, o.queryHeads, o.keyHeads,
+                                             o.queryLen, o.keyLen, o.headDim, o.causal, o.window,
+                                             o.scale, o.strides);
 }
 
 std::string CudnnAttention::refusal(const tgx::Attention &a) {
-  if (a.window())
-    return "its sliding window is not in the runtime's cuDNN graph";
   if (a.rope_frequencies())
     return "its rotary position embedding is applied inside the runtime's kernels, not in "
            "cuDNN's graph";
@@ -282,7 +283,7 @@ private:
 /// command (-1: not in this pass's graph) and scalars.
 struct Bindings {
   int64_t operand[10] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
-  int64_t scale = -1, one = -1, minusInfinity = -1;
+  int64_t scale = -1, one = -1, minusInfinity = -1, window = -1;
   int64_t querySums = -1; // f32 [b, hq, sq, d]: the query gradient's sums
 };
 
@@ -304,24 +305,43 @@ struct Layouts {
   }
 };
 
-/// The scaled scores with the causal mask (masked scores -inf): what the
-/// forward and the backward graphs share.
+/// The scaled scores with the causal mask and the sliding window (masked
+/// scores -inf): what the forward and the backward graphs share. The masks
+/// are cuDNN's frontend's diagonal bands: key index <= query index, then key
+/// index + window > query index.
 int64_t maskedScores(GraphBuilder &g, const AttentionProblem &p, int64_t scores, Bindings &b) {
   if (!p.causal)
     return scores;
   const std::vector<int64_t> dims{p.batch, p.queryHeads, p.queryLen, p.keyLen};
-  int64_t row = g.intermediate(CUDNN_DATA_INT32, dims);
-  g.pointwise("the query index", CUDNN_POINTWISE_GEN_INDEX, {scores}, row, CUDNN_DATA_FLOAT, 2);
-  int64_t column = g.intermediate(CUDNN_DATA_INT32, dims);
-  g.pointwise("the key index", CUDNN_POINTWISE_GEN_INDEX, {scores}, column, CUDNN_DATA_FLOAT, 3);
+  auto indices = [&](int64_t of) {
+    int64_t row = g.intermediate(CUDNN_DATA_INT32, dims);
+    g.pointwise("the query index", CUDNN_POINTWISE_GEN_INDEX, {of}, row, CUDNN_DATA_FLOAT, 2);
+    int64_t column = g.intermediate(CUDNN_DATA_INT32, dims);
+    g.pointwise("the key index", CUDNN_POINTWISE_GEN_INDEX, {of}, column, CUDNN_DATA_FLOAT, 3);
+    return std::pair(row, column);
+  };
+  auto select = [&](const char *name, int64_t of, int64_t visible) {
+    int64_t masked = g.intermediate(CUDNN_DATA_FLOAT, dims);
+    g.pointwise(name, CUDNN_POINTWISE_BINARY_SELECT, {of, b.minusInfinity, visible}, masked);
+    return masked;
+  };
+  b.minusInfinity = g.scalar("-inf");
+  auto [row, column] = indices(scores);
   int64_t visible = g.intermediate(CUDNN_DATA_BOOLEAN, dims);
   g.pointwise("the causal comparison", CUDNN_POINTWISE_CMP_GE, {row, column}, visible,
               CUDNN_DATA_BOOLEAN);
-  b.minusInfinity = g.scalar("-inf");
-  int64_t masked = g.intermediate(CUDNN_DATA_FLOAT, dims);
-  g.pointwise("the causal mask", CUDNN_POINTWISE_BINARY_SELECT, {scores, b.minusInfinity, visible},
-              masked);
-  return masked;
+  int64_t masked = select("the causal mask", scores, visible);
+  if (p.window == 0)
+    return masked;
+  auto [windowRow, windowColumn] = indices(masked);
+  b.window = g.scalar("the window");
+  int64_t shifted = g.intermediate(CUDNN_DATA_FLOAT, dims);
+  g.pointwise("the key index plus the window", CUDNN_POINTWISE_ADD, {windowColumn, b.window},
+              shifted);
+  int64_t inside = g.intermediate(CUDNN_DATA_BOOLEAN, dims);
+  g.pointwise("the window comparison", CUDNN_POINTWISE_CMP_GT, {shifted, windowRow}, inside,
+              CUDNN_DATA_BOOLEAN);
+  return select("the window mask", masked, inside);
 }
 
 /// Forward: O = softmax(scale * Q K^T, masked) V, and the rows'
@@ -405,8 +425,11 @@ Bindings backwardGraph(GraphBuilder &g, const AttentionProblem &p) {
   b.scale = g.scalar("the scale");
   b.one = g.scalar("one");
 
-  // delta = rowsum(dO * O)
-  int64_t products = g.intermediate(CUDNN_DATA_FLOAT, l.dims(kAttentionResult));
+  // delta = rowsum(dO * O) (the products' strides are those cuDNN's
+  // frontend gives them: the graph is matched as the frontend builds it)
+  int64_t products = g.intermediate(CUDNN_DATA_FLOAT, l.dims(kAttentionResult),
+                                    {p.queryHeads * p.queryLen * p.headDim, p.queryLen * p.headDim,
+                                     p.queryHeads * p.headDim, 1});
   g.pointwise("dO * O", CUDNN_POINTWISE_MUL, {dO, o}, products);
   int64_t rowSums = g.intermediate(CUDNN_DATA_FLOAT, rowStats);
   g.reduction("rowsum(dO * O)", CUDNN_REDUCE_TENSOR_ADD, products, rowSums);
@@ -446,8 +469,9 @@ Bindings backwardGraph(GraphBuilder &g, const AttentionProblem &p) {
   g.reshape("dS^T", dS, dST);
   productToKeyHeads(g, p, "dS^T Q", dST, q, operand(kAttentionKeyGrad, "the key's gradient"));
 
-  // dQ = dS K, summed in f32, then rounded
-  int64_t k = g.intermediate(CUDNN_DATA_BFLOAT16, l.dims(kAttentionKey), l.strides(kAttentionKey));
+  // dQ = dS K, summed in f32, then rounded (K's view is f32, as the
+  // frontend's reshape leaves it)
+  int64_t k = g.intermediate(CUDNN_DATA_FLOAT, l.dims(kAttentionKey), l.strides(kAttentionKey));
   g.reshape("K", kT, k);
   b.querySums =
       g.memory(CUDNN_DATA_FLOAT, l.dims(kAttentionQueryGrad),
@@ -483,7 +507,7 @@ bool CudnnAttention::describe(const AttentionProblem &problem, std::string &erro
 struct CudnnPlan {
   Descriptor plan;
   Bindings bindings;
-  float scale = 1;
+  float scale = 1, window = 0;
   uint64_t cudnnWorkspace = 0, querySumsBytes = 0;
 };
 
@@ -621,6 +645,7 @@ int CudnnAttention::plan(const AttentionProblem &problem, std::string &error) {
     return -1;
   made->bindings = bindings;
   made->scale = problem.scale;
+  made->window = float(problem.window);
   // cuDNN's workspace, then the sums 256-byte aligned.
   made->cudnnWorkspace = (uint64_t(cudnnWorkspace) + 255) / 256 * 256;
   if (problem.gradient)
@@ -634,7 +659,11 @@ int CudnnAttention::plan(const AttentionProblem &problem, std::string &error) {
 
 namespace {
 const float kOne = 1;
+/// The masked scores: -inf, or the lowest float before cuDNN 9.1, whose
+/// softmax preferred it (as cuDNN's frontend does).
 const float kMinusInfinity = -std::numeric_limits<float>::infinity();
+const float kLowest = std::numeric_limits<float>::lowest();
+constexpr size_t kCudnnTakesInfinity = 91000;
 } // namespace
 
 std::unique_ptr<CudnnAttention::Execution>
@@ -658,8 +687,10 @@ CudnnAttention::bind(int index, const std::vector<CUdeviceptr> &operands, CUdevi
     }
   };
   scalar(plan.bindings.scale, &plan.scale);
+  scalar(plan.bindings.window, &plan.window);
   scalar(plan.bindings.one, &kOne);
-  scalar(plan.bindings.minusInfinity, &kMinusInfinity);
+  scalar(plan.bindings.minusInfinity,
+         api->cudnnGetVersion() < kCudnnTakesInfinity ? &kLowest : &kMinusInfinity);
   if (plan.bindings.querySums >= 0) {
     execution->querySums = scratch + plan.cudnnWorkspace;
     uids.push_back(plan.bindings.querySums);

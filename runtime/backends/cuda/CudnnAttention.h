@@ -29,6 +29,7 @@ struct AttentionProblem {
   bool gradient = false;
   int64_t batch = 0, queryHeads = 0, keyHeads = 0, queryLen = 0, keyLen = 0, headDim = 0;
   bool causal = false;
+  int64_t window = 0; // > 0: query t sees keys s > t - window
   float scale = 1;
   /// Batch, head and row strides (elements) of each bf16 operand, in
   /// operand order (tgx.fbs, table Attention).
@@ -41,8 +42,7 @@ struct AttentionProblem {
 class CudnnAttention {
 public:
   /// Why cuDNN's graph, as built here, cannot compute `attention` ("" where
-  /// it can): a sliding window and a rotary position embedding inside are
-  /// not in it.
+  /// it can): a rotary position embedding inside is not in it.
   static std::string refusal(const tgx::Attention &attention);
 
   /// Builds `problem`'s graph up to its finalized operations, which needs

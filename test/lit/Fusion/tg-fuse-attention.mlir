@@ -189,21 +189,21 @@ func.func @rope_library(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x1x64x64xbf16>,
 // -----
 
 // cuDNN's fused attention (cudnn; tgc --cuda-attention=cudnn) takes what the
-// runtime's kernels take, without a window: the flash ops are marked
-// `cudnn`, and a rotation stays outside (cuDNN's graph cannot apply it); a
-// windowed attention goes to the runtime's kernels, its rotation inside.
+// runtime's kernels take, windowed or not: the flash ops are marked `cudnn`,
+// and a rotation stays outside (cuDNN's graph cannot apply it).
 // RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-attention{library-kernels=true cudnn=true}))' | FileCheck %s --check-prefix=CUDNN
 // RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-attention{library-kernels=true cudnn=true remarks=true}))' -o /dev/null 2>&1 | FileCheck %s --check-prefix=CUDNN-REMARK
 // CUDNN-REMARK: remark: fused into flash attention: cuDNN's fused attention (--cuda-attention=cudnn); its rotary position embedding stays outside: cuDNN's fused attention cannot rotate them
-// CUDNN-REMARK: remark: fused into flash attention: the runtime's flash kernels: its window is not in the runtime's cuDNN graph; RoPE inside
+// CUDNN-REMARK: remark: fused into flash attention: cuDNN's fused attention (--cuda-attention=cudnn); its rotary position embedding stays outside: cuDNN's fused attention cannot rotate them
 // CUDNN-LABEL: func.func @rope_cudnn(
-// CUDNN-SAME: {kernel = "cudnn", op = "attention", reason = "cuDNN's fused attention (--cuda-attention=cudnn)"}, {kernel = "flash", op = "attention", reason = "the runtime's flash kernels: its window is not in the runtime's cuDNN graph; RoPE inside"}
+// CUDNN-SAME: {kernel = "cudnn", op = "attention", reason = "cuDNN's fused attention (--cuda-attention=cudnn)"}, {kernel = "cudnn", op = "attention", reason = "cuDNN's fused attention (--cuda-attention=cudnn)"}
 // CUDNN: %[[QR:.*]] = tg.rope %arg0
 // CUDNN: %[[KR:.*]] = tg.rope %arg1
 // CUDNN: %[[O:.*]], %[[LSE:.*]] = tg.flash_attention %[[QR]], %[[KR]], %arg2 {cudnn, scale = 1.250000e-01 : f64}
 // CUDNN: tg.flash_attention_grad %[[QR]], %[[KR]], %arg2, %[[O]], %[[LSE]], %arg3 {cudnn, scale = 1.250000e-01 : f64}
-// CUDNN-NOT: tg.rope
-// CUDNN: tg.flash_attention %arg0, %arg1, %arg2 {rope_theta = 1.000000e+04 : f64, scale = 1.250000e-01 : f64, window = 16 : i64}
+// CUDNN: %[[QW:.*]] = tg.rope %arg0
+// CUDNN: %[[KW:.*]] = tg.rope %arg1
+// CUDNN: tg.flash_attention %[[QW]], %[[KW]], %arg2 {cudnn, scale = 1.250000e-01 : f64, window = 16 : i64}
 // CUDNN: return
 func.func @rope_cudnn(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x1x64x64xbf16>,
                       %v: tensor<1x1x64x64xbf16>, %dout: tensor<1x2x64x64xbf16>)

@@ -82,6 +82,15 @@ TEST(CudnnAttentionGraph, GradientFull) { EXPECT_DESCRIBED(gpt2Problem(true, fal
 TEST(CudnnAttentionGraph, ForwardGroupedHeads) { EXPECT_DESCRIBED(groupedProblem(false)); }
 TEST(CudnnAttentionGraph, GradientGroupedHeads) { EXPECT_DESCRIBED(groupedProblem(true)); }
 
+/// Mistral's sliding window: query t sees keys t - 47 to t.
+AttentionProblem windowProblem(bool gradient) {
+  AttentionProblem p = groupedProblem(gradient);
+  p.window = 48;
+  return p;
+}
+TEST(CudnnAttentionGraph, ForwardSlidingWindow) { EXPECT_DESCRIBED(windowProblem(false)); }
+TEST(CudnnAttentionGraph, GradientSlidingWindow) { EXPECT_DESCRIBED(windowProblem(true)); }
+
 // The check can fail: cuDNN refuses a tensor at a negative stride, and the
 // error names it. (Without a GPU cuDNN checks each tensor and the types of
 // the operations' attributes; how the operations' shapes meet is checked

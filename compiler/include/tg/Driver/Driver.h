@@ -60,9 +60,8 @@ struct Options {
   /// (exec.attention) instead of decomposed: the default, 1.25x the
   /// GPT-2-medium step on an H100 (docs/perf.md).
   bool cudaFlashAttention = true;
-  /// With cudaFlashAttention: by cuDNN's fused attention where its graph
-  /// takes the op (no window; a rotation stays outside), the runtime's
-  /// kernels elsewhere.
+  /// With cudaFlashAttention: by cuDNN's fused attention (a rotation stays
+  /// outside).
   bool cudaCudnnAttention = false;
   /// Registers a thread of a CUDA row kernel may use at most (0: what its
   /// block allows): more resident blocks, at the risk of spills.

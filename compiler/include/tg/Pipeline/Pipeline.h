@@ -89,8 +89,8 @@ struct LoweringOptions {
   int64_t causalBlocks = 2;
   /// Flash attention by the CUDA runtime's kernels (exec.attention).
   bool libraryAttention = false;
-  /// With libraryAttention: by cuDNN's fused attention where its graph
-  /// takes the op (tg-fuse-attention's cudnn).
+  /// With libraryAttention: by cuDNN's fused attention (tg-fuse-attention's
+  /// cudnn).
   bool cudnnAttention = false;
 };
 

@@ -451,9 +451,9 @@ LogicalResult AttentionOp::verify() {
                            << " finite, non-negative rope frequencies (one a "
                               "pair of the head dim), not "
                            << frequencies->size();
-  if (getCudnn() && (getWindow() || getRopeFrequencies()))
-    return emitOpError("cudnn with a window or rope frequencies: the "
-                       "runtime's cuDNN graph has neither (drop cudnn)");
+  if (getCudnn() && getRopeFrequencies())
+    return emitOpError("cudnn with rope frequencies: the runtime's cuDNN "
+                       "graph cannot rotate (drop cudnn)");
   const unsigned strides = getStridesStart(getNumAttentionOperands());
   if (getStrides().size() != strides)
     return emitOpError() << "needs 3 strides for each of its " << strides / 3

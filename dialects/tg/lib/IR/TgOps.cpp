@@ -570,17 +570,11 @@ static LogicalResult verifyFlashRope(std::optional<Location> loc,
   return success();
 }
 
-/// cuDNN's fused attention as the runtime builds it: no window, no rotation.
+/// cuDNN's fused attention as the runtime builds it: no rotation.
 template <typename Adaptor>
 static LogicalResult verifyFlashCudnn(std::optional<Location> loc,
                                       StringRef name, Adaptor adaptor) {
-  if (!adaptor.getCudnn())
-    return success();
-  if (windowOf(adaptor))
-    return fail(loc, name,
-                "cudnn with a window: the runtime's cuDNN graph "
-                "has none (drop cudnn)");
-  if (adaptor.getRopeThetaAttr())
+  if (adaptor.getCudnn() && adaptor.getRopeThetaAttr())
     return fail(loc, name,
                 "cudnn with rope_theta: cuDNN's graph cannot "
                 "rotate the queries and keys (drop cudnn, or "

@@ -239,7 +239,7 @@ def TgFuseAttention : Pass<"tg-fuse-attention", "func::FuncOp"> {
            "the runtime's, with library-kernels)">,
     Option<"cudnn", "cudnn", "bool", /*default=*/"false",
            "With library-kernels: cuDNN's fused attention computes the ops "
-           "its graph takes (no window; their rotary position embedding "
+           "the runtime's kernels would (their rotary position embedding "
            "stays outside), marked `cudnn`">,
     Option<"libraryKernels", "library-kernels", "bool", /*default=*/"false",
            "The flash kernels are the CUDA runtime's (exec.attention): they "

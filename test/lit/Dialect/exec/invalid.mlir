@@ -370,12 +370,12 @@ exec.binary @kernels ptx {image = ".version 8.0", kernels = ["k0"], operand_coun
 
 // -----
 
-// ... and cuDNN's graph, as the runtime builds it, has no window.
+// ... and cuDNN's graph, as the runtime builds it, cannot rotate.
 %q = exec.resource scratch : memref<1x1x64x64xbf16>
 %o = exec.resource scratch : memref<1x1x64x64xbf16>
 %l = exec.resource scratch : memref<1x1x64xf32>
-// expected-error @+1 {{'exec.attention' op cudnn with a window or rope frequencies: the runtime's cuDNN graph has neither (drop cudnn)}}
-%t = exec.attention(%q, %q, %q) -> (%o, %l) {batch = 1, query_heads = 1, key_heads = 1, query_len = 64, key_len = 64, head_dim = 64, scale = 0.125, causal = true, window = 16, cudnn, strides = array<i64: 0, 0, 64, 0, 0, 64, 0, 0, 64, 0, 0, 64>} : (memref<1x1x64x64xbf16>, memref<1x1x64x64xbf16>, memref<1x1x64x64xbf16>) -> (memref<1x1x64x64xbf16>, memref<1x1x64xf32>)
+// expected-error @+1 {{'exec.attention' op cudnn with rope frequencies: the runtime's cuDNN graph cannot rotate (drop cudnn)}}
+%t = exec.attention(%q, %q, %q) -> (%o, %l) {batch = 1, query_heads = 1, key_heads = 1, query_len = 64, key_len = 64, head_dim = 64, scale = 0.125, causal = true, window = 0, cudnn, rope_frequencies = array<f64: 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0>, strides = array<i64: 0, 0, 64, 0, 0, 64, 0, 0, 64, 0, 0, 64>} : (memref<1x1x64x64xbf16>, memref<1x1x64x64xbf16>, memref<1x1x64x64xbf16>) -> (memref<1x1x64x64xbf16>, memref<1x1x64xf32>)
 
 // -----
 

@@ -650,21 +650,12 @@ func.func @flash_attention_rope_odd_head_dim(%q: tensor<1x2x4x7xf32>) -> tensor<
 
 // -----
 
-// cuDNN's fused attention (cudnn) has no rotation and no window.
+// cuDNN's fused attention (cudnn) has no rotation.
 func.func @flash_attention_cudnn_rope(%q: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
   // expected-error @+2 {{'tg.flash_attention' op cudnn with rope_theta: cuDNN's graph cannot rotate the queries and keys (drop cudnn, or apply tg.rope before the op)}}
   // expected-error @+1 {{'tg.flash_attention' op failed to infer returned types}}
   %0, %1 = tg.flash_attention %q, %q, %q {cudnn, rope_theta = 1.0e4 : f64, scale = 0.5 : f64} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>, tensor<1x2x4xf32>
   return %0 : tensor<1x2x4x8xf32>
-}
-
-// -----
-
-func.func @flash_attention_grad_cudnn_window(%q: tensor<1x2x4x8xf32>, %l: tensor<1x2x4xf32>) -> tensor<1x2x4x8xf32> {
-  // expected-error @+2 {{'tg.flash_attention_grad' op cudnn with a window: the runtime's cuDNN graph has none (drop cudnn)}}
-  // expected-error @+1 {{'tg.flash_attention_grad' op failed to infer returned types}}
-  %0:3 = tg.flash_attention_grad %q, %q, %q, %q, %l, %q {cudnn, scale = 0.5 : f64, window = 2 : i64} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
-  return %0#0 : tensor<1x2x4x8xf32>
 }
 
 // -----

@@ -361,7 +361,7 @@ def Tg_FlashAttentionOp
     With `cudnn` (tg-fuse-attention's cudnn option, --cuda-attention=cudnn),
     the CUDA target computes it by cuDNN's fused attention, not by the
     runtime's kernels; what it computes is the same. cuDNN's graph has no
-    window and no rotation: not with `window` or `rope_theta`.
+    rotation: not with `rope_theta`.
   }];
   let arguments = !con((ins Tg_FloatTensor:$query, Tg_FloatTensor:$key,
                             Tg_FloatTensor:$value, F64Attr:$scale,

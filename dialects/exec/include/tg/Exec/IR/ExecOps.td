@@ -275,7 +275,7 @@ def Exec_AttentionOp : Exec_CommandOp<"attention", [AttrSizedOperandSegments]> {
     gradients are rotated back): tg.flash_attention's `rope_*`. With
     `cudnn`, the runtime computes it by cuDNN's fused attention where it has
     cuDNN and cuDNN takes the problem (its own kernels otherwise): never
-    with a window or `rope_frequencies`.
+    with `rope_frequencies`.
   }];
   let arguments = (ins Variadic<Exec_Buffer>:$inputs,
       Variadic<Exec_Buffer>:$outputs, Variadic<Exec_Timepoint>:$awaits,
