@@ -195,7 +195,8 @@ public:
     keep(std::move(mm));
   }
 
-  /// y = x reduced (in f32) over the dims where y has 1 or fewer heads.
+  /// y = x reduced (in f32) over the dims where y is 1 (a row's max or
+  /// sum) or has fewer heads (the sum over a group's query heads).
   void reduction(const char *name, cudnnReduceTensorOp_t reduce, int64_t x, int64_t y) {
     Descriptor r = create(CUDNN_BACKEND_REDUCTION_DESCRIPTOR, name);
     const cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
@@ -219,6 +220,14 @@ public:
   }
 
   const std::vector<Descriptor> &operations() const { return ops; }
+  /// Every descriptor of the graph, to keep for as long as a plan of it.
+  std::vector<Descriptor> release() {
+    std::vector<Descriptor> all = std::move(tensors);
+    for (std::vector<Descriptor> *more : {&ops, &parts})
+      for (Descriptor &d : *more)
+        all.push_back(std::move(d));
+    return all;
+  }
   std::string error;
 
 private:
@@ -503,8 +512,10 @@ bool CudnnAttention::describe(const AttentionProblem &problem, std::string &erro
 // Plans and runs
 //===----------------------------------------------------------------------===//
 
-/// One problem's graph on the engine that takes it.
+/// One problem's graph on the engine that takes it (and every descriptor
+/// the plan was made from, kept with it as cuDNN's frontend keeps them).
 struct CudnnPlan {
+  std::vector<Descriptor> graph;
   Descriptor plan;
   Bindings bindings;
   float scale = 1, window = 0;
@@ -643,6 +654,11 @@ int CudnnAttention::plan(const AttentionProblem &problem, std::string &error) {
                                            CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
                                            CUDNN_TYPE_INT64, 1, &got, &cudnnWorkspace)))
     return -1;
+  made->graph = g.release();
+  made->graph.push_back(std::move(graph));
+  made->graph.push_back(std::move(heuristics));
+  for (Descriptor &c : configs)
+    made->graph.push_back(std::move(c));
   made->bindings = bindings;
   made->scale = problem.scale;
   made->window = float(problem.window);
