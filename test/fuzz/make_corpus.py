@@ -169,6 +169,12 @@ def main():
         c['attention']['rope_frequencies'] = [10000.0 ** (-2 * i / 64) for i in range(32)]
     write(os.path.join(C, 'artifact', 'attention-rope-cuda.tgx'),
           seal(flatc_to_binary(tmp, flash)))
+    # Through cuDNN's fused attention (--cuda-attention=cudnn): the library.
+    for c in flash['commands']:
+        del c['attention']['rope_frequencies']
+        c['attention']['library'] = 'Cudnn'
+    write(os.path.join(C, 'artifact', 'attention-cudnn-cuda.tgx'),
+          seal(flatc_to_binary(tmp, flash)))
 
     # Tokens.
     random.seed(1)
