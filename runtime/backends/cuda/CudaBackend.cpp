@@ -395,10 +395,9 @@ private:
     std::string why;
 #ifdef TG_HAVE_CUDNN
     why = cuda::CudnnAttention::refusal(*c.attention());
-    if (why.empty() && !cudnn && cudnnUnavailable.empty() &&
-        !(cudnn = cuda::CudnnAttention::load(*driver, cudnnUnavailable)))
-      why = cudnnUnavailable;
-    else if (why.empty() && !cudnn)
+    if (why.empty() && !cudnn && cudnnUnavailable.empty()) // loaded once, or not at all
+      cudnn = cuda::CudnnAttention::load(*driver, cudnnUnavailable);
+    if (why.empty() && !cudnn)
       why = cudnnUnavailable;
     if (why.empty()) {
       step.cudnnPlan = cudnn->plan(cuda::AttentionProblem::of(*c.attention()), why);
