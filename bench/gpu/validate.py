@@ -713,7 +713,7 @@ def profiled_steps(bundle, name="medium-profile"):
     """The GPT-2-medium profile's command events of its steps but the first
     (which loads modules and warms caches), and those steps; None if the
     profile did not run. `name`: the default build's, or
-    medium-profile-decomposed (the decomposed attention variant's)."""
+    medium-profile-decomposed or medium-profile-cudnn (a variant's)."""
     if bundle.failure(name) is not None:
         return None
     trace = bundle.json("work", name + ".json")
@@ -860,7 +860,11 @@ def attention_rows(bundle, rows):
                      f"backward {backward_s * 1e3:.2f} ms ({2.5 * flops * layers / backward_s / 1e12:.0f} TFLOP/s)",
                      against, ""))
 
-    for profile in ("medium-profile", "medium-profile-decomposed"):
+    names = {"medium-profile": "TGC, the runtime's flash kernels (--cuda-attention=flash)",
+             "medium-profile-decomposed":
+                 "TGC, decomposed (--cuda-attention=decomposed: scores, softmax, values and their gradients)",
+             "medium-profile-cudnn": "TGC, cuDNN's fused attention through the runtime (--cuda-attention=cudnn)"}
+    for profile, name in names.items():
         profiled = profiled_steps(bundle, profile)
         if profiled is None:
             if profile == "medium-profile" or bundle.failure(profile) is not None:
@@ -868,8 +872,11 @@ def attention_rows(bundle, rows):
                 rows.append(("attention", f"TGC ({profile})", f"n/a: {why}", "", ""))
             continue
         events, steps = profiled
+        fallback = cudnn_fallback(bundle.path("results", profile + ".log"))
+        if profile == "medium-profile-cudnn" and fallback:
+            rows.append(("attention", name, f"n/a: cuDNN did not run ({fallback})", "", ""))
+            continue
         forward_s = backward_s = 0.0
-        flash = any(e["cat"] == "attention" for e in events)
         for e in events:
             if e["args"]["step"] not in steps:
                 continue
@@ -880,8 +887,6 @@ def attention_rows(bundle, rows):
                     backward_s += e["dur"] / 1e6
                 else:
                     forward_s += e["dur"] / 1e6
-        name = ("TGC, the runtime's flash kernels (--cuda-attention=flash)" if flash else
-                "TGC, decomposed (--cuda-attention=decomposed: scores, softmax, values and their gradients)")
         if forward_s > 0 and backward_s > 0:
             row(name, forward_s / len(steps), backward_s / len(steps))
         else:

@@ -118,6 +118,13 @@ class GpuValidate(unittest.TestCase):
                               "args": {"step": step, "bytes": 1e6, "flops": 1e9}})
         write(os.path.join(cls.bundle, "work", "medium-profile.json"), json.dumps({"traceEvents": flash}))
         write(os.path.join(cls.bundle, "results", "medium-profile.rc"), "0\n")
+        # The cudnn variant's profile: the same commands, run by cuDNN, 0.04
+        # and 0.09 ms a step.
+        cudnn = [dict(e, dur=e["dur"] * 0.4 if e["cat"] == "attention" else e["dur"]) for e in flash]
+        cudnn = [dict(e, dur=90) if e["name"] == "attention grad_h0_attn" else e for e in cudnn]
+        write(os.path.join(cls.bundle, "work", "medium-profile-cudnn.json"), json.dumps({"traceEvents": cudnn}))
+        write(os.path.join(cls.bundle, "results", "medium-profile-cudnn.rc"), "0\n")
+        write(os.path.join(cls.bundle, "results", "medium-profile-cudnn.log"), "")
         write(os.path.join(cls.bundle, "results", "attention.json"), json.dumps(SDPA))
         write(os.path.join(cls.bundle, "results", "attention.rc"), "0\n")
         write(os.path.join(cls.bundle, "results", "flash-kernels.json"), json.dumps(FLASH_KERNELS))
@@ -397,8 +404,15 @@ class GpuValidate(unittest.TestCase):
         self.assertEqual(metrics.stdout.strip().split(","), NCU_METRIC_NAMES)
         self.assertIn("ncu-metrics", open(SCRIPT).read())
 
+    def test_cudnn_through_the_runtime_from_its_profile(self):
+        row = [row for row in self.rows if "cuDNN's fused attention through the runtime" in row]
+        self.assertEqual(len(row), 1, self.report.stdout)
+        self.assertIn("forward 0.04 ms", row[0])
+        self.assertIn("backward 0.09 ms", row[0])
+        self.assertIn("for name in decomposed cudnn", open(SCRIPT).read())
+
     def test_pytorch_kernels_per_step_of_the_layers(self):
-        cudnn = [row for row in self.rows if "cuDNN" in row]
+        cudnn = [row for row in self.rows if "| cuDNN (torch" in row]
         self.assertEqual(len(cudnn), 1, self.report.stdout)
         # 0.1 and 0.25 ms a layer, 24 layers; 1.72e10 FLOPs a layer forward.
         self.assertIn("forward 2.40 ms (172 TFLOP/s), backward 6.00 ms (172 TFLOP/s)", cudnn[0])
