@@ -164,8 +164,13 @@ public:
   }
 
   bool run(std::string &error) override {
-    if (!useGraph)
+    // The first step runs command by command, so that libraries finish their
+    // lazy set-up (cuDNN's first execution of a plan) outside a capture;
+    // later steps replay the captured graph.
+    if (!useGraph || !ranOnce) {
+      ranOnce = true;
       return enqueue(false, error) && synchronize(error);
+    }
     if (!graphExec && !capture(error))
       return false;
     return check("cuGraphLaunch", driver->cuGraphLaunch(graphExec, streams[0]), error) &&
@@ -395,6 +400,13 @@ private:
     std::string why;
 #ifdef TG_HAVE_CUDNN
     why = cuda::CudnnAttention::refusal(*c.attention());
+    // One workspace, used in command order: stream 0's.
+    if (why.empty() && c.stream() != 0)
+      why = "it runs on stream " + std::to_string(c.stream()) + ", not cuDNN's stream 0";
+    // cuDNN's tensors are declared 16-byte aligned.
+    for (CUdeviceptr address : step.buffers)
+      if (why.empty() && address % 16 != 0)
+        why = "an operand is not 16-byte aligned";
     if (why.empty() && !cudnn && cudnnUnavailable.empty()) // loaded once, or not at all
       cudnn = cuda::CudnnAttention::load(*driver, cudnnUnavailable);
     if (why.empty() && !cudnn)
@@ -517,12 +529,15 @@ private:
     std::string enqueueError;
     bool enqueued = enqueue(false, enqueueError);
     CUresult ended = driver->cuStreamEndCapture(streams[0], &graph);
-    if (!enqueued) {
+    if (enqueued && check("cuStreamEndCapture", ended, error) &&
+        check("cuGraphInstantiate", driver->cuGraphInstantiate(&graphExec, graph, 0), error))
+      return true;
+    if (!enqueued)
       error = enqueueError;
-      return false;
-    }
-    return check("cuStreamEndCapture", ended, error) &&
-           check("cuGraphInstantiate", driver->cuGraphInstantiate(&graphExec, graph, 0), error);
+    if (graph)
+      driver->cuGraphDestroy(graph);
+    graph = nullptr;
+    return false;
   }
 
   bool synchronize(std::string &error) const {
@@ -552,7 +567,7 @@ private:
   std::vector<std::string> cudnnRefusals; // "label: why", for the warning
   std::vector<Step> steps;
   std::vector<CUevent> done, joins, profileStart, profileEnd;
-  bool useGraph = true;
+  bool useGraph = true, ranOnce = false;
   CUgraph graph = nullptr;
   CUgraphExec graphExec = nullptr;
 };

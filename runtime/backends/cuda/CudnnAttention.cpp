@@ -61,6 +61,7 @@ static bool loadCudnn(CudnnApi &api, std::string &error) {
   if (size_t version = api.cudnnGetVersion(); version < kOldestCudnn) {
     error = std::string("cuDNN (") + path + ") is version " + std::to_string(version) +
             ", older than 9.0, whose fused attention graphs the runtime builds";
+    dlclose(library);
     return false;
   }
   return true;
@@ -97,6 +98,31 @@ std::string CudnnAttention::refusal(const tgx::Attention &a) {
   if (a.rope_frequencies())
     return "its rotary position embedding is applied inside the runtime's kernels, not in "
            "cuDNN's graph";
+  return "";
+}
+
+std::string CudnnAttention::refusal(const AttentionProblem &p, size_t version) {
+  const std::string cudnn = "cuDNN " + std::to_string(version / 10000) + "." +
+                            std::to_string(version / 100 % 100) + "." +
+                            std::to_string(version % 100);
+  if (version == 91000 || version == 91001)
+    return cudnn + " has known bugs in its bf16 fused attention (cuDNN's frontend refuses it)";
+  if (p.window && !p.causal)
+    return "a sliding window without the causal mask is not in the runtime's cuDNN graph";
+  if (p.window && p.queryLen > p.keyLen)
+    return "cuDNN's sliding window needs no more queries than keys";
+  if (p.window && version < 90200)
+    return cudnn + " has no sliding window (9.2 and later)";
+  if (p.gradient && p.queryLen == 1 && p.keyLen == 1)
+    return "cuDNN's gradient takes more than one query and key";
+  if (!p.gradient && p.causal && p.queryLen == 1 && version < 91000)
+    return cudnn + " takes one causal query from 9.10 on";
+  // Up to 9.15.0 the gradient needs a padding mask where the keys do not
+  // fill its tiles of 128, which cuDNN's frontend adds; this graph has none.
+  if (p.gradient && p.keyLen % 128 != 0 && version <= 91500)
+    return cudnn + "'s gradient over " + std::to_string(p.keyLen) +
+           " keys (not a multiple of 128) needs a padding mask the runtime's graph lacks "
+           "(9.15.1 and later do not)";
   return "";
 }
 
@@ -340,7 +366,7 @@ int64_t maskedScores(GraphBuilder &g, const AttentionProblem &p, int64_t scores,
   g.pointwise("the causal comparison", CUDNN_POINTWISE_CMP_GE, {row, column}, visible,
               CUDNN_DATA_BOOLEAN);
   int64_t masked = select("the causal mask", scores, visible);
-  if (p.window == 0)
+  if (p.window == 0 || p.window >= p.queryLen) // then it hides no key the causal mask shows
     return masked;
   auto [windowRow, windowColumn] = indices(masked);
   b.window = g.scalar("the window");
@@ -553,6 +579,20 @@ CudnnAttention::~CudnnAttention() {
 int CudnnAttention::plan(const AttentionProblem &problem, std::string &error) {
   if (auto it = planOf.find(problem); it != planOf.end())
     return it->second;
+  if (auto it = refusedOf.find(problem); it != refusedOf.end()) {
+    error = it->second;
+    return -1;
+  }
+  int index = planNew(problem, error);
+  if (index < 0)
+    refusedOf.emplace(problem, error);
+  return index;
+}
+
+int CudnnAttention::planNew(const AttentionProblem &problem, std::string &error) {
+  error = refusal(problem, api->cudnnGetVersion());
+  if (!error.empty())
+    return -1;
   GraphBuilder g(*api);
   Bindings bindings = buildGraph(g, problem);
   if (g.failed()) {

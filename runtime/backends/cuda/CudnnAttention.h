@@ -12,7 +12,7 @@
 
 #include "tgx_generated.h"
 
-#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -44,6 +44,9 @@ public:
   /// Why cuDNN's graph, as built here, cannot compute `attention` ("" where
   /// it can): a rotary position embedding inside is not in it.
   static std::string refusal(const tgx::Attention &attention);
+  /// Why cuDNN `version` should not compute `problem` ("" where it may): the
+  /// problems and versions cuDNN's frontend refuses or works around.
+  static std::string refusal(const AttentionProblem &problem, size_t version);
 
   /// Builds `problem`'s graph up to its finalized operations, which needs
   /// cuDNN but no GPU (what the tests check); false with `error` set where
@@ -56,7 +59,8 @@ public:
   ~CudnnAttention();
 
   /// The plan for `problem` (planned on first sight), or -1 with `error`
-  /// set where cuDNN has no engine for its graph.
+  /// set where refusal() refuses it or cuDNN has no engine for its graph
+  /// (kept: the same problem is refused at once).
   int plan(const AttentionProblem &problem, std::string &error);
   /// Device scratch any plan needs: cuDNN's workspace, then the query
   /// gradient's f32 sums.
@@ -83,12 +87,14 @@ public:
 
 private:
   explicit CudnnAttention(const Driver &driver);
+  int planNew(const AttentionProblem &problem, std::string &error);
 
   const Driver &driver;
   const CudnnApi *api = nullptr;
   void *handle = nullptr; // cudnnHandle_t
   std::vector<std::unique_ptr<CudnnPlan>> plans;
   std::map<AttentionProblem, int> planOf;
+  std::map<AttentionProblem, std::string> refusedOf;
   uint64_t workspace = 0;
 };
 

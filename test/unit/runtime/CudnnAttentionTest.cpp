@@ -91,6 +91,33 @@ AttentionProblem windowProblem(bool gradient) {
 TEST(CudnnAttentionGraph, ForwardSlidingWindow) { EXPECT_DESCRIBED(windowProblem(false)); }
 TEST(CudnnAttentionGraph, GradientSlidingWindow) { EXPECT_DESCRIBED(windowProblem(true)); }
 
+// What cuDNN's frontend refuses or works around, refused by version (no
+// cuDNN needed): the command then runs on the runtime's kernels.
+TEST(CudnnAttentionGraph, RefusalsByVersion) {
+  const size_t recent = 91900;
+  EXPECT_EQ(CudnnAttention::refusal(gpt2Problem(true, true), recent), "");
+  EXPECT_EQ(CudnnAttention::refusal(windowProblem(true), recent), "");
+  EXPECT_NE(CudnnAttention::refusal(gpt2Problem(false, true), 91001).find("known bugs"),
+            std::string::npos);
+  AttentionProblem window = windowProblem(false);
+  EXPECT_NE(CudnnAttention::refusal(window, 90100).find("cuDNN 9.1.0 has no sliding window"),
+            std::string::npos);
+  window.causal = false;
+  EXPECT_NE(CudnnAttention::refusal(window, recent).find("without the causal mask"),
+            std::string::npos);
+  window = windowProblem(false);
+  window.queryLen = 512;
+  EXPECT_NE(CudnnAttention::refusal(window, recent).find("no more queries than keys"),
+            std::string::npos);
+  // The gradient's keys must fill tiles of 128 up to 9.15.0.
+  AttentionProblem ragged = gpt2Problem(true, true);
+  ragged.keyLen = ragged.queryLen = 100;
+  EXPECT_NE(CudnnAttention::refusal(ragged, 91500).find("100 keys (not a multiple of 128)"),
+            std::string::npos);
+  EXPECT_EQ(CudnnAttention::refusal(ragged, 91501), "");
+  EXPECT_EQ(CudnnAttention::refusal(gpt2Problem(false, true), 91500), "");
+}
+
 // The check can fail: cuDNN refuses a tensor at a negative stride, and the
 // error names it. (Without a GPU cuDNN checks each tensor and the types of
 // the operations' attributes; how the operations' shapes meet is checked
