@@ -228,6 +228,10 @@ public:
     const cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
     set(r, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32, name);
     set(r, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &reduce, name);
+    // Said explicitly from 9.11 on, as cuDNN's frontend does.
+    const bool deterministic = false;
+    if (api.cudnnGetVersion() >= 91100)
+      set(r, CUDNN_ATTR_REDUCTION_IS_DETERMINISTIC, CUDNN_TYPE_BOOLEAN, 1, &deterministic, name);
     finalize(r, name);
     Descriptor op = create(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, name);
     link(op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, tensorOf(x), name);
@@ -318,7 +322,8 @@ private:
 /// command (-1: not in this pass's graph) and scalars.
 struct Bindings {
   int64_t operand[10] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
-  int64_t scale = -1, one = -1, minusInfinity = -1, window = -1;
+  // The masks' -inf: one scalar each, as cuDNN's frontend makes them.
+  int64_t scale = -1, one = -1, minusInfinity = -1, windowMinusInfinity = -1, window = -1;
   int64_t querySums = -1; // f32 [b, hq, sq, d]: the query gradient's sums
 };
 
@@ -355,17 +360,17 @@ int64_t maskedScores(GraphBuilder &g, const AttentionProblem &p, int64_t scores,
     g.pointwise("the key index", CUDNN_POINTWISE_GEN_INDEX, {of}, column, CUDNN_DATA_FLOAT, 3);
     return std::pair(row, column);
   };
-  auto select = [&](const char *name, int64_t of, int64_t visible) {
+  auto select = [&](const char *name, int64_t of, int64_t visible, int64_t &minusInfinity) {
+    minusInfinity = g.scalar("-inf");
     int64_t masked = g.intermediate(CUDNN_DATA_FLOAT, dims);
-    g.pointwise(name, CUDNN_POINTWISE_BINARY_SELECT, {of, b.minusInfinity, visible}, masked);
+    g.pointwise(name, CUDNN_POINTWISE_BINARY_SELECT, {of, minusInfinity, visible}, masked);
     return masked;
   };
-  b.minusInfinity = g.scalar("-inf");
   auto [row, column] = indices(scores);
   int64_t visible = g.intermediate(CUDNN_DATA_BOOLEAN, dims);
   g.pointwise("the causal comparison", CUDNN_POINTWISE_CMP_GE, {row, column}, visible,
               CUDNN_DATA_BOOLEAN);
-  int64_t masked = select("the causal mask", scores, visible);
+  int64_t masked = select("the causal mask", scores, visible, b.minusInfinity);
   if (p.window == 0 || p.window >= p.queryLen) // then it hides no key the causal mask shows
     return masked;
   auto [windowRow, windowColumn] = indices(masked);
@@ -376,7 +381,7 @@ int64_t maskedScores(GraphBuilder &g, const AttentionProblem &p, int64_t scores,
   int64_t inside = g.intermediate(CUDNN_DATA_BOOLEAN, dims);
   g.pointwise("the window comparison", CUDNN_POINTWISE_CMP_GT, {shifted, windowRow}, inside,
               CUDNN_DATA_BOOLEAN);
-  return select("the window mask", masked, inside);
+  return select("the window mask", masked, inside, b.windowMinusInfinity);
 }
 
 /// Forward: O = softmax(scale * Q K^T, masked) V, and the rows'
@@ -745,8 +750,10 @@ CudnnAttention::bind(int index, const std::vector<CUdeviceptr> &operands, CUdevi
   scalar(plan.bindings.scale, &plan.scale);
   scalar(plan.bindings.window, &plan.window);
   scalar(plan.bindings.one, &kOne);
-  scalar(plan.bindings.minusInfinity,
-         api->cudnnGetVersion() < kCudnnTakesInfinity ? &kLowest : &kMinusInfinity);
+  const float *minusInfinity =
+      api->cudnnGetVersion() < kCudnnTakesInfinity ? &kLowest : &kMinusInfinity;
+  scalar(plan.bindings.minusInfinity, minusInfinity);
+  scalar(plan.bindings.windowMinusInfinity, minusInfinity);
   if (plan.bindings.querySums >= 0) {
     execution->querySums = scratch + plan.cudnnWorkspace;
     uids.push_back(plan.bindings.querySums);
