@@ -208,45 +208,41 @@ public:
 
   /// c = a x b over the leading (batch, head) dims, in f32.
   void matmul(const char *name, int64_t a, int64_t b, int64_t c) {
-    Descriptor mm = create(CUDNN_BACKEND_MATMUL_DESCRIPTOR, name);
-    const cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
-    set(mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32, name);
+    Descriptor mm = inF32(CUDNN_BACKEND_MATMUL_DESCRIPTOR, CUDNN_ATTR_MATMUL_COMP_TYPE, name);
     finalize(mm, name);
-    Descriptor op = create(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, name);
-    link(op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, tensorOf(a), name);
-    link(op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, tensorOf(b), name);
-    link(op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, tensorOf(c), name);
-    link(op, CUDNN_ATTR_OPERATION_MATMUL_DESC, mm, name);
-    finish(std::move(op), name);
+    operation(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR,
+              {{CUDNN_ATTR_OPERATION_MATMUL_ADESC, &tensorOf(a)},
+               {CUDNN_ATTR_OPERATION_MATMUL_BDESC, &tensorOf(b)},
+               {CUDNN_ATTR_OPERATION_MATMUL_CDESC, &tensorOf(c)},
+               {CUDNN_ATTR_OPERATION_MATMUL_DESC, &mm}},
+              name);
     keep(std::move(mm));
   }
 
   /// y = x reduced (in f32) over the dims where y is 1 (a row's max or
   /// sum) or has fewer heads (the sum over a group's query heads).
   void reduction(const char *name, cudnnReduceTensorOp_t reduce, int64_t x, int64_t y) {
-    Descriptor r = create(CUDNN_BACKEND_REDUCTION_DESCRIPTOR, name);
-    const cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
-    set(r, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32, name);
+    Descriptor r = inF32(CUDNN_BACKEND_REDUCTION_DESCRIPTOR, CUDNN_ATTR_REDUCTION_COMP_TYPE, name);
     set(r, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &reduce, name);
     // Said explicitly from 9.11 on, as cuDNN's frontend does.
     const bool deterministic = false;
     if (api.cudnnGetVersion() >= 91100)
       set(r, CUDNN_ATTR_REDUCTION_IS_DETERMINISTIC, CUDNN_TYPE_BOOLEAN, 1, &deterministic, name);
     finalize(r, name);
-    Descriptor op = create(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, name);
-    link(op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, tensorOf(x), name);
-    link(op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, tensorOf(y), name);
-    link(op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, r, name);
-    finish(std::move(op), name);
+    operation(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR,
+              {{CUDNN_ATTR_OPERATION_REDUCTION_XDESC, &tensorOf(x)},
+               {CUDNN_ATTR_OPERATION_REDUCTION_YDESC, &tensorOf(y)},
+               {CUDNN_ATTR_OPERATION_REDUCTION_DESC, &r}},
+              name);
     keep(std::move(r));
   }
 
   /// y = x viewed with y's dims and strides (a transpose of the last two).
   void reshape(const char *name, int64_t x, int64_t y) {
-    Descriptor op = create(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR, name);
-    link(op, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, tensorOf(x), name);
-    link(op, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, tensorOf(y), name);
-    finish(std::move(op), name);
+    operation(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR,
+              {{CUDNN_ATTR_OPERATION_RESHAPE_XDESC, &tensorOf(x)},
+               {CUDNN_ATTR_OPERATION_RESHAPE_YDESC, &tensorOf(y)}},
+              name);
   }
 
   const std::vector<Descriptor> &operations() const { return ops; }
@@ -312,6 +308,26 @@ private:
     ops.push_back(std::move(op));
   }
   void keep(Descriptor d) { parts.push_back(std::move(d)); }
+
+  /// A descriptor of `type` that computes in f32 (its `computeType`
+  /// attribute set), not yet finalized.
+  Descriptor inF32(cudnnBackendDescriptorType_t type, cudnnBackendAttributeName_t computeType,
+                   const char *name) {
+    Descriptor d = create(type, name);
+    const cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
+    set(d, computeType, CUDNN_TYPE_DATA_TYPE, 1, &f32, name);
+    return d;
+  }
+  /// An operation of `type` whose attributes name the given descriptors.
+  void operation(
+      cudnnBackendDescriptorType_t type,
+      std::initializer_list<std::pair<cudnnBackendAttributeName_t, const Descriptor *>> links,
+      const char *name) {
+    Descriptor op = create(type, name);
+    for (auto [attribute, to] : links)
+      link(op, attribute, *to, name);
+    finish(std::move(op), name);
+  }
 
   const CudnnApi &api;
   std::vector<Descriptor> tensors; // [uid - 1]
