@@ -343,11 +343,15 @@ struct Bindings {
   int64_t querySums = -1; // f32 [b, hq, sq, d]: the query gradient's sums
 };
 
-/// dims [b, h, rows, d] of tensor operand `i`, at its strides, or its
-/// transpose [b, h, d, rows] (the keys and values as cuDNN's products take
-/// them).
-struct Layouts {
+/// A graph's command operands: their dims and strides, and their tensors,
+/// bound in `b`.
+struct Operands {
+  GraphBuilder &g;
   const AttentionProblem &p;
+  Bindings &b;
+
+  /// Tensor operand `i` as [b, h, rows, d] at its strides, or transposed,
+  /// [b, h, d, rows] (the keys and values as cuDNN's products take them).
   std::vector<int64_t> dims(unsigned i, bool transposed = false) const {
     const int64_t heads = isQuerySide(i) ? p.queryHeads : p.keyHeads;
     const int64_t rows = isQuerySide(i) ? p.queryLen : p.keyLen;
@@ -358,6 +362,20 @@ struct Layouts {
     const int64_t *s = p.strides.data() + 3 * attentionTensorIndex(i);
     return transposed ? std::vector<int64_t>{s[0], s[1], 1, s[2]}
                       : std::vector<int64_t>{s[0], s[1], s[2], 1};
+  }
+  /// The scores [b, hq, sq, skv] and a row's statistics [b, hq, sq, 1].
+  std::vector<int64_t> scores() const { return {p.batch, p.queryHeads, p.queryLen, p.keyLen}; }
+  std::vector<int64_t> rowStats() const { return {p.batch, p.queryHeads, p.queryLen, 1}; }
+
+  /// bf16 tensor operand `i`.
+  int64_t tensor(unsigned i, const char *name, bool transposed = false) {
+    return b.operand[i] =
+               g.memory(CUDNN_DATA_BFLOAT16, dims(i, transposed), strides(i, transposed), name);
+  }
+  /// f32 row statistics operand `i` (log-sum-exp, delta), packed.
+  int64_t rowStatistics(unsigned i, const char *name) {
+    return b.operand[i] = g.memory(CUDNN_DATA_FLOAT, rowStats(),
+                                   {p.queryHeads * p.queryLen, p.queryLen, 1, 1}, name);
   }
 };
 
@@ -404,16 +422,11 @@ int64_t maskedScores(GraphBuilder &g, const AttentionProblem &p, int64_t scores,
 /// log-sum-exp (cuDNN's "stats": the max plus the log of the sum).
 Bindings forwardGraph(GraphBuilder &g, const AttentionProblem &p) {
   Bindings b;
-  Layouts l{p};
-  const std::vector<int64_t> scores{p.batch, p.queryHeads, p.queryLen, p.keyLen};
-  const std::vector<int64_t> rowStats{p.batch, p.queryHeads, p.queryLen, 1};
-  const std::vector<int64_t> packedRows{p.queryHeads * p.queryLen, p.queryLen, 1, 1};
-  int64_t q = b.operand[kAttentionQuery] = g.memory(CUDNN_DATA_BFLOAT16, l.dims(kAttentionQuery),
-                                                    l.strides(kAttentionQuery), "the query");
-  int64_t kT = b.operand[kAttentionKey] = g.memory(CUDNN_DATA_BFLOAT16, l.dims(kAttentionKey, true),
-                                                   l.strides(kAttentionKey, true), "the key");
-  int64_t v = b.operand[kAttentionValue] = g.memory(CUDNN_DATA_BFLOAT16, l.dims(kAttentionValue),
-                                                    l.strides(kAttentionValue), "the value");
+  Operands in{g, p, b};
+  const std::vector<int64_t> scores = in.scores(), rowStats = in.rowStats();
+  int64_t q = in.tensor(kAttentionQuery, "the query");
+  int64_t kT = in.tensor(kAttentionKey, "the key", true);
+  int64_t v = in.tensor(kAttentionValue, "the value");
   b.scale = g.scalar("the scale");
 
   int64_t s = g.intermediate(CUDNN_DATA_FLOAT, scores);
@@ -432,14 +445,11 @@ Bindings forwardGraph(GraphBuilder &g, const AttentionProblem &p) {
   g.reduction("the rows' sum", CUDNN_REDUCE_TENSOR_ADD, exps, sum);
   int64_t logSum = g.intermediate(CUDNN_DATA_FLOAT, rowStats);
   g.pointwise("the sum's log", CUDNN_POINTWISE_LOG, {sum}, logSum);
-  int64_t lse = b.operand[kAttentionLogsumexp] =
-      g.memory(CUDNN_DATA_FLOAT, rowStats, packedRows, "the log-sum-exp");
+  int64_t lse = in.rowStatistics(kAttentionLogsumexp, "the log-sum-exp");
   g.pointwise("the log-sum-exp", CUDNN_POINTWISE_ADD, {max, logSum}, lse);
   int64_t probs = g.intermediate(CUDNN_DATA_BFLOAT16, scores);
   g.pointwise("the probabilities", CUDNN_POINTWISE_DIV, {exps, sum}, probs);
-  int64_t o = b.operand[kAttentionResult] = g.memory(CUDNN_DATA_BFLOAT16, l.dims(kAttentionResult),
-                                                     l.strides(kAttentionResult), "the result");
-  g.matmul("P V", probs, v, o);
+  g.matmul("P V", probs, v, in.tensor(kAttentionResult, "the result"));
   return b;
 }
 
@@ -460,37 +470,29 @@ void productToKeyHeads(GraphBuilder &g, const AttentionProblem &p, const char *n
 /// recomputing P; rowsum(dO * O) goes to the command's delta.
 Bindings backwardGraph(GraphBuilder &g, const AttentionProblem &p) {
   Bindings b;
-  Layouts l{p};
-  const std::vector<int64_t> scores{p.batch, p.queryHeads, p.queryLen, p.keyLen};
+  Operands in{g, p, b};
+  const std::vector<int64_t> scores = in.scores(), rowStats = in.rowStats();
   const std::vector<int64_t> transposedScores{p.batch, p.queryHeads, p.keyLen, p.queryLen};
   const std::vector<int64_t> transposedStrides{p.queryHeads * p.queryLen * p.keyLen,
                                                p.queryLen * p.keyLen, 1, p.keyLen};
-  const std::vector<int64_t> rowStats{p.batch, p.queryHeads, p.queryLen, 1};
-  const std::vector<int64_t> packedRows{p.queryHeads * p.queryLen, p.queryLen, 1, 1};
-  auto operand = [&](unsigned i, const char *name, bool transposed = false) {
-    return b.operand[i] =
-               g.memory(CUDNN_DATA_BFLOAT16, l.dims(i, transposed), l.strides(i, transposed), name);
-  };
-  int64_t q = operand(kAttentionQuery, "the query");
-  int64_t kT = operand(kAttentionKey, "the key", true);
-  int64_t vT = operand(kAttentionValue, "the value", true);
-  int64_t o = operand(kAttentionResult, "the result");
-  int64_t dO = operand(kAttentionResultGrad, "the result's gradient");
-  int64_t lse = b.operand[kAttentionLogsumexp] =
-      g.memory(CUDNN_DATA_FLOAT, rowStats, packedRows, "the log-sum-exp");
+  int64_t q = in.tensor(kAttentionQuery, "the query");
+  int64_t kT = in.tensor(kAttentionKey, "the key", true);
+  int64_t vT = in.tensor(kAttentionValue, "the value", true);
+  int64_t o = in.tensor(kAttentionResult, "the result");
+  int64_t dO = in.tensor(kAttentionResultGrad, "the result's gradient");
+  int64_t lse = in.rowStatistics(kAttentionLogsumexp, "the log-sum-exp");
   b.scale = g.scalar("the scale");
   b.one = g.scalar("one");
 
   // delta = rowsum(dO * O) (the products' strides are those cuDNN's
   // frontend gives them: the graph is matched as the frontend builds it)
-  int64_t products = g.intermediate(CUDNN_DATA_FLOAT, l.dims(kAttentionResult),
-                                    {p.queryHeads * p.queryLen * p.headDim, p.queryLen * p.headDim,
-                                     p.queryHeads * p.headDim, 1});
+  int64_t products = g.intermediate(
+      CUDNN_DATA_FLOAT, in.dims(kAttentionResult),
+      {p.queryHeads * p.queryLen * p.headDim, p.queryLen * p.headDim, p.queryHeads * p.headDim, 1});
   g.pointwise("dO * O", CUDNN_POINTWISE_MUL, {dO, o}, products);
   int64_t rowSums = g.intermediate(CUDNN_DATA_FLOAT, rowStats);
   g.reduction("rowsum(dO * O)", CUDNN_REDUCE_TENSOR_ADD, products, rowSums);
-  int64_t delta = b.operand[kAttentionDelta] =
-      g.memory(CUDNN_DATA_FLOAT, rowStats, packedRows, "delta");
+  int64_t delta = in.rowStatistics(kAttentionDelta, "delta");
   g.pointwise("delta", CUDNN_POINTWISE_MUL, {rowSums, b.one}, delta);
 
   // P = exp(scale * Q K^T - lse), masked
@@ -508,7 +510,7 @@ Bindings backwardGraph(GraphBuilder &g, const AttentionProblem &p) {
   int64_t probsT = g.intermediate(CUDNN_DATA_BFLOAT16, transposedScores, transposedStrides);
   g.reshape("P^T", probs, probsT);
   productToKeyHeads(g, p, "P^T dO", probsT, dO,
-                    operand(kAttentionValueGrad, "the value's gradient"));
+                    in.tensor(kAttentionValueGrad, "the value's gradient"));
 
   // dS = scale * P * (dO V^T - delta)
   int64_t dP = g.intermediate(CUDNN_DATA_FLOAT, scores);
@@ -523,19 +525,19 @@ Bindings backwardGraph(GraphBuilder &g, const AttentionProblem &p) {
   // dK = dS^T Q
   int64_t dST = g.intermediate(CUDNN_DATA_BFLOAT16, transposedScores, transposedStrides);
   g.reshape("dS^T", dS, dST);
-  productToKeyHeads(g, p, "dS^T Q", dST, q, operand(kAttentionKeyGrad, "the key's gradient"));
+  productToKeyHeads(g, p, "dS^T Q", dST, q, in.tensor(kAttentionKeyGrad, "the key's gradient"));
 
   // dQ = dS K, summed in f32, then rounded (K's view is f32, as the
   // frontend's reshape leaves it)
-  int64_t k = g.intermediate(CUDNN_DATA_FLOAT, l.dims(kAttentionKey), l.strides(kAttentionKey));
+  int64_t k = g.intermediate(CUDNN_DATA_FLOAT, in.dims(kAttentionKey), in.strides(kAttentionKey));
   g.reshape("K", kT, k);
   b.querySums =
-      g.memory(CUDNN_DATA_FLOAT, l.dims(kAttentionQueryGrad),
+      g.memory(CUDNN_DATA_FLOAT, in.dims(kAttentionQueryGrad),
                {p.queryHeads * p.queryLen * p.headDim, p.queryLen * p.headDim, p.headDim, 1},
                "the query gradient's sums");
   g.matmul("dS K", dS, k, b.querySums);
   g.pointwise("the query gradient's rounding", CUDNN_POINTWISE_IDENTITY, {b.querySums},
-              operand(kAttentionQueryGrad, "the query's gradient"));
+              in.tensor(kAttentionQueryGrad, "the query's gradient"));
   return b;
 }
 
