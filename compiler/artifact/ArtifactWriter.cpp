@@ -237,7 +237,8 @@ private:
         constants.push_back(tgx::CreateConstantDirect(fbb, &*range, &bytes));
         continue;
       }
-      if (!r.isState())
+      // A pack's members are the slots (its bytes are theirs).
+      if (!r.isState() || !exec::getPackMembers(r).empty())
         continue;
       auto range = rangeOf(r);
       auto dtype = dtypeOf(r, r.getType().getElementType());

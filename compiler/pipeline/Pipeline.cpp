@@ -67,6 +67,8 @@ void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options) {
   if (options.fusion.gemmActivation)
     pm.addPass(createExecFuseGemmActivation(
         {options.fusion.remarks, options.fusion.gemmActivationWide}));
+  if (options.fusion.horizontal)
+    pm.addPass(createExecFuseHorizontal({options.fusion.remarks}));
   pm.addPass(createExecScheduleCollectives());
   pm.addPass(createExecBucketGradients({options.bucketBytes}));
   pm.addPass(createExecInsertTimepoints());

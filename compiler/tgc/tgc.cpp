@@ -220,7 +220,8 @@ enum class Fusion {
   GemmActivation,
   Attention,
   AttentionRope,
-  AttentionLayouts
+  AttentionLayouts,
+  Horizontal
 };
 /// The fusion passes --no-fuse and --fuse name.
 static cl::ValuesClass fusionNames() {
@@ -250,7 +251,11 @@ static cl::ValuesClass fusionNames() {
       clEnumValN(Fusion::AttentionLayouts, "attention-layouts",
                  "tg-fuse-attention-layouts: the flash kernels read q, k, "
                  "v and dO and write their results in the layouts around "
-                 "them"));
+                 "them"),
+      clEnumValN(Fusion::Horizontal, "horizontal",
+                 "exec-fuse-horizontal: a small kernel's dispatches over "
+                 "like buffers (each parameter's cast, gradient square, "
+                 "AdamW update) in one launch"));
 }
 static cl::list<Fusion, bool, ListingParser<Fusion>> noFuseOpt(
     "no-fuse", cl::desc("Turn off one fusion pass (comma-separated list)"),
@@ -460,6 +465,8 @@ static void printStats(ModuleOp module, double planSeconds,
           attentionCalls = 0, kernelBytes = 0;
   for (auto r : program.getBlock().getOps<tg::exec::ResourceOp>()) {
     using tg::exec::ResourceKind;
+    if (!tg::exec::getPackMembers(r).empty()) // counted as its members
+      continue;
     if (r.getKind() == ResourceKind::parameter)
       params += r.getByteSize();
     if (r.getKind() == ResourceKind::adam_m ||
@@ -708,6 +715,8 @@ static llvm::Expected<tg::driver::Options> driverOptions() {
       !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::AttentionRope);
   o.fusion.attentionLayouts =
       !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::AttentionLayouts);
+  o.fusion.horizontal =
+      !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::Horizontal);
   if (noFusionOpt || llvm::is_contained(noFuseOpt, Fusion::GemmActivation))
     o.gemmActivation = false;
   else if (llvm::is_contained(fuseOpt, Fusion::GemmActivation))

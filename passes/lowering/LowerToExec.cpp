@@ -161,7 +161,7 @@ private:
     return exec::ResourceOp::create(
         b, loc, exec::getBufferType(tensorType), kind,
         name.empty() ? StringAttr() : b.getStringAttr(name), updates, init,
-        value, IntegerAttr());
+        value, IntegerAttr(), Value(), IntegerAttr());
   }
 
   void addArgument(BlockArgument arg, const InterfaceRole &role) {

@@ -144,9 +144,10 @@ private:
   }
 
   /// Parameters, moments, inputs, outputs and constants, in program order.
+  /// (A packed resource is placed with its pack: exec::getByteOffset.)
   void placeState() {
     for (auto resource : program.getBlock().getOps<ResourceOp>())
-      if (resource.isState()) {
+      if (resource.isState() && !resource.getPack()) {
         setOffset(resource, stateTop);
         stateTop += alignUp(resource.getByteSize());
       }
@@ -191,7 +192,7 @@ private:
       const Uses &u = uses[update];
       Operation *writer = u.firstWrite >= 0 ? commands[u.firstWrite] : nullptr;
       if (writer && canOverwrite(state, update, writer)) {
-        setOffset(update, *state.getOffset());
+        setOffset(update, *state.getOffset() + exec::getByteOffset(stateBuffer));
         awaitOthers(writer, uses[state].commands);
         continue;
       }
@@ -224,7 +225,7 @@ private:
   void placeScratch() {
     DenseMap<int64_t, SmallVector<ResourceOp>> startingAt, endingAt;
     for (auto resource : program.getBlock().getOps<ResourceOp>()) {
-      if (resource.getOffset())
+      if (resource.getOffset() || resource.getPack())
         continue;
       const Uses &u = uses[resource];
       if (u.first < 0) { // never touched: still gets a place

@@ -105,7 +105,7 @@ private:
       auto bucket = exec::ResourceOp::create(
           b, at, MemRefType::get({elements}, element),
           exec::ResourceKind::scratch, StringAttr(), Value(), Attribute(),
-          ElementsAttr(), IntegerAttr());
+          ElementsAttr(), IntegerAttr(), Value(), IntegerAttr());
       int64_t offset = 0;
       SmallVector<Value> awaits;
       for (Member member : members) {

@@ -61,6 +61,10 @@ struct FusionOptions {
   /// tg-fuse-attention-layouts: the flash kernels read and write the
   /// layouts around them in place.
   bool attentionLayouts = true;
+  /// exec-fuse-horizontal: dispatches of one small kernel over like
+  /// buffers (each parameter's cast, gradient square and AdamW update) in
+  /// one launch over packs of those buffers.
+  bool horizontal = true;
   /// Each fusion decision and its reason as a remark (`--fusion-remarks`).
   bool remarks = false;
 };

@@ -92,11 +92,18 @@ SmallVector<Value> getWrittenBuffers(Operation *command) {
 
 int64_t getByteOffset(Value buffer) {
   int64_t bytes = 0;
+  auto elementBytes = [](Value of) {
+    return getByteSize(
+        MemRefType::get({1}, cast<MemRefType>(of.getType()).getElementType()));
+  };
   while (auto view = buffer.getDefiningOp<ViewOp>()) {
-    bytes += view.getOffset().value_or(0) *
-             getByteSize(MemRefType::get({1}, view.getType().getElementType()));
+    bytes += view.getOffset().value_or(0) * elementBytes(view);
     buffer = view.getSource();
   }
+  if (auto resource = buffer.getDefiningOp<ResourceOp>();
+      resource && resource.getPack())
+    bytes += *resource.getPackElement() * elementBytes(resource) +
+             getByteOffset(resource.getPack());
   return bytes;
 }
 
@@ -143,7 +150,10 @@ Operation *getSoleKernelOp(DispatchOp dispatch, SymbolTableCollection &symbols) 
 ResourceOp getStorage(Value buffer) {
   while (auto view = buffer.getDefiningOp<ViewOp>())
     buffer = view.getSource();
-  return buffer.getDefiningOp<ResourceOp>();
+  auto resource = buffer.getDefiningOp<ResourceOp>();
+  if (resource && resource.getPack())
+    return getStorage(resource.getPack());
+  return resource;
 }
 
 } // namespace mlir::tg::exec
@@ -183,13 +193,76 @@ int64_t ResourceOp::getByteSize() {
   return exec::getByteSize(getResult().getType());
 }
 
+SmallVector<ResourceOp> mlir::tg::exec::getPackMembers(ResourceOp pack) {
+  SmallVector<ResourceOp> members;
+  for (OpOperand &use : pack.getResult().getUses())
+    if (auto member = dyn_cast<ResourceOp>(use.getOwner());
+        member && member.getPack() == use.get())
+      members.push_back(member);
+  return members;
+}
+
+/// A member of a pack: inside it, of its kind and element type, without
+/// roles the pack carries (updates) or the planner sets (offset).
+static LogicalResult verifyMember(ResourceOp member) {
+  auto pack = member.getPack().getDefiningOp<ResourceOp>();
+  if (!pack || pack.getPack())
+    return member.emitOpError("is packed into a buffer that is not a "
+                              "resource outside any pack");
+  MemRefType type = member.getType(), packType = pack.getType();
+  if (!member.getPackElement())
+    return member.emitOpError("is packed without its element offset");
+  if (pack.getKind() != member.getKind())
+    return member.emitOpError("of kind '")
+           << stringifyResourceKind(member.getKind())
+           << "' is packed into a resource of kind '"
+           << stringifyResourceKind(pack.getKind()) << "'";
+  if (type.getElementType() != packType.getElementType())
+    return member.emitOpError("cannot be packed into ")
+           << packType << ": element types differ";
+  uint64_t at = *member.getPackElement();
+  if (type.getNumElements() > packType.getNumElements() ||
+      at > uint64_t(packType.getNumElements() - type.getNumElements()))
+    return member.emitOpError("cannot take ")
+           << type.getNumElements() << " elements from element " << at
+           << " of " << packType;
+  if (member.getUpdates() || member.getOffsetAttr())
+    return member.emitOpError("is packed, so its pack, not the member, "
+                              "updates state and is placed");
+  return success();
+}
+
+/// A pack: unnamed, its members disjoint.
+static LogicalResult verifyPack(ResourceOp pack,
+                                ArrayRef<ResourceOp> members) {
+  if (pack.getName() || pack.getInit())
+    return pack.emitOpError("packs resources, so it has no name or init rule "
+                            "of its own (its members have)");
+  SmallVector<std::pair<int64_t, int64_t>> ranges;
+  for (ResourceOp member : members)
+    ranges.push_back({*member.getPackElement(),
+                      *member.getPackElement() +
+                          member.getType().getNumElements()});
+  llvm::sort(ranges);
+  for (size_t i = 1; i < ranges.size(); ++i)
+    if (ranges[i].first < ranges[i - 1].second)
+      return pack.emitOpError("has members overlapping at element ")
+             << ranges[i].first;
+  return success();
+}
+
 LogicalResult ResourceOp::verify() {
   MemRefType type = getResult().getType();
   if (!type.hasStaticShape() || !type.getLayout().isIdentity())
     return emitOpError("needs a static, identity-layout memref, not ") << type;
   ResourceKind kind = getKind();
+  if (getPack() && failed(verifyMember(*this)))
+    return failure();
+  SmallVector<ResourceOp> members = getPackMembers(*this);
+  if (!members.empty() && failed(verifyPack(*this, members)))
+    return failure();
   bool named = kind != ResourceKind::scratch && kind != ResourceKind::constant;
-  if (named && !getName())
+  if (named && !getName() && members.empty())
     return emitOpError("of kind '")
            << stringifyResourceKind(kind) << "' needs a name";
   if (getInit() && kind != ResourceKind::parameter)

@@ -586,6 +586,44 @@ def ExecFuseGemmActivation : Pass<"exec-fuse-gemm-activation", "ModuleOp"> {
   ];
 }
 
+def ExecFuseHorizontal : Pass<"exec-fuse-horizontal", "ModuleOp"> {
+  let summary = "Run the dispatches of one small kernel over like buffers "
+                "as one launch over packs of them";
+  let description = [{
+    Before timepoints and planning, after the GEMM fusions. A training step
+    runs a few kernels once per parameter: the cast of each parameter to the
+    compute type, the square sum of each gradient for the global norm, the
+    AdamW update. For the many small parameters (biases, norm weights) each
+    such launch is mostly the launch's fixed cost. Dispatches of one kernel
+    whose buffers have at most `max-elements` elements each, that read the
+    same buffers where they read shared ones (rank 0: a clipping factor, a
+    learning rate) and like ones elsewhere, become one dispatch of the
+    kernel batched over a leading dimension of N: each like operand is a
+    pack (`exec.resource ... in %pack[i x size]`) whose row i is member i's
+    buffer, so the members keep their names, slots and other readers and
+    writers. State packs with state (parameters, moments), scratch with
+    scratch; the packed update `updates` the packed state.
+
+    A group forms only where it computes what its dispatches did: the
+    kernel's body is elementwise ops (numpy broadcasting of unbatched
+    operands) and reductions, which a leading dimension batches; the batched
+    dispatch runs where the first member ran, and no command between it and
+    a member writes what the member reads or touches what it writes; every
+    like operand is a whole resource of its own (not a view, not reduced by
+    a collective) or the same rows of one pack already made; rows are
+    64-byte aligned (arena buffers are; kernels load vectors assuming it).
+    With `remarks`, each group formed and each refused, with why. Turned off
+    by `tgc --no-fusion` or `--no-fuse=horizontal`.
+  }];
+  let options = [
+    Option<"remarks", "remarks", "bool", /*default=*/"false",
+           "Report each group as a remark: formed, or why not">,
+    Option<"maxElements", "max-elements", "int64_t", /*default=*/"65536",
+           "Largest buffer (elements) of a member: beyond it a launch's "
+           "fixed cost is small beside the kernel's own time">,
+  ];
+}
+
 def ExecScheduleCollectives : Pass<"exec-schedule-collectives", "ModuleOp"> {
   let summary = "Issue each collective as early as its buffers allow, and "
                 "those over the data axis on the communication stream";

@@ -32,9 +32,14 @@ void addAwaits(Operation *command, ValueRange timepoints);
 /// The buffers a command reads and writes (an in-place collective both).
 SmallVector<Value> getReadBuffers(Operation *command);
 SmallVector<Value> getWrittenBuffers(Operation *command);
-/// The resource a buffer lives in (views resolved).
+/// The resource a buffer lives in (views and packs resolved: a packed
+/// resource lives in its pack).
 ResourceOp getStorage(Value buffer);
-/// Where a buffer starts in its storage, in bytes (the views' offsets).
+/// The resources placed inside `pack` (`exec.resource ... in %pack`), in
+/// use order; none if it is not a pack.
+SmallVector<ResourceOp> getPackMembers(ResourceOp pack);
+/// Where a buffer starts in its storage, in bytes (the views' offsets and
+/// a packed resource's place in its pack).
 int64_t getByteOffset(Value buffer);
 /// Runs `fn` on every exec.program under `root`, stopping at the first
 /// failure (a pass over programs).

@@ -115,7 +115,7 @@ def Exec_ProgramOp : Exec_Op<"program", [Symbol, IsolatedFromAbove,
   }];
 }
 
-def Exec_ResourceOp : Exec_Op<"resource", [Pure]> {
+def Exec_ResourceOp : Exec_Op<"resource", [Pure, AttrSizedOperandSegments]> {
   let summary = "A buffer of the arena with a role";
   let description = [{
     `name` is the interface name of state (the Hugging Face name of a
@@ -125,13 +125,28 @@ def Exec_ResourceOp : Exec_Op<"resource", [Pure]> {
     the step it must be in `%state`'s place (exec-plan-buffers writes it there
     directly when it can, or copies it back). `at OFFSET` is the byte offset
     in the arena, set by exec-plan-buffers.
+
+    `in %pack[ELEMENT]` places the resource inside another of its kind (a
+    pack), from that element on: one kernel then reads or writes the
+    resources of a pack at once as the pack's rows (exec-fuse-horizontal).
+    The member keeps its name and role (its slot is its bytes of the pack);
+    the pack, unnamed, is what the planner places, and the pack, not its
+    members, `updates` state. Members of one pack do not overlap.
+
+    ```mlir
+    %p = exec.resource parameter : memref<2x128xf32>
+    %b = exec.resource parameter "h.0.ln_1.bias" in %p[128] : memref<2x128xf32> {init = #tg.init<zeros>} : memref<128xf32>
+    ```
   }];
   let arguments = (ins Exec_ResourceKind:$kind, OptionalAttr<StrAttr>:$name,
       Optional<Exec_Buffer>:$updates, OptionalAttr<AnyAttr>:$init,
-      OptionalAttr<ElementsAttr>:$value, OptionalAttr<I64Attr>:$offset);
+      OptionalAttr<ElementsAttr>:$value, OptionalAttr<I64Attr>:$offset,
+      Optional<Exec_Buffer>:$pack,
+      OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$pack_element);
   let results = (outs Exec_Buffer:$result);
   let assemblyFormat = [{
-    $kind ($name^)? (`updates` `(` $updates^ `:` type($updates) `)`)?
+    $kind ($name^)? (`in` $pack^ `[` $pack_element `]` `:` type($pack))?
+    (`updates` `(` $updates^ `:` type($updates) `)`)?
     (`at` $offset^)? attr-dict `:` type($result)
   }];
   let hasVerifier = 1;
