@@ -2,8 +2,9 @@
 
 tg-fuse-elementwise merges elementwise chains into one kernel, and
 tg-fuse-into-rows elementwise prologues and epilogues into norm and softmax
-row kernels, without recomputing anything; every op still rounds to its own
-type. So a step compiled with fusion must give bitwise the same losses,
+row kernels, and exec-fuse-horizontal runs one small kernel's dispatches over
+like buffers as one, without recomputing anything; every op still rounds to its
+own type. So a step compiled with fusion must give bitwise the same losses,
 gradient norms and weights as the same step compiled with `--no-fusion`
 (and with each fusion off alone; flash attention, which rounds differently,
 is off in all of them), in float32 and float64 (the CPU target runs no bf16
@@ -37,6 +38,7 @@ VARIANTS = {"fused": ["--no-fuse=attention,loss"], "unfused": ["--no-fusion"],
             "no-rows": ["--no-fuse=rows,attention"],
             "no-gemm-bias": ["--no-fuse=gemm-bias,attention,loss"],
             "no-gemm-layouts": ["--no-fuse=gemm-layouts,attention,loss"],
+            "no-horizontal": ["--no-fuse=horizontal,attention,loss"],
             "with-loss": ["--no-fuse=attention"]}
 
 
@@ -59,7 +61,7 @@ class Fusion(ScratchDirTest):
                 with self.subTest(model=name, dtype=dtype):
                     steps, weights = self.train(model, dtype, "fused")
                     for variant in ("unfused", "no-elementwise", "no-rows", "no-gemm-bias",
-                                    "no-gemm-layouts"):
+                                    "no-gemm-layouts", "no-horizontal"):
                         other_steps, other_weights = self.train(model, dtype, variant)
                         self.assertEqual(steps, other_steps, variant)
                         self.assertEqual(sorted(weights), sorted(other_weights))
@@ -95,6 +97,7 @@ class Fusion(ScratchDirTest):
                 # kernels read the heads themselves, not through GEMMs.
                 decomposed = self.stats(model, "--no-fuse=attention")
                 layouts_off = self.stats(model, "--no-fuse=gemm-layouts,attention")
+                horizontal_off = self.stats(model, "--no-fuse=horizontal")
                 self.assertLess(fused["kernel_launches"], elementwise_off["kernel_launches"])
                 # tg-fuse-into-rows: residual adds, scales and masks into
                 # norm and softmax kernels.
@@ -104,6 +107,16 @@ class Fusion(ScratchDirTest):
                 # the q|k|v gradients' concatenation are GEMM strides.
                 self.assertLess(decomposed["kernel_launches"], layouts_off["kernel_launches"])
                 self.assertLess(decomposed["kernel_bytes"], layouts_off["kernel_bytes"])
+                # exec-fuse-horizontal: each small parameter's gradient
+                # square and AdamW update (and in bf16 its cast) run for all
+                # parameters of a shape in one launch; the same bytes but for
+                # the shared scalars (read once, not once a parameter), and a
+                # pack of gradients holds its rows from the first one's
+                # write, so the arena may grow by at most those rows.
+                self.assertLess(fused["kernel_launches"], horizontal_off["kernel_launches"])
+                self.assertLessEqual(fused["kernel_bytes"], horizontal_off["kernel_bytes"])
+                self.assertGreater(fused["kernel_bytes"], 0.999 * horizontal_off["kernel_bytes"])
+                self.assertLessEqual(fused["arena_bytes"], 1.1 * horizontal_off["arena_bytes"])
                 # (Llama has no biases for exec-fuse-gemm-bias.)
                 self.assertLessEqual(elementwise_off["kernel_launches"],
                                      unfused["kernel_launches"])

@@ -133,6 +133,44 @@ module @kernels {
 
 // -----
 
+// Packs (exec-fuse-horizontal): the planner places the pack, and each member
+// lives in it at its element offset. The parameters' pack is state, placed
+// first; the scratch pack after it. A member's new value written by a
+// command of its own goes where that member lives in the pack (row 1, byte
+// 128 + 64), not where the pack starts.
+// CHECK-LABEL: exec.program @packs
+// CHECK-SAME:    arena_size = 384 : i64
+// CHECK-SAME:    state_size = 256 : i64
+// CHECK:         %[[P:.+]] = exec.resource parameter at 128 : memref<2x16xf32>
+// CHECK:         %[[G:.+]] = exec.resource scratch at 256 : memref<2x16xf32>
+// CHECK:         exec.resource parameter "a" in %[[P]][0] : memref<2x16xf32> {init = #tg.init<zeros>} : memref<16xf32>
+// CHECK:         %[[B:.+]] = exec.resource parameter "b" in %[[P]][16] : memref<2x16xf32> {init = #tg.init<zeros>} : memref<16xf32>
+// CHECK:         exec.resource scratch updates(%[[B]] : memref<16xf32>) at 192 : memref<16xf32>
+// CHECK-NOT:     exec.copy
+exec.program @packs attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>} {
+  %x = exec.resource input "x" : memref<2x16xf32>
+  %p = exec.resource parameter : memref<2x16xf32>
+  %g = exec.resource scratch : memref<2x16xf32>
+  %a = exec.resource parameter "a" in %p[0] : memref<2x16xf32> {init = #tg.init<zeros>} : memref<16xf32>
+  %b = exec.resource parameter "b" in %p[16] : memref<2x16xf32> {init = #tg.init<zeros>} : memref<16xf32>
+  %t0 = exec.dispatch @kernels::@k_neg2(%x) -> (%g) : (memref<2x16xf32>) -> (memref<2x16xf32>)
+  %gb = exec.resource scratch in %g[16] : memref<2x16xf32> : memref<16xf32>
+  %b_new = exec.resource scratch updates(%b : memref<16xf32>) : memref<16xf32>
+  %t1 = exec.dispatch @kernels::@k_sub(%b, %gb) -> (%b_new) : (memref<16xf32>, memref<16xf32>) -> (memref<16xf32>)
+}
+module @kernels {
+  func.func @k_neg2(%x: tensor<2x16xf32>) -> tensor<2x16xf32> {
+    %y = tg.neg %x : tensor<2x16xf32>
+    return %y : tensor<2x16xf32>
+  }
+  func.func @k_sub(%w: tensor<16xf32>, %g: tensor<16xf32>) -> tensor<16xf32> {
+    %y = tg.sub %w, %g : tensor<16xf32>, tensor<16xf32> -> tensor<16xf32>
+    return %y : tensor<16xf32>
+  }
+}
+
+// -----
+
 // Two streams: %b reuses %a's bytes [256, 384), but its writer t2 runs on
 // stream 1 while %a's writer and reader (t0, t1) ran on stream 0, so t2
 // must await both; the stream order alone would not keep them apart.

@@ -395,3 +395,65 @@ exec.binary @kernels ptx {image = ".version 8.0", kernels = ["k0"], operand_coun
 %l = exec.resource scratch : memref<1x1x64xf32>
 // expected-error @+1 {{'exec.attention' op needs 6 inputs and 4 outputs with `gradient`}}
 %t = exec.attention(%q, %q, %q) -> (%o, %l) {gradient, batch = 1, query_heads = 1, key_heads = 1, query_len = 64, key_len = 64, head_dim = 64, scale = 0.125, causal = true, window = 0, strides = array<i64>} : (memref<1x1x64x64xbf16>, memref<1x1x64x64xbf16>, memref<1x1x64x64xbf16>) -> (memref<1x1x64x64xbf16>, memref<1x1x64xf32>)
+
+// -----
+
+// Packs (exec-fuse-horizontal): a member lives in a resource of its kind and
+// element type, inside its elements, and leaves updates and placement to
+// the pack; a pack is unnamed, its members disjoint.
+exec.program @p attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>} {
+  %p = exec.resource scratch : memref<2x16xf32>
+  %v = exec.view %p : memref<2x16xf32> to memref<32xf32>
+  // expected-error @+1 {{'exec.resource' op is packed into a buffer that is not a resource outside any pack}}
+  %m = exec.resource scratch in %v[0] : memref<32xf32> : memref<16xf32>
+}
+
+// -----
+
+exec.program @p attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>} {
+  %p = exec.resource scratch : memref<2x16xf32>
+  // expected-error @+1 {{'exec.resource' op of kind 'parameter' is packed into a resource of kind 'scratch'}}
+  %m = exec.resource parameter "w" in %p[0] : memref<2x16xf32> : memref<16xf32>
+}
+
+// -----
+
+exec.program @p attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>} {
+  %p = exec.resource scratch : memref<2x16xf32>
+  // expected-error @+1 {{'exec.resource' op cannot be packed into 'memref<2x16xf32>': element types differ}}
+  %m = exec.resource scratch in %p[0] : memref<2x16xf32> : memref<16xbf16>
+}
+
+// -----
+
+exec.program @p attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>} {
+  %p = exec.resource scratch : memref<2x16xf32>
+  // expected-error @+1 {{'exec.resource' op cannot take 16 elements from element 24 of 'memref<2x16xf32>'}}
+  %m = exec.resource scratch in %p[24] : memref<2x16xf32> : memref<16xf32>
+}
+
+// -----
+
+exec.program @p attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>} {
+  %w = exec.resource parameter "w" : memref<16xf32>
+  %p = exec.resource scratch : memref<2x16xf32>
+  // expected-error @+1 {{'exec.resource' op is packed, so its pack, not the member, updates state and is placed}}
+  %m = exec.resource scratch in %p[0] : memref<2x16xf32> updates(%w : memref<16xf32>) : memref<16xf32>
+}
+
+// -----
+
+exec.program @p attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>} {
+  // expected-error @+1 {{'exec.resource' op packs resources, so it has no name or init rule of its own (its members have)}}
+  %p = exec.resource parameter "all" : memref<2x16xf32>
+  %m = exec.resource parameter "w" in %p[0] : memref<2x16xf32> : memref<16xf32>
+}
+
+// -----
+
+exec.program @p attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>} {
+  // expected-error @+1 {{'exec.resource' op has members overlapping at element 8}}
+  %p = exec.resource scratch : memref<2x16xf32>
+  %a = exec.resource scratch in %p[0] : memref<2x16xf32> : memref<16xf32>
+  %b = exec.resource scratch in %p[8] : memref<2x16xf32> : memref<16xf32>
+}

@@ -1,0 +1,189 @@
+// RUN: tg-opt %s --split-input-file --exec-fuse-horizontal="remarks=true" 2>%t.remarks | FileCheck %s
+// RUN: FileCheck %s --check-prefix=REMARK < %t.remarks
+// RUN: tg-opt %s --split-input-file --exec-fuse-horizontal="max-elements=4" | FileCheck %s --check-prefix=LARGE
+
+// Two parameters' gradient square sums and AdamW-like updates (a shared
+// learning rate): one dispatch of each kernel, batched over 2 rows. The
+// gradients, parameters and new values become rows of packs, the members
+// keeping their names; the new values' pack updates the parameters' pack.
+// The square sums are a row reduction of the batched kernel, one sum a row.
+// REMARK: remark: fused horizontally: 2 dispatches of k1_square_sum in one, over packs of 2 rows
+// REMARK: remark: fused horizontally: 2 dispatches of k2_update in one, over packs of 2 rows
+// CHECK-LABEL: exec.program @adamw
+// CHECK-NEXT:  %[[G:[0-9]+]] = exec.resource scratch : memref<2x16xf32>
+// CHECK-NEXT:  %[[S:[0-9]+]] = exec.resource scratch : memref<2xf32>
+// CHECK-NEXT:  %[[P:[0-9]+]] = exec.resource parameter : memref<2x16xf32>
+// CHECK-NEXT:  %[[N:[0-9]+]] = exec.resource scratch updates(%[[P]] : memref<2x16xf32>) : memref<2x16xf32>
+// CHECK:       exec.resource parameter "a" in %[[P]][0] : memref<2x16xf32> {init = #tg.init<zeros>} : memref<16xf32>
+// CHECK-NEXT:  exec.resource parameter "b" in %[[P]][16] : memref<2x16xf32> {init = #tg.init<zeros>} : memref<16xf32>
+// CHECK-NEXT:  %[[GA:[0-9]+]] = exec.resource scratch in %[[G]][0] : memref<2x16xf32> : memref<16xf32>
+// CHECK-NEXT:  %[[GB:[0-9]+]] = exec.resource scratch in %[[G]][16] : memref<2x16xf32> : memref<16xf32>
+// CHECK-NEXT:  exec.dispatch @kernels::@k0_make(%{{[0-9]+}}, %{{[0-9]+}}) -> (%[[GA]])
+// CHECK-NEXT:  exec.dispatch @kernels::@k0_make(%{{[0-9]+}}, %{{[0-9]+}}) -> (%[[GB]])
+// CHECK-NEXT:  %[[SA:[0-9]+]] = exec.resource scratch in %[[S]][0] : memref<2xf32> : memref<f32>
+// CHECK-NEXT:  %[[SB:[0-9]+]] = exec.resource scratch in %[[S]][1] : memref<2xf32> : memref<f32>
+// CHECK-NEXT:  exec.dispatch @kernels::@k1_square_sum_x2(%[[G]]) -> (%[[S]]) : (memref<2x16xf32>) -> memref<2xf32>
+// CHECK-NEXT:  exec.resource output "norm"
+// CHECK-NEXT:  exec.dispatch @kernels::@k3_total(%[[SA]], %[[SB]])
+// CHECK-NEXT:  exec.resource scratch in %[[N]][0] : memref<2x16xf32> : memref<16xf32>
+// CHECK-NEXT:  exec.resource scratch in %[[N]][16] : memref<2x16xf32> : memref<16xf32>
+// CHECK-NEXT:  exec.dispatch @kernels::@k2_update_x2(%[[G]], %{{[0-9]+}}, %[[P]]) -> (%[[N]]) : (memref<2x16xf32>, memref<f32>, memref<2x16xf32>) -> memref<2x16xf32>
+// CHECK-NEXT:  }
+// CHECK-LABEL: module @kernels
+// CHECK-NOT:   func.func @k1_square_sum(
+// CHECK:       func.func @k1_square_sum_x2(%{{.*}}: tensor<2x16xf32>) -> tensor<2xf32>
+// CHECK-NEXT:    tg.mul %{{.*}} : tensor<2x16xf32>, tensor<2x16xf32> -> tensor<2x16xf32>
+// CHECK-NEXT:    tg.reduce_sum %{{.*}} [1] : tensor<2x16xf32> -> tensor<2xf32>
+// CHECK:       func.func @k2_update_x2(%{{.*}}: tensor<2x16xf32>, %{{.*}}: tensor<f32>, %{{.*}}: tensor<2x16xf32>) -> tensor<2x16xf32>
+// CHECK-NEXT:    tg.mul %{{.*}} : tensor<2x16xf32>, tensor<f32> -> tensor<2x16xf32>
+// CHECK-NEXT:    tg.sub %{{.*}} : tensor<2x16xf32>, tensor<2x16xf32> -> tensor<2x16xf32>
+// CHECK-NOT:   func.func @k2_update(
+
+// Buffers of 16 elements are over max-elements=4: nothing changes.
+// LARGE-LABEL: exec.program @adamw
+// LARGE-COUNT-2: exec.dispatch @kernels::@k1_square_sum(
+// LARGE-COUNT-2: exec.dispatch @kernels::@k2_update(
+exec.program @adamw attributes {batch_size = 1 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>, seed = 0 : i64, seq_len = 1 : i64, vocab_size = 1 : i64} {
+  %x = exec.resource input "x" : memref<16xf32>
+  %lr = exec.resource input "lr" : memref<f32>
+  %a = exec.resource parameter "a" {init = #tg.init<zeros>} : memref<16xf32>
+  %b = exec.resource parameter "b" {init = #tg.init<zeros>} : memref<16xf32>
+  %ga = exec.resource scratch : memref<16xf32>
+  %gb = exec.resource scratch : memref<16xf32>
+  %t0 = exec.dispatch @kernels::@k0_make(%x, %a) -> (%ga) : (memref<16xf32>, memref<16xf32>) -> memref<16xf32>
+  %t1 = exec.dispatch @kernels::@k0_make(%x, %b) -> (%gb) : (memref<16xf32>, memref<16xf32>) -> memref<16xf32>
+  %sa = exec.resource scratch : memref<f32>
+  %sb = exec.resource scratch : memref<f32>
+  %t2 = exec.dispatch @kernels::@k1_square_sum(%ga) -> (%sa) : (memref<16xf32>) -> memref<f32>
+  %t3 = exec.dispatch @kernels::@k1_square_sum(%gb) -> (%sb) : (memref<16xf32>) -> memref<f32>
+  %norm = exec.resource output "norm" : memref<f32>
+  %t4 = exec.dispatch @kernels::@k3_total(%sa, %sb) -> (%norm) : (memref<f32>, memref<f32>) -> memref<f32>
+  %na = exec.resource scratch updates(%a : memref<16xf32>) : memref<16xf32>
+  %nb = exec.resource scratch updates(%b : memref<16xf32>) : memref<16xf32>
+  %t5 = exec.dispatch @kernels::@k2_update(%ga, %lr, %a) -> (%na) : (memref<16xf32>, memref<f32>, memref<16xf32>) -> memref<16xf32>
+  %t6 = exec.dispatch @kernels::@k2_update(%gb, %lr, %b) -> (%nb) : (memref<16xf32>, memref<f32>, memref<16xf32>) -> memref<16xf32>
+}
+module @kernels {
+  func.func @k0_make(%arg0: tensor<16xf32>, %arg1: tensor<16xf32>) -> tensor<16xf32> {
+    %0 = tg.add %arg0, %arg1 : tensor<16xf32>, tensor<16xf32> -> tensor<16xf32>
+    return %0 : tensor<16xf32>
+  }
+  func.func @k1_square_sum(%arg0: tensor<16xf32>) -> tensor<f32> {
+    %0 = tg.mul %arg0, %arg0 : tensor<16xf32>, tensor<16xf32> -> tensor<16xf32>
+    %1 = tg.reduce_sum %0 [0] : tensor<16xf32> -> tensor<f32>
+    return %1 : tensor<f32>
+  }
+  func.func @k2_update(%arg0: tensor<16xf32>, %arg1: tensor<f32>, %arg2: tensor<16xf32>) -> tensor<16xf32> {
+    %0 = tg.mul %arg0, %arg1 : tensor<16xf32>, tensor<f32> -> tensor<16xf32>
+    %1 = tg.sub %arg2, %0 : tensor<16xf32>, tensor<16xf32> -> tensor<16xf32>
+    return %1 : tensor<16xf32>
+  }
+  func.func @k3_total(%arg0: tensor<f32>, %arg1: tensor<f32>) -> tensor<f32> {
+    %0 = tg.add %arg0, %arg1 : tensor<f32>, tensor<f32> -> tensor<f32>
+    return %0 : tensor<f32>
+  }
+}
+
+// -----
+
+// What must not fuse: the second dispatch reads what the first writes (a
+// chain); a command between the two writes what the second reads (it
+// cannot run where the first ran); different shared operands (two learning
+// rates); a kernel whose body a leading dimension does not batch (a
+// transpose). Each stays one dispatch of its kernel.
+// CHECK-LABEL: exec.program @apart
+// CHECK-COUNT-2: exec.dispatch @kernels::@k0_scale(
+// CHECK:       exec.dispatch @kernels::@k2_square(
+// CHECK:       exec.dispatch @kernels::@k1_make(
+// CHECK:       exec.dispatch @kernels::@k2_square(
+// CHECK-COUNT-2: exec.dispatch @kernels::@k0_scale(
+// CHECK-COUNT-2: exec.dispatch @kernels::@k3_transpose(
+// CHECK-NOT:   _x2
+exec.program @apart attributes {batch_size = 1 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>, seed = 0 : i64, seq_len = 1 : i64, vocab_size = 1 : i64} {
+  %x = exec.resource input "x" : memref<16xf32>
+  %lr = exec.resource input "lr" : memref<f32>
+  %lr2 = exec.resource input "lr2" : memref<f32>
+  %a = exec.resource scratch : memref<16xf32>
+  %b = exec.resource scratch : memref<16xf32>
+  %t0 = exec.dispatch @kernels::@k0_scale(%x, %lr) -> (%a) : (memref<16xf32>, memref<f32>) -> memref<16xf32>
+  %t1 = exec.dispatch @kernels::@k0_scale(%a, %lr) -> (%b) : (memref<16xf32>, memref<f32>) -> memref<16xf32>
+  %c = exec.resource scratch : memref<16xf32>
+  %d = exec.resource scratch : memref<16xf32>
+  %sc = exec.resource scratch : memref<16xf32>
+  %sd = exec.resource scratch : memref<16xf32>
+  %t2 = exec.dispatch @kernels::@k2_square(%x) -> (%sc) : (memref<16xf32>) -> memref<16xf32>
+  %t3 = exec.dispatch @kernels::@k1_make(%x) -> (%d) : (memref<16xf32>) -> memref<16xf32>
+  %t4 = exec.dispatch @kernels::@k2_square(%d) -> (%sd) : (memref<16xf32>) -> memref<16xf32>
+  %e = exec.resource scratch : memref<16xf32>
+  %f = exec.resource scratch : memref<16xf32>
+  %t5 = exec.dispatch @kernels::@k0_scale(%sc, %lr) -> (%e) : (memref<16xf32>, memref<f32>) -> memref<16xf32>
+  %t6 = exec.dispatch @kernels::@k0_scale(%sd, %lr2) -> (%f) : (memref<16xf32>, memref<f32>) -> memref<16xf32>
+  %y = exec.resource output "y" : memref<16xf32>
+  %z = exec.resource output "z" : memref<16xf32>
+  %t7 = exec.dispatch @kernels::@k3_transpose(%b) -> (%y) : (memref<16xf32>) -> memref<16xf32>
+  %t8 = exec.dispatch @kernels::@k3_transpose(%c) -> (%z) : (memref<16xf32>) -> memref<16xf32>
+}
+module @kernels {
+  func.func @k0_scale(%arg0: tensor<16xf32>, %arg1: tensor<f32>) -> tensor<16xf32> {
+    %0 = tg.mul %arg0, %arg1 : tensor<16xf32>, tensor<f32> -> tensor<16xf32>
+    return %0 : tensor<16xf32>
+  }
+  func.func @k1_make(%arg0: tensor<16xf32>) -> tensor<16xf32> {
+    %0 = tg.neg %arg0 : tensor<16xf32>
+    return %0 : tensor<16xf32>
+  }
+  func.func @k2_square(%arg0: tensor<16xf32>) -> tensor<16xf32> {
+    %0 = tg.mul %arg0, %arg0 : tensor<16xf32>, tensor<16xf32> -> tensor<16xf32>
+    return %0 : tensor<16xf32>
+  }
+  func.func @k3_transpose(%arg0: tensor<16xf32>) -> tensor<16xf32> {
+    %0 = tg.reshape %arg0 : tensor<16xf32> -> tensor<4x4xf32>
+    %1 = tg.transpose %0 [1, 0] : tensor<4x4xf32> -> tensor<4x4xf32>
+    %2 = tg.reshape %1 : tensor<4x4xf32> -> tensor<16xf32>
+    return %2 : tensor<16xf32>
+  }
+}
+
+// -----
+
+// Groups refused, each with its reason: buffers that are parts of others
+// (slices of larger ones), rows that would leave the next one unaligned
+// (3 floats), and a gradient that a collective reduces (it belongs in a
+// gradient bucket).
+// REMARK-NOT: remark: fused horizontally
+// REMARK: remark: not fused horizontally with the 1 other dispatches of k0_neg: operand 0: a buffer is a part of another
+// REMARK: remark: not fused horizontally with the 1 other dispatches of k1_neg3: operand 0: a row of 12 bytes would leave the next unaligned
+// REMARK: remark: not fused horizontally with the 1 other dispatches of k0_neg: operand 0: a buffer is also read or written by exec.all_reduce (a gradient bucket's collective, say)
+// CHECK-LABEL: exec.program @refused
+// CHECK-NOT: _x2
+exec.program @refused attributes {batch_size = 1 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 2>, seed = 0 : i64, seq_len = 1 : i64, vocab_size = 1 : i64} {
+  %x = exec.resource input "x" : memref<32xf32>
+  %w = exec.resource input "w" : memref<32xf32>
+  %x0 = exec.view %x[16] : memref<32xf32> to memref<16xf32>
+  %x1 = exec.view %w[16] : memref<32xf32> to memref<16xf32>
+  %a = exec.resource scratch : memref<16xf32>
+  %b = exec.resource scratch : memref<16xf32>
+  %t0 = exec.dispatch @kernels::@k0_neg(%x0) -> (%a) : (memref<16xf32>) -> memref<16xf32>
+  %t1 = exec.dispatch @kernels::@k0_neg(%x1) -> (%b) : (memref<16xf32>) -> memref<16xf32>
+  %u = exec.resource input "u" : memref<3xf32>
+  %v = exec.resource input "v" : memref<3xf32>
+  %c = exec.resource scratch : memref<3xf32>
+  %d = exec.resource scratch : memref<3xf32>
+  %t2 = exec.dispatch @kernels::@k1_neg3(%u) -> (%c) : (memref<3xf32>) -> memref<3xf32>
+  %t3 = exec.dispatch @kernels::@k1_neg3(%v) -> (%d) : (memref<3xf32>) -> memref<3xf32>
+  %t4 = exec.all_reduce sum %a -> %a over "data" : memref<16xf32> -> memref<16xf32>
+  %e = exec.resource scratch : memref<16xf32>
+  %f = exec.resource scratch : memref<16xf32>
+  %t5 = exec.dispatch @kernels::@k0_neg(%a) -> (%e) : (memref<16xf32>) -> memref<16xf32>
+  %t6 = exec.dispatch @kernels::@k0_neg(%b) -> (%f) : (memref<16xf32>) -> memref<16xf32>
+}
+module @kernels {
+  func.func @k0_neg(%arg0: tensor<16xf32>) -> tensor<16xf32> {
+    %0 = tg.neg %arg0 : tensor<16xf32>
+    return %0 : tensor<16xf32>
+  }
+  func.func @k1_neg3(%arg0: tensor<3xf32>) -> tensor<3xf32> {
+    %0 = tg.neg %arg0 : tensor<3xf32>
+    return %0 : tensor<3xf32>
+  }
+}
