@@ -67,8 +67,12 @@ void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options) {
   if (options.fusion.gemmActivation)
     pm.addPass(createExecFuseGemmActivation(
         {options.fusion.remarks, options.fusion.gemmActivationWide}));
-  if (options.fusion.horizontal)
-    pm.addPass(createExecFuseHorizontal({options.fusion.remarks}));
+  if (options.fusion.horizontal) {
+    ExecFuseHorizontalOptions horizontal;
+    horizontal.remarks = options.fusion.remarks;
+    horizontal.mergeAllReduces = options.bucketBytes > 0;
+    pm.addPass(createExecFuseHorizontal(horizontal));
+  }
   pm.addPass(createExecScheduleCollectives());
   pm.addPass(createExecBucketGradients({options.bucketBytes}));
   pm.addPass(createExecInsertTimepoints());

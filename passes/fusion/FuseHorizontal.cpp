@@ -110,7 +110,7 @@ func::FuncOp batchKernel(func::FuncOp kernel, int64_t rows,
     if (auto axes = copy->getAttrOfType<DenseI64ArrayAttr>("axes")) {
       SmallVector<int64_t> shifted;
       for (int64_t axis : axes.asArrayRef())
-        shifted.push_back(axis + 1);
+        shifted.push_back(axis < 0 ? axis : axis + 1); // -1 stays the last
       copy->setAttr("axes", b.getDenseI64ArrayAttr(shifted));
     }
   }
@@ -130,20 +130,32 @@ ResourceOp wholeResource(Value buffer) {
   return buffer.getDefiningOp<ResourceOp>();
 }
 
-/// A command other than a kernel or a GEMM that touches `resource`
-/// (through views too), or null.
-Operation *otherCommand(ResourceOp resource) {
+/// The commands other than kernels and GEMMs that touch `resource`
+/// (through views too).
+SmallVector<Operation *> otherCommands(ResourceOp resource) {
+  SmallVector<Operation *> commands;
   SmallVector<Value> buffers{resource.getResult()};
   while (!buffers.empty()) {
     Value buffer = buffers.pop_back_val();
     for (Operation *user : buffer.getUsers()) {
       if (auto view = dyn_cast<exec::ViewOp>(user))
         buffers.push_back(view.getResult());
-      else if (exec::isCommand(user) && !isa<DispatchOp, exec::GemmOp>(user))
-        return user;
+      else if (exec::isCommand(user) && !isa<DispatchOp, exec::GemmOp>(user) &&
+               !llvm::is_contained(commands, user))
+        commands.push_back(user);
     }
   }
-  return nullptr;
+  return commands;
+}
+
+/// `command` if it all-reduces all of `resource` in place (a data-parallel
+/// gradient, a tensor-parallel partial sum); null otherwise.
+exec::AllReduceOp reducing(Operation *command, ResourceOp resource) {
+  auto allReduce = dyn_cast<exec::AllReduceOp>(command);
+  if (!allReduce || allReduce.getSource() != allReduce.getTarget() ||
+      wholeResource(allReduce.getSource()) != resource)
+    return {};
+  return allReduce;
 }
 
 /// Dispatches of one kernel, on one stream, reading the same rank-0
@@ -163,6 +175,7 @@ public:
       if (!exec::isCommand(&op))
         continue;
       positions[&op] = position;
+      allReduceAt.push_back(isa<exec::AllReduceOp>(op));
       for (Value buffer : exec::getReadBuffers(&op))
         reads[exec::getStorage(buffer)].push_back(position);
       for (Value buffer : exec::getWrittenBuffers(&op))
@@ -172,6 +185,9 @@ public:
   }
 
   int64_t positionOf(Operation *command) const { return positions.lookup(command); }
+  /// Whether the command at `position` was an all-reduce (fusion may have
+  /// erased it since, merged into another).
+  bool isAllReduceAt(int64_t position) const { return allReduceAt[position]; }
 
   /// True if a command strictly between positions `from` and `to` writes
   /// `storage` (or, with `orReads`, reads it).
@@ -189,30 +205,37 @@ public:
 
 private:
   DenseMap<Operation *, int64_t> positions;
+  SmallVector<bool> allReduceAt;
   DenseMap<Operation *, SmallVector<int64_t>> reads, writes;
 };
 
 /// How one operand position of a group's members becomes the batched
 /// dispatch's operand.
 struct PackedOperand {
-  /// The shared buffer, or the existing pack (or a view of its rows).
+  /// The shared buffer, or the existing pack (read from element
+  /// `viewFrom` with the batched operand's shape, where set).
   Value existing;
+  std::optional<int64_t> viewFrom;
   /// Else: a new pack of the members' buffers of this kind, updating the
   /// state pack `updates`, or the new pack of operand `updatesOperand`,
   /// where the members update state.
   ResourceKind kind = ResourceKind::scratch;
   Value updates;
   int updatesOperand = -1;
+  /// The members' in-place all-reduces, which become one of the pack, where
+  /// the last of them was (and so a gradient bucket's member).
+  SmallVector<exec::AllReduceOp> allReduces;
 };
 
 class HorizontalFuser {
 public:
   HorizontalFuser(exec::ProgramOp program, bool remarks, int64_t maxElements,
-                  SymbolTableCollection &symbols,
+                  bool mergeAllReduces, SymbolTableCollection &symbols,
                   llvm::SetVector<Operation *> &fusedKernels,
                   DenseMap<std::pair<Operation *, int64_t>, func::FuncOp> &batched)
       : program(program), accesses(program), remarks(remarks),
-        maxElements(maxElements), symbols(symbols), fusedKernels(fusedKernels),
+        maxElements(maxElements), mergeAllReduces(mergeAllReduces),
+        symbols(symbols), fusedKernels(fusedKernels),
         batchedKernels(batched) {}
 
   void run() {
@@ -323,6 +346,14 @@ private:
   /// How the members' buffers `buffers` become one operand, or why they
   /// cannot: rows [first, first + N) of a pack made already, or whole
   /// resources of one kind of their own, each 64-byte aligned in a pack.
+  /// The batched operand's type for `buffers`: a leading dimension of them.
+  static MemRefType packType(ArrayRef<Value> buffers) {
+    auto type = cast<MemRefType>(buffers.front().getType());
+    SmallVector<int64_t> shape{int64_t(buffers.size())};
+    llvm::append_range(shape, type.getShape());
+    return MemRefType::get(shape, type.getElementType());
+  }
+
   /// `planned` and `columns`: the operands before it.
   FailureOr<PackedOperand> packing(ArrayRef<Value> buffers,
                                    ArrayRef<PackedOperand> planned,
@@ -347,17 +378,16 @@ private:
           why = "its buffers are rows of another group's pack, not in order";
           return failure();
         }
-      auto packType = cast<MemRefType>(pack.getType());
       PackedOperand packed;
       packed.existing = pack;
-      if (first || packType.getNumElements() != size * int64_t(buffers.size())) {
-        SmallVector<int64_t> shape{int64_t(buffers.size())};
-        llvm::append_range(shape, type.getShape());
-        OpBuilder b(program.getContext());
-        b.setInsertionPointAfterValue(pack);
-        packed.existing = exec::ViewOp::create(
-            b, pack.getLoc(), MemRefType::get(shape, type.getElementType()),
-            pack, b.getI64IntegerAttr(first));
+      if (pack.getType() != packType(buffers)) {
+        int64_t byte = first * exec::getByteSize(MemRefType::get({1}, type.getElementType()));
+        if (byte % exec::kBufferAlignment) {
+          why = "its buffers are rows of another group's pack from an "
+                "unaligned byte, " + std::to_string(byte);
+          return failure();
+        }
+        packed.viewFrom = first;
       }
       return packed;
     }
@@ -380,15 +410,20 @@ private:
         why = "its buffers are not resources of one kind a pack holds";
         return failure();
       }
-      if (Operation *other = otherCommand(resource)) {
+      SmallVector<Operation *> others = otherCommands(resource);
+      if (mergeAllReduces && others.size() == 1 &&
+          reducing(others.front(), resource)) {
+        packed.allReduces.push_back(reducing(others.front(), resource));
+      } else if (!others.empty()) {
         why = "a buffer is also read or written by " +
-              other->getName().getStringRef().str() +
-              " (a gradient bucket's collective, say)";
+              others.front()->getName().getStringRef().str();
         return failure();
       }
       if (resource.getUpdates())
         updated.push_back(resource.getUpdates());
     }
+    if (!packed.allReduces.empty() && !oneAllReduce(packed.allReduces, resources.size(), why))
+      return failure();
     if (updated.empty())
       return packed;
     // The new values of state rows update the state's pack, whole: one
@@ -421,11 +456,61 @@ private:
     return failure();
   }
 
+  /// Whether `allReduces` (one a member, in place) can be one all-reduce of
+  /// the pack where the last of them is: they reduce alike, and between the
+  /// first and the last there are only all-reduces (of other buffers), so
+  /// no command reads a member before it is reduced, and no group's
+  /// dispatch, which runs where its first member ran, moves in between.
+  bool oneAllReduce(ArrayRef<exec::AllReduceOp> allReduces, size_t members,
+                    std::string &why) {
+    if (allReduces.size() != members) {
+      why = "some of its buffers are all-reduced, others not";
+      return false;
+    }
+    exec::AllReduceOp front = allReduces.front();
+    int64_t first = accesses.positionOf(front), last = first;
+    for (exec::AllReduceOp allReduce : allReduces) {
+      if (allReduce.getAxis() != front.getAxis() ||
+          allReduce.getReduction() != front.getReduction() ||
+          allReduce.getStream() != front.getStream()) {
+        why = "its buffers are all-reduced differently";
+        return false;
+      }
+      first = std::min(first, accesses.positionOf(allReduce));
+      last = std::max(last, accesses.positionOf(allReduce));
+    }
+    for (int64_t at = first + 1; at < last; ++at)
+      if (!accesses.isAllReduceAt(at)) {
+        why = "a command other than an all-reduce runs between its "
+              "buffers' all-reduces";
+        return false;
+      }
+    return true;
+  }
+
+  /// The members' all-reduces as one of `pack`, where the last of them was.
+  void reduceAsOne(ArrayRef<exec::AllReduceOp> allReduces, Value pack) {
+    exec::AllReduceOp last = allReduces.front();
+    SmallVector<Value> awaits;
+    for (exec::AllReduceOp allReduce : allReduces) {
+      if (last->isBeforeInBlock(allReduce))
+        last = allReduce;
+      llvm::append_range(awaits, allReduce.getAwaits());
+    }
+    OpBuilder b(last);
+    auto merged = exec::AllReduceOp::create(
+        b, last.getLoc(), last.getType(), pack, pack, last.getAxis(),
+        last.getReduction(), ValueRange{}, last.getStream());
+    exec::addAwaits(merged, awaits);
+    for (exec::AllReduceOp allReduce : allReduces) {
+      allReduce.getDone().replaceAllUsesWith(merged.getDone());
+      allReduce.erase();
+    }
+  }
+
   /// A new pack of `buffers` (resources), row i holding buffers[i].
   Value pack(ArrayRef<Value> buffers, const PackedOperand &how) {
     auto type = cast<MemRefType>(buffers.front().getType());
-    SmallVector<int64_t> shape{int64_t(buffers.size())};
-    llvm::append_range(shape, type.getShape());
     OpBuilder b(program.getContext());
     // Packs first, in the order made: a pack of new state values follows
     // the state's pack it updates.
@@ -434,7 +519,7 @@ private:
     else
       b.setInsertionPointToStart(&program.getBlock());
     auto packOp = ResourceOp::create(
-        b, buffers.front().getLoc(), MemRefType::get(shape, type.getElementType()),
+        b, buffers.front().getLoc(), packType(buffers),
         how.kind, StringAttr(), how.updates, Attribute(), ElementsAttr(),
         IntegerAttr(), Value(), IntegerAttr());
     lastPack = packOp;
@@ -445,6 +530,8 @@ private:
       member.setPackElementAttr(
           b.getI64IntegerAttr(int64_t(i) * type.getNumElements()));
     }
+    if (!how.allReduces.empty())
+      reduceAsOne(how.allReduces, packOp.getResult());
     return packOp.getResult();
   }
 
@@ -452,6 +539,21 @@ private:
     DispatchOp first = group.members.front();
     func::FuncOp kernel = kernelOf(first);
     int64_t rows = group.members.size();
+    // A buffer is one row of one pack: not two operands of a member.
+    DenseSet<Operation *> seen;
+    for (DispatchOp member : group.members)
+      for (Value buffer : llvm::concat<Value>(member.getInputs(), member.getOutputs()))
+        if (cast<MemRefType>(buffer.getType()).getRank() > 0 ||
+            llvm::is_contained(member.getOutputs(), buffer))
+          if (ResourceOp resource = wholeResource(buffer);
+              resource && !seen.insert(resource).second) {
+            if (remarks)
+              first.emitRemark() << "not fused horizontally with the "
+                                 << rows - 1 << " other dispatches of "
+                                 << kernel.getSymName()
+                                 << ": a buffer is two operands of a dispatch";
+            return;
+          }
     // Plan every operand before changing anything.
     unsigned inputs = first.getInputs().size();
     unsigned operands = inputs + first.getOutputs().size();
@@ -480,7 +582,19 @@ private:
     for (auto [i, how] : llvm::enumerate(plan)) {
       if (how.updatesOperand >= 0)
         how.updates = packed[how.updatesOperand];
-      packed.push_back(how.existing ? how.existing : pack(columns[i], how));
+      if (!how.existing) {
+        packed.push_back(pack(columns[i], how));
+        continue;
+      }
+      if (!how.viewFrom) {
+        packed.push_back(how.existing);
+        continue;
+      }
+      OpBuilder b(program.getContext());
+      b.setInsertionPointAfterValue(how.existing);
+      packed.push_back(exec::ViewOp::create(b, how.existing.getLoc(),
+                                            packType(columns[i]), how.existing,
+                                            b.getI64IntegerAttr(*how.viewFrom)));
     }
     func::FuncOp batched = batchedKernels[{kernel, rows}];
     if (!batched) {
@@ -497,6 +611,8 @@ private:
         b, first.getLoc(), first.getDone().getType(), symbol,
         ArrayRef(packed).take_front(inputs), ArrayRef(packed).drop_front(inputs),
         ValueRange{}, first.getStream());
+    for (DispatchOp member : group.members)
+      exec::addAwaits(dispatch, member.getAwaits());
     if (remarks)
       dispatch.emitRemark() << "fused horizontally: " << rows
                             << " dispatches of " << kernel.getSymName()
@@ -512,6 +628,7 @@ private:
   Accesses accesses;
   bool remarks;
   int64_t maxElements;
+  bool mergeAllReduces;
   SymbolTableCollection &symbols;
   llvm::SetVector<Operation *> &fusedKernels;
   DenseMap<std::pair<Operation *, int64_t>, func::FuncOp> &batchedKernels;
@@ -535,8 +652,8 @@ struct FuseHorizontalPass
     // The programs share the kernel module, and so the batched kernels.
     DenseMap<std::pair<Operation *, int64_t>, func::FuncOp> batched;
     getOperation().walk([&](exec::ProgramOp program) {
-      HorizontalFuser(program, remarks, maxElements, symbols, fusedKernels,
-                      batched)
+      HorizontalFuser(program, remarks, maxElements, mergeAllReduces, symbols,
+                      fusedKernels, batched)
           .run();
     });
     exec::eraseUndispatchedKernels(getOperation(),

@@ -115,7 +115,12 @@ private:
       commands.push_back(&op);
       multiStream |= streamOf(&op) != 0;
       auto note = [&](Value buffer, bool write) {
-        Uses &u = uses[exec::getStorage(buffer)];
+        ResourceOp storage = exec::getStorage(buffer);
+        uint64_t begin = exec::getByteOffset(buffer);
+        touches[storage].push_back(
+            {position, begin,
+             begin + exec::getByteSize(cast<MemRefType>(buffer.getType()))});
+        Uses &u = uses[storage];
         if (u.first < 0)
           u.first = position;
         if (write && u.firstWrite < 0)
@@ -153,16 +158,31 @@ private:
       }
   }
 
-  /// The new value of state `state`, first written by `writer`, may be
-  /// written over it: nothing reads the old value afterwards, or only the
-  /// writer does, as an elementwise group reading it at the index it writes
-  /// (emitElementwiseGroup reads every input of an iteration first).
-  bool canOverwrite(ResourceOp state, ResourceOp update, Operation *writer) {
-    const Uses &old = uses[state];
+  /// The last command touching bytes [begin, end) of `storage`, or -1.
+  int64_t lastTouch(ResourceOp storage, uint64_t begin, uint64_t end) {
+    int64_t last = -1;
+    for (const Touch &touch : touches.lookup(storage))
+      if (touch.begin < end && begin < touch.end)
+        last = std::max(last, touch.position);
+    return last;
+  }
+
+  /// The new value of state buffer `stateBuffer` (in storage `state`: a
+  /// pack's member lives in its pack), first written by `writer`, may be
+  /// written over it: nothing reads the old value's bytes afterwards, or
+  /// only the writer does, as an elementwise group reading it at the index
+  /// it writes (emitElementwiseGroup reads every input of an iteration
+  /// first).
+  bool canOverwrite(ResourceOp state, Value stateBuffer, ResourceOp update,
+                    Operation *writer) {
+    uint64_t begin = exec::getByteOffset(stateBuffer);
+    int64_t last = lastTouch(
+        state, begin,
+        begin + exec::getByteSize(cast<MemRefType>(stateBuffer.getType())));
     int64_t at = uses[update].firstWrite;
-    if (old.last < at)
+    if (last < at)
       return true;
-    if (old.last != at)
+    if (last != at)
       return false;
     auto dispatch = dyn_cast<exec::DispatchOp>(writer);
     if (!dispatch)
@@ -191,7 +211,7 @@ private:
       ResourceOp state = exec::getStorage(stateBuffer);
       const Uses &u = uses[update];
       Operation *writer = u.firstWrite >= 0 ? commands[u.firstWrite] : nullptr;
-      if (writer && canOverwrite(state, update, writer)) {
+      if (writer && canOverwrite(state, stateBuffer, update, writer)) {
         setOffset(update, *state.getOffset() + exec::getByteOffset(stateBuffer));
         awaitOthers(writer, uses[state].commands);
         continue;
@@ -320,6 +340,12 @@ private:
   exec::ProgramOp program;
   SmallVector<Operation *> commands;
   DenseMap<Operation *, Uses> uses; // by resource
+  /// Each command's bytes of each resource it touches.
+  struct Touch {
+    int64_t position;
+    uint64_t begin, end;
+  };
+  DenseMap<Operation *, SmallVector<Touch>> touches; // by resource
   DenseMap<Operation *, int64_t> firstAwaiter; // command -> position
   /// Scratch offset -> (end, resource): disjoint segments (several streams).
   std::map<uint64_t, std::pair<uint64_t, ResourceOp>> lastOccupant;

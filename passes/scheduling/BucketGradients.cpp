@@ -108,12 +108,18 @@ private:
           ElementsAttr(), IntegerAttr(), Value(), IntegerAttr());
       int64_t offset = 0;
       SmallVector<Value> awaits;
+      Value previous = bucket.getResult();
       for (Member member : members) {
         exec::ResourceOp gradient = member.gradient;
         offset = aligned(offset, element);
+        // Right after the bucket and the views before: the op the builder
+        // would otherwise insert before may be a gradient erased below (a
+        // pack of gradients, exec-fuse-horizontal, is first in the block).
+        b.setInsertionPointAfterValue(previous);
         auto view = exec::ViewOp::create(b, gradient.getLoc(),
                                          gradient.getType(), bucket,
                                          b.getI64IntegerAttr(offset));
+        previous = view.getResult();
         offset += gradient.getType().getNumElements();
         llvm::append_range(awaits, exec::getAwaits(member.allReduce));
         gradient.replaceAllUsesWith(view.getResult());

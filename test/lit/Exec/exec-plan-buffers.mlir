@@ -137,12 +137,13 @@ module @kernels {
 // lives in it at its element offset. The parameters' pack is state, placed
 // first; the scratch pack after it. A member's new value written by a
 // command of its own goes where that member lives in the pack (row 1, byte
-// 128 + 64), not where the pack starts.
+// 128 + 64), not where the pack starts; that a command after it reads
+// another member (a) does not keep it from being written in place.
 // CHECK-LABEL: exec.program @packs
-// CHECK-SAME:    arena_size = 384 : i64
-// CHECK-SAME:    state_size = 256 : i64
+// CHECK-SAME:    arena_size = 448 : i64
+// CHECK-SAME:    state_size = 320 : i64
 // CHECK:         %[[P:.+]] = exec.resource parameter at 128 : memref<2x16xf32>
-// CHECK:         %[[G:.+]] = exec.resource scratch at 256 : memref<2x16xf32>
+// CHECK:         %[[G:.+]] = exec.resource scratch at 320 : memref<2x16xf32>
 // CHECK:         exec.resource parameter "a" in %[[P]][0] : memref<2x16xf32> {init = #tg.init<zeros>} : memref<16xf32>
 // CHECK:         %[[B:.+]] = exec.resource parameter "b" in %[[P]][16] : memref<2x16xf32> {init = #tg.init<zeros>} : memref<16xf32>
 // CHECK:         exec.resource scratch updates(%[[B]] : memref<16xf32>) at 192 : memref<16xf32>
@@ -157,6 +158,8 @@ exec.program @packs attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_s
   %gb = exec.resource scratch in %g[16] : memref<2x16xf32> : memref<16xf32>
   %b_new = exec.resource scratch updates(%b : memref<16xf32>) : memref<16xf32>
   %t1 = exec.dispatch @kernels::@k_sub(%b, %gb) -> (%b_new) : (memref<16xf32>, memref<16xf32>) -> (memref<16xf32>)
+  %y = exec.resource output "y" : memref<16xf32>
+  %t2 = exec.dispatch @kernels::@k_sub(%a, %gb) -> (%y) : (memref<16xf32>, memref<16xf32>) -> (memref<16xf32>)
 }
 module @kernels {
   func.func @k_neg2(%x: tensor<2x16xf32>) -> tensor<2x16xf32> {

@@ -148,12 +148,12 @@ module @kernels {
 
 // Groups refused, each with its reason: buffers that are parts of others
 // (slices of larger ones), rows that would leave the next one unaligned
-// (3 floats), and a gradient that a collective reduces (it belongs in a
-// gradient bucket).
+// (3 floats), and gradients of which one is all-reduced (the pack could
+// not be reduced as one).
 // REMARK-NOT: remark: fused horizontally
 // REMARK: remark: not fused horizontally with the 1 other dispatches of k0_neg: operand 0: a buffer is a part of another
 // REMARK: remark: not fused horizontally with the 1 other dispatches of k1_neg3: operand 0: a row of 12 bytes would leave the next unaligned
-// REMARK: remark: not fused horizontally with the 1 other dispatches of k0_neg: operand 0: a buffer is also read or written by exec.all_reduce (a gradient bucket's collective, say)
+// REMARK: remark: not fused horizontally with the 1 other dispatches of k0_neg: operand 0: some of its buffers are all-reduced, others not
 // CHECK-LABEL: exec.program @refused
 // CHECK-NOT: _x2
 exec.program @refused attributes {batch_size = 1 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 2>, seed = 0 : i64, seq_len = 1 : i64, vocab_size = 1 : i64} {
@@ -185,5 +185,50 @@ module @kernels {
   func.func @k1_neg3(%arg0: tensor<3xf32>) -> tensor<3xf32> {
     %0 = tg.neg %arg0 : tensor<3xf32>
     return %0 : tensor<3xf32>
+  }
+}
+
+// -----
+
+// Data-parallel gradients, each all-reduced in place, with only all-reduces
+// between the first and the last of those: packed, their all-reduces become
+// one of the pack where the last was (which a gradient bucket then takes
+// as one gradient). A reduction over a negative axis keeps it: -1 is the
+// last dimension with the leading one too.
+// REMARK: remark: fused horizontally: 2 dispatches of k1_rows in one, over packs of 2 rows
+// CHECK-LABEL: exec.program @reduced
+// CHECK:       %[[G:[0-9]+]] = exec.resource scratch : memref<2x16x16xf32>
+// CHECK:       exec.dispatch @kernels::@k0_make
+// CHECK-NEXT:  exec.dispatch @kernels::@k0_make
+// CHECK-NEXT:  exec.all_reduce avg %{{[0-9]+}} -> %{{[0-9]+}} over "data" : memref<256xf32> -> memref<256xf32>
+// CHECK-NEXT:  exec.all_reduce avg %[[G]] -> %[[G]] over "data" : memref<2x16x16xf32> -> memref<2x16x16xf32>
+// CHECK:       exec.dispatch @kernels::@k1_rows_x2(%[[G]])
+// CHECK-NOT:   exec.all_reduce
+// CHECK:       func.func @k1_rows_x2(%{{.*}}: tensor<2x16x16xf32>) -> tensor<2x16xf32>
+// CHECK-NEXT:    tg.reduce_sum %{{.*}} [-1] : tensor<2x16x16xf32> -> tensor<2x16xf32>
+exec.program @reduced attributes {batch_size = 1 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 2>, seed = 0 : i64, seq_len = 1 : i64, vocab_size = 1 : i64} {
+  %x = exec.resource input "x" : memref<16x16xf32>
+  %y = exec.resource input "y" : memref<16x16xf32>
+  %o = exec.resource scratch : memref<256xf32>
+  %a = exec.resource scratch : memref<16x16xf32>
+  %b = exec.resource scratch : memref<16x16xf32>
+  %t0 = exec.dispatch @kernels::@k0_make(%x) -> (%a) : (memref<16x16xf32>) -> memref<16x16xf32>
+  %t1 = exec.dispatch @kernels::@k0_make(%y) -> (%b) : (memref<16x16xf32>) -> memref<16x16xf32>
+  %t2 = exec.all_reduce avg %a -> %a over "data" : memref<16x16xf32> -> memref<16x16xf32>
+  %t3 = exec.all_reduce avg %o -> %o over "data" : memref<256xf32> -> memref<256xf32>
+  %t4 = exec.all_reduce avg %b -> %b over "data" : memref<16x16xf32> -> memref<16x16xf32>
+  %sa = exec.resource scratch : memref<16xf32>
+  %sb = exec.resource scratch : memref<16xf32>
+  %t5 = exec.dispatch @kernels::@k1_rows(%a) -> (%sa) : (memref<16x16xf32>) -> memref<16xf32>
+  %t6 = exec.dispatch @kernels::@k1_rows(%b) -> (%sb) : (memref<16x16xf32>) -> memref<16xf32>
+}
+module @kernels {
+  func.func @k0_make(%arg0: tensor<16x16xf32>) -> tensor<16x16xf32> {
+    %0 = tg.neg %arg0 : tensor<16x16xf32>
+    return %0 : tensor<16x16xf32>
+  }
+  func.func @k1_rows(%arg0: tensor<16x16xf32>) -> tensor<16xf32> {
+    %0 = tg.reduce_sum %arg0 [-1] : tensor<16x16xf32> -> tensor<16xf32>
+    return %0 : tensor<16xf32>
   }
 }

@@ -205,11 +205,14 @@ SmallVector<ResourceOp> mlir::tg::exec::getPackMembers(ResourceOp pack) {
 /// A member of a pack: inside it, of its kind and element type, without
 /// roles the pack carries (updates) or the planner sets (offset).
 static LogicalResult verifyMember(ResourceOp member) {
-  auto pack = member.getPack().getDefiningOp<ResourceOp>();
-  if (!pack || pack.getPack())
+  // A pack may be a view: a pack of gradients in a gradient bucket.
+  ResourceOp pack = getStorage(member.getPack());
+  auto direct = member.getPack().getDefiningOp<ResourceOp>();
+  if (!pack || (direct && direct.getPack()))
     return member.emitOpError("is packed into a buffer that is not a "
-                              "resource outside any pack");
-  MemRefType type = member.getType(), packType = pack.getType();
+                              "resource outside any pack, or a view of one");
+  MemRefType type = member.getType(),
+             packType = cast<MemRefType>(member.getPack().getType());
   if (!member.getPackElement())
     return member.emitOpError("is packed without its element offset");
   if (pack.getKind() != member.getKind())
@@ -217,6 +220,12 @@ static LogicalResult verifyMember(ResourceOp member) {
            << stringifyResourceKind(member.getKind())
            << "' is packed into a resource of kind '"
            << stringifyResourceKind(pack.getKind()) << "'";
+  ResourceKind kind = member.getKind();
+  if (kind != ResourceKind::scratch && kind != ResourceKind::parameter &&
+      kind != ResourceKind::adam_m && kind != ResourceKind::adam_v)
+    return member.emitOpError("of kind '")
+           << stringifyResourceKind(kind)
+           << "' cannot be packed (only parameters, moments and scratch)";
   if (type.getElementType() != packType.getElementType())
     return member.emitOpError("cannot be packed into ")
            << packType << ": element types differ";
@@ -226,6 +235,14 @@ static LogicalResult verifyMember(ResourceOp member) {
     return member.emitOpError("cannot take ")
            << type.getNumElements() << " elements from element " << at
            << " of " << packType;
+  // Kernels load vectors assuming every buffer starts on kBufferAlignment;
+  // a scalar is loaded alone.
+  int64_t elementBytes =
+      getByteSize(MemRefType::get({1}, type.getElementType()));
+  if (type.getRank() > 0 && (at * elementBytes) % kBufferAlignment)
+    return member.emitOpError("starts at byte ")
+           << at * elementBytes << " of its pack, not a multiple of "
+           << kBufferAlignment;
   if (member.getUpdates() || member.getOffsetAttr())
     return member.emitOpError("is packed, so its pack, not the member, "
                               "updates state and is placed");

@@ -610,7 +610,10 @@ def ExecFuseHorizontal : Pass<"exec-fuse-horizontal", "ModuleOp"> {
     dispatch runs where the first member ran, and no command between it and
     a member writes what the member reads or touches what it writes; every
     like operand is a whole resource of its own (not a view, not reduced by
-    a collective) or the same rows of one pack already made; rows are
+    a collective, except an in-place all-reduce of each, which becomes one
+    of the pack, where the last one was, with nothing else touching a member
+    in between: a data-parallel gradient bucket then holds the pack as one
+    gradient) or the same rows of one pack already made; rows are
     64-byte aligned (arena buffers are; kernels load vectors assuming it).
     With `remarks`, each group formed and each refused, with why. Turned off
     by `tgc --no-fusion` or `--no-fuse=horizontal`.
@@ -621,6 +624,11 @@ def ExecFuseHorizontal : Pass<"exec-fuse-horizontal", "ModuleOp"> {
     Option<"maxElements", "max-elements", "int64_t", /*default=*/"65536",
            "Largest buffer (elements) of a member: beyond it a launch's "
            "fixed cost is small beside the kernel's own time">,
+    Option<"mergeAllReduces", "merge-all-reduces", "bool", /*default=*/"true",
+           "Pack buffers that are each all-reduced in place (data-parallel "
+           "gradients), reducing the pack once where the last was; off, "
+           "such buffers are not packed (tgc --bucket-mb 0: one all-reduce "
+           "per gradient)">,
   ];
 }
 

@@ -403,9 +403,9 @@ exec.binary @kernels ptx {image = ".version 8.0", kernels = ["k0"], operand_coun
 // the pack; a pack is unnamed, its members disjoint.
 exec.program @p attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>} {
   %p = exec.resource scratch : memref<2x16xf32>
-  %v = exec.view %p : memref<2x16xf32> to memref<32xf32>
-  // expected-error @+1 {{'exec.resource' op is packed into a buffer that is not a resource outside any pack}}
-  %m = exec.resource scratch in %v[0] : memref<32xf32> : memref<16xf32>
+  %m = exec.resource scratch in %p[0] : memref<2x16xf32> : memref<16xf32>
+  // expected-error @+1 {{'exec.resource' op is packed into a buffer that is not a resource outside any pack, or a view of one}}
+  %n = exec.resource scratch in %m[0] : memref<16xf32> : memref<8xf32>
 }
 
 // -----
@@ -456,4 +456,20 @@ exec.program @p attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size 
   %p = exec.resource scratch : memref<2x16xf32>
   %a = exec.resource scratch in %p[0] : memref<2x16xf32> : memref<16xf32>
   %b = exec.resource scratch in %p[8] : memref<2x16xf32> : memref<16xf32>
+}
+
+// -----
+
+exec.program @p attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>} {
+  %p = exec.resource input : memref<2x16xf32>
+  // expected-error @+1 {{'exec.resource' op of kind 'input' cannot be packed (only parameters, moments and scratch)}}
+  %m = exec.resource input "x" in %p[0] : memref<2x16xf32> : memref<16xf32>
+}
+
+// -----
+
+exec.program @p attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>} {
+  %p = exec.resource scratch : memref<40xf32>
+  // expected-error @+1 {{'exec.resource' op starts at byte 8 of its pack, not a multiple of 64}}
+  %m = exec.resource scratch in %p[2] : memref<40xf32> : memref<16xf32>
 }

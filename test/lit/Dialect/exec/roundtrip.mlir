@@ -28,10 +28,10 @@ exec.program @step attributes {batch_size = 2 : i64, seq_len = 4 : i64,
   // CHECK: %[[Y:.+]] = exec.resource scratch at 1024 : memref<2x8xf32>
   %y = exec.resource scratch at 1024 : memref<2x8xf32>
   // A pack and a member in it (exec-fuse-horizontal).
-  // CHECK: %[[PACK:.+]] = exec.resource parameter at 1536 : memref<2x8xf32>
-  %pack = exec.resource parameter at 1536 : memref<2x8xf32>
-  // CHECK: exec.resource parameter "b" in %[[PACK]][8] : memref<2x8xf32> {init = #tg.init<zeros>} : memref<8xf32>
-  %b = exec.resource parameter "b" in %pack[8] : memref<2x8xf32> {init = #tg.init<zeros>} : memref<8xf32>
+  // CHECK: %[[PACK:.+]] = exec.resource parameter at 1536 : memref<2x16xf32>
+  %pack = exec.resource parameter at 1536 : memref<2x16xf32>
+  // CHECK: exec.resource parameter "b" in %[[PACK]][16] : memref<2x16xf32> {init = #tg.init<zeros>} : memref<16xf32>
+  %b = exec.resource parameter "b" in %pack[16] : memref<2x16xf32> {init = #tg.init<zeros>} : memref<16xf32>
   // CHECK: %[[WNEW:.+]] = exec.resource scratch updates(%[[W]] : memref<4x8xf32>) at 0 : memref<4x8xf32>
   %w_new = exec.resource scratch updates(%w : memref<4x8xf32>) at 0 : memref<4x8xf32>
   // CHECK: %[[FLAT:.+]] = exec.view %[[Y]] : memref<2x8xf32> to memref<16xf32>
