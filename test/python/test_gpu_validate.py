@@ -188,11 +188,13 @@ class GpuValidate(unittest.TestCase):
         self.assertTrue(os.access(os.path.join(self.bundle, "run"), os.X_OK))
 
     def test_variants_are_compiled_and_timed_beside_it(self):
-        # The decomposed and cuDNN attention variants are always there.
+        # The decomposed and cuDNN attention variants and the step without
+        # horizontal fusion are always there.
         self.assertEqual(self.manifest["medium"]["variants"],
                          [{"name": "gelu", "flags": "--no-fuse=gemm-activation"},
                           {"name": "decomposed", "flags": "--cuda-attention=decomposed"},
-                          {"name": "cudnn", "flags": "--cuda-attention=cudnn"}])
+                          {"name": "cudnn", "flags": "--cuda-attention=cudnn"},
+                          {"name": "unpacked", "flags": "--no-fuse=horizontal"}])
         gelu = os.path.join(self.bundle, "artifacts", "gpt2-medium-bf16-variant-gelu.tgx")
         this = os.path.join(self.bundle, "artifacts", "gpt2-medium-bf16.tgx")
         self.assertGreater(os.path.getsize(gelu), 0)
