@@ -175,11 +175,25 @@ class Ranks(RankRuns, unittest.TestCase):
         for dp, tp, sequence in ((1, 2, False), (2, 2, False), (1, 4, False), (1, 2, True),
                                  (2, 2, True)):
             with self.subTest(dp=dp, tp=tp, sequence=sequence):
-                out = subprocess.run([os.path.join(BIN, "tgc"), "compile", self.path("gpt2-stats.json"),
-                                      "--train", train, "--mesh", f"dp={dp},tp={tp}", "--stats=json",
-                                      *(["--sequence-parallel"] if sequence else [])],
-                                     capture_output=True, text=True, check=True).stdout
-                stats = json.loads(out)
+                def compiled(*flags):
+                    return json.loads(subprocess.run(
+                        [os.path.join(BIN, "tgc"), "compile", self.path("gpt2-stats.json"),
+                         "--train", train, "--mesh", f"dp={dp},tp={tp}", "--stats=json",
+                         *(["--sequence-parallel"] if sequence else []), *flags],
+                        capture_output=True, text=True, check=True).stdout)
+                # The formulas count one all-reduce and one bucket member a
+                # gradient. With exec-fuse-horizontal (the default) the small
+                # gradients of a shape are one pack, reduced as one (fewer
+                # collectives) and one bucket member (the pack's rows need no
+                # padding between them): the same bytes but for padding.
+                stats, packed = compiled("--no-fuse=horizontal"), compiled()
+                packed_comm, comm = packed["communication"], stats["communication"]
+                self.assertLessEqual(packed_comm["collectives"], comm["collectives"])
+                self.assertLessEqual(packed_comm["all_reduce_bytes"], comm["all_reduce_bytes"])
+                self.assertGreaterEqual(packed_comm["all_reduce_bytes"],
+                                        comm["all_reduce_bytes"] - 64 * (1 + 4 * L))
+                for kind in ("reduce_scatter_bytes", "all_gather_bytes"):
+                    self.assertEqual(packed_comm[kind], comm[kind])
                 Vp = -(-V // tp) * tp
                 layer = 4 * d + (d * 3 * d + 3 * d + d * inner + inner) // tp \
                     + d * d // tp + d + inner * d // tp + d
