@@ -23,6 +23,9 @@ using exec::DispatchOp;
 using exec::ResourceKind;
 using exec::ResourceOp;
 
+/// The most elements a batched reduction sums into one result element.
+constexpr int64_t kMaxRowElements = 65536;
+
 RankedTensorType withRows(Type type, int64_t rows) {
   auto tensor = cast<RankedTensorType>(type);
   SmallVector<int64_t> shape{rows};
@@ -296,7 +299,18 @@ private:
         [&](Type type) {
           return cast<RankedTensorType>(type).getNumElements() <= maxElements;
         });
-    bool ok = small && kernel.getNumResults() > 0 &&
+    // A batched reduction sums each member's elements as one row, which a
+    // GPU gives one team: short rows only (an unbatched sum of a long
+    // tensor is split over many blocks instead).
+    bool shortRows = true;
+    kernel.walk([&](Operation *op) {
+      if (!isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op))
+        return;
+      auto from = cast<RankedTensorType>(op->getOperand(0).getType());
+      auto to = cast<RankedTensorType>(op->getResult(0).getType());
+      shortRows &= from.getNumElements() / to.getNumElements() <= kMaxRowElements;
+    });
+    bool ok = small && shortRows && kernel.getNumResults() > 0 &&
               unbatchable(kernel).empty();
     candidates[kernel] = ok;
     return ok;

@@ -623,7 +623,9 @@ def ExecFuseHorizontal : Pass<"exec-fuse-horizontal", "ModuleOp"> {
            "Report each group as a remark: formed, or why not">,
     Option<"maxElements", "max-elements", "int64_t", /*default=*/"65536",
            "Largest buffer (elements) of a member: beyond it a launch's "
-           "fixed cost is small beside the kernel's own time">,
+           "fixed cost is small beside the kernel's own time, and a pack "
+           "of gradients, live from the first one's write, could raise the "
+           "arena's peak">,
     Option<"mergeAllReduces", "merge-all-reduces", "bool", /*default=*/"true",
            "Pack buffers that are each all-reduced in place (data-parallel "
            "gradients), reducing the pack once where the last was; off, "
