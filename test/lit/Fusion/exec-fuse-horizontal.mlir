@@ -1,6 +1,7 @@
 // RUN: tg-opt %s --split-input-file --exec-fuse-horizontal="remarks=true" 2>%t.remarks | FileCheck %s
 // RUN: FileCheck %s --check-prefix=REMARK < %t.remarks
 // RUN: tg-opt %s --split-input-file --exec-fuse-horizontal="max-elements=4" | FileCheck %s --check-prefix=LARGE
+// RUN: tg-opt %s --split-input-file --exec-fuse-horizontal="max-elements=100000" | FileCheck %s --check-prefix=ROWS
 
 // Two parameters' gradient square sums and AdamW-like updates (a shared
 // learning rate): one dispatch of each kernel, batched over 2 rows. The
@@ -230,5 +231,37 @@ module @kernels {
   func.func @k1_rows(%arg0: tensor<16x16xf32>) -> tensor<16xf32> {
     %0 = tg.reduce_sum %arg0 [-1] : tensor<16x16xf32> -> tensor<16xf32>
     return %0 : tensor<16xf32>
+  }
+}
+
+// -----
+
+// Long rows: with members of up to 100,000 elements allowed, the elementwise
+// kernel over 69,632-element buffers batches, but their sums do not: a
+// batched sum is one row a member, which a GPU gives one team, so a
+// reduction batches only up to 65,536 elements a result.
+// ROWS-LABEL: exec.program @long_rows
+// ROWS:       exec.dispatch @kernels::@k0_neg_x2(
+// ROWS-COUNT-2: exec.dispatch @kernels::@k1_sum(
+exec.program @long_rows attributes {batch_size = 1 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>, seed = 0 : i64, seq_len = 1 : i64, vocab_size = 1 : i64} {
+  %a = exec.resource scratch : memref<69632xf32>
+  %b = exec.resource scratch : memref<69632xf32>
+  %c = exec.resource scratch : memref<69632xf32>
+  %d = exec.resource scratch : memref<69632xf32>
+  %t0 = exec.dispatch @kernels::@k0_neg(%a) -> (%c) : (memref<69632xf32>) -> memref<69632xf32>
+  %t1 = exec.dispatch @kernels::@k0_neg(%b) -> (%d) : (memref<69632xf32>) -> memref<69632xf32>
+  %sa = exec.resource scratch : memref<f32>
+  %sb = exec.resource scratch : memref<f32>
+  %t2 = exec.dispatch @kernels::@k1_sum(%c) -> (%sa) : (memref<69632xf32>) -> memref<f32>
+  %t3 = exec.dispatch @kernels::@k1_sum(%d) -> (%sb) : (memref<69632xf32>) -> memref<f32>
+}
+module @kernels {
+  func.func @k0_neg(%arg0: tensor<69632xf32>) -> tensor<69632xf32> {
+    %0 = tg.neg %arg0 : tensor<69632xf32>
+    return %0 : tensor<69632xf32>
+  }
+  func.func @k1_sum(%arg0: tensor<69632xf32>) -> tensor<f32> {
+    %0 = tg.reduce_sum %arg0 [0] : tensor<69632xf32> -> tensor<f32>
+    return %0 : tensor<f32>
   }
 }

@@ -607,7 +607,9 @@ def ExecFuseHorizontal : Pass<"exec-fuse-horizontal", "ModuleOp"> {
     A group forms only where it computes what its dispatches did: the
     kernel's body is elementwise ops (numpy broadcasting of unbatched
     operands) and reductions, which a leading dimension batches; the batched
-    dispatch runs where the first member ran, and no command between it and
+    dispatch runs where the first member ran (a batched reduction sums each
+    member as a row, which a GPU gives one team: only rows of up to 65,536
+    elements), and no command between it and
     a member writes what the member reads or touches what it writes; every
     like operand is a whole resource of its own (not a view, not reduced by
     a collective, except an in-place all-reduce of each, which becomes one
