@@ -58,9 +58,9 @@ std::string unbatchable(func::FuncOp kernel) {
       if (!own.contains(operand))
         continue;
       batched = true;
-      if (!reduction && cast<RankedTensorType>(operand.getType()).getRank() !=
-                            cast<RankedTensorType>(op.getResult(0).getType())
-                                .getRank())
+      if (!reduction &&
+          cast<RankedTensorType>(operand.getType()).getRank() !=
+              cast<RankedTensorType>(op.getResult(0).getType()).getRank())
         return "its kernel broadcasts a buffer of each member's own";
     }
     if (batched)
@@ -96,7 +96,8 @@ func::FuncOp batchKernel(func::FuncOp kernel, int64_t rows,
   b.setInsertionPointToStart(entry);
   IRMapping mapping;
   DenseSet<Value> own;
-  for (auto [from, to] : llvm::zip(body.getArguments(), entry->getArguments())) {
+  for (auto [from, to] :
+       llvm::zip(body.getArguments(), entry->getArguments())) {
     mapping.map(from, to);
     if (to.getType() != from.getType())
       own.insert(to);
@@ -187,7 +188,9 @@ public:
     }
   }
 
-  int64_t positionOf(Operation *command) const { return positions.lookup(command); }
+  int64_t positionOf(Operation *command) const {
+    return positions.lookup(command);
+  }
   /// Whether the command at `position` was an all-reduce (fusion may have
   /// erased it since, merged into another).
   bool isAllReduceAt(int64_t position) const { return allReduceAt[position]; }
@@ -232,14 +235,14 @@ struct PackedOperand {
 
 class HorizontalFuser {
 public:
-  HorizontalFuser(exec::ProgramOp program, bool remarks, int64_t maxElements,
-                  bool mergeAllReduces, SymbolTableCollection &symbols,
-                  llvm::SetVector<Operation *> &fusedKernels,
-                  DenseMap<std::pair<Operation *, int64_t>, func::FuncOp> &batched)
+  HorizontalFuser(
+      exec::ProgramOp program, bool remarks, int64_t maxElements,
+      bool mergeAllReduces, SymbolTableCollection &symbols,
+      llvm::SetVector<Operation *> &fusedKernels,
+      DenseMap<std::pair<Operation *, int64_t>, func::FuncOp> &batched)
       : program(program), accesses(program), remarks(remarks),
         maxElements(maxElements), mergeAllReduces(mergeAllReduces),
-        symbols(symbols), fusedKernels(fusedKernels),
-        batchedKernels(batched) {}
+        symbols(symbols), fusedKernels(fusedKernels), batchedKernels(batched) {}
 
   void run() {
     // One open group per kernel, stream and shared (rank-0) buffers.
@@ -255,7 +258,8 @@ public:
       for (Value input : dispatch.getInputs())
         if (cast<MemRefType>(input.getType()).getRank() == 0)
           std::get<2>(key).push_back(input);
-      auto it = llvm::find_if(open, [&](auto &entry) { return entry.first == key; });
+      auto it =
+          llvm::find_if(open, [&](auto &entry) { return entry.first == key; });
       if (it == open.end()) {
         open.push_back({key, Group()});
         it = std::prev(open.end());
@@ -308,7 +312,8 @@ private:
         return;
       auto from = cast<RankedTensorType>(op->getOperand(0).getType());
       auto to = cast<RankedTensorType>(op->getResult(0).getType());
-      shortRows &= from.getNumElements() / to.getNumElements() <= kMaxRowElements;
+      shortRows &=
+          from.getNumElements() / to.getNumElements() <= kMaxRowElements;
     });
     bool ok = small && shortRows && kernel.getNumResults() > 0 &&
               unbatchable(kernel).empty();
@@ -395,10 +400,12 @@ private:
       PackedOperand packed;
       packed.existing = pack;
       if (pack.getType() != packType(buffers)) {
-        int64_t byte = first * exec::getByteSize(MemRefType::get({1}, type.getElementType()));
+        int64_t byte = first * exec::getByteSize(
+                                   MemRefType::get({1}, type.getElementType()));
         if (byte % exec::kBufferAlignment) {
           why = "its buffers are rows of another group's pack from an "
-                "unaligned byte, " + std::to_string(byte);
+                "unaligned byte, " +
+                std::to_string(byte);
           return failure();
         }
         packed.viewFrom = first;
@@ -436,7 +443,8 @@ private:
       if (resource.getUpdates())
         updated.push_back(resource.getUpdates());
     }
-    if (!packed.allReduces.empty() && !oneAllReduce(packed.allReduces, resources.size(), why))
+    if (!packed.allReduces.empty() &&
+        !oneAllReduce(packed.allReduces, resources.size(), why))
       return failure();
     if (updated.empty())
       return packed;
@@ -445,9 +453,9 @@ private:
     if (updated.size() == buffers.size()) {
       auto state = updated.front().getDefiningOp<ResourceOp>();
       Value statePack = state ? state.getPack() : Value();
-      bool whole = statePack &&
-                   cast<MemRefType>(statePack.getType()).getNumElements() ==
-                       size * int64_t(buffers.size());
+      bool whole =
+          statePack && cast<MemRefType>(statePack.getType()).getNumElements() ==
+                           size * int64_t(buffers.size());
       for (auto [i, value] : llvm::enumerate(updated)) {
         auto row = value.getDefiningOp<ResourceOp>();
         whole &= row && row.getPack() == statePack &&
@@ -532,10 +540,10 @@ private:
       b.setInsertionPointAfter(lastPack);
     else
       b.setInsertionPointToStart(&program.getBlock());
-    auto packOp = ResourceOp::create(
-        b, buffers.front().getLoc(), packType(buffers),
-        how.kind, StringAttr(), how.updates, Attribute(), ElementsAttr(),
-        IntegerAttr(), Value(), IntegerAttr());
+    auto packOp = ResourceOp::create(b, buffers.front().getLoc(),
+                                     packType(buffers), how.kind, StringAttr(),
+                                     how.updates, Attribute(), ElementsAttr(),
+                                     IntegerAttr(), Value(), IntegerAttr());
     lastPack = packOp;
     for (auto [i, buffer] : llvm::enumerate(buffers)) {
       ResourceOp member = wholeResource(buffer);
@@ -556,16 +564,17 @@ private:
     // A buffer is one row of one pack: not two operands of a member.
     DenseSet<Operation *> seen;
     for (DispatchOp member : group.members)
-      for (Value buffer : llvm::concat<Value>(member.getInputs(), member.getOutputs()))
+      for (Value buffer :
+           llvm::concat<Value>(member.getInputs(), member.getOutputs()))
         if (cast<MemRefType>(buffer.getType()).getRank() > 0 ||
             llvm::is_contained(member.getOutputs(), buffer))
           if (ResourceOp resource = wholeResource(buffer);
               resource && !seen.insert(resource).second) {
             if (remarks)
-              first.emitRemark() << "not fused horizontally with the "
-                                 << rows - 1 << " other dispatches of "
-                                 << kernel.getSymName()
-                                 << ": a buffer is two operands of a dispatch";
+              first.emitRemark()
+                  << "not fused horizontally with the " << rows - 1
+                  << " other dispatches of " << kernel.getSymName()
+                  << ": a buffer is two operands of a dispatch";
             return;
           }
     // Plan every operand before changing anything.
@@ -576,7 +585,8 @@ private:
     for (unsigned i = 0; i < operands; ++i) {
       columns.push_back(column(group, i));
       ArrayRef<Value> buffers = columns.back();
-      if (i < inputs && cast<MemRefType>(buffers.front().getType()).getRank() == 0) {
+      if (i < inputs &&
+          cast<MemRefType>(buffers.front().getType()).getRank() == 0) {
         plan.push_back(PackedOperand{buffers.front()});
         continue;
       }
@@ -606,9 +616,9 @@ private:
       }
       OpBuilder b(program.getContext());
       b.setInsertionPointAfterValue(how.existing);
-      packed.push_back(exec::ViewOp::create(b, how.existing.getLoc(),
-                                            packType(columns[i]), how.existing,
-                                            b.getI64IntegerAttr(*how.viewFrom)));
+      packed.push_back(exec::ViewOp::create(
+          b, how.existing.getLoc(), packType(columns[i]), how.existing,
+          b.getI64IntegerAttr(*how.viewFrom)));
     }
     func::FuncOp batched = batchedKernels[{kernel, rows}];
     if (!batched) {
@@ -618,13 +628,13 @@ private:
       batchedKernels[{kernel, rows}] = batched;
     }
     OpBuilder b(first);
-    auto symbol = SymbolRefAttr::get(
-        first.getKernel().getRootReference(),
-        {FlatSymbolRefAttr::get(batched.getSymNameAttr())});
+    auto symbol =
+        SymbolRefAttr::get(first.getKernel().getRootReference(),
+                           {FlatSymbolRefAttr::get(batched.getSymNameAttr())});
     auto dispatch = DispatchOp::create(
         b, first.getLoc(), first.getDone().getType(), symbol,
-        ArrayRef(packed).take_front(inputs), ArrayRef(packed).drop_front(inputs),
-        ValueRange{}, first.getStream());
+        ArrayRef(packed).take_front(inputs),
+        ArrayRef(packed).drop_front(inputs), ValueRange{}, first.getStream());
     for (DispatchOp member : group.members)
       exec::addAwaits(dispatch, member.getAwaits());
     if (remarks)
@@ -650,8 +660,7 @@ private:
   Operation *lastPack = nullptr;
 };
 
-struct FuseHorizontalPass
-    : impl::ExecFuseHorizontalBase<FuseHorizontalPass> {
+struct FuseHorizontalPass : impl::ExecFuseHorizontalBase<FuseHorizontalPass> {
   using Base::Base;
 
   void runOnOperation() override {
@@ -670,8 +679,7 @@ struct FuseHorizontalPass
                       fusedKernels, batched)
           .run();
     });
-    exec::eraseUndispatchedKernels(getOperation(),
-                                   fusedKernels.getArrayRef());
+    exec::eraseUndispatchedKernels(getOperation(), fusedKernels.getArrayRef());
   }
 };
 } // namespace

@@ -212,7 +212,8 @@ private:
       const Uses &u = uses[update];
       Operation *writer = u.firstWrite >= 0 ? commands[u.firstWrite] : nullptr;
       if (writer && canOverwrite(state, stateBuffer, update, writer)) {
-        setOffset(update, *state.getOffset() + exec::getByteOffset(stateBuffer));
+        setOffset(update,
+                  *state.getOffset() + exec::getByteOffset(stateBuffer));
         awaitOthers(writer, uses[state].commands);
         continue;
       }

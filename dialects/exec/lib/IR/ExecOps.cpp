@@ -233,8 +233,8 @@ static LogicalResult verifyMember(ResourceOp member) {
   if (type.getNumElements() > packType.getNumElements() ||
       at > uint64_t(packType.getNumElements() - type.getNumElements()))
     return member.emitOpError("cannot take ")
-           << type.getNumElements() << " elements from element " << at
-           << " of " << packType;
+           << type.getNumElements() << " elements from element " << at << " of "
+           << packType;
   // Kernels load vectors assuming every buffer starts on kBufferAlignment;
   // a scalar is loaded alone.
   int64_t elementBytes =
@@ -250,16 +250,15 @@ static LogicalResult verifyMember(ResourceOp member) {
 }
 
 /// A pack: unnamed, its members disjoint.
-static LogicalResult verifyPack(ResourceOp pack,
-                                ArrayRef<ResourceOp> members) {
+static LogicalResult verifyPack(ResourceOp pack, ArrayRef<ResourceOp> members) {
   if (pack.getName() || pack.getInit())
     return pack.emitOpError("packs resources, so it has no name or init rule "
                             "of its own (its members have)");
   SmallVector<std::pair<int64_t, int64_t>> ranges;
   for (ResourceOp member : members)
-    ranges.push_back({*member.getPackElement(),
-                      *member.getPackElement() +
-                          member.getType().getNumElements()});
+    ranges.push_back(
+        {*member.getPackElement(),
+         *member.getPackElement() + member.getType().getNumElements()});
   llvm::sort(ranges);
   for (size_t i = 1; i < ranges.size(); ++i)
     if (ranges[i].first < ranges[i - 1].second)
