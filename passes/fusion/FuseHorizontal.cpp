@@ -33,14 +33,14 @@ RankedTensorType withRows(Type type, int64_t rows) {
   return RankedTensorType::get(shape, tensor.getElementType());
 }
 
-/// Why `kernel`'s body does not batch over a leading dimension (its rank-0
-/// arguments shared by the members, the others each member's own), or ""
-/// when it does: elementwise ops, where an operand of a member's own has
-/// the result's rank (numpy broadcasting aligns trailing dimensions), and
-/// reductions.
-std::string unbatchable(func::FuncOp kernel) {
+/// Whether `kernel`'s body batches over a leading dimension (its rank-0
+/// arguments shared by the members, the others each member's own):
+/// elementwise ops, where an operand of a member's own has the result's
+/// rank (numpy broadcasting aligns trailing dimensions), and reductions; and
+/// every result is a member's own.
+bool batches(func::FuncOp kernel) {
   if (!kernel.getBody().hasOneBlock())
-    return "its kernel is not one block";
+    return false;
   Block &body = kernel.getBody().front();
   DenseSet<Value> own;
   for (BlockArgument arg : body.getArguments())
@@ -51,8 +51,7 @@ std::string unbatchable(func::FuncOp kernel) {
     if (isa<ConstantOp>(op))
       continue;
     if (!reduction && !op.hasTrait<TgOpTrait::Elementwise>())
-      return "its kernel computes " + op.getName().getStringRef().str() +
-             ", which a leading dimension does not batch";
+      return false;
     bool batched = false;
     for (Value operand : op.getOperands()) {
       if (!own.contains(operand))
@@ -61,15 +60,13 @@ std::string unbatchable(func::FuncOp kernel) {
       if (!reduction &&
           cast<RankedTensorType>(operand.getType()).getRank() !=
               cast<RankedTensorType>(op.getResult(0).getType()).getRank())
-        return "its kernel broadcasts a buffer of each member's own";
+        return false;
     }
     if (batched)
       own.insert(op.getResult(0));
   }
-  for (Value result : body.getTerminator()->getOperands())
-    if (!own.contains(result))
-      return "its kernel returns a value of the shared operands alone";
-  return "";
+  return llvm::all_of(body.getTerminator()->getOperands(),
+                      [&](Value result) { return own.contains(result); });
 }
 
 /// `kernel` batched over `rows`: each argument of rank > 0, each result and
@@ -292,7 +289,8 @@ private:
   }
 
   /// A kernel small enough that its launch's fixed cost matters, whose
-  /// body batches (reported once, where it would have mattered).
+  /// body batches (decided once a kernel; not a group's refusal, so not a
+  /// remark).
   bool candidate(func::FuncOp kernel) {
     auto known = candidates.find(kernel);
     if (known != candidates.end())
@@ -316,7 +314,7 @@ private:
           from.getNumElements() / to.getNumElements() <= kMaxRowElements;
     });
     bool ok = small && shortRows && kernel.getNumResults() > 0 &&
-              unbatchable(kernel).empty();
+              batches(kernel);
     candidates[kernel] = ok;
     return ok;
   }
@@ -362,9 +360,6 @@ private:
     return buffers;
   }
 
-  /// How the members' buffers `buffers` become one operand, or why they
-  /// cannot: rows [first, first + N) of a pack made already, or whole
-  /// resources of one kind of their own, each 64-byte aligned in a pack.
   /// The batched operand's type for `buffers`: a leading dimension of them.
   static MemRefType packType(ArrayRef<Value> buffers) {
     auto type = cast<MemRefType>(buffers.front().getType());
@@ -373,6 +368,9 @@ private:
     return MemRefType::get(shape, type.getElementType());
   }
 
+  /// How the members' buffers `buffers` become one operand, or why they
+  /// cannot: rows [first, first + N) of a pack made already, or whole
+  /// resources of one kind of their own, each 64-byte aligned in a pack.
   /// `planned` and `columns`: the operands before it.
   FailureOr<PackedOperand> packing(ArrayRef<Value> buffers,
                                    ArrayRef<PackedOperand> planned,
@@ -561,6 +559,12 @@ private:
     DispatchOp first = group.members.front();
     func::FuncOp kernel = kernelOf(first);
     int64_t rows = group.members.size();
+    auto refuse = [&](const Twine &why) {
+      if (remarks)
+        first.emitRemark() << "not fused horizontally with the " << rows - 1
+                           << " other dispatches of " << kernel.getSymName()
+                           << ": " << why;
+    };
     // A buffer is one row of one pack: not two operands of a member.
     DenseSet<Operation *> seen;
     for (DispatchOp member : group.members)
@@ -569,14 +573,8 @@ private:
         if (cast<MemRefType>(buffer.getType()).getRank() > 0 ||
             llvm::is_contained(member.getOutputs(), buffer))
           if (ResourceOp resource = wholeResource(buffer);
-              resource && !seen.insert(resource).second) {
-            if (remarks)
-              first.emitRemark()
-                  << "not fused horizontally with the " << rows - 1
-                  << " other dispatches of " << kernel.getSymName()
-                  << ": a buffer is two operands of a dispatch";
-            return;
-          }
+              resource && !seen.insert(resource).second)
+            return refuse("a buffer is two operands of a dispatch");
     // Plan every operand before changing anything.
     unsigned inputs = first.getInputs().size();
     unsigned operands = inputs + first.getOutputs().size();
@@ -593,13 +591,8 @@ private:
       std::string why;
       FailureOr<PackedOperand> packed =
           packing(buffers, plan, ArrayRef(columns).drop_back(), why);
-      if (failed(packed)) {
-        if (remarks)
-          first.emitRemark() << "not fused horizontally with the " << rows - 1
-                             << " other dispatches of " << kernel.getSymName()
-                             << ": operand " << i << ": " << why;
-        return;
-      }
+      if (failed(packed))
+        return refuse("operand " + Twine(i) + ": " + why);
       plan.push_back(*packed);
     }
     SmallVector<Value> packed;
