@@ -313,8 +313,8 @@ private:
       shortRows &=
           from.getNumElements() / to.getNumElements() <= kMaxRowElements;
     });
-    bool ok = small && shortRows && kernel.getNumResults() > 0 &&
-              batches(kernel);
+    bool ok =
+        small && shortRows && kernel.getNumResults() > 0 && batches(kernel);
     candidates[kernel] = ok;
     return ok;
   }
