@@ -243,7 +243,7 @@ public:
 
   void run() {
     // One open group per kernel, stream and shared (rank-0) buffers.
-    using Key = std::tuple<Operation *, int64_t, SmallVector<Value>>;
+    using Key = std::tuple<Operation *, uint64_t, SmallVector<Value>>;
     SmallVector<std::pair<Key, Group>> open;
     SmallVector<Group> groups;
     for (Operation &op : program.getBlock()) {
@@ -391,7 +391,7 @@ private:
       int64_t first = *resources.front().getPackElement();
       for (auto [i, resource] : llvm::enumerate(resources))
         if (resource.getPack() != pack ||
-            *resource.getPackElement() != first + int64_t(i) * size) {
+            int64_t(*resource.getPackElement()) != first + int64_t(i) * size) {
           why = "its buffers are rows of another group's pack, not in order";
           return failure();
         }
@@ -457,7 +457,7 @@ private:
       for (auto [i, value] : llvm::enumerate(updated)) {
         auto row = value.getDefiningOp<ResourceOp>();
         whole &= row && row.getPack() == statePack &&
-                 *row.getPackElement() == int64_t(i) * size;
+                 int64_t(*row.getPackElement()) == int64_t(i) * size;
       }
       if (whole) {
         packed.updates = statePack;
