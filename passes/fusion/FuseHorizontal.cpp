@@ -398,8 +398,7 @@ private:
       PackedOperand packed;
       packed.existing = pack;
       if (pack.getType() != packType(buffers)) {
-        int64_t byte = first * exec::getByteSize(
-                                   MemRefType::get({1}, type.getElementType()));
+        int64_t byte = first * exec::getElementByteSize(type.getElementType());
         if (byte % exec::kBufferAlignment) {
           why = "its buffers are rows of another group's pack from an "
                 "unaligned byte, " +
@@ -422,10 +421,7 @@ private:
     for (ResourceOp resource : resources) {
       if (resource.getPack() || !exec::getPackMembers(resource).empty() ||
           resource.getKind() != packed.kind ||
-          (resource.getKind() != ResourceKind::scratch &&
-           resource.getKind() != ResourceKind::parameter &&
-           resource.getKind() != ResourceKind::adam_m &&
-           resource.getKind() != ResourceKind::adam_v)) {
+          !exec::isPackableKind(resource.getKind())) {
         why = "its buffers are not resources of one kind a pack holds";
         return failure();
       }

@@ -83,8 +83,7 @@ private:
   /// as every arena buffer does.
   static int64_t aligned(int64_t elements, Type element) {
     int64_t perLine = std::max<int64_t>(
-        1, exec::kBufferAlignment /
-               exec::getByteSize(MemRefType::get({1}, element)));
+        1, exec::kBufferAlignment / exec::getElementByteSize(element));
     return (elements + perLine - 1) / perLine * perLine;
   }
 

@@ -18,8 +18,16 @@ using namespace mlir::tg::exec;
 namespace mlir::tg::exec {
 
 int64_t getByteSize(MemRefType type) {
-  return type.getNumElements() *
-         ((type.getElementTypeBitWidth() + 7) / 8);
+  return type.getNumElements() * getElementByteSize(type.getElementType());
+}
+
+int64_t getElementByteSize(Type element) {
+  return (element.getIntOrFloatBitWidth() + 7) / 8;
+}
+
+bool isPackableKind(ResourceKind kind) {
+  return kind == ResourceKind::scratch || kind == ResourceKind::parameter ||
+         kind == ResourceKind::adam_m || kind == ResourceKind::adam_v;
 }
 
 MemRefType getBufferType(Type tensorType) {
@@ -93,8 +101,7 @@ SmallVector<Value> getWrittenBuffers(Operation *command) {
 int64_t getByteOffset(Value buffer) {
   int64_t bytes = 0;
   auto elementBytes = [](Value of) {
-    return getByteSize(
-        MemRefType::get({1}, cast<MemRefType>(of.getType()).getElementType()));
+    return getElementByteSize(cast<MemRefType>(of.getType()).getElementType());
   };
   while (auto view = buffer.getDefiningOp<ViewOp>()) {
     bytes += view.getOffset().value_or(0) * elementBytes(view);
@@ -220,11 +227,9 @@ static LogicalResult verifyMember(ResourceOp member) {
            << stringifyResourceKind(member.getKind())
            << "' is packed into a resource of kind '"
            << stringifyResourceKind(pack.getKind()) << "'";
-  ResourceKind kind = member.getKind();
-  if (kind != ResourceKind::scratch && kind != ResourceKind::parameter &&
-      kind != ResourceKind::adam_m && kind != ResourceKind::adam_v)
+  if (!isPackableKind(member.getKind()))
     return member.emitOpError("of kind '")
-           << stringifyResourceKind(kind)
+           << stringifyResourceKind(member.getKind())
            << "' cannot be packed (only parameters, moments and scratch)";
   if (type.getElementType() != packType.getElementType())
     return member.emitOpError("cannot be packed into ")
@@ -237,8 +242,7 @@ static LogicalResult verifyMember(ResourceOp member) {
            << packType;
   // Kernels load vectors assuming every buffer starts on kBufferAlignment;
   // a scalar is loaded alone.
-  int64_t elementBytes =
-      getByteSize(MemRefType::get({1}, type.getElementType()));
+  int64_t elementBytes = getElementByteSize(type.getElementType());
   if (type.getRank() > 0 && (at * elementBytes) % kBufferAlignment)
     return member.emitOpError("starts at byte ")
            << at * elementBytes << " of its pack, not a multiple of "

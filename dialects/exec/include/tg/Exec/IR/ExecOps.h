@@ -47,6 +47,11 @@ LogicalResult forEachProgram(Operation *root,
                              function_ref<LogicalResult(ProgramOp)> fn);
 /// Bytes of a static memref type.
 int64_t getByteSize(MemRefType type);
+/// Bytes of one element of `element` type in a buffer.
+int64_t getElementByteSize(Type element);
+/// Whether resources of `kind` may be packed (`exec.resource ... in %pack`):
+/// parameters, moments and scratch.
+bool isPackableKind(ResourceKind kind);
 /// The buffer a ranked tensor of `tensorType` is stored in (identity layout).
 MemRefType getBufferType(Type tensorType);
 /// Erases the kernels among `kernels` that no exec.dispatch under `root`
