@@ -650,6 +650,23 @@ def medium_rows(bundle, ceilings, rows):
             f"; arena {medium['arena_bytes'] / 2**30:.1f} GiB")
     else:
         rows.append(("gpt2-medium", "TGC (tgrun)", f"n/a: {why}", "", ""))
+    # The same artifact with cuBLASLt's algorithms timed at load; tgrun's log
+    # says what the tuning changed and what it expects that to save.
+    name = "TGC with GEMM autotuning (TG_CUDA_GEMM_AUTOTUNE)"
+    why = bundle.failure("medium-gemm-autotune")
+    if why is None:
+        metrics = read_metrics(bundle.path("results", "medium-gemm-autotune.jsonl"))
+        speed = framework_row(name, [r["step_ms"] for r in metrics], "")
+        losses_row("GEMM autotuning", metrics)
+        tuning = next((line.split(": ", 1)[1] for line in
+                       bundle.text("results", "medium-gemm-autotune.log").splitlines()
+                       if "GEMM autotuning" in line), "no report in the log")
+        rows.append(("gpt2-medium", "GEMM autotuning: what it chose", tuning, "", ""))
+        if speed and throughput.get("TGC"):
+            rows.append(("gpt2-medium", f"tokens/s, {name} / TGC", f"{speed / throughput['TGC']:.2f}×",
+                         "> 1: autotuning pays", ""))
+    else:
+        rows.append(("gpt2-medium", name, f"n/a: {why}", "", ""))
     # An earlier build's step (gpu-validate prepare --base), in the same run.
     base_name = f"TGC as before: {medium.get('base_label', 'no earlier build given')}"
     why = bundle.failure("medium-base")

@@ -134,11 +134,16 @@ class GpuValidate(unittest.TestCase):
         # The medium step and the same step compiled as before, as a GPU run
         # leaves them: 80 and 100 ms a step.
         for name, step_ms, loss in (("medium-tgc", 80.0, 11.0), ("medium-base", 100.0, 11.25),
-                                    ("medium-variant-gelu", 84.0, 11.0)):
+                                    ("medium-variant-gelu", 84.0, 11.0), ("medium-gemm-autotune", 76.0, 11.0)):
             write(os.path.join(cls.bundle, "results", name + ".jsonl"),
                   "".join(json.dumps({"step": s + 1, "loss": loss, "step_ms": step_ms}) + "\n"
                           for s in range(25)))
             write(os.path.join(cls.bundle, "results", name + ".rc"), "0\n")
+        write(os.path.join(cls.bundle, "results", "medium-gemm-autotune.log"),
+              "bundle/artifacts/gpt2-medium-bf16.tgx: GEMM autotuning (TG_CUDA_GEMM_AUTOTUNE=8): 20 shapes, "
+              "18 with more than one algorithm to time; 5 now run another than cuBLASLt's first choice: "
+              "3.100 ms less a step over their 120 commands, of 25.000 ms in all GEMMs timed (tuning took "
+              "0.40 s)\nstep 1/25 ...\n")
         # cuDNN's attention checks: the GPT-2 one fell back to the runtime's
         # kernels (its warning in the log), the Llama one ran and matches
         # the CPU's losses.
@@ -207,6 +212,14 @@ class GpuValidate(unittest.TestCase):
                                 capture_output=True, text=True)
         self.assertEqual(result.returncode, 1, result.stderr)
         self.assertIn("--variant needs NAME=TGC_FLAGS", result.stderr)
+
+    def test_gemm_autotuning_is_timed_beside_it(self):
+        self.assertIn("| gpt2-medium | TGC with GEMM autotuning (TG_CUDA_GEMM_AUTOTUNE) | 76.0 ms/step",
+                      self.report.stdout)
+        self.assertIn("| gpt2-medium | GEMM autotuning: what it chose | GEMM autotuning (TG_CUDA_GEMM_AUTOTUNE=8): "
+                      "20 shapes, 18 with more than one algorithm to time; 5 now run another", self.report.stdout)
+        self.assertIn("| gpt2-medium | tokens/s, TGC with GEMM autotuning (TG_CUDA_GEMM_AUTOTUNE) / TGC | 1.05× |",
+                      self.report.stdout)
 
     def test_base_needs_a_label_and_a_file(self):
         for args, message in ((["--base", TINY], "--base needs --base-label"),

@@ -5,6 +5,9 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <limits>
+
 namespace tg::runtime::cuda {
 
 #define TG_LT_FUNCTIONS(X)                                                      \
@@ -52,6 +55,8 @@ struct Gemms::Plan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo{};
+  // The heuristic's algorithms, its first first: what tune() times.
+  std::vector<cublasLtMatmulAlgo_t> candidates;
   bool f64 = false;
   bool bias = false;
   bool aux = false;
@@ -68,13 +73,14 @@ struct Gemms::Plan {
   }
 };
 
-std::unique_ptr<Gemms> Gemms::create(size_t workspaceBytes, std::string &error) {
+std::unique_ptr<Gemms> Gemms::create(size_t workspaceBytes, int candidates, std::string &error) {
   const LtApi *api = loadOnce(loadLt, error);
   if (!api)
     return nullptr;
   std::unique_ptr<Gemms> gemms(new Gemms());
   gemms->api = api;
   gemms->workspaceBytes = workspaceBytes;
+  gemms->candidates = std::max(candidates, 1);
   if (cublasStatus_t s = api->cublasLtCreate(&gemms->handle)) {
     error = api->errorText("cublasLtCreate", s);
     return nullptr;
@@ -192,12 +198,15 @@ int Gemms::plan(const tgx::Gemm &g, std::string &error) {
   uint64_t limit = workspaceBytes;
   api->cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                             &limit, sizeof(limit));
-  cublasLtMatmulHeuristicResult_t result{};
+  std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(candidates));
   int returned = 0;
-  cublasStatus_t s = api->cublasLtMatmulAlgoGetHeuristic(handle, p->desc, p->a, p->b, p->c,
-                                                         p->c, preference, 1, &result, &returned);
+  cublasStatus_t s = api->cublasLtMatmulAlgoGetHeuristic(
+      handle, p->desc, p->a, p->b, p->c, p->c, preference, candidates, results.data(), &returned);
   api->cublasLtMatmulPreferenceDestroy(preference);
-  if (s != CUBLAS_STATUS_SUCCESS || returned == 0) {
+  for (int i = 0; s == CUBLAS_STATUS_SUCCESS && i < returned; ++i)
+    if (results[size_t(i)].state == CUBLAS_STATUS_SUCCESS)
+      p->candidates.push_back(results[size_t(i)].algo);
+  if (p->candidates.empty()) {
     error = "cuBLASLt has no algorithm for a " + std::to_string(g.m()) + "x" +
             std::to_string(g.n()) + "x" + std::to_string(g.k()) + " GEMM (batch " +
             std::to_string(g.batch()) + ", " + tgx::EnumNameDType(g.dtype()) + ", epilogue " +
@@ -210,7 +219,7 @@ int Gemms::plan(const tgx::Gemm &g, std::string &error) {
                                         : "");
     return -1;
   }
-  p->algo = result.algo;
+  p->algo = p->candidates.front();
   plans.push_back(std::move(p));
   int index = int(plans.size()) - 1;
   planOf.emplace(shape, index);
@@ -219,7 +228,13 @@ int Gemms::plan(const tgx::Gemm &g, std::string &error) {
 
 bool Gemms::run(int index, const std::vector<CUdeviceptr> &operands, CUdeviceptr workspace,
                 CUstream stream, std::string &error) const {
-  const Plan &p = *plans[index];
+  const Plan &p = *plans[size_t(index)];
+  return matmul(p, p.algo, operands, workspace, stream, error);
+}
+
+bool Gemms::matmul(const Plan &p, const cublasLtMatmulAlgo_t &algo,
+                   const std::vector<CUdeviceptr> &operands, CUdeviceptr workspace, CUstream stream,
+                   std::string &error) const {
   CUdeviceptr a = operands[0], b = operands[1], c = operands[2];
   // Commands of one shape share the plan: the epilogue's pointers are the
   // command's. (cuBLASLt reads them when the matmul is issued or captured.)
@@ -240,15 +255,81 @@ bool Gemms::run(int index, const std::vector<CUdeviceptr> &operands, CUdeviceptr
       return reinterpret_cast<void *>(base + call * p.callStride[operand] * p.elementBytes);
     };
     // Our b is cuBLASLt's A, our a its B (see plan()).
-    cublasStatus_t s =
-        api->cublasLtMatmul(handle, p.desc, alpha, at(b, 1), p.a, at(a, 0), p.b, beta, at(c, 2),
-                            p.c, at(c, 2), p.c, &p.algo, reinterpret_cast<void *>(workspace),
-                            workspaceBytes, stream);
+    cublasStatus_t s = api->cublasLtMatmul(
+        handle, p.desc, alpha, at(b, 1), p.a, at(a, 0), p.b, beta, at(c, 2), p.c, at(c, 2), p.c,
+        &algo, reinterpret_cast<void *>(workspace), workspaceBytes, stream);
     if (s != CUBLAS_STATUS_SUCCESS) {
       error = api->errorText("cublasLtMatmul", s);
       return false;
     }
   }
+  return true;
+}
+
+bool Gemms::tune(const Driver &driver, int index, const std::vector<CUdeviceptr> &operands,
+                 CUdeviceptr workspace, CUstream stream, Timing &timing, std::string &error) {
+  Plan &p = *plans[size_t(index)];
+  timing = Timing{};
+  if (p.candidates.size() < 2)
+    return true;
+  CUevent start = nullptr, end = nullptr;
+  auto check = [&](const char *call, CUresult r) {
+    if (r != CUDA_SUCCESS)
+      error = driver.errorText(call, r);
+    return r == CUDA_SUCCESS;
+  };
+  // Seconds a call of candidate i: the fastest of kRounds rounds of
+  // kRepeats calls, the candidates interleaved so that the clock's drift
+  // falls on all alike; infinity for one cuBLASLt refuses to run.
+  constexpr int kRounds = 3, kRepeats = 5;
+  constexpr double kRefused = std::numeric_limits<double>::infinity();
+  std::vector<double> seconds(p.candidates.size(), kRefused);
+  std::vector<bool> refused(p.candidates.size(), false);
+  auto timeCandidate = [&](size_t i) {
+    std::string ignored;
+    float ms = 0;
+    if (!check("cuEventRecord", driver.cuEventRecord(start, stream)))
+      return false;
+    for (int r = 0; r < kRepeats && !refused[i]; ++r)
+      refused[i] = !matmul(p, p.candidates[i], operands, workspace, stream, ignored);
+    if (!check("cuEventRecord", driver.cuEventRecord(end, stream)) ||
+        !check("cuEventSynchronize", driver.cuEventSynchronize(end)) ||
+        !check("cuEventElapsedTime", driver.cuEventElapsedTime(&ms, start, end)))
+      return false;
+    if (!refused[i])
+      seconds[i] = std::min(seconds[i], double(ms) * 1e-3 / kRepeats);
+    return true;
+  };
+  bool ok = check("cuEventCreate", driver.cuEventCreate(&start, CU_EVENT_DEFAULT)) &&
+            check("cuEventCreate", driver.cuEventCreate(&end, CU_EVENT_DEFAULT));
+  // One call each first: kernels load on their first launch.
+  for (size_t i = 0; ok && i < p.candidates.size(); ++i) {
+    std::string ignored;
+    refused[i] = !matmul(p, p.candidates[i], operands, workspace, stream, ignored);
+  }
+  ok = ok && check("cuStreamSynchronize", driver.cuStreamSynchronize(stream));
+  for (int round = 0; ok && round < kRounds; ++round)
+    for (size_t i = 0; ok && i < p.candidates.size(); ++i)
+      if (!refused[i])
+        ok = timeCandidate(i);
+  if (start)
+    driver.cuEventDestroy(start);
+  if (end)
+    driver.cuEventDestroy(end);
+  if (!ok)
+    return false;
+  if (refused[0]) // what the step would run untuned
+    return matmul(p, p.algo, operands, workspace, stream, error);
+  size_t fastest = size_t(std::min_element(seconds.begin(), seconds.end()) - seconds.begin());
+  // Another algorithm only where it is clearly faster: within 3% the
+  // rounds' noise could have chosen, and the heuristic's first stays.
+  if (seconds[fastest] > 0.97 * seconds[0])
+    fastest = 0;
+  p.algo = p.candidates[fastest];
+  timing.firstSeconds = seconds[0];
+  timing.keptSeconds = seconds[fastest];
+  timing.timed = int(std::count(refused.begin(), refused.end(), false));
+  timing.changed = fastest != 0;
   return true;
 }
 

@@ -1,7 +1,9 @@
 // GEMMs through cuBLASLt, loaded with dlopen like the driver. Each distinct
 // shape is planned once at load time: the heuristic's first algorithm for
 // it under the workspace limit, cached and reused by every command of that
-// shape and by the captured CUDA graph.
+// shape and by the captured CUDA graph. Asked for more candidates, the plan
+// keeps the heuristic's first few, and tune() times them on the GPU and
+// keeps the fastest (the heuristic ranks by a model, not by the clock).
 #ifndef TG_RUNTIME_CUDA_CUBLASLT_H
 #define TG_RUNTIME_CUDA_CUBLASLT_H
 
@@ -9,6 +11,8 @@
 
 #include <cublasLt.h>
 #include <cuda.h>
+
+#include "CudaDriver.h"
 
 #include <array>
 #include <map>
@@ -23,9 +27,10 @@ struct LtApi;
 
 class Gemms {
 public:
-  /// cuBLASLt with a handle, or null with `error` set.
-  static std::unique_ptr<Gemms> create(size_t workspaceBytes,
-                                       std::string &error);
+  /// cuBLASLt with a handle, or null with `error` set. Each shape keeps up
+  /// to `candidates` of the heuristic's algorithms for tune() (1: its first
+  /// alone, nothing to tune).
+  static std::unique_ptr<Gemms> create(size_t workspaceBytes, int candidates, std::string &error);
   ~Gemms();
 
   /// The plan for `gemm`'s shape (planned on first sight), or -1 with
@@ -38,6 +43,20 @@ public:
   bool run(int index, const std::vector<CUdeviceptr> &operands, CUdeviceptr workspace,
            CUstream stream, std::string &error) const;
 
+  /// What tune() found for one shape: seconds a call with the heuristic's
+  /// first algorithm and with the one kept, and how many it timed.
+  struct Timing {
+    double firstSeconds = 0, keptSeconds = 0;
+    int timed = 0;
+    bool changed = false;
+  };
+  /// Times plan `index`'s candidates on `operands` (a command's, which it
+  /// overwrites: c and aux) and keeps the fastest where it beats the
+  /// heuristic's first by more than noise. Candidates cuBLASLt refuses to run
+  /// are skipped; an error only where the first cannot run either.
+  bool tune(const Driver &driver, int index, const std::vector<CUdeviceptr> &operands,
+            CUdeviceptr workspace, CUstream stream, Timing &timing, std::string &error);
+
 private:
   struct Plan;
   // dtype, transposes, m, n, k, batch, epilogue, then per operand
@@ -46,8 +65,12 @@ private:
   using Shape = std::tuple<int, bool, bool, int64_t, int64_t, int64_t, int64_t, int,
                            std::array<int64_t, 9>, int64_t, int>;
   Gemms() = default;
+  bool matmul(const Plan &plan, const cublasLtMatmulAlgo_t &algo,
+              const std::vector<CUdeviceptr> &operands, CUdeviceptr workspace, CUstream stream,
+              std::string &error) const;
 
   const LtApi *api = nullptr;
+  int candidates = 1;
   cublasLtHandle_t handle = nullptr;
   size_t workspaceBytes = 0;
   std::vector<std::unique_ptr<Plan>> plans;

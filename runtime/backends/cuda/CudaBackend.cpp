@@ -8,9 +8,11 @@
 #endif
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 
 namespace tg::runtime {
 namespace {
@@ -20,6 +22,9 @@ using cuda::KernelLaunch;
 
 /// cuBLASLt's workspace: enough for its split-K and stream-K kernels.
 constexpr size_t kGemmWorkspaceBytes = 32 << 20;
+/// TG_CUDA_GEMM_AUTOTUNE=N times up to N of cuBLASLt's algorithms for each
+/// GEMM shape at load and keeps the fastest (0 or 1: the heuristic's first).
+constexpr int kMaxGemmCandidates = 64;
 /// Uploads up to this size (tokens, targets, the step number) go through
 /// pinned memory, asynchronously on the compute stream.
 constexpr size_t kStagingBytes = 8 << 20;
@@ -86,6 +91,8 @@ public:
 
   bool load(const tgx::Program &program, const std::string &sourceName, std::string &error) {
     source = sourceName;
+    if (!readGemmCandidates(error))
+      return false;
     std::string chip = program.target_cpu() ? program.target_cpu()->str() : "";
     if (chip.rfind("sm_", 0) != 0 || std::atoi(chip.c_str() + 3) < 10) {
       error = source + ": the program was compiled for CUDA but names the chip '" + chip +
@@ -137,6 +144,8 @@ public:
       return false;
     if (!allocate(program, error) || !loadModules(program, error) ||
         !planCommands(program, error))
+      return false;
+    if (gemmCandidates > 1 && gemms && !tuneGemms(program, error))
       return false;
     const char *graphs = std::getenv("TG_CUDA_GRAPHS");
     useGraph = !(graphs && std::strcmp(graphs, "0") == 0);
@@ -252,14 +261,8 @@ private:
               "); use a smaller batch or a larger GPU";
       return false;
     }
-    if (!check("cuMemsetD8", driver->cuMemsetD8(arena, 0, bytes), error))
+    if (!clearArena(program, error))
       return false;
-    for (const tgx::Constant *c : *program.constants())
-      if (!check("cuMemcpyHtoD",
-                 driver->cuMemcpyHtoD(arena + c->range()->offset(), c->data()->data(),
-                                      c->data()->size()),
-                 error))
-        return false;
     unsigned streamCount = 1;
     for (const tgx::Command *c : *program.commands())
       streamCount = std::max(streamCount, c->stream() + 1);
@@ -271,6 +274,82 @@ private:
            check("cuEventCreate", driver->cuEventCreate(&stagingFree, CU_EVENT_DISABLE_TIMING),
                  error) &&
            check("cuEventRecord", driver->cuEventRecord(stagingFree, streams[0]), error);
+  }
+
+  /// The arena as a run starts it: zeros, and the program's constants.
+  bool clearArena(const tgx::Program &program, std::string &error) {
+    uint64_t bytes = std::max<uint64_t>(program.arena_bytes(), 1);
+    if (!check("cuMemsetD8", driver->cuMemsetD8(arena, 0, bytes), error))
+      return false;
+    for (const tgx::Constant *c : *program.constants())
+      if (!check("cuMemcpyHtoD",
+                 driver->cuMemcpyHtoD(arena + c->range()->offset(), c->data()->data(),
+                                      c->data()->size()),
+                 error))
+        return false;
+    // Both ran on the legacy default stream and may still be running; the
+    // backend's streams do not wait for it, so an upload on one of them could
+    // land before the memset passes over it.
+    return check("cuStreamSynchronize", driver->cuStreamSynchronize(nullptr), error);
+  }
+
+  bool readGemmCandidates(std::string &error) {
+    const char *env = std::getenv("TG_CUDA_GEMM_AUTOTUNE");
+    if (!env || !*env)
+      return true;
+    char *end = nullptr;
+    long n = std::strtol(env, &end, 10);
+    if (*end || n < 0 || n > kMaxGemmCandidates) {
+      error = source + ": TG_CUDA_GEMM_AUTOTUNE is '" + env +
+              "': set it to how many of cuBLASLt's algorithms to time for each GEMM shape, "
+              "a whole number from 0 to " +
+              std::to_string(kMaxGemmCandidates) + " (8, say; 0 or 1: no tuning)";
+      return false;
+    }
+    gemmCandidates = int(std::max(n, 1L));
+    return true;
+  }
+
+  /// Times each GEMM shape's candidate algorithms on the buffers of its
+  /// first command and keeps the fastest, then clears the arena the calls
+  /// wrote into. Says what it found on stderr: tuning is opt-in, and a
+  /// run tuned anew may round differently from the last.
+  bool tuneGemms(const tgx::Program &program, std::string &error) {
+    std::map<int, std::pair<size_t, int>> commandsOf; // plan: its first step, its count
+    for (size_t i = 0; i < steps.size(); ++i)
+      if (steps[i].kind == tgx::CommandKind_Gemm && steps[i].gemmPlan >= 0) {
+        auto [at, added] = commandsOf.try_emplace(steps[i].gemmPlan, i, 0);
+        ++at->second.second;
+      }
+    auto began = std::chrono::steady_clock::now();
+    int timed = 0, changed = 0, changedCommands = 0;
+    double savedSeconds = 0, stepSeconds = 0;
+    for (auto [plan, first] : commandsOf) {
+      auto [step, count] = first;
+      cuda::Gemms::Timing timing;
+      if (!gemms->tune(*driver, plan, steps[step].buffers, workspace, streams[0], timing, error)) {
+        const tgx::Command &c = *program.commands()->Get(uint32_t(step));
+        error = source + ": commands[" + std::to_string(step) + "] (" +
+                (c.label() ? c.label()->str() : "gemm") + "): " + error;
+        return false;
+      }
+      timed += timing.timed > 1;
+      stepSeconds += timing.firstSeconds * count;
+      if (timing.changed) {
+        ++changed;
+        changedCommands += count;
+        savedSeconds += (timing.firstSeconds - timing.keptSeconds) * count;
+      }
+    }
+    double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+    std::fprintf(stderr,
+                 "%s: GEMM autotuning (TG_CUDA_GEMM_AUTOTUNE=%d): %zu shapes, %d with more than "
+                 "one algorithm to time; %d now run another than cuBLASLt's first choice: "
+                 "%.3f ms less a step over their %d commands, of %.3f ms in all GEMMs timed "
+                 "(tuning took %.2f s)\n",
+                 source.c_str(), gemmCandidates, commandsOf.size(), timed, changed,
+                 savedSeconds * 1e3, changedCommands, stepSeconds * 1e3, took);
+    return synchronize(error) && clearArena(program, error);
   }
 
   bool loadModules(const tgx::Program &program, std::string &error) {
@@ -334,7 +413,7 @@ private:
         break;
       case tgx::CommandKind_Gemm:
         if (!gemms) {
-          gemms = cuda::Gemms::create(kGemmWorkspaceBytes, error);
+          gemms = cuda::Gemms::create(kGemmWorkspaceBytes, gemmCandidates, error);
           if (!gemms) {
             error = source + ": " + error;
             return false;
@@ -568,6 +647,7 @@ private:
   std::vector<Step> steps;
   std::vector<CUevent> done, joins, profileStart, profileEnd;
   bool useGraph = true, ranOnce = false;
+  int gemmCandidates = 1; // TG_CUDA_GEMM_AUTOTUNE
   CUgraph graph = nullptr;
   CUgraphExec graphExec = nullptr;
 };
