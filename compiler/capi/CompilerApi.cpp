@@ -95,6 +95,32 @@ llvm::Expected<tg::driver::Options> driverOptions(const tgc_options &in) {
       return llvm::createStringError("tgc_options.precision: '" + p +
                                      "' is not a precision; use \"f32\", \"bf16\" or \"f64\"");
   }
+  if (in.cuda_attention) {
+    std::string attention = in.cuda_attention;
+    if (attention != "flash" && attention != "cudnn" && attention != "decomposed")
+      return llvm::createStringError("tgc_options.cuda_attention: '" + attention +
+                                     "' is not a way to compute attention; use \"flash\", "
+                                     "\"cudnn\" or \"decomposed\"");
+    if (o.target != tg::driver::Target::Cuda)
+      return llvm::createStringError("tgc_options.cuda_attention chooses how the GPU computes "
+                                     "attention: set target to \"cuda\", or leave it NULL");
+    o.cudaFlashAttention = attention != "decomposed";
+    o.cudaCudnnAttention = attention == "cudnn";
+  }
+  if (in.no_fuse) {
+    llvm::SmallVector<llvm::StringRef> names;
+    llvm::StringRef(in.no_fuse).split(names, ',');
+    for (llvm::StringRef name : names) {
+      if (name == "all") {
+        for (const tg::driver::FusionSwitch &f : tg::driver::fusionSwitches())
+          cantFail(tg::driver::setFusion(o, f.name, false));
+      } else if (llvm::Error e = tg::driver::setFusion(o, name, false)) {
+        return llvm::createStringError("tgc_options.no_fuse: " + llvm::toString(std::move(e)) +
+                                       ", or \"all\"");
+      }
+    }
+  }
+  o.fusion.remarks = in.fusion_remarks != 0;
   return o;
 }
 
@@ -134,6 +160,8 @@ void tgc_options_init(tgc_options *options) {
   if (options)
     *options = tgc_options{};
 }
+
+size_t tgc_options_size(void) { return sizeof(tgc_options); }
 
 tgc_result *tgc_compile(const tgc_options *options) {
   if (!options)

@@ -65,6 +65,79 @@ llvm::Expected<MeshSpec> parseMesh(StringRef text) {
 }
 
 namespace {
+/// A switch's flag in FusionOptions; gemm-activation, whose default is the
+/// target's, has none.
+struct FusionFlag {
+  FusionSwitch sw;
+  bool FusionOptions::*flag;
+};
+constexpr FusionFlag kFusionFlags[] = {
+    {{"elementwise", "tg-fuse-elementwise: elementwise chains, AdamW"},
+     &FusionOptions::elementwise},
+    {{"rows",
+      "tg-fuse-into-rows: residual adds, scales, masks and gradient squares "
+      "into "
+      "norm, softmax and sum kernels; the heads' transposes into rope kernels"},
+     &FusionOptions::rows},
+    {{"loss",
+      "tg-fuse-into-rows' loss-with-gradient: the loss and its gradient in one "
+      "kernel"},
+     &FusionOptions::loss},
+    {{"gemm-bias", "exec-fuse-gemm-bias: bias adds as GEMM epilogues"},
+     &FusionOptions::gemmBias},
+    {{"gemm-layouts",
+      "exec-fuse-gemm-layouts: slices, transposes and concatenations "
+      "around GEMMs as their strides"},
+     &FusionOptions::gemmLayouts},
+    {{"gemm-activation",
+      "exec-fuse-gemm-activation: GELU and its gradient as GEMM "
+      "epilogues (on for --target cuda only)"},
+     nullptr},
+    {{"attention", "tg-fuse-attention: flash attention kernels"},
+     &FusionOptions::attention},
+    {{"attention-rope",
+      "tg-fuse-attention's rope: the flash kernels rotate their queries "
+      "and keys themselves (RoPE)"},
+     &FusionOptions::attentionRope},
+    {{"attention-layouts",
+      "tg-fuse-attention-layouts: the flash kernels read q, k, v and "
+      "dO and write their results in the layouts around them"},
+     &FusionOptions::attentionLayouts},
+    {{"horizontal",
+      "exec-fuse-horizontal: a small kernel's dispatches over like buffers "
+      "(each parameter's cast, gradient square, AdamW update) in one launch"},
+     &FusionOptions::horizontal},
+};
+} // namespace
+
+llvm::ArrayRef<FusionSwitch> fusionSwitches() {
+  static const SmallVector<FusionSwitch> switches = [] {
+    SmallVector<FusionSwitch> all;
+    for (const FusionFlag &f : kFusionFlags)
+      all.push_back(f.sw);
+    return all;
+  }();
+  return switches;
+}
+
+llvm::Error setFusion(Options &options, StringRef name, bool on) {
+  for (const FusionFlag &f : kFusionFlags) {
+    if (f.sw.name != name)
+      continue;
+    if (f.flag)
+      options.fusion.*f.flag = on;
+    else
+      options.gemmActivation = on;
+    return llvm::Error::success();
+  }
+  std::string names;
+  for (const FusionFlag &f : kFusionFlags)
+    names += (names.empty() ? "" : ", ") + f.sw.name.str();
+  return llvm::createStringError(
+      "'" + name + "' is not a fusion pass; use one of: " + names);
+}
+
+namespace {
 /// Only regular files are read: open() on a FIFO or a device can block
 /// forever.
 llvm::Error checkRegularFile(StringRef path) {

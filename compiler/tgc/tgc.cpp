@@ -211,62 +211,17 @@ static cl::opt<bool> noFusionOpt(
     cl::desc("Turn off every fusion pass, to compare or to find a fusion at "
              "fault"),
     cl::sub(compileCommand), cl::cat(tgcCategory));
-enum class Fusion {
-  Elementwise,
-  Rows,
-  Loss,
-  GemmBias,
-  GemmLayouts,
-  GemmActivation,
-  Attention,
-  AttentionRope,
-  AttentionLayouts,
-  Horizontal
-};
-/// The fusion passes --no-fuse and --fuse name.
-static cl::ValuesClass fusionNames() {
-  return cl::values(
-      clEnumValN(Fusion::Elementwise, "elementwise",
-                 "tg-fuse-elementwise: elementwise chains, AdamW"),
-      clEnumValN(Fusion::Rows, "rows",
-                 "tg-fuse-into-rows: residual adds, scales, masks "
-                 "and gradient squares into norm, softmax and sum "
-                 "kernels; the heads' transposes into rope kernels"),
-      clEnumValN(Fusion::Loss, "loss",
-                 "tg-fuse-into-rows' loss-with-gradient: the loss "
-                 "and its gradient in one kernel"),
-      clEnumValN(Fusion::GemmBias, "gemm-bias",
-                 "exec-fuse-gemm-bias: bias adds as GEMM epilogues"),
-      clEnumValN(Fusion::GemmLayouts, "gemm-layouts",
-                 "exec-fuse-gemm-layouts: slices, transposes and "
-                 "concatenations around GEMMs as their strides"),
-      clEnumValN(Fusion::GemmActivation, "gemm-activation",
-                 "exec-fuse-gemm-activation: GELU and its gradient "
-                 "as GEMM epilogues (on for --target cuda only)"),
-      clEnumValN(Fusion::Attention, "attention",
-                 "tg-fuse-attention: flash attention kernels"),
-      clEnumValN(Fusion::AttentionRope, "attention-rope",
-                 "tg-fuse-attention's rope: the flash kernels rotate "
-                 "their queries and keys themselves (RoPE)"),
-      clEnumValN(Fusion::AttentionLayouts, "attention-layouts",
-                 "tg-fuse-attention-layouts: the flash kernels read q, k, "
-                 "v and dO and write their results in the layouts around "
-                 "them"),
-      clEnumValN(Fusion::Horizontal, "horizontal",
-                 "exec-fuse-horizontal: a small kernel's dispatches over "
-                 "like buffers (each parameter's cast, gradient square, "
-                 "AdamW update) in one launch"));
-}
+/// A fusion pass by its index in tg::driver::fusionSwitches(), the values
+/// of --no-fuse and --fuse (added from that table in main).
+enum class Fusion : unsigned {};
 static cl::list<Fusion, bool, ListingParser<Fusion>> noFuseOpt(
     "no-fuse", cl::desc("Turn off one fusion pass (comma-separated list)"),
-    fusionNames(), cl::CommaSeparated, cl::sub(compileCommand),
-    cl::cat(tgcCategory));
+    cl::CommaSeparated, cl::sub(compileCommand), cl::cat(tgcCategory));
 static cl::list<Fusion, bool, ListingParser<Fusion>> fuseOpt(
     "fuse",
     cl::desc("Turn on a fusion pass the target leaves off (comma-separated "
              "list): gemm-activation on the CPU, to check it there"),
-    fusionNames(), cl::CommaSeparated, cl::sub(compileCommand),
-    cl::cat(tgcCategory));
+    cl::CommaSeparated, cl::sub(compileCommand), cl::cat(tgcCategory));
 static cl::opt<double> maxScoreMibOpt(
     "max-score-mib",
     cl::desc("Flash attention wherever the decomposed attention's score "
@@ -701,26 +656,17 @@ static llvm::Expected<tg::driver::Options> driverOptions() {
   o.libraryGemm = gemmOpt == GemmLowering::Library;
   if (alignGemmRowsOpt != cl::BOU_UNSET)
     o.alignGemmRows = alignGemmRowsOpt == cl::BOU_TRUE;
-  o.fusion.elementwise =
-      !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::Elementwise);
-  o.fusion.rows = !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::Rows);
-  o.fusion.loss = !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::Loss);
-  o.fusion.gemmBias =
-      !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::GemmBias);
-  o.fusion.gemmLayouts =
-      !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::GemmLayouts);
-  o.fusion.attention =
-      !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::Attention);
-  o.fusion.attentionRope =
-      !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::AttentionRope);
-  o.fusion.attentionLayouts =
-      !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::AttentionLayouts);
-  o.fusion.horizontal =
-      !noFusionOpt && !llvm::is_contained(noFuseOpt, Fusion::Horizontal);
-  if (noFusionOpt || llvm::is_contained(noFuseOpt, Fusion::GemmActivation))
-    o.gemmActivation = false;
-  else if (llvm::is_contained(fuseOpt, Fusion::GemmActivation))
-    o.gemmActivation = true;
+  // --fuse first: --no-fuse and --no-fusion win.
+  auto fusionName = [](Fusion f) {
+    return tg::driver::fusionSwitches()[unsigned(f)].name;
+  };
+  for (Fusion f : fuseOpt)
+    cantFail(tg::driver::setFusion(o, fusionName(f), true));
+  for (Fusion f : noFuseOpt)
+    cantFail(tg::driver::setFusion(o, fusionName(f), false));
+  if (noFusionOpt)
+    for (const tg::driver::FusionSwitch &f : tg::driver::fusionSwitches())
+      cantFail(tg::driver::setFusion(o, f.name, false));
   o.fusion.maxScoreMib = maxScoreMibOpt;
   o.fusion.remarks = fusionRemarksOpt;
   o.bucketMb = bucketMbOpt;
@@ -854,6 +800,12 @@ int main(int argc, char **argv) {
       entry.second->addSubCommand(compileCommand);
   cl::HideUnrelatedOptions(tgcCategory, compileCommand);
   cl::HideUnrelatedOptions(tgcCategory, cl::SubCommand::getTopLevel());
+  for (auto [index, pass] : llvm::enumerate(tg::driver::fusionSwitches())) {
+    noFuseOpt.getParser().addLiteralOption(pass.name, Fusion(index),
+                                           pass.description);
+    fuseOpt.getParser().addLiteralOption(pass.name, Fusion(index),
+                                         pass.description);
+  }
   cl::SetVersionPrinter([](llvm::raw_ostream &os) {
     os << "tgc " TG_VERSION " (MLIR/LLVM " LLVM_VERSION_STRING ")\n";
   });

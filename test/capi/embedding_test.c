@@ -201,6 +201,23 @@ static void compile_errors_are_data(void) {
   r = tgc_compile(&options);
   EXPECT(find_diagnostic(r, TGC_ERROR, "'tpu' is not a target", &d) >= 0, "a bad target");
   tgc_result_free(r);
+  options.target = NULL;
+  options.no_fuse = "horizontal,bogus";
+  r = tgc_compile(&options);
+  EXPECT(find_diagnostic(r, TGC_ERROR, "tgc_options.no_fuse: 'bogus' is not a fusion pass", &d) >= 0,
+         "an unknown fusion pass");
+  tgc_result_free(r);
+  options.no_fuse = "all";
+  options.cuda_attention = "cudnn";
+  r = tgc_compile(&options);
+  EXPECT(find_diagnostic(r, TGC_ERROR, "tgc_options.cuda_attention chooses how the GPU", &d) >= 0,
+         "cuda_attention without the CUDA target");
+  tgc_result_free(r);
+  options.cuda_attention = NULL;
+  r = tgc_compile(&options);
+  EXPECT(r && tgc_result_ok(r), "every fusion pass off compiles");
+  tgc_result_free(r);
+  EXPECT(tgc_options_size() == sizeof(tgc_options), "the library's options are this header's");
   EXPECT(tgc_compile(NULL) == NULL, "NULL options");
   tgc_result_free(NULL);
 

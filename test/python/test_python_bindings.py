@@ -147,6 +147,51 @@ class PythonBindings(unittest.TestCase):
         with self.assertRaisesRegex(tgc.CompileError, r"x\.mlir:1:\d+: .*expected"):
             tgc.compile(self.write("x.mlir", "module { func.func"), train=TRAIN)
 
+    def test_compile_switches_fusion_and_attention(self):
+        """tgc.compile takes tgc's fusion switches (--no-fuse, --no-fusion,
+        --fusion-remarks) and --cuda-attention; each changes the program, or
+        is refused by name."""
+        family = "gpt2"
+        default = tgc.compile(FAMILIES[family], train=TRAIN)
+        with tgc.Trainer(default, init=self.init[family]) as t:
+            reference = [t.step(*self.batch(family, s)) for s in range(3)]
+        for no_fuse in ["horizontal", ["gemm-bias", "rows"], "all"]:
+            program = tgc.compile(FAMILIES[family], train=TRAIN, no_fuse=no_fuse)
+            self.assertNotEqual(program.data, default.data, no_fuse)
+            with tgc.Trainer(program, init=self.init[family]) as t:
+                losses = [t.step(*self.batch(family, s)) for s in range(3)]
+            for got, want in zip(losses, reference):  # other roundings where kernels differ
+                self.assertLess(abs(got - want), 1e-5 * abs(want), no_fuse)
+        remarks = [d for d in tgc.compile(FAMILIES[family], train=TRAIN, fusion_remarks=True).diagnostics
+                   if d.severity == "remark"]
+        for decision in ["fused horizontally", "fused into the kernel of", "computed with its gradient in one kernel"]:
+            self.assertTrue(any(d.message.startswith(decision) for d in remarks), decision)
+        self.assertEqual(default.diagnostics, [])
+        with self.assertRaisesRegex(tgc.CompileError, "tgc_options.no_fuse: 'bogus' is not a fusion pass; use "
+                                    "one of: elementwise, rows, .*horizontal, or \"all\""):
+            tgc.compile(FAMILIES[family], train=TRAIN, no_fuse="horizontal,bogus")
+        with self.assertRaisesRegex(tgc.CompileError, "tgc_options.cuda_attention chooses how the GPU computes "
+                                    "attention: set target to \"cuda\""):
+            tgc.compile(FAMILIES[family], train=TRAIN, cuda_attention="cudnn")
+        with self.assertRaisesRegex(tgc.CompileError, "tgc_options.cuda_attention: 'fast' is not a way"):
+            tgc.compile(FAMILIES[family], train=TRAIN, target="cuda", cuda_attention="fast")
+
+    def test_options_of_another_build_are_refused(self):
+        """The ctypes layout of tgc_options must be the library's: a package
+        and a library of different builds raise ImportError, never crash."""
+        code = ("import ctypes, tgc._compiler as c\n"
+                "class Older(ctypes.Structure):\n"
+                "    _fields_ = c.Options._fields_[:-3]\n"
+                "c.Options = Older\n"
+                "try:\n"
+                "    c.library()\n"
+                "except ImportError as e:\n"
+                "    print(e)\n")
+        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                env=dict(os.environ, PYTHONPATH=PYTHON_DIR))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("they are of different builds; rebuild TGC", result.stdout)
+
     def write(self, name, text):
         with open(self.path(name), "w") as f:
             f.write(text)

@@ -39,10 +39,23 @@ typedef struct {
   int sequence_parallel; /* Megatron's sequence parallelism (needs tp > 1) */
   int zero;              /* ZeRO stage, 0 or 1 */
   const char *precision; /* NULL: TRAIN.json's; "f32", "bf16" or "f64" */
+  /* How target "cuda" computes attention (tgc --cuda-attention): NULL or
+   * "flash" (the runtime's kernels), "cudnn" (cuDNN's fused attention) or
+   * "decomposed" (GEMMs and softmax kernels). Refused for the CPU. */
+  const char *cuda_attention;
+  /* Fusion passes to turn off, comma-separated, by tgc's --no-fuse names
+   * ("horizontal,gemm-bias"), or "all" (tgc --no-fusion). NULL: none. */
+  const char *no_fuse;
+  /* Nonzero: every fusion decision, and why, as a TGC_REMARK diagnostic
+   * at its op (tgc --fusion-remarks). */
+  int fusion_remarks;
 } tgc_options;
 
 /* All fields zero: one device, the CPU, TRAIN.json's precision. */
 void tgc_options_init(tgc_options *options);
+/* sizeof(tgc_options) in this library: a binding that lays the struct out
+ * itself (Python's ctypes) checks that it was built against this header. */
+size_t tgc_options_size(void);
 
 typedef enum {
   TGC_ERROR = 0,

@@ -92,12 +92,16 @@ def _source(what, value):
 
 
 def compile(model, train=None, target="cpu", mesh=None, *, sequence_parallel=False, zero=0,
-            precision=None, cuda_arch=None):
+            precision=None, cuda_arch=None, cuda_attention=None, no_fuse=None, fusion_remarks=False):
     """Compiles `model` (a config.json, a Hugging Face model directory or a tg
     module (.mlir), as a path; or a config.json as a dict) with `train` (a
     TRAIN.json path or dict) for `target` ("cpu" or "cuda") on `mesh`
-    (None: one device; or "dp=D[,tp=T]"), in this process. Returns a
-    Program whose `diagnostics` hold the warnings; raises CompileError."""
+    (None: one device; or "dp=D[,tp=T]"), in this process. `cuda_attention`
+    ("flash", "cudnn" or "decomposed") is tgc's --cuda-attention; `no_fuse`
+    (a pass name, a list of them, or "all") its --no-fuse; with
+    `fusion_remarks` every fusion decision is a "remark" diagnostic. Returns a
+    Program whose `diagnostics` hold the warnings (and remarks); raises
+    CompileError."""
     options = _compiler.Options()
     options.model_path, options.model_text = _source("model", model)
     if train is not None:
@@ -108,6 +112,10 @@ def compile(model, train=None, target="cpu", mesh=None, *, sequence_parallel=Fal
     options.zero = int(zero)
     options.precision = precision.encode() if precision else None
     options.cuda_arch = cuda_arch.encode() if cuda_arch else None
+    options.cuda_attention = cuda_attention.encode() if cuda_attention else None
+    if no_fuse:
+        options.no_fuse = (no_fuse if isinstance(no_fuse, str) else ",".join(no_fuse)).encode()
+    options.fusion_remarks = int(bool(fusion_remarks))
     artifact, diagnostics = _compiler.compile(options)
     if artifact is None:
         raise CompileError(diagnostics)

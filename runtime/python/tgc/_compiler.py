@@ -15,7 +15,9 @@ class Options(ctypes.Structure):
                 ("train_path", ctypes.c_char_p), ("train_text", ctypes.c_char_p),
                 ("target", ctypes.c_char_p), ("cuda_arch", ctypes.c_char_p),
                 ("mesh", ctypes.c_char_p), ("sequence_parallel", ctypes.c_int),
-                ("zero", ctypes.c_int), ("precision", ctypes.c_char_p)]
+                ("zero", ctypes.c_int), ("precision", ctypes.c_char_p),
+                ("cuda_attention", ctypes.c_char_p), ("no_fuse", ctypes.c_char_p),
+                ("fusion_remarks", ctypes.c_int)]
 
 
 class CDiagnostic(ctypes.Structure):
@@ -44,9 +46,19 @@ def library():
                 ("tgc_result_num_diagnostics", [result], ctypes.c_size_t),
                 ("tgc_result_diagnostic", [result, ctypes.c_size_t,
                                            ctypes.POINTER(CDiagnostic)], ctypes.c_int),
-                ("tgc_result_free", [result], None)]:
-            function = getattr(lib, name)
+                ("tgc_result_free", [result], None),
+                ("tgc_options_size", [], ctypes.c_size_t)]:
+            function = getattr(lib, name, None)
+            if function is None:
+                raise ImportError(f"tgc.compile: {path} has no {name}: it is another version's "
+                                  "compiler library; rebuild TGC (ninja -C build)")
             function.argtypes, function.restype = args, restype
+        # The struct is laid out here by hand: another build's would be read
+        # past its end (or short of it).
+        if lib.tgc_options_size() != ctypes.sizeof(Options):
+            raise ImportError(f"tgc.compile: {path} takes options of {lib.tgc_options_size()} bytes, "
+                              f"this package's are {ctypes.sizeof(Options)}: they are of different "
+                              "builds; rebuild TGC (ninja -C build)")
         _lib = lib
     return _lib
 

@@ -83,6 +83,18 @@ struct Options {
   int64_t causalBlocks = 2;
 };
 
+/// A fusion pass a user may switch (tgc --no-fuse / --fuse, the C API's
+/// no_fuse): its name there and what it fuses.
+struct FusionSwitch {
+  llvm::StringLiteral name, description;
+};
+/// Every switchable fusion pass, in the order tgc lists them.
+llvm::ArrayRef<FusionSwitch> fusionSwitches();
+/// Turns fusion pass `name` (one of fusionSwitches()) on or off in
+/// `options`. On, gemm-activation overrides the target's choice; the others
+/// are on unless turned off. An unknown name is an error listing the names.
+llvm::Error setFusion(Options &options, llvm::StringRef name, bool on);
+
 /// What the driver knows about the model it compiles.
 struct Compilation {
   OwningOpRef<ModuleOp> module;
