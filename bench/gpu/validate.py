@@ -125,6 +125,13 @@ def write_manifest(args):
     manifest = {"commit": args.commit, "dirty": args.dirty == 1, "cuda_arch": args.cuda_arch,
                 "prepared": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
                 "correctness": checks, "medium": medium}
+    if args.long:
+        model, train = load("models", args.long + ".json"), load("models", f"train-{args.long}.json")
+        heads = model["num_attention_heads"]
+        manifest["long"] = {"model": args.long, "layers": model["num_hidden_layers"], "heads": heads,
+                            "key_heads": model.get("num_key_value_heads", heads),
+                            "head_dim": model.get("head_dim", model["hidden_size"] // heads),
+                            "seq_len": train["seq_len"], "batch_size": train["batch_size"]}
     with open(os.path.join(args.bundle, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
 
@@ -859,6 +866,58 @@ def launch_rows(bundle, rows):
                      "medians over the launches; % of the device's peak", ""))
 
 
+def attention_seconds(events, steps):
+    """Seconds a step of a profile's attention commands: (forward,
+    backward), told apart by the gradients' labels."""
+    forward_s = backward_s = 0.0
+    for e in events:
+        # "KERNEL LABEL": the backward's labels are the gradients' names.
+        parts = e["name"].split(maxsplit=1)
+        if len(parts) == 2 and ATTENTION_LABEL.match(parts[1]):
+            if parts[1].startswith("grad_"):
+                backward_s += e["dur"] / 1e6
+            else:
+                forward_s += e["dur"] / 1e6
+    return forward_s / len(steps), backward_s / len(steps)
+
+
+def long_attention_rows(bundle, rows):
+    """TGC's attention at a long sequence (the `long` model: FlashAttention's
+    benchmark shape of 8,192 tokens, head dim 128, grouped heads), through
+    the runtime's kernels and through cuDNN, from tgrun --profile: the
+    issue's forward target is 60% of the bf16 dense peak."""
+    long = bundle.manifest.get("long")
+    if not long:
+        return
+    flops = causal_attention_flops(long["batch_size"], long["heads"], long["seq_len"], long["head_dim"])
+    label = (f"causal, bf16, B={long['batch_size']}, H={long['heads']} ({long['key_heads']} key heads), "
+             f"T={long['seq_len']}, D={long['head_dim']}; per layer, {long['layers']} layers a step")
+    names = {"long-flash": "TGC, the runtime's flash kernels (--cuda-attention=flash)",
+             "long-cudnn": "TGC, cuDNN's fused attention through the runtime (--cuda-attention=cudnn)"}
+    for profile, name in names.items():
+        profiled = profiled_steps(bundle, profile)
+        fallback = cudnn_fallback(bundle.path("results", profile + ".log"))
+        if profiled is None:
+            why = bundle.failure(profile) or "no profile"
+            rows.append(("attention, long", f"{name} ({label})", f"n/a: {why}", "", ""))
+            continue
+        if profile == "long-cudnn" and fallback:
+            rows.append(("attention, long", name, f"n/a: cuDNN did not run ({fallback})", "", ""))
+            continue
+        forward_s, backward_s = attention_seconds(*profiled)
+        if forward_s <= 0 or backward_s <= 0:
+            rows.append(("attention, long", name, "n/a: no attention commands in the profile", "", ""))
+            continue
+        forward_s, backward_s = forward_s / long["layers"], backward_s / long["layers"]
+        peak = flops / forward_s / H100_BF16_DENSE_FLOPS
+        rows.append(("attention, long", f"{name} ({label})",
+                     f"forward {forward_s * 1e3:.3f} ms ({flops / forward_s / 1e12:.0f} TFLOP/s, "
+                     f"**{100 * peak:.0f}% of the bf16 dense peak**), backward {backward_s * 1e3:.3f} ms "
+                     f"({2.5 * flops / backward_s / 1e12:.0f} TFLOP/s)",
+                     "the issue's target: forward at 60% or more of 989 TFLOP/s; FLOPs over the causal "
+                     "half of the pairs (backward: 2.5 times the forward's)", ""))
+
+
 def attention_rows(bundle, rows):
     """TGC's attention (the decomposed commands, from the profile: forward
     before the loss, backward after) beside PyTorch's fused kernels at the
@@ -893,19 +952,9 @@ def attention_rows(bundle, rows):
         if profile == "medium-profile-cudnn" and fallback:
             rows.append(("attention", name, f"n/a: cuDNN did not run ({fallback})", "", ""))
             continue
-        forward_s = backward_s = 0.0
-        for e in events:
-            if e["args"]["step"] not in steps:
-                continue
-            # "KERNEL LABEL": the backward's labels are the gradients' names.
-            parts = e["name"].split(maxsplit=1)
-            if len(parts) == 2 and ATTENTION_LABEL.match(parts[1]):
-                if parts[1].startswith("grad_"):
-                    backward_s += e["dur"] / 1e6
-                else:
-                    forward_s += e["dur"] / 1e6
+        forward_s, backward_s = attention_seconds(events, steps)
         if forward_s > 0 and backward_s > 0:
-            row(name, forward_s / len(steps), backward_s / len(steps))
+            row(name, forward_s, backward_s)
         else:
             rows.append(("attention", name, "n/a: no attention commands in the profile", "", ""))
     measured = bundle.json("results", "attention.json")
@@ -1005,6 +1054,7 @@ def report(root, quiet):
     ceilings = ceiling_rows(bundle, rows)
     medium_rows(bundle, ceilings, rows)
     attention_rows(bundle, rows)
+    long_attention_rows(bundle, rows)
     failed |= flash_kernel_rows(bundle, rows)
     profile_rows(bundle, ceilings, rows)
     launch_rows(bundle, rows)
@@ -1043,6 +1093,7 @@ def main():
     man.add_argument("--checks", nargs="+", required=True, help="MODEL-DTYPE of each correctness run")
     man.add_argument("--base-label", help="what the earlier build timed beside this one is (prepare --base)")
     man.add_argument("--variants", nargs="*", default=[], help="NAME=TGC_FLAGS of each variant (prepare --variant)")
+    man.add_argument("--long", help="name of the long-sequence attention model (models/NAME.json)")
     ceil = sub.add_parser("ceilings")
     ceil.add_argument("-o", required=True)
     attention = sub.add_parser("attention")

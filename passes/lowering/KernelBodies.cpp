@@ -775,34 +775,49 @@ void layerNormRow(Emitter &e, LayerNormOp op, Value x, Value w, Value bias,
   });
 }
 
-/// The weight and bias gradients sum over every row (thousands): xhat goes
-/// into `scratch` (dx's buffer, or a row group's output of its shape)
-/// first, a column pass sums dy * xhat and dy into dw and db (f64,
-/// Emitter::columnSums), then dx is computed over it.
+/// A kernel-local buffer of `count` elements of the emitter's type: on the
+/// CPU the heap, on CUDA a global of the kernel's (tg-cuda-map-kernels).
+Value localBuffer(Emitter &e, int64_t count) {
+  return memref::AllocOp::create(e.b, e.loc,
+                                 MemRefType::get({count}, e.element));
+}
+
+/// The weight and bias gradients sum over every row (thousands): each row's
+/// mean and 1/std go into a local buffer first (2 values a row), a column
+/// pass sums dy * xhat and dy into dw and db (xhat recomputed from x and its
+/// row's statistics, as they were computed; f64, Emitter::columnSums), then
+/// dx is computed row by row over the same statistics. Only the statistics
+/// are stored between the passes, not xhat: a pass over the rows writes
+/// 2 values a row instead of n.
 void emitLayerNormGrad(Emitter &e, LayerNormGradOp op, Value x, Value w,
-                       Value dy, Value scratch, Value dw, Value db,
-                       int64_t rows, int64_t n, RowSink dx) {
+                       Value dy, Value dw, Value db, int64_t rows, int64_t n,
+                       RowSink dx) {
   double epsilon = op.getEpsilon().convertToDouble();
+  Value stats = localBuffer(e, 2 * rows);
+  auto statsOf = [&](Value r) {
+    Value at = e.mulIndex(r, 2);
+    return std::pair{e.load(stats, at),
+                     e.load(stats, e.addIndex(at, e.index(1)))};
+  };
   auto xhatOf = [&](Value at, Value mean, Value rstd) {
     return e.mul(e.sub(e.load(x, at), mean), rstd);
   };
   e.rows(rows, [&](Value r) {
-    Value base = e.mulIndex(r, n);
-    auto [mean, rstd] = layerNormStats(e, x, base, n, epsilon);
-    e.loop(n, [&, mean = mean, rstd = rstd](Value i) {
-      Value at = e.addIndex(base, i);
-      e.store(xhatOf(at, mean, rstd), scratch, at);
-    });
+    auto [mean, rstd] = layerNormStats(e, x, e.mulIndex(r, n), n, epsilon);
+    Value at = e.mulIndex(r, 2);
+    e.store(mean, stats, at);
+    e.store(rstd, stats, e.addIndex(at, e.index(1)));
   });
   e.columnSums(rows, n, {dw, db}, [&](Value r, Value c) {
     Value at = e.addIndex(e.mulIndex(r, n), c);
+    auto [mean, rstd] = statsOf(r);
     Value dyi = e.load(dy, at);
-    return SmallVector<Value>{e.mul(dyi, e.load(scratch, at)), dyi};
+    return SmallVector<Value>{e.mul(dyi, xhatOf(at, mean, rstd)), dyi};
   });
   Value count = e.constant((double)n);
   e.rows(rows, [&](Value r) {
     Value base = e.mulIndex(r, n);
-    auto [mean, rstd] = layerNormStats(e, x, base, n, epsilon);
+    auto [mean, rstd] = statsOf(r);
     auto xhatAt = [&, mean = mean, rstd = rstd](Value at) {
       return xhatOf(at, mean, rstd);
     };
@@ -814,13 +829,14 @@ void emitLayerNormGrad(Emitter &e, LayerNormGradOp op, Value x, Value w,
     });
     Value meanG = e.div(e.narrow(sums[0]), count);
     Value meanGXhat = e.div(e.narrow(sums[1]), count);
-    e.loop(n, [&](Value i) {
+    e.loop(n, [&, rstd = rstd](Value i) {
       Value at = e.addIndex(base, i);
       Value g = e.mul(e.load(dy, at), e.load(w, i));
       Value v = e.sub(e.sub(g, meanG), e.mul(xhatAt(at), meanGXhat));
       dx(e.mul(rstd, v), r, i);
     });
   });
+  memref::DeallocOp::create(e.b, e.loc, stats);
 }
 
 /// Row `base` of rms_norm(x) into y.
@@ -833,27 +849,23 @@ void rmsNormRow(Emitter &e, RmsNormOp op, Value x, Value w, Value y,
   });
 }
 
-/// As layer_norm_grad: x * rstd goes into `scratch` first, a column pass
-/// sums dy * x * rstd into dw, then dx is computed over it.
+/// As layer_norm_grad: each row's rstd goes into a local buffer first, a
+/// column pass sums dy * x * rstd into dw, then dx is computed over it.
 void emitRmsNormGrad(Emitter &e, RmsNormGradOp op, Value x, Value w, Value dy,
-                     Value scratch, Value dw, int64_t rows, int64_t n,
-                     RowSink dx) {
+                     Value dw, int64_t rows, int64_t n, RowSink dx) {
   double epsilon = op.getEpsilon().convertToDouble();
+  Value rstds = localBuffer(e, rows);
   e.rows(rows, [&](Value r) {
-    Value base = e.mulIndex(r, n);
-    Value rstd = rmsRstd(e, x, base, n, epsilon);
-    e.loop(n, [&](Value i) {
-      Value at = e.addIndex(base, i);
-      e.store(e.mul(e.load(x, at), rstd), scratch, at);
-    });
+    e.store(rmsRstd(e, x, e.mulIndex(r, n), n, epsilon), rstds, r);
   });
   e.columnSums(rows, n, {dw}, [&](Value r, Value c) {
     Value at = e.addIndex(e.mulIndex(r, n), c);
-    return SmallVector<Value>{e.mul(e.load(dy, at), e.load(scratch, at))};
+    Value xhat = e.mul(e.load(x, at), e.load(rstds, r));
+    return SmallVector<Value>{e.mul(e.load(dy, at), xhat)};
   });
   e.rows(rows, [&](Value r) {
     Value base = e.mulIndex(r, n);
-    Value rstd = rmsRstd(e, x, base, n, epsilon);
+    Value rstd = e.load(rstds, r);
     // With g = dy * w: dx = rstd * g - rstd^3 * x * mean(g * x).
     Value sumGX = e.sum(n, [&](Value i) {
       Value at = e.addIndex(base, i);
@@ -868,6 +880,7 @@ void emitRmsNormGrad(Emitter &e, RmsNormGradOp op, Value x, Value w, Value dy,
          i);
     });
   });
+  memref::DeallocOp::create(e.b, e.loc, rstds);
 }
 
 /// One row's loss: log(sum of exp(x - max)) + max - x[target].
@@ -2374,16 +2387,9 @@ private:
   }
 
   /// The row op with each dx element going through the epilogue, which
-  /// stores what is yielded (dx itself only if it is). The row op's scratch
-  /// rows (layer_norm_grad's xhat) are dx's buffer, or an epilogue output.
+  /// stores what is yielded (dx itself only if it is).
   void emitWithEpilogue() {
     Value dx = rowOp->getResult(0);
-    Value scratch = buffers.lookup(dx);
-    for (Value v : yielded)
-      if (!scratch && v.getDefiningOp() != rowOp && shapeOf(v) == space)
-        scratch = buffers.lookup(v);
-    if (!scratch)
-      scratch = buffers.get(dx);
     auto epilogue = [&](Value v, Value r, Value i) {
       IRMapping scalars;
       scalars.map(dx, v);
@@ -2394,12 +2400,12 @@ private:
     auto operand = [&](unsigned k) { return buffers.get(rowOp->getOperand(k)); };
     llvm::TypeSwitch<Operation *>(rowOp)
         .Case([&](LayerNormGradOp op) {
-          emitLayerNormGrad(e, op, operand(0), operand(1), operand(2), scratch,
+          emitLayerNormGrad(e, op, operand(0), operand(1), operand(2),
                             buffers.get(op.getResult(1)),
                             buffers.get(op.getResult(2)), rows, n, epilogue);
         })
         .Case([&](RmsNormGradOp op) {
-          emitRmsNormGrad(e, op, operand(0), operand(1), operand(2), scratch,
+          emitRmsNormGrad(e, op, operand(0), operand(1), operand(2),
                           buffers.get(op.getResult(1)), rows, n, epilogue);
         })
         .Case([&](SoftmaxGradOp) {
@@ -2851,8 +2857,8 @@ LogicalResult emitKernelBody(OpBuilder &b, Operation *op, ValueRange operands,
         });
       })
       .Case([&](LayerNormGradOp o) {
-        emitLayerNormGrad(e, o, in[0], in[1], in[2], out[0], out[1], out[2],
-                          rows, n, intoDx);
+        emitLayerNormGrad(e, o, in[0], in[1], in[2], out[1], out[2], rows, n,
+                          intoDx);
       })
       .Case([&](RmsNormOp o) {
         e.rows(rows, [&](Value r) {
@@ -2860,8 +2866,7 @@ LogicalResult emitKernelBody(OpBuilder &b, Operation *op, ValueRange operands,
         });
       })
       .Case([&](RmsNormGradOp o) {
-        emitRmsNormGrad(e, o, in[0], in[1], in[2], out[0], out[1], rows, n,
-                        intoDx);
+        emitRmsNormGrad(e, o, in[0], in[1], in[2], out[1], rows, n, intoDx);
       })
       .Case([&](CrossEntropyOp) {
         emitCrossEntropy(e, in[0], in[1], out[0], rows, n);

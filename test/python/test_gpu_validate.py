@@ -125,6 +125,16 @@ class GpuValidate(unittest.TestCase):
         write(os.path.join(cls.bundle, "work", "medium-profile-cudnn.json"), json.dumps({"traceEvents": cudnn}))
         write(os.path.join(cls.bundle, "results", "medium-profile-cudnn.rc"), "0\n")
         write(os.path.join(cls.bundle, "results", "medium-profile-cudnn.log"), "")
+        # The long-sequence attention's profiles: the runtime's kernels at
+        # 2 and 5 ms a layer, cuDNN's at 1.1 and 3 ms (two layers a step).
+        for profile, forward, backward in (("long-flash", 2000, 5000), ("long-cudnn", 1100, 3000)):
+            events = [{"ph": "X", "name": f"attention {grad}h{layer}_attn", "cat": "attention",
+                       "ts": step * 1000, "dur": backward if grad else forward,
+                       "args": {"step": step, "bytes": 1e6, "flops": 1e9}}
+                      for step in (1, 2, 3) for layer in (0, 1) for grad in ("", "grad_")]
+            write(os.path.join(cls.bundle, "work", profile + ".json"), json.dumps({"traceEvents": events}))
+            write(os.path.join(cls.bundle, "results", profile + ".rc"), "0\n")
+            write(os.path.join(cls.bundle, "results", profile + ".log"), "")
         write(os.path.join(cls.bundle, "results", "attention.json"), json.dumps(SDPA))
         write(os.path.join(cls.bundle, "results", "attention.rc"), "0\n")
         write(os.path.join(cls.bundle, "results", "flash-kernels.json"), json.dumps(FLASH_KERNELS))
@@ -199,7 +209,8 @@ class GpuValidate(unittest.TestCase):
                          [{"name": "gelu", "flags": "--no-fuse=gemm-activation"},
                           {"name": "decomposed", "flags": "--cuda-attention=decomposed"},
                           {"name": "cudnn", "flags": "--cuda-attention=cudnn"},
-                          {"name": "unpacked", "flags": "--no-fuse=horizontal"}])
+                          {"name": "unpacked", "flags": "--no-fuse=horizontal"},
+                          {"name": "rows80", "flags": "--cuda-row-registers=80"}])
         gelu = os.path.join(self.bundle, "artifacts", "gpt2-medium-bf16-variant-gelu.tgx")
         this = os.path.join(self.bundle, "artifacts", "gpt2-medium-bf16.tgx")
         self.assertGreater(os.path.getsize(gelu), 0)
@@ -212,6 +223,21 @@ class GpuValidate(unittest.TestCase):
                                 capture_output=True, text=True)
         self.assertEqual(result.returncode, 1, result.stderr)
         self.assertIn("--variant needs NAME=TGC_FLAGS", result.stderr)
+
+    def test_long_attention_is_profiled_through_both(self):
+        long = self.manifest["long"]
+        self.assertEqual((long["heads"], long["key_heads"], long["head_dim"], long["seq_len"], long["layers"]),
+                         (32, 8, 128, 8192, 2))
+        for attention in ("flash", "cudnn"):
+            self.assertGreater(os.path.getsize(os.path.join(self.bundle, "artifacts",
+                                                            f"llama-long-{attention}-bf16.tgx")), 0)
+        # 4 * 32 * 8192^2 * 128 / 2 = 549.8 GFLOP a layer forward: 1.1 ms is
+        # 500 TFLOP/s, 51% of 989.
+        self.assertIn("| attention, long | TGC, cuDNN's fused attention through the runtime (--cuda-attention=cudnn) "
+                      "(causal, bf16, B=1, H=32 (8 key heads), T=8192, D=128; per layer, 2 layers a step) | "
+                      "forward 1.100 ms (500 TFLOP/s, **51% of the bf16 dense peak**), backward 3.000 ms "
+                      "(458 TFLOP/s)", self.report.stdout)
+        self.assertIn("forward 2.000 ms (275 TFLOP/s, **28% of the bf16 dense peak**)", self.report.stdout)
 
     def test_gemm_autotuning_is_timed_beside_it(self):
         self.assertIn("| gpt2-medium | TGC with GEMM autotuning (TG_CUDA_GEMM_AUTOTUNE) | 76.0 ms/step",

@@ -71,22 +71,30 @@ module @kernels {
 
 // -----
 
-// A row group with an epilogue: dx is not returned, so layer_norm_grad
-// keeps its xhat rows in the epilogue's output, and each dx element goes
-// through the add into that output as it is computed.
+// A row group with an epilogue: dx is not returned, and each dx element
+// goes through the add into the epilogue's output as it is computed.
+// layer_norm_grad keeps each row's mean and 1/std (2 values a row, not the
+// row's xhat) in a local buffer between its passes: the statistics, the
+// column sums over xhat recomputed from them, the rows of dx.
 // CHECK-LABEL: func.func @k3_layer_norm_grad_to_add(
 // CHECK-SAME:      %{{[^:]+}}: memref<4x8xf32>, %{{[^:]+}}: memref<8xf32>, %{{[^:]+}}: memref<4x8xf32>, %[[DH:[^:]+]]: memref<4x8xf32>, %[[SUM:[^:]+]]: memref<4x8xf32>, %{{[^:]+}}: memref<8xf32>, %{{[^:]+}}: memref<8xf32>)
-// CHECK-NOT:     memref.alloc
 // CHECK-DAG:     %[[DHF:.+]] = memref.collapse_shape %[[DH]]
 // CHECK-DAG:     %[[SUMF:.+]] = memref.collapse_shape %[[SUM]]
+// CHECK:         %[[STATS:.+]] = memref.alloc() : memref<8xf32>
+// CHECK-NOT:     memref.alloc
 // CHECK:         scf.parallel
-// CHECK:           memref.store %{{.*}}, %[[SUMF]]
+// CHECK-NOT:       memref.store %{{.*}}, %[[SUMF]]
+// CHECK:           memref.store %{{.*}}, %[[STATS]]
+// CHECK:           memref.store %{{.*}}, %[[STATS]]
 // CHECK:         scf.parallel
+// CHECK:           memref.load %[[STATS]]
 // CHECK:         scf.parallel
+// CHECK:           memref.load %[[STATS]]
 // CHECK:           scf.for
 // CHECK:             memref.load %[[DHF]]
 // CHECK:             arith.addf
 // CHECK:             memref.store %{{.*}}, %[[SUMF]]
+// CHECK:         memref.dealloc %[[STATS]]
 // CHECK:         return
 module @kernels {
   func.func @k3_layer_norm_grad_to_add(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %dy: tensor<4x8xf32>, %dh: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) {
