@@ -868,7 +868,9 @@ def launch_rows(bundle, rows):
 
 def attention_seconds(events, steps):
     """Seconds a step of a profile's attention commands: (forward,
-    backward), told apart by the gradients' labels."""
+    backward), told apart by the gradients' labels; zeros without steps."""
+    if not steps:
+        return 0.0, 0.0
     forward_s = backward_s = 0.0
     for e in events:
         # "KERNEL LABEL": the backward's labels are the gradients' names.

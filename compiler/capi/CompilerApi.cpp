@@ -109,8 +109,11 @@ llvm::Expected<tg::driver::Options> driverOptions(const tgc_options &in) {
   }
   if (in.no_fuse) {
     llvm::SmallVector<llvm::StringRef> names;
-    llvm::StringRef(in.no_fuse).split(names, ',');
+    llvm::StringRef(in.no_fuse).split(names, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
     for (llvm::StringRef name : names) {
+      name = name.trim();
+      if (name.empty())
+        continue;
       if (name == "all") {
         for (const tg::driver::FusionSwitch &f : tg::driver::fusionSwitches())
           cantFail(tg::driver::setFusion(o, f.name, false));

@@ -207,6 +207,10 @@ static void compile_errors_are_data(void) {
   EXPECT(find_diagnostic(r, TGC_ERROR, "tgc_options.no_fuse: 'bogus' is not a fusion pass", &d) >= 0,
          "an unknown fusion pass");
   tgc_result_free(r);
+  options.no_fuse = " horizontal, ,gemm-bias,";
+  r = tgc_compile(&options);
+  EXPECT(r && tgc_result_ok(r), "no_fuse's names trimmed, empty ones skipped");
+  tgc_result_free(r);
   options.no_fuse = "all";
   options.cuda_attention = "cudnn";
   r = tgc_compile(&options);

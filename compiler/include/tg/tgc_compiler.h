@@ -44,7 +44,8 @@ typedef struct {
    * "decomposed" (GEMMs and softmax kernels). Refused for the CPU. */
   const char *cuda_attention;
   /* Fusion passes to turn off, comma-separated, by tgc's --no-fuse names
-   * ("horizontal,gemm-bias"), or "all" (tgc --no-fusion). NULL: none. */
+   * ("horizontal, gemm-bias"), or "all" (tgc --no-fusion). NULL or "":
+   * none. */
   const char *no_fuse;
   /* Nonzero: every fusion decision, and why, as a TGC_REMARK diagnostic
    * at its op (tgc --fusion-remarks). */

@@ -94,8 +94,25 @@ Gemms::~Gemms() {
     api->cublasLtDestroy(handle);
 }
 
-int Gemms::plan(const tgx::Gemm &g, std::string &error) {
+int Gemms::plan(const tgx::Gemm &g, const std::vector<CUdeviceptr> &operands, std::string &error) {
   GemmOperand la = gemmOperand(g, 0), lb = gemmOperand(g, 1), lc = gemmOperand(g, 2);
+  // A two-level batch runs as `outer` calls of `inner` products each
+  // (cuBLASLt's batch has one stride); a one-level batch as one call.
+  int64_t inner = gemmInnerBatch(g), outer = g.batch() / inner;
+  int64_t elementBytes = g.dtype() == tgx::DType_F64 ? 8 : g.dtype() == tgx::DType_F32 ? 4 : 2;
+  // The alignment of every address a call starts an operand at (the base
+  // and each call's offset), at most 256 bytes: cuBLASLt's heuristic
+  // assumes 256 unless told, and an algorithm that needs more than an
+  // operand has cannot run on it.
+  auto alignment = [&](CUdeviceptr base, int64_t callStride) {
+    uint64_t bits = uint64_t(base) | 256;
+    if (inner > 1 && outer > 1)
+      bits |= uint64_t(callStride * elementBytes);
+    return uint32_t(bits & (~bits + 1)); // the lowest set bit
+  };
+  std::array<uint32_t, 3> aligned{alignment(operands[0], la.stride),
+                                  alignment(operands[1], lb.stride),
+                                  alignment(operands[2], lc.stride)};
   Shape shape{int(g.dtype()),
               g.transpose_a(),
               g.transpose_b(),
@@ -104,10 +121,11 @@ int Gemms::plan(const tgx::Gemm &g, std::string &error) {
               g.k(),
               g.batch(),
               int(g.epilogue()),
-              {la.ld, la.stride, la.innerStride, lb.ld, lb.stride, lb.innerStride, lc.ld,
-               lc.stride, lc.innerStride},
-              gemmInnerBatch(g),
-              int(g.activation())};
+              {la.ld, la.stride, la.innerStride, lb.ld, lb.stride, lb.innerStride, lc.ld, lc.stride,
+               lc.innerStride},
+              inner,
+              int(g.activation()),
+              aligned};
   auto found = planOf.find(shape);
   if (found != planOf.end())
     return found->second;
@@ -132,7 +150,7 @@ int Gemms::plan(const tgx::Gemm &g, std::string &error) {
   auto p = std::make_unique<Plan>();
   p->api = api;
   p->f64 = g.dtype() == tgx::DType_F64;
-  p->elementBytes = p->f64 ? 8 : g.dtype() == tgx::DType_F32 ? 4 : 2;
+  p->elementBytes = size_t(elementBytes);
   auto fail = [&](const char *call, cublasStatus_t s) {
     error = api->errorText(call, s);
     return -1;
@@ -166,9 +184,6 @@ int Gemms::plan(const tgx::Gemm &g, std::string &error) {
     api->cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &auxLd,
                                         sizeof(auxLd));
   }
-  // A two-level batch runs as `outer` calls of `inner` products each
-  // (cuBLASLt's batch has one stride); a one-level batch as one call.
-  int64_t inner = gemmInnerBatch(g), outer = g.batch() / inner;
   p->calls = inner > 1 ? outer : 1;
   int32_t batch = int32_t(inner > 1 ? inner : g.batch());
   p->callStride = {la.stride, lb.stride, lc.stride};
@@ -198,6 +213,13 @@ int Gemms::plan(const tgx::Gemm &g, std::string &error) {
   uint64_t limit = workspaceBytes;
   api->cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                             &limit, sizeof(limit));
+  // cuBLASLt's A is our b, its B our a, its C and D our c.
+  for (auto [attribute, bytes] :
+       {std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, aligned[1]},
+        std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, aligned[0]},
+        std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, aligned[2]},
+        std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, aligned[2]}})
+    api->cublasLtMatmulPreferenceSetAttribute(preference, attribute, &bytes, sizeof(bytes));
   std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(candidates));
   int returned = 0;
   cublasStatus_t s = api->cublasLtMatmulAlgoGetHeuristic(
@@ -292,6 +314,8 @@ bool Gemms::tune(const Driver &driver, int index, const std::vector<CUdeviceptr>
       return false;
     for (int r = 0; r < kRepeats && !refused[i]; ++r)
       refused[i] = !matmul(p, p.candidates[i], operands, workspace, stream, ignored);
+    if (refused[i]) // in any round: never chosen
+      seconds[i] = kRefused;
     if (!check("cuEventRecord", driver.cuEventRecord(end, stream)) ||
         !check("cuEventSynchronize", driver.cuEventSynchronize(end)) ||
         !check("cuEventElapsedTime", driver.cuEventElapsedTime(&ms, start, end)))

@@ -33,9 +33,10 @@ public:
   static std::unique_ptr<Gemms> create(size_t workspaceBytes, int candidates, std::string &error);
   ~Gemms();
 
-  /// The plan for `gemm`'s shape (planned on first sight), or -1 with
+  /// The plan for `gemm`'s shape and its operands' alignment (`operands`:
+  /// the command's a, b, c, ...; planned on first sight), or -1 with
   /// `error` set when cuBLASLt has no algorithm for it.
-  int plan(const tgx::Gemm &gemm, std::string &error);
+  int plan(const tgx::Gemm &gemm, const std::vector<CUdeviceptr> &operands, std::string &error);
   /// c = op(a) x op(b) (+ bias, with the Bias epilogue; then the
   /// activation) with plan `index` on `stream`. `operands` are the
   /// command's: a, b, c, the bias with the Bias epilogue, aux with an
@@ -60,10 +61,10 @@ public:
 private:
   struct Plan;
   // dtype, transposes, m, n, k, batch, epilogue, then per operand
-  // (a, b, c): ld, stride, inner stride; then the inner batch and the
-  // activation.
+  // (a, b, c): ld, stride, inner stride; then the inner batch, the
+  // activation and the alignment of a, b and c (bytes, at most 256).
   using Shape = std::tuple<int, bool, bool, int64_t, int64_t, int64_t, int64_t, int,
-                           std::array<int64_t, 9>, int64_t, int>;
+                           std::array<int64_t, 9>, int64_t, int, std::array<uint32_t, 3>>;
   Gemms() = default;
   bool matmul(const Plan &plan, const cublasLtMatmulAlgo_t &algo,
               const std::vector<CUdeviceptr> &operands, CUdeviceptr workspace, CUstream stream,

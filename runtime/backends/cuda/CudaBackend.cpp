@@ -163,8 +163,11 @@ public:
                    error) &&
              check("cuEventRecord", driver->cuEventRecord(stagingFree, streams[0]), error);
     }
+    // From pageable memory the copy may return before its DMA has landed;
+    // the step's streams do not wait for the legacy stream it runs on.
     return synchronize(error) &&
-           check("cuMemcpyHtoD", driver->cuMemcpyHtoD(arena + offset, src, size), error);
+           check("cuMemcpyHtoD", driver->cuMemcpyHtoD(arena + offset, src, size), error) &&
+           check("cuStreamSynchronize", driver->cuStreamSynchronize(nullptr), error);
   }
 
   bool read(uint64_t offset, void *dst, uint64_t size, std::string &error) const override {
@@ -421,7 +424,7 @@ private:
           if (!check("cuMemAlloc", driver->cuMemAlloc(&workspace, kGemmWorkspaceBytes), error))
             return false;
         }
-        step.gemmPlan = gemms->plan(*c.gemm(), error);
+        step.gemmPlan = gemms->plan(*c.gemm(), step.buffers, error);
         if (step.gemmPlan < 0) {
           error = source + ": commands[" + std::to_string(i) + "] (" +
                   (c.label() ? c.label()->str() : "gemm") + "): " + error;
