@@ -437,23 +437,8 @@ private:
       case tgx::CommandKind_Attention:
         if (c.attention()->library() == tgx::AttentionLibrary_Cudnn && planCudnn(c, step))
           break;
-        if (!attentionKernels) {
-          attentionKernels = cuda::AttentionKernels::load(*driver, error);
-          if (!attentionKernels) {
-            error = source + ": commands[" + std::to_string(i) + "] (" +
-                    (c.label() ? c.label()->str() : "attention") + "): " + error;
-            return false;
-          }
-        }
-        step.attention = std::make_unique<flash::Params>();
-        step.launches =
-            attentionKernels->plan(*c.attention(), step.buffers, *step.attention, error);
-        if (step.launches.empty()) {
-          error = source + ": commands[" + std::to_string(i) + "] (" +
-                  (c.label() ? c.label()->str() : "attention") + "): " + error;
+        if (!planOwnAttention(c, i, step, error))
           return false;
-        }
-        step.params = {step.attention.get()};
         break;
       default: // Collective: multi-GPU programs are refused in createBackend
         error = source + ": commands[" + std::to_string(i) +
@@ -461,7 +446,7 @@ private:
         return false;
       }
     }
-    if (!bindCudnn(error))
+    if (!bindCudnn(program, error))
       return false;
     for (size_t i = 0; i < steps.size(); ++i)
       if (steps[i].signals &&
@@ -472,6 +457,23 @@ private:
       if (!check("cuEventCreate", driver->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), error))
         return false;
     return check("cuEventCreate", driver->cuEventCreate(&fork, CU_EVENT_DISABLE_TIMING), error);
+  }
+
+  /// Plans Attention command `index` on the runtime's own flash kernels.
+  bool planOwnAttention(const tgx::Command &c, size_t index, Step &step, std::string &error) {
+    auto fail = [&] {
+      error = source + ": commands[" + std::to_string(index) + "] (" +
+              (c.label() ? c.label()->str() : "attention") + "): " + error;
+      return false;
+    };
+    if (!attentionKernels && !(attentionKernels = cuda::AttentionKernels::load(*driver, error)))
+      return fail();
+    step.attention = std::make_unique<flash::Params>();
+    step.launches = attentionKernels->plan(*c.attention(), step.buffers, *step.attention, error);
+    if (step.launches.empty())
+      return fail();
+    step.params = {step.attention.get()};
+    return true;
   }
 
   /// Plans an Attention command compiled for cuDNN's fused attention; false
@@ -506,31 +508,38 @@ private:
     return false;
   }
 
-  /// Gives the cuDNN commands their workspace and buffers, and says which
-  /// commands compiled for cuDNN run on the runtime's kernels, and why (a
-  /// warning: the result is the same, the speed is not).
-  bool bindCudnn(std::string &error) {
+  /// Gives the cuDNN commands their workspace and buffers (a command cuDNN
+  /// will not bind runs on the runtime's kernels), then says which commands
+  /// compiled for cuDNN run on the runtime's kernels, and why (a warning:
+  /// the result is the same, the speed is not).
+  bool bindCudnn(const tgx::Program &program, std::string &error) {
+#ifdef TG_HAVE_CUDNN
+    if (cudnn && cudnn->workspaceBytes() &&
+        !check("cuMemAlloc", driver->cuMemAlloc(&cudnnWorkspace, cudnn->workspaceBytes()), error))
+      return false;
+    for (size_t i = 0; cudnn && i < steps.size(); ++i) {
+      if (steps[i].cudnnPlan < 0)
+        continue;
+      std::string why;
+      steps[i].cudnn = cudnn->bind(steps[i].cudnnPlan, steps[i].buffers, cudnnWorkspace, why);
+      if (steps[i].cudnn)
+        continue;
+      const tgx::Command &c = *program.commands()->Get(uint32_t(i));
+      cudnnRefusals.push_back((c.label() ? c.label()->str() : "attention") +
+                              ": cuDNN cannot bind its buffers: " + why);
+      steps[i].cudnnPlan = -1;
+      if (!planOwnAttention(c, i, steps[i], error))
+        return false;
+    }
+#else
+    (void)program;
+    (void)error;
+#endif
     if (!cudnnRefusals.empty())
       std::fprintf(stderr,
                    "%s: warning: %zu attention command(s) compiled for cuDNN run on the "
                    "runtime's flash kernels instead; the first, %s\n",
                    source.c_str(), cudnnRefusals.size(), cudnnRefusals.front().c_str());
-#ifdef TG_HAVE_CUDNN
-    if (!cudnn)
-      return true;
-    if (cudnn->workspaceBytes() &&
-        !check("cuMemAlloc", driver->cuMemAlloc(&cudnnWorkspace, cudnn->workspaceBytes()), error))
-      return false;
-    for (size_t i = 0; i < steps.size(); ++i)
-      if (steps[i].cudnnPlan >= 0 &&
-          !(steps[i].cudnn =
-                cudnn->bind(steps[i].cudnnPlan, steps[i].buffers, cudnnWorkspace, error))) {
-        error = source + ": commands[" + std::to_string(i) + "]: " + error;
-        return false;
-      }
-#else
-    (void)error;
-#endif
     return true;
   }
 

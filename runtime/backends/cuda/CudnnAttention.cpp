@@ -225,9 +225,11 @@ public:
     Descriptor r = inF32(CUDNN_BACKEND_REDUCTION_DESCRIPTOR, CUDNN_ATTR_REDUCTION_COMP_TYPE, name);
     set(r, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &reduce, name);
     // Said explicitly from 9.11 on, as cuDNN's frontend does.
+#if CUDNN_VERSION >= 91100 // the attribute's headers
     const bool deterministic = false;
     if (api.cudnnGetVersion() >= 91100)
       set(r, CUDNN_ATTR_REDUCTION_IS_DETERMINISTIC, CUDNN_TYPE_BOOLEAN, 1, &deterministic, name);
+#endif
     finalize(r, name);
     operation(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR,
               {{CUDNN_ATTR_OPERATION_REDUCTION_XDESC, &tensorOf(x)},
@@ -653,62 +655,93 @@ int CudnnAttention::planNew(const AttentionProblem &problem, std::string &error)
       !check("cuDNN rejects the attention graph", api->cudnnBackendFinalize(graph.get())))
     return -1;
 
-  Descriptor heuristics;
-  const cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
-  cudnnBackendDescriptor_t graphRaw = graph.get();
-  if (!create(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, heuristics, "creating the heuristics") ||
-      !check("setting the heuristics' graph",
-             api->cudnnBackendSetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
-                                           CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graphRaw)) ||
-      !check("setting the heuristics' mode",
-             api->cudnnBackendSetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_MODE,
-                                           CUDNN_TYPE_HEUR_MODE, 1, &mode)) ||
-      !check("cuDNN has no heuristics for the attention graph",
-             api->cudnnBackendFinalize(heuristics.get())))
-    return -1;
-  int64_t count = 0;
-  if (!check("counting the engines",
-             api->cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                                           CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr)))
-    return -1;
-  std::vector<Descriptor> configs(size_t(std::max<int64_t>(count, 0)));
-  std::vector<cudnnBackendDescriptor_t> configsRaw;
-  for (Descriptor &c : configs) {
-    if (!create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, c, "creating an engine configuration"))
-      return -1;
-    configsRaw.push_back(c.get());
-  }
-  int64_t returned = 0;
-  if (count > 0 && !check("reading the engines",
-                          api->cudnnBackendGetAttribute(
-                              heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                              CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &returned, configsRaw.data())))
-    return -1;
-  // The heuristics' first engine that takes the graph.
-  auto made = std::make_unique<CudnnPlan>();
-  std::string rejections;
-  for (int64_t i = 0; i < returned && !made->plan.get(); ++i) {
-    Descriptor candidate;
-    if (!create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, candidate, "creating a plan"))
-      return -1;
-    cudnnBackendDescriptor_t config = configsRaw[size_t(i)];
-    cudnnStatus_t s = api->cudnnBackendSetAttribute(
-        candidate.get(), CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h);
-    if (!s)
-      s = api->cudnnBackendSetAttribute(candidate.get(), CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
-                                        CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &config);
-    if (!s)
-      s = api->cudnnBackendFinalize(candidate.get());
-    if (s) {
-      rejections = api->errorText("engine " + std::to_string(i), s);
-      continue;
+  // The engines cuDNN's heuristics propose for the graph, in their order:
+  // false (with `error`) where the heuristics cannot be asked.
+  auto propose = [&](cudnnBackendHeurMode_t mode, Descriptor &heuristics,
+                     std::vector<Descriptor> &configs) {
+    cudnnBackendDescriptor_t graphRaw = graph.get();
+    if (!create(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, heuristics, "creating the heuristics") ||
+        !check("setting the heuristics' graph",
+               api->cudnnBackendSetAttribute(heuristics.get(),
+                                             CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
+                                             CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graphRaw)) ||
+        !check("setting the heuristics' mode",
+               api->cudnnBackendSetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_MODE,
+                                             CUDNN_TYPE_HEUR_MODE, 1, &mode)) ||
+        !check("cuDNN has no heuristics for the attention graph",
+               api->cudnnBackendFinalize(heuristics.get())))
+      return false;
+    int64_t count = 0;
+    if (!check("counting the engines",
+               api->cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                             CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr)))
+      return false;
+    configs.resize(size_t(std::max<int64_t>(count, 0)));
+    std::vector<cudnnBackendDescriptor_t> configsRaw;
+    for (Descriptor &c : configs) {
+      if (!create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, c, "creating an engine configuration"))
+        return false;
+      configsRaw.push_back(c.get());
     }
-    made->plan = std::move(candidate);
+    int64_t returned = 0;
+    if (count > 0 &&
+        !check("reading the engines",
+               api->cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                             CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &returned,
+                                             configsRaw.data())))
+      return false;
+    configs.resize(size_t(std::max<int64_t>(returned, 0)));
+    return true;
+  };
+  // The first engine that takes the graph: of mode A's list (what cuDNN's
+  // frontend asks for), then of the fallback list should none of those.
+  // The plan refers to its engine configuration: what the heuristics gave
+  // lives as long as the plan.
+  auto made = std::make_unique<CudnnPlan>();
+  std::vector<Descriptor> proposals;
+  std::string rejections;
+  int64_t proposed = 0;
+  for (auto [mode, list] :
+       {std::pair{CUDNN_HEUR_MODE_A, "mode A"}, std::pair{CUDNN_HEUR_MODE_FALLBACK, "fallback"}}) {
+    Descriptor heuristics;
+    std::vector<Descriptor> configs;
+    bool asked = propose(mode, heuristics, configs);
+    proposals.push_back(std::move(heuristics));
+    if (!asked) {
+      if (mode == CUDNN_HEUR_MODE_A)
+        return -1;
+      rejections += (rejections.empty() ? "" : "; ") + std::string(list) + ": " + error;
+      break;
+    }
+    proposed += int64_t(configs.size());
+    for (size_t i = 0; i < configs.size() && !made->plan.get(); ++i) {
+      Descriptor candidate;
+      if (!create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, candidate, "creating a plan"))
+        return -1;
+      cudnnBackendDescriptor_t config = configs[i].get();
+      cudnnStatus_t s = api->cudnnBackendSetAttribute(
+          candidate.get(), CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h);
+      if (!s)
+        s = api->cudnnBackendSetAttribute(candidate.get(), CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+                                          CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &config);
+      if (!s)
+        s = api->cudnnBackendFinalize(candidate.get());
+      if (s) {
+        rejections += (rejections.empty() ? "" : "; ") +
+                      api->errorText(std::string(list) + " engine " + std::to_string(i), s);
+        continue;
+      }
+      made->plan = std::move(candidate);
+    }
+    for (Descriptor &c : configs)
+      proposals.push_back(std::move(c));
+    if (made->plan.get())
+      break;
   }
 #pragma GCC diagnostic pop
   if (!made->plan.get()) {
-    error = "cuDNN has no engine for the attention graph (" + std::to_string(returned) +
-            " proposed" + (rejections.empty() ? "" : "; the last: " + rejections) + ")";
+    error = "cuDNN has no engine for the attention graph (" + std::to_string(proposed) +
+            " proposed" + (rejections.empty() ? "" : ": " + rejections) + ")";
     return -1;
   }
   int64_t cudnnWorkspace = 0, got = 0;
@@ -719,9 +752,8 @@ int CudnnAttention::planNew(const AttentionProblem &problem, std::string &error)
     return -1;
   made->graph = g.release();
   made->graph.push_back(std::move(graph));
-  made->graph.push_back(std::move(heuristics));
-  for (Descriptor &c : configs)
-    made->graph.push_back(std::move(c));
+  for (Descriptor &d : proposals)
+    made->graph.push_back(std::move(d));
   made->bindings = bindings;
   made->scale = problem.scale;
   made->window = float(problem.window);
