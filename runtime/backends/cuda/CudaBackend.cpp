@@ -508,29 +508,39 @@ private:
     return false;
   }
 
-  /// Gives the cuDNN commands their workspace and buffers (a command cuDNN
-  /// will not bind runs on the runtime's kernels), then says which commands
-  /// compiled for cuDNN run on the runtime's kernels, and why (a warning:
-  /// the result is the same, the speed is not).
+  /// Gives the cuDNN commands their workspace and buffers and runs each
+  /// once on the arena as it starts (which it then clears again): a command
+  /// cuDNN will not bind or run takes the runtime's kernels. Then says which
+  /// commands compiled for cuDNN run on the runtime's kernels, and why (a
+  /// warning: the result is the same, the speed is not).
   bool bindCudnn(const tgx::Program &program, std::string &error) {
 #ifdef TG_HAVE_CUDNN
     if (cudnn && cudnn->workspaceBytes() &&
         !check("cuMemAlloc", driver->cuMemAlloc(&cudnnWorkspace, cudnn->workspaceBytes()), error))
       return false;
+    bool ran = false;
     for (size_t i = 0; cudnn && i < steps.size(); ++i) {
       if (steps[i].cudnnPlan < 0)
         continue;
       std::string why;
       steps[i].cudnn = cudnn->bind(steps[i].cudnnPlan, steps[i].buffers, cudnnWorkspace, why);
-      if (steps[i].cudnn)
-        continue;
+      if (steps[i].cudnn) {
+        ran = true;
+        if (cudnn->run(*steps[i].cudnn, streams[0], why) && synchronize(why))
+          continue;
+        why = "cuDNN cannot run it: " + why;
+        steps[i].cudnn.reset();
+      } else {
+        why = "cuDNN cannot bind its buffers: " + why;
+      }
       const tgx::Command &c = *program.commands()->Get(uint32_t(i));
-      cudnnRefusals.push_back((c.label() ? c.label()->str() : "attention") +
-                              ": cuDNN cannot bind its buffers: " + why);
+      cudnnRefusals.push_back((c.label() ? c.label()->str() : "attention") + ": " + why);
       steps[i].cudnnPlan = -1;
       if (!planOwnAttention(c, i, steps[i], error))
         return false;
     }
+    if (ran && !clearArena(program, error))
+      return false;
 #else
     (void)program;
     (void)error;
