@@ -61,7 +61,7 @@ void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options) {
         createTgFuseAttentionLayouts({options.fusion.remarks}));
   pm.addPass(createTgLowerToExec({/*functions=*/{}, options.seed}));
   if (options.fusion.gemmBias)
-    pm.addPass(createExecFuseGemmBias());
+    pm.addPass(createExecFuseGemmBias({options.fusion.remarks}));
   if (options.fusion.gemmLayouts)
     pm.addPass(createExecFuseGemmLayouts());
   if (options.fusion.gemmActivation)

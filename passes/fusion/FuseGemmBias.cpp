@@ -44,6 +44,8 @@ int biasOperandOf(func::FuncOp kernel) {
 }
 
 struct FuseGemmBiasPass : impl::ExecFuseGemmBiasBase<FuseGemmBiasPass> {
+  using ExecFuseGemmBiasBase::ExecFuseGemmBiasBase;
+
   void runOnOperation() override {
     SymbolTableCollection symbols;
     llvm::SetVector<Operation *> fusedKernels;
@@ -57,56 +59,76 @@ struct FuseGemmBiasPass : impl::ExecFuseGemmBiasBase<FuseGemmBiasPass> {
       int biasIndex = biasOperandOf(kernel);
       if (biasIndex < 0)
         return;
-      Value product = dispatch.getInputs()[1 - biasIndex];
-      Value bias = dispatch.getInputs()[biasIndex];
-      auto resource = product.getDefiningOp<exec::ResourceOp>();
-      if (!resource || resource.getKind() != exec::ResourceKind::scratch)
-        return;
-      // The product must be the GEMM's alone: written by it, read by the add.
-      exec::GemmOp gemm;
-      for (Operation *user : product.getUsers()) {
-        if (user == dispatch)
-          continue;
-        auto writer = dyn_cast<exec::GemmOp>(user);
-        if (!writer || writer.getC() != product || writer.getBias() || gemm)
-          return;
-        gemm = writer;
-      }
-      // Contiguous batches (bias rows follow each other in c); no timepoint
-      // yet awaits the add (the pass runs before exec-insert-timepoints).
-      Value out = dispatch.getOutputs()[0];
-      if (!gemm || out.getType() != product.getType() ||
-          !gemm->isBeforeInBlock(dispatch) ||
-          gemm.getStrideC() != gemm.getM() * gemm.getN() ||
-          !dispatch.getDone().use_empty())
-        return;
-      // The bias must hold its value when the GEMM runs: no command between
-      // the two may write it (a bias computed after the GEMM, such as the
-      // vocabulary mask of a tensor-parallel loss, stays a separate add).
-      for (Operation *user : bias.getUsers())
-        if (user != dispatch && user->getBlock() == gemm->getBlock() &&
-            gemm->isBeforeInBlock(user) && user->isBeforeInBlock(dispatch))
-          return;
-      // The add's operands and output must exist where the GEMM runs; a
-      // resource declared later (it has no operands) moves up to it.
-      SmallVector<Operation *> later;
-      for (Value v : {bias, out}) {
-        Operation *def = v.getDefiningOp();
-        if (!def || def->getBlock() != gemm->getBlock() || def->isBeforeInBlock(gemm))
-          continue;
-        if (!isa<exec::ResourceOp>(def) || def->getNumOperands() != 0)
-          return;
-        later.push_back(def);
-      }
-      for (Operation *def : later)
-        def->moveBefore(gemm);
-      gemm.getCMutable().assign(out);
-      gemm.getBiasMutable().assign(bias);
-      dispatch.erase();
-      resource.erase();
-      fusedKernels.insert(kernel);
+      std::string why = fuse(dispatch, biasIndex);
+      if (why.empty())
+        fusedKernels.insert(kernel);
+      if (remarks && !why.empty())
+        dispatch.emitRemark()
+            << "bias add not fused into a GEMM's epilogue: " << why;
     });
     exec::eraseUndispatchedKernels(getOperation(), fusedKernels.getArrayRef());
+  }
+
+  /// Makes the GEMM that writes the bias add's product write the sum, with
+  /// the bias as its epilogue, and erases the add; or says why not.
+  std::string fuse(exec::DispatchOp dispatch, int biasIndex) {
+    Value product = dispatch.getInputs()[1 - biasIndex];
+    Value bias = dispatch.getInputs()[biasIndex];
+    auto resource = product.getDefiningOp<exec::ResourceOp>();
+    if (!resource || resource.getKind() != exec::ResourceKind::scratch)
+      return "the product is not a scratch buffer of its own";
+    // The product must be the GEMM's alone: written by it, read by the add.
+    exec::GemmOp gemm;
+    for (Operation *user : product.getUsers()) {
+      if (user == dispatch)
+        continue;
+      auto writer = dyn_cast<exec::GemmOp>(user);
+      if (!writer || writer.getC() != product || writer.getBias() || gemm)
+        return "the product is not written by one GEMM and read by the add "
+               "alone";
+      gemm = writer;
+    }
+    if (!gemm)
+      return "no GEMM writes the product";
+    // Contiguous batches (bias rows follow each other in c); no timepoint
+    // yet awaits the add (the pass runs before exec-insert-timepoints).
+    Value out = dispatch.getOutputs()[0];
+    if (out.getType() != product.getType() ||
+        !gemm->isBeforeInBlock(dispatch) ||
+        gemm.getStrideC() != gemm.getM() * gemm.getN() ||
+        !dispatch.getDone().use_empty())
+      return "the GEMM's output is not the add's output's layout, or is "
+             "awaited";
+    // The bias must hold its value when the GEMM runs: no command between
+    // the two may write it (a bias computed after the GEMM, such as the
+    // vocabulary mask of a tensor-parallel loss, stays a separate add).
+    for (Operation *user : bias.getUsers())
+      if (user != dispatch && user->getBlock() == gemm->getBlock() &&
+          gemm->isBeforeInBlock(user) && user->isBeforeInBlock(dispatch))
+        return "a command between the GEMM and the add writes the bias";
+    // The add's operands and output must exist where the GEMM runs; a
+    // resource declared later (it has no operands) moves up to it.
+    SmallVector<Operation *> later;
+    for (Value v : {bias, out}) {
+      Operation *def = v.getDefiningOp();
+      if (!def || def->getBlock() != gemm->getBlock() ||
+          def->isBeforeInBlock(gemm))
+        continue;
+      if (!isa<exec::ResourceOp>(def) || def->getNumOperands() != 0)
+        return "the bias or the output is made after the GEMM runs";
+      later.push_back(def);
+    }
+    for (Operation *def : later)
+      def->moveBefore(gemm);
+    if (remarks)
+      dispatch.emitRemark()
+          << "bias add fused into the GEMM's epilogue: the GEMM writes the "
+             "sum, and its product is never stored";
+    gemm.getCMutable().assign(out);
+    gemm.getBiasMutable().assign(bias);
+    dispatch.erase();
+    resource.erase();
+    return "";
   }
 };
 

@@ -164,7 +164,8 @@ class PythonBindings(unittest.TestCase):
                 self.assertLess(abs(got - want), 1e-5 * abs(want), no_fuse)
         remarks = [d for d in tgc.compile(FAMILIES[family], train=TRAIN, fusion_remarks=True).diagnostics
                    if d.severity == "remark"]
-        for decision in ["fused horizontally", "fused into the kernel of", "computed with its gradient in one kernel"]:
+        for decision in ["fused horizontally", "fused into the kernel of", "computed with its gradient in one kernel",
+                         "bias add fused into the GEMM's epilogue"]:
             self.assertTrue(any(d.message.startswith(decision) for d in remarks), decision)
         self.assertEqual(default.diagnostics, [])
         with self.assertRaisesRegex(tgc.CompileError, "tgc_options.no_fuse: 'bogus' is not a fusion pass; use "

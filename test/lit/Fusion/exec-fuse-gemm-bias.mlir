@@ -1,4 +1,5 @@
 // RUN: tg-opt %s --split-input-file --exec-fuse-gemm-bias | FileCheck %s
+// RUN: tg-opt %s --split-input-file --exec-fuse-gemm-bias=remarks=true -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
 
 // The bias add that only consumes a GEMM's product becomes the GEMM's
 // epilogue: the GEMM writes the add's output, the product buffer, the
@@ -12,6 +13,7 @@
 // CHECK-NOT: exec.dispatch
 // CHECK-NOT: exec.resource scratch
 // CHECK-NOT: func.func @k0_add
+// REMARK: remark: bias add fused into the GEMM's epilogue: the GEMM writes the sum, and its product is never stored
 exec.program @fused attributes {batch_size = 1 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>, seed = 0 : i64, seq_len = 1 : i64, vocab_size = 1 : i64} {
   %x = exec.resource input "x" : memref<2x4xf32>
   %w = exec.resource parameter "w" : memref<4x8xf32>
@@ -41,6 +43,8 @@ module @kernels {
 // CHECK: exec.dispatch @kernels::@k3_residual(%[[P3]]
 // CHECK: func.func @k1_bias_first
 // CHECK: func.func @k3_residual
+// REMARK: remark: bias add fused into the GEMM's epilogue
+// REMARK: remark: bias add not fused into a GEMM's epilogue: the product is not written by one GEMM and read by the add alone
 exec.program @partly attributes {batch_size = 1 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>, seed = 0 : i64, seq_len = 1 : i64, vocab_size = 1 : i64} {
   %x = exec.resource input "x" : memref<2x4xf32>
   %w = exec.resource parameter "w" : memref<4x8xf32>
@@ -84,6 +88,7 @@ module @kernels {
 // CHECK: exec.gemm(%{{.*}}, %{{.*}}) -> %[[P:.*]] {
 // CHECK: exec.dispatch @kernels::@k0_fill
 // CHECK: exec.dispatch @kernels::@k1_add(%[[P]],
+// REMARK: remark: bias add not fused into a GEMM's epilogue: a command between the GEMM and the add writes the bias
 exec.program @late_bias attributes {batch_size = 1 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>, seed = 0 : i64, seq_len = 1 : i64, vocab_size = 1 : i64} {
   %x = exec.resource input "x" : memref<2x4xf32>
   %w = exec.resource parameter "w" : memref<4x8xf32>

@@ -521,8 +521,15 @@ def ExecFuseGemmBias : Pass<"exec-fuse-gemm-bias", "ModuleOp"> {
     `tg.add(product, bias)` (bias rank 1, as long as the product's last dim),
     where the product is a scratch buffer written only by one `exec.gemm`
     and read only by that dispatch, is removed; the GEMM writes the
-    dispatch's output with `bias(...)`. Turned off by `tgc --no-fusion`.
+    dispatch's output with `bias(...)`. Each bias add fused, and each not
+    fused and why, as a remark (`remarks`). Turned off by `tgc --no-fusion`
+    or `--no-fuse=gemm-bias`.
   }];
+  let options = [
+    Option<"remarks", "remarks", "bool", /*default=*/"false",
+           "Report each bias add fused, and each not fused and why, as a "
+           "remark">,
+  ];
 }
 
 def ExecFuseGemmLayouts : Pass<"exec-fuse-gemm-layouts", "ModuleOp"> {
