@@ -115,8 +115,7 @@ llvm::Expected<tg::driver::Options> driverOptions(const tgc_options &in) {
       if (name.empty())
         continue;
       if (name == "all") {
-        for (const tg::driver::FusionSwitch &f : tg::driver::fusionSwitches())
-          cantFail(tg::driver::setFusion(o, f.name, false));
+        tg::driver::disableFusion(o);
       } else if (llvm::Error e = tg::driver::setFusion(o, name, false)) {
         return llvm::createStringError("tgc_options.no_fuse: " + llvm::toString(std::move(e)) +
                                        ", or \"all\"");

@@ -137,6 +137,11 @@ llvm::Error setFusion(Options &options, StringRef name, bool on) {
       "'" + name + "' is not a fusion pass; use one of: " + names);
 }
 
+void disableFusion(Options &options) {
+  for (const FusionFlag &f : kFusionFlags)
+    cantFail(setFusion(options, f.sw.name, false));
+}
+
 namespace {
 /// Only regular files are read: open() on a FIFO or a device can block
 /// forever.

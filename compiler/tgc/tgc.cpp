@@ -665,8 +665,7 @@ static llvm::Expected<tg::driver::Options> driverOptions() {
   for (Fusion f : noFuseOpt)
     cantFail(tg::driver::setFusion(o, fusionName(f), false));
   if (noFusionOpt)
-    for (const tg::driver::FusionSwitch &f : tg::driver::fusionSwitches())
-      cantFail(tg::driver::setFusion(o, f.name, false));
+    tg::driver::disableFusion(o);
   o.fusion.maxScoreMib = maxScoreMibOpt;
   o.fusion.remarks = fusionRemarksOpt;
   o.bucketMb = bucketMbOpt;

@@ -147,6 +147,9 @@ public:
       return false;
     if (gemmCandidates > 1 && gemms && !tuneGemms(program, error))
       return false;
+    // cuDNN's trial runs and the GEMM tuning wrote into the arena.
+    if (arenaWritten && !(synchronize(error) && clearArena(program, error)))
+      return false;
     const char *graphs = std::getenv("TG_CUDA_GRAPHS");
     useGraph = !(graphs && std::strcmp(graphs, "0") == 0);
     return true;
@@ -222,6 +225,14 @@ public:
   }
 
 private:
+  /// "SOURCE: commands[I] (LABEL)", which an error about command `index`
+  /// starts with.
+  std::string commandName(const tgx::Program &program, size_t index, const char *kind) const {
+    const tgx::Command &c = *program.commands()->Get(uint32_t(index));
+    return source + ": commands[" + std::to_string(index) + "] (" +
+           (c.label() ? c.label()->str() : kind) + ")";
+  }
+
   bool check(const char *call, CUresult result, std::string &error) const {
     if (result == CUDA_SUCCESS)
       return true;
@@ -314,9 +325,9 @@ private:
   }
 
   /// Times each GEMM shape's candidate algorithms on the buffers of its
-  /// first command and keeps the fastest, then clears the arena the calls
-  /// wrote into. Says what it found on stderr: tuning is opt-in, and a
-  /// run tuned anew may round differently from the last.
+  /// first command and keeps the fastest (the arena the calls wrote into is
+  /// cleared by load). Says what it found on stderr: tuning is opt-in, and
+  /// a run tuned anew may round differently from the last.
   bool tuneGemms(const tgx::Program &program, std::string &error) {
     std::map<int, std::pair<size_t, int>> commandsOf; // plan: its first step, its count
     for (size_t i = 0; i < steps.size(); ++i)
@@ -331,9 +342,7 @@ private:
       auto [step, count] = first;
       cuda::Gemms::Timing timing;
       if (!gemms->tune(*driver, plan, steps[step].buffers, workspace, streams[0], timing, error)) {
-        const tgx::Command &c = *program.commands()->Get(uint32_t(step));
-        error = source + ": commands[" + std::to_string(step) + "] (" +
-                (c.label() ? c.label()->str() : "gemm") + "): " + error;
+        error = commandName(program, step, "gemm") + ": " + error;
         return false;
       }
       timed += timing.timed > 1;
@@ -352,7 +361,8 @@ private:
                  "(tuning took %.2f s)\n",
                  source.c_str(), gemmCandidates, commandsOf.size(), timed, changed,
                  savedSeconds * 1e3, changedCommands, stepSeconds * 1e3, took);
-    return synchronize(error) && clearArena(program, error);
+    arenaWritten = true;
+    return true;
   }
 
   bool loadModules(const tgx::Program &program, std::string &error) {
@@ -426,8 +436,7 @@ private:
         }
         step.gemmPlan = gemms->plan(*c.gemm(), step.buffers, error);
         if (step.gemmPlan < 0) {
-          error = source + ": commands[" + std::to_string(i) + "] (" +
-                  (c.label() ? c.label()->str() : "gemm") + "): " + error;
+          error = commandName(program, i, "gemm") + ": " + error;
           return false;
         }
         break;
@@ -437,7 +446,7 @@ private:
       case tgx::CommandKind_Attention:
         if (c.attention()->library() == tgx::AttentionLibrary_Cudnn && planCudnn(c, step))
           break;
-        if (!planOwnAttention(c, i, step, error))
+        if (!planOwnAttention(program, i, step, error))
           return false;
         break;
       default: // Collective: multi-GPU programs are refused in createBackend
@@ -460,10 +469,10 @@ private:
   }
 
   /// Plans Attention command `index` on the runtime's own flash kernels.
-  bool planOwnAttention(const tgx::Command &c, size_t index, Step &step, std::string &error) {
+  bool planOwnAttention(const tgx::Program &program, size_t index, Step &step, std::string &error) {
+    const tgx::Command &c = *program.commands()->Get(uint32_t(index));
     auto fail = [&] {
-      error = source + ": commands[" + std::to_string(index) + "] (" +
-              (c.label() ? c.label()->str() : "attention") + "): " + error;
+      error = commandName(program, index, "attention") + ": " + error;
       return false;
     };
     if (!attentionKernels && !(attentionKernels = cuda::AttentionKernels::load(*driver, error)))
@@ -509,7 +518,7 @@ private:
   }
 
   /// Gives the cuDNN commands their workspace and buffers and runs each
-  /// once on the arena as it starts (which it then clears again): a command
+  /// once on the arena as it starts (which load clears again): a command
   /// cuDNN will not bind or run takes the runtime's kernels. Then says which
   /// commands compiled for cuDNN run on the runtime's kernels, and why (a
   /// warning: the result is the same, the speed is not).
@@ -536,11 +545,10 @@ private:
       const tgx::Command &c = *program.commands()->Get(uint32_t(i));
       cudnnRefusals.push_back((c.label() ? c.label()->str() : "attention") + ": " + why);
       steps[i].cudnnPlan = -1;
-      if (!planOwnAttention(c, i, steps[i], error))
+      if (!planOwnAttention(program, i, steps[i], error))
         return false;
     }
-    if (ran && !clearArena(program, error))
-      return false;
+    arenaWritten |= ran;
 #else
     (void)program;
     (void)error;
@@ -670,6 +678,7 @@ private:
   std::vector<CUevent> done, joins, profileStart, profileEnd;
   bool useGraph = true, ranOnce = false;
   int gemmCandidates = 1; // TG_CUDA_GEMM_AUTOTUNE
+  bool arenaWritten = false; // by commands run at load: cleared before training
   CUgraph graph = nullptr;
   CUgraphExec graphExec = nullptr;
 };

@@ -94,6 +94,8 @@ llvm::ArrayRef<FusionSwitch> fusionSwitches();
 /// `options`. On, gemm-activation overrides the target's choice; the others
 /// are on unless turned off. An unknown name is an error listing the names.
 llvm::Error setFusion(Options &options, llvm::StringRef name, bool on);
+/// Turns every fusion pass off (tgc --no-fusion).
+void disableFusion(Options &options);
 
 /// What the driver knows about the model it compiles.
 struct Compilation {
