@@ -63,7 +63,7 @@ void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options) {
   if (options.fusion.gemmBias)
     pm.addPass(createExecFuseGemmBias({options.fusion.remarks}));
   if (options.fusion.gemmLayouts)
-    pm.addPass(createExecFuseGemmLayouts());
+    pm.addPass(createExecFuseGemmLayouts({options.fusion.remarks}));
   if (options.fusion.gemmActivation)
     pm.addPass(createExecFuseGemmActivation(
         {options.fusion.remarks, options.fusion.gemmActivationWide}));

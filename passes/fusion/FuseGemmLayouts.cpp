@@ -113,13 +113,51 @@ struct Step {
 /// The buffer `step` writes.
 Value resultOf(Step step) { return step.dispatch.getOutputs()[0]; }
 
+/// How a remark names a layout kernel's op.
+StringRef layoutName(Operation *op) {
+  return isa<TransposeOp>(op) ? "transpose" : isa<SliceOp>(op) ? "slice" : "concatenation";
+}
+
+/// "the transpose and the slice": the ops of `steps`, in order.
+std::string layoutNames(ArrayRef<Step> steps) {
+  std::string names;
+  for (size_t k = 0; k < steps.size(); ++k)
+    names += (k == 0                  ? "the "
+              : k + 1 == steps.size() ? " and the "
+                                      : ", the ") +
+             layoutName(steps[k].op).str();
+  return names;
+}
+
+/// How a remark names operand `operand` of a GEMM or an exec.attention.
+std::string commandOperandName(Operation *command, unsigned operand) {
+  if (isa<exec::GemmOp>(command))
+    return std::string(operand == 0 ? "GEMM's a" : operand == 1 ? "GEMM's b" : "GEMM's product");
+  static constexpr const char *forward[] = {"query", "key", "value", "result", "log-sum-exp"};
+  static constexpr const char *gradient[] = {
+      "query",           "key",   "value",          "result",       "log-sum-exp",
+      "result gradient", "delta", "query gradient", "key gradient", "value gradient"};
+  bool isGradient = cast<exec::AttentionOp>(command).getGradient();
+  return std::string("attention") + (isGradient ? " gradient" : "") + "'s " +
+         (isGradient ? gradient[operand] : forward[operand]);
+}
+
+/// Why a GEMM or an exec.attention cannot take a layout.
+StringRef unfitReason(Operation *command) {
+  return isa<exec::GemmOp>(command)
+             ? "a strided GEMM cannot take that layout (it needs unit column stride, rows at "
+               "least their length apart and at most two batch levels)"
+             : "the attention kernels need rows of contiguous elements at batch, head and row "
+               "strides that are multiples of 8";
+}
+
 ArrayRef<int64_t> shapeOf(Value buffer) {
   return cast<MemRefType>(buffer.getType()).getShape();
 }
 
 class LayoutFolder {
 public:
-  LayoutFolder(exec::ProgramOp program) : program(program) {}
+  LayoutFolder(exec::ProgramOp program, bool remarks) : program(program), remarks(remarks) {}
 
   void run() {
     SmallVector<exec::GemmOp> gemms(program.getBlock().getOps<exec::GemmOp>());
@@ -228,7 +266,8 @@ private:
     struct Candidate {
       Output output;
       SmallVector<Step> chain;
-      size_t depth; // steps that can be folded
+      size_t depth;    // steps that can be folded
+      std::string why; // why not the whole chain
     };
     SmallVector<Candidate> candidates;
     for (Output &output : foldableOutputs(gemms)) {
@@ -236,8 +275,9 @@ private:
       size_t depth = chain.size();
       while (depth > 0 && !outputFits(output, chain, depth))
         --depth;
-      if (depth > 0)
-        candidates.push_back({std::move(output), std::move(chain), depth});
+      std::string why = depth < chain.size() ? unfitReason(output.command).str() : "";
+      if (!chain.empty())
+        candidates.push_back({std::move(output), std::move(chain), depth, std::move(why)});
     }
     // A concatenation goes only where every one of its inputs is an output
     // folded into it; otherwise the chains through it stop before it.
@@ -252,6 +292,8 @@ private:
           exec::DispatchOp dispatch = c.chain[k].dispatch;
           if (reached[dispatch].size() != dispatch.getInputs().size()) {
             c.depth = k;
+            c.why = "the concatenation has an input that is not a library call's output "
+                    "folded into it";
             changed = true;
             break;
           }
@@ -260,9 +302,13 @@ private:
       for (Candidate &c : candidates)
         while (c.depth > 0 && !outputFits(c.output, c.chain, c.depth)) {
           --c.depth;
+          c.why = unfitReason(c.output.command);
           changed = true;
         }
     }
+    if (remarks)
+      for (Candidate &c : candidates)
+        remarkOutput(c.output, c.chain, c.depth, c.why);
     // Outputs folded into one concatenation share its steps: each dispatch
     // and buffer is erased once.
     llvm::SetVector<Operation *> doomed;
@@ -285,6 +331,27 @@ private:
       eraseDispatch(cast<exec::DispatchOp>(dispatch));
     for (Value buffer : deadBuffers)
       eraseIfUnused(buffer);
+  }
+
+  /// Says how far `output` is written through the layout kernels of
+  /// `chain` after it (the first `depth`), and `why` not further.
+  void remarkOutput(const Output &output, ArrayRef<Step> chain, size_t depth, StringRef why) {
+    unsigned operand = 2;
+    if (auto attention = dyn_cast<exec::AttentionOp>(output.command))
+      for (unsigned i = 0; i < attention.getNumAttentionOperands(); ++i)
+        if (attention.getAttentionOperand(i) == output.buffer)
+          operand = i;
+    std::string what = commandOperandName(output.command, operand);
+    InFlightDiagnostic remark = output.command->emitRemark();
+    if (depth == 0) {
+      remark << what << " not written through " << layoutNames(chain.take_front())
+             << " after it: " << why;
+      return;
+    }
+    remark << what << " written, as strides, where " << layoutNames(chain.take_front(depth))
+           << " after it put it";
+    if (depth < chain.size())
+      remark << "; not through " << layoutNames(chain.slice(depth, 1)) << " after that: " << why;
   }
 
   // ----- A GEMM's operand read where the layout kernels before it read it.
@@ -342,7 +409,7 @@ private:
   void foldOperand(exec::GemmOp gemm, unsigned operand) {
     if (!packed(gemm, operand))
       return;
-    foldInput(gemm.getOperandBuffer(operand), gemm, [&](const StridedLayout &layout) {
+    foldInput(gemm.getOperandBuffer(operand), gemm, operand, [&](const StridedLayout &layout) {
       std::optional<GemmView> view = fits(gemm, operand, layout);
       if (view)
         retarget(gemm, operand, layout, *view);
@@ -350,11 +417,11 @@ private:
     });
   }
 
-  /// Offers `take` the layouts of `operand` (a buffer `reader` reads) in the
-  /// buffers the layout kernels that produced it read, the farthest first,
-  /// until it takes one; a buffer that a command between that kernel and
-  /// `reader` writes is not offered.
-  void foldInput(Value operand, Operation *reader,
+  /// Offers `take` the layouts of `operand` (operand `index` of `reader`) in
+  /// the buffers the layout kernels that produced it read, the farthest
+  /// first, until it takes one; a buffer that a command between that kernel
+  /// and `reader` writes is not offered.
+  void foldInput(Value operand, Operation *reader, unsigned index,
                  function_ref<bool(const StridedLayout &)> take) {
     // The layout kernels that produced the operand, nearest first.
     SmallVector<Step> chain;
@@ -365,19 +432,46 @@ private:
       inputs.push_back(producer.getInputs()[0]);
       buffer = inputs.back();
     }
+    std::string why; // why not the layout one step farther than the one taken
     for (size_t depth = chain.size(); depth > 0; --depth) {
       Value root = inputs[depth - 1];
-      if (writtenBetween(root, chain[depth - 1].dispatch, reader))
+      if (writtenBetween(root, chain[depth - 1].dispatch, reader)) {
+        why = "a command between them writes what it reads";
         continue;
+      }
       StridedLayout layout = StridedLayout::packed(root);
       bool ok = true;
       for (size_t k = depth; k-- > 0 && ok;) {
         layout.applyView(chain[k].op);
         ok = layout.reshape(shapeOf(k == 0 ? operand : inputs[k - 1]));
       }
-      if (ok && take(layout))
+      if (ok && take(layout)) {
+        if (remarks)
+          remarkInput(reader, index, chain, depth, why);
         return;
+      }
+      why = ok ? unfitReason(reader).str() : "its layout does not reshape to the operand's";
     }
+    if (remarks && !chain.empty())
+      remarkInput(reader, index, chain, 0, why);
+  }
+
+  /// Says how far operand `index` of `reader` is read through the layout
+  /// kernels of `chain` before it (nearest first; the first `depth`), and
+  /// `why` not further.
+  void remarkInput(Operation *reader, unsigned index, ArrayRef<Step> chain, size_t depth,
+                   StringRef why) {
+    std::string what = commandOperandName(reader, index);
+    InFlightDiagnostic remark = reader->emitRemark();
+    if (depth == 0) {
+      remark << what << " not read through " << layoutNames(chain.take_front())
+             << " before it: " << why;
+      return;
+    }
+    SmallVector<Step> order(llvm::reverse(chain.take_front(depth)));
+    remark << what << " read, as strides, where " << layoutNames(order) << " before it read it";
+    if (depth < chain.size())
+      remark << "; not through " << layoutNames(chain.slice(depth, 1)) << " before that: " << why;
   }
 
   // ----- The runtime attention's q, k, v and dO read where the layout
@@ -392,7 +486,7 @@ private:
   void foldAttentionInput(exec::AttentionOp op, unsigned operand) {
     if (!attentionPacked(op, operand))
       return;
-    foldInput(op.getInputs()[operand], op, [&](const StridedLayout &layout) {
+    foldInput(op.getInputs()[operand], op, operand, [&](const StridedLayout &layout) {
       return takeAttentionLayout(op, operand, layout, /*apply=*/true);
     });
   }
@@ -549,16 +643,19 @@ private:
   }
 
   exec::ProgramOp program;
+  bool remarks;
   SymbolTableCollection symbols;
   DenseMap<Operation *, int64_t> position;
   DenseMap<exec::ResourceOp, SmallVector<Operation *>> writers;
 };
 
 struct FuseGemmLayoutsPass : impl::ExecFuseGemmLayoutsBase<FuseGemmLayoutsPass> {
+  using ExecFuseGemmLayoutsBase::ExecFuseGemmLayoutsBase;
+
   void runOnOperation() override {
     llvm::SetVector<Operation *> touched;
     for (auto program : getOperation().getOps<exec::ProgramOp>()) {
-      LayoutFolder folder(program);
+      LayoutFolder folder(program, remarks);
       folder.run();
       touched.insert(folder.touchedKernels.begin(), folder.touchedKernels.end());
     }

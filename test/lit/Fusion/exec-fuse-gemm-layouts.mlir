@@ -1,4 +1,5 @@
 // RUN: tg-opt %s --split-input-file --exec-fuse-gemm-layouts | FileCheck %s
+// RUN: tg-opt %s --split-input-file --exec-fuse-gemm-layouts=remarks=true -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
 
 // Attention's forward: q and k are sliced out of the fused projection and
 // split into heads (a transpose) before their product; the heads' output is
@@ -7,6 +8,9 @@
 // batch rows 48) and write the merged output in place (ldc 4): no slice,
 // no transpose, no kernel left.
 // CHECK-LABEL: exec.program @heads
+// REMARK: remark: GEMM's product written, as strides, where the transpose after it put it
+// REMARK: remark: GEMM's a read, as strides, where the slice and the transpose before it read it
+// REMARK: remark: GEMM's b read, as strides, where the slice and the transpose before it read it
 // CHECK: %[[QKV:.*]] = exec.resource input "qkv" : memref<2x4x12xf32>
 // CHECK: %[[S:.*]] = exec.resource output "scores"
 // CHECK: %[[Q:.*]] = exec.view %[[QKV]][0] : memref<2x4x12xf32> to memref<88xf32>
@@ -69,6 +73,8 @@ module @kernels {
 // merged (transposes) and concatenated into the projection's gradient. Both
 // products write their slots of the concatenation (offsets 0 and 4, ldc 8).
 // CHECK-LABEL: exec.program @grads
+// REMARK: remark: GEMM's product written, as strides, where the transpose and the concatenation after it put it
+// REMARK: remark: GEMM's product written, as strides, where the transpose and the concatenation after it put it
 // CHECK: %[[DQK:.*]] = exec.resource scratch : memref<2x4x8xf32>
 // CHECK: %[[DQ:.*]] = exec.view %[[DQK]][0] : memref<2x4x8xf32> to memref<60xf32>
 // CHECK: exec.gemm(%{{.*}}, %{{.*}}) -> %[[DQ]] {{{.*}}inner_stride_c = 2 : i64{{.*}}ldc = 8 : i64{{.*}}stride_c = 32 : i64}
@@ -113,6 +119,10 @@ module @kernels {
 // whose source is written between the layout kernel and the GEMM (by a
 // command, or as the state a new value updates).
 // CHECK-LABEL: exec.program @kept
+// REMARK: remark: GEMM's product written, as strides, where the transpose after it put it; not through the concatenation after that: the concatenation has an input that is not a library call's output folded into it
+// REMARK: remark: GEMM's a not read through the transpose before it: a strided GEMM cannot take that layout
+// REMARK: remark: GEMM's a not read through the slice before it: a command between them writes what it reads
+// REMARK: remark: GEMM's a not read through the slice before it: a command between them writes what it reads
 // CHECK: %[[A:.*]] = exec.resource input "a"
 // CHECK: exec.gemm(%{{.*}}, %{{.*}}) -> %{{.*}} {{{.*}}ldc = 4 : i64
 // CHECK: exec.dispatch @kernels::@k3_tokens(%[[A]])
@@ -137,8 +147,10 @@ exec.program @kept attributes {batch_size = 2 : i64, flops_per_step = 0.0 : f64,
   %t3 = exec.dispatch @kernels::@k3_tokens(%a) -> (%at) : (memref<2x2x4x2xf32>) -> memref<2x4x2x2xf32>
   %dqm = exec.view %dqt : memref<2x4x2x2xf32> to memref<2x4x4xf32>
   %am = exec.view %at : memref<2x4x2x2xf32> to memref<2x4x4xf32>
-  %dqk = exec.resource output "dqk" : memref<2x4x8xf32>
+  %dqk = exec.resource scratch : memref<2x4x8xf32>
   %t4 = exec.dispatch @kernels::@k4_concat(%dqm, %am) -> (%dqk) : (memref<2x4x4xf32>, memref<2x4x4xf32>) -> memref<2x4x8xf32>
+  %dqkout = exec.resource output "dqk" : memref<2x4x8xf32>
+  %t4c = exec.copy %dqk -> %dqkout : memref<2x4x8xf32> -> memref<2x4x8xf32>
   %m = exec.resource input "m" : memref<2x2xf32>
   %mt = exec.resource scratch : memref<2x2xf32>
   %t5 = exec.dispatch @kernels::@k5_swap(%m) -> (%mt) : (memref<2x2xf32>) -> memref<2x2xf32>
@@ -191,6 +203,8 @@ module @kernels {
 // stays the tokens-layout copy it reads (strides T x HD, D, HD), and so does
 // the transpose writing it, which the output projection reads too.
 // CHECK-LABEL: exec.program @flash
+// REMARK: remark: attention's query read, as strides, where the slice and the transpose before it read it
+// REMARK: remark: attention gradient's result gradient read, as strides, where the transpose before it read it
 // CHECK: %[[QKV:.*]] = exec.resource input "qkv" : memref<2x64x384xbf16>
 // CHECK: %[[DY:.*]] = exec.resource input "dy" : memref<2x64x128xbf16>
 // CHECK-NOT: exec.dispatch
@@ -272,6 +286,9 @@ module @kernels {
 // gradient (offsets 0, HD and 2HD, strides T x 3HD, D, 3HD): the four
 // transposes and the concatenation go.
 // CHECK-LABEL: exec.program @flash_outputs
+// REMARK: remark: attention's result written, as strides, where the transpose after it put it
+// REMARK: remark: attention gradient's query gradient written, as strides, where the transpose and the concatenation after it put it
+// REMARK: remark: attention gradient's value gradient written, as strides, where the transpose and the concatenation after it put it
 // CHECK: %[[OT:.*]] = exec.resource scratch : memref<2x64x2x64xbf16>
 // CHECK: %[[O:.*]] = exec.view %[[OT]][0] : memref<2x64x2x64xbf16> to memref<16384xbf16>
 // CHECK: exec.attention(%{{.*}}, %{{.*}}, %{{.*}}) -> (%[[O]], %[[LSE:.*]]) {{{.*}}strides = array<i64: 8192, 4096, 64, 8192, 4096, 64, 8192, 4096, 64, 8192, 64, 128>

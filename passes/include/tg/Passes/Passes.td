@@ -553,9 +553,14 @@ def ExecFuseGemmLayouts : Pass<"exec-fuse-gemm-layouts", "ModuleOp"> {
       dO of an exec.attention (the runtime's flash kernels), which take any
       batch, head and row strides that are multiples of 8 over rows of
       contiguous elements.
-    Layout kernels whose results nothing reads any more are removed. Turned off by `tgc --no-fusion` or
-    `--no-fuse=gemm-layouts`.
+    Layout kernels whose results nothing reads any more are removed. Each
+    fold, how far it goes and why not further, as a remark (`remarks`).
+    Turned off by `tgc --no-fusion` or `--no-fuse=gemm-layouts`.
   }];
+  let options = [
+    Option<"remarks", "remarks", "bool", /*default=*/"false",
+           "Report each fold, and why a layout kernel is not folded, as a remark">,
+  ];
 }
 
 def ExecFuseGemmActivation : Pass<"exec-fuse-gemm-activation", "ModuleOp"> {
