@@ -222,7 +222,8 @@ def measure_attention(bundle_root, out):
 # The runtime's flash kernels as ctypes sees them: FlashAttention.h's Params
 # and sharedBytes (test_gpu_validate compares them with the header, compiled).
 FLASH_BLOCK_ROWS, FLASH_THREADS = 64, 128
-FLASH_KERNELS = ("forward", "delta", "key_value_grads", "query_grads")
+FLASH_KERNELS = ("forward", "delta", "key_value_grads", "query_grads", "key_value_grads_adding_query",
+                 "query_grads_from_sum")
 
 
 class FlashTensor(ctypes.Structure):
@@ -233,7 +234,7 @@ class FlashTensor(ctypes.Structure):
 class FlashParams(ctypes.Structure):
     _fields_ = ([(name, FlashTensor) for name in ("query", "key", "value", "result", "resultGrad", "queryGrad",
                                                    "keyGrad", "valueGrad")] +
-                [(name, ctypes.c_uint64) for name in ("logsumexp", "delta", "ropeCos", "ropeSin")] +
+                [(name, ctypes.c_uint64) for name in ("logsumexp", "delta", "ropeCos", "ropeSin", "queryGradSum")] +
                 [(name, ctypes.c_int32) for name in ("batch", "queryHeads", "keyHeads", "queryLen", "keyLen",
                                                       "causal", "window")] +
                 [("scale", ctypes.c_float)])
@@ -242,10 +243,13 @@ class FlashParams(ctypes.Structure):
 def flash_shared_bytes(kernel, head_dim):
     row = (head_dim + 8) * 2  # padded bf16 rows
     queries = 32 if head_dim == 128 else 64  # the key gradients' query tile
+    key_value_grads = 2 * FLASH_BLOCK_ROWS * row + 4 * queries * row + 4 * queries * 4
     return {"forward": FLASH_BLOCK_ROWS * row + 4 * 64 * row,
             "delta": 0,
-            "key_value_grads": 2 * FLASH_BLOCK_ROWS * row + 4 * queries * row + 4 * queries * 4,
-            "query_grads": 2 * FLASH_BLOCK_ROWS * row + 2 * FLASH_BLOCK_ROWS * 4 + 4 * 64 * row}[kernel]
+            "key_value_grads": key_value_grads,
+            "query_grads": 2 * FLASH_BLOCK_ROWS * row + 2 * FLASH_BLOCK_ROWS * 4 + 4 * 64 * row,
+            "key_value_grads_adding_query": key_value_grads + FLASH_BLOCK_ROWS * (queries + 8) * 2,
+            "query_grads_from_sum": FLASH_BLOCK_ROWS * row}[kernel]
 
 
 class FlashModule:
@@ -321,14 +325,16 @@ def time_on_stream(run):
     return statistics.median(timed_rounds(run, ATTENTION_ROUNDS, ATTENTION_CALLS_PER_ROUND, ATTENTION_WARMUP))
 
 
-def measure_flash_shape(module, batch, heads, key_heads, seq, d, rope_theta=0.0):
+def measure_flash_shape(module, batch, heads, key_heads, seq, d, rope_theta=0.0, summed=False):
     """The kernels at one shape: normwise errors against float32 attention
     from the same bf16 inputs, and forward and backward times. With
     `rope_theta` the kernels rotate the queries and keys (tables of each
     position's cosines and sines in f32, from f64 angles, as the CUDA
     backend makes them), and the reference attends over q and k rotated in
     float32 and rounded to bf16 as the kernels round them, its gradients
-    going back through the rotation."""
+    going back through the rotation. With `summed`, the backward the
+    runtime runs under TG_CUDA_FLASH_BACKWARD=summed: the key blocks add dQ
+    to an f32 sum, which a last kernel writes out."""
     import torch
     import torch.nn.functional as F
     bf16 = dict(device="cuda", dtype=torch.bfloat16)
@@ -347,19 +353,22 @@ def measure_flash_shape(module, batch, heads, key_heads, seq, d, rope_theta=0.0)
     def tensor(t):
         return FlashTensor(t.data_ptr(), t.stride(0), t.stride(1), t.stride(2))
 
+    query_grad_sum = torch.empty(batch, heads, seq, d, device="cuda", dtype=torch.float32) if summed else None
     params = FlashParams(tensor(q), tensor(k), tensor(v), tensor(out), tensor(grad), tensor(dq), tensor(dk),
                          tensor(dv), lse.data_ptr(), delta.data_ptr(), cos.data_ptr() if rope_theta else 0,
-                         sin.data_ptr() if rope_theta else 0, batch, heads, key_heads, seq, seq, 1, 0,
-                         1.0 / d ** 0.5)
+                         sin.data_ptr() if rope_theta else 0, query_grad_sum.data_ptr() if summed else 0,
+                         batch, heads, key_heads, seq, seq, 1, 0, 1.0 / d ** 0.5)
     blocks = -(-seq // FLASH_BLOCK_ROWS)
+    key_value_grads, query_grads = (("key_value_grads_adding_query", "query_grads_from_sum") if summed
+                                    else ("key_value_grads", "query_grads"))
 
     def forward():
         module.launch("forward", d, (blocks, batch * heads), params)
 
     def backward():
         module.launch("delta", d, (-(-seq // 4), batch * heads), params)
-        module.launch("key_value_grads", d, (blocks, batch * key_heads), params)
-        module.launch("query_grads", d, (blocks, batch * heads), params)
+        module.launch(key_value_grads, d, (blocks, batch * key_heads), params)
+        module.launch(query_grads, d, (blocks, batch * heads), params)
 
     forward()
     backward()
@@ -427,13 +436,13 @@ def first_line(error):
     return str(error).splitlines()[0][:200] if str(error) else repr(error)
 
 
-def flash_shape_or_error(module, why, *shape):
+def flash_shape_or_error(module, why, *shape, **options):
     """measure_flash_shape of `module` (None: it did not load, for `why`), or
     the error that stopped it."""
     try:
         if module is None:
             raise RuntimeError(why)
-        return measure_flash_shape(module, *shape)
+        return measure_flash_shape(module, *shape, **options)
     except Exception as error:
         return {"error": first_line(error)}
 
@@ -468,6 +477,7 @@ def measure_flash_kernels(ptx_path, out):
         shape = {"label": label, "batch": batch, "heads": heads, "key_heads": key_heads, "seq": seq,
                  "head_dim": d, "forward_flops": causal_attention_flops(batch, heads, seq, d), "torch": {}}
         shape["tgc"] = flash_shape_or_error(module, why, batch, heads, key_heads, seq, d)
+        shape["tgc_summed"] = flash_shape_or_error(module, why, batch, heads, key_heads, seq, d, summed=True)
         if module is not None:
             shape["tgc_more_blocks"] = flash_shape_or_error(more_blocks, why_more, batch, heads, key_heads, seq, d)
         for name, backend in backends.items():
@@ -481,7 +491,9 @@ def measure_flash_kernels(ptx_path, out):
     shape = {"label": label, "batch": batch, "heads": heads, "key_heads": key_heads, "seq": seq,
              "head_dim": d, "rope_theta": FLASH_ROPE_THETA,
              "forward_flops": causal_attention_flops(batch, heads, seq, d), "torch": {},
-             "tgc": flash_shape_or_error(module, why, batch, heads, key_heads, seq, d, FLASH_ROPE_THETA)}
+             "tgc": flash_shape_or_error(module, why, batch, heads, key_heads, seq, d, FLASH_ROPE_THETA),
+             "tgc_summed": flash_shape_or_error(module, why, batch, heads, key_heads, seq, d, FLASH_ROPE_THETA,
+                                                summed=True)}
     result["shapes"].append(shape)
     print(label, json.dumps(shape["tgc"]))
     with open(out, "w") as f:
@@ -614,6 +626,16 @@ def ceiling_rows(bundle, rows):
     return ceilings
 
 
+# The GPT-2-medium step under the runtime's opt-in settings (scripts/gpu-validate
+# runs them): the run's name, what the setting is, the environment variable,
+# and the marker of the log line that says what it chose (or None).
+MEDIUM_SETTINGS = (
+    ("medium-gemm-autotune", "GEMM autotuning", "TG_CUDA_GEMM_AUTOTUNE", "GEMM autotuning"),
+    ("medium-flash-summed", "the flash backward's dQ summed by the key blocks", "TG_CUDA_FLASH_BACKWARD=summed",
+     None),
+)
+
+
 def medium_rows(bundle, ceilings, rows):
     medium = bundle.manifest["medium"]
     flops, tokens, warmup = medium["flops_per_step"], medium["tokens_per_step"], medium["warmup"]
@@ -657,23 +679,24 @@ def medium_rows(bundle, ceilings, rows):
             f"; arena {medium['arena_bytes'] / 2**30:.1f} GiB")
     else:
         rows.append(("gpt2-medium", "TGC (tgrun)", f"n/a: {why}", "", ""))
-    # The same artifact with cuBLASLt's algorithms timed at load; tgrun's log
-    # says what the tuning changed and what it expects that to save.
-    name = "TGC with GEMM autotuning (TG_CUDA_GEMM_AUTOTUNE)"
-    why = bundle.failure("medium-gemm-autotune")
-    if why is None:
-        metrics = read_metrics(bundle.path("results", "medium-gemm-autotune.jsonl"))
+    # The same artifact under the runtime's opt-in settings; where tgrun's
+    # log has a line on what the setting chose, that line is a row.
+    for run, label, setting, said_marker in MEDIUM_SETTINGS:
+        name = f"TGC with {label} ({setting})"
+        why = bundle.failure(run)
+        if why is not None:
+            rows.append(("gpt2-medium", name, f"n/a: {why}", "", ""))
+            continue
+        metrics = read_metrics(bundle.path("results", f"{run}.jsonl"))
         speed = framework_row(name, [r["step_ms"] for r in metrics], "")
-        losses_row("GEMM autotuning", metrics)
-        tuning = next((line.split(": ", 1)[1] for line in
-                       bundle.text("results", "medium-gemm-autotune.log").splitlines()
-                       if "GEMM autotuning" in line), "no report in the log")
-        rows.append(("gpt2-medium", "GEMM autotuning: what it chose", tuning, "", ""))
+        losses_row(label, metrics)
+        if said_marker:
+            said = next((line.split(": ", 1)[1] for line in bundle.text("results", f"{run}.log").splitlines()
+                         if said_marker in line), "no report in the log")
+            rows.append(("gpt2-medium", f"{label}: what it chose", said, "", ""))
         if speed and throughput.get("TGC"):
             rows.append(("gpt2-medium", f"tokens/s, {name} / TGC", f"{speed / throughput['TGC']:.2f}×",
-                         "> 1: autotuning pays", ""))
-    else:
-        rows.append(("gpt2-medium", name, f"n/a: {why}", "", ""))
+                         f"> 1: {label} pays", ""))
     # An earlier build's step (gpu-validate prepare --base), in the same run.
     base_name = f"TGC as before: {medium.get('base_label', 'no earlier build given')}"
     why = bundle.failure("medium-base")
@@ -1002,22 +1025,28 @@ def flash_kernel_rows(bundle, rows):
         rows.append(("attention kernels", f"TGC flash kernels vs float32 attention ({what})",
                      ", ".join(f"{name} {fmt(value, 2)}" for name, value in tgc["errors"].items()),
                      f"normwise relative error ≤ {bound:g} (bf16 P, O and dS)", "PASS" if ok else "FAIL"))
-        more = shape.get("tgc_more_blocks")
-        if more is not None and "error" not in more:
-            # The same source with fewer registers: its results must be the same.
-            worst = max(more["errors"].values())
+        # Other builds and schedules of the same kernels: their results must
+        # be as good.
+        others = [("TGC flash kernels, one more block a multiprocessor", shape.get("tgc_more_blocks")),
+                  ("TGC flash kernels, dQ summed by the key blocks (TG_CUDA_FLASH_BACKWARD=summed)",
+                   shape.get("tgc_summed"))]
+        for name, other in others:
+            if other is None or "error" in other:
+                continue  # the time rows below say why
+            worst = max(other["errors"].values())
             failed |= worst > bound
-            rows.append(("attention kernels", f"TGC flash kernels, one more block a multiprocessor, vs float32 "
-                         f"attention ({what})",
-                         ", ".join(f"{name} {fmt(value, 2)}" for name, value in more["errors"].items()),
+            rows.append(("attention kernels", f"{name}, vs float32 attention ({what})",
+                         ", ".join(f"{n} {fmt(value, 2)}" for n, value in other["errors"].items()),
                          f"normwise relative error ≤ {bound:g}", "PASS" if worst <= bound else "FAIL"))
-        times = [("TGC flash kernels", tgc)]
-        if more is not None:
-            times.append(("TGC flash kernels, one more block a multiprocessor", more))
+        times = [("TGC flash kernels", tgc)] + [(name, other) for name, other in others if other is not None]
         times += [(f"{name} (torch {measured.get('torch', '?')})", k) for name, k in shape["torch"].items()]
         for name, k in times:
             if "error" in k:
-                rows.append(("attention kernels", f"{name} ({what})", f"n/a: {k['error']}", "", ""))
+                # The summed backward is a mode of the runtime: one that fails is a failure.
+                summed = k is shape.get("tgc_summed")
+                failed |= summed
+                rows.append(("attention kernels", f"{name} ({what})", f"n/a: {k['error']}", "",
+                             "FAIL" if summed else ""))
                 continue
             rows.append(("attention kernels", f"{name} ({what})",
                          f"forward {k['forward_ms']:.3f} ms ({k['forward_tflops']:.0f} TFLOP/s, "

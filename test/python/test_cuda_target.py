@@ -203,29 +203,35 @@ class CudaTarget(unittest.TestCase):
                           "an NVIDIA GPU with its driver", err)
             self.assertIn("compile the model for the CPU", err)
 
-    def test_gemm_autotune_setting(self):
-        """TG_CUDA_GEMM_AUTOTUNE is read before the GPU is looked for: a value
-        that is not a count of algorithms is refused by name on any machine."""
-        artifact = self.path("gpt2-cuda-autotune.tgx")
+    def test_runtime_settings_are_refused_by_name(self):
+        """TG_CUDA_GEMM_AUTOTUNE and TG_CUDA_FLASH_BACKWARD are read before the
+        GPU is looked for: a value they do not take is refused by name on any
+        machine."""
+        artifact = self.path("gpt2-cuda-settings.tgx")
         run("tgc", "compile", example("models", "gpt2-tiny"), "--train", example("train", "tiny"),
             "--target", "cuda", "-o", artifact)
 
-        def tgrun(value):
-            env = dict(os.environ, TG_CUDA_GEMM_AUTOTUNE=value)
+        def tgrun(variable, value):
+            env = dict(os.environ, **{variable: value})
             return subprocess.run([os.path.join(os.environ.get("TGC_BIN", ""), "tgrun"), artifact,
                                    "--steps", "1", "--data", os.devnull], capture_output=True, text=True,
                                   env=env)
 
-        for value in ["lots", "-1", "65", "8x"]:
-            result = tgrun(value)
+        refusals = [("TG_CUDA_GEMM_AUTOTUNE", value, "set it to how many of cuBLASLt's algorithms to time for "
+                     "each GEMM shape, a whole number from 0 to 64") for value in ["lots", "-1", "65", "8x"]]
+        refusals += [("TG_CUDA_FLASH_BACKWARD", value, "set it to 'summed' (the query gradients added up "
+                      "atomically by the key blocks: faster, not bitwise reproducible) or 'deterministic' "
+                      "(the default)") for value in ["atomic", "Summed", "summed "]]
+        for variable, value, advice in refusals:
+            result = tgrun(variable, value)
             self.assertEqual(result.returncode, 1, result.stderr)
-            self.assertIn(f"gpt2-cuda-autotune.tgx: TG_CUDA_GEMM_AUTOTUNE is '{value}': set it to how many "
-                          "of cuBLASLt's algorithms to time for each GEMM shape, a whole number from 0 to 64",
-                          result.stderr)
+            self.assertIn(f"gpt2-cuda-settings.tgx: {variable} is '{value}': {advice}", result.stderr)
         if subprocess.run(["sh", "-c", "ldconfig -p | grep -q 'libcuda.so.1 '"]).returncode != 0:
-            result = tgrun("8")
-            self.assertEqual(result.returncode, 1, result.stderr)
-            self.assertIn("needs an NVIDIA GPU with its driver", result.stderr)
+            for variable, value in (("TG_CUDA_GEMM_AUTOTUNE", "8"), ("TG_CUDA_FLASH_BACKWARD", "summed"),
+                                    ("TG_CUDA_FLASH_BACKWARD", "deterministic")):
+                result = tgrun(variable, value)
+                self.assertEqual(result.returncode, 1, result.stderr)
+                self.assertIn("needs an NVIDIA GPU with its driver", result.stderr)
 
     def test_driver_entry_points_resolve(self):
         """The CUDA toolkit's stub libcuda exports the driver's API: loading it

@@ -43,10 +43,13 @@ FLASH_KERNELS = {"ptx": "FlashAttention.ptx", "error_bound": 1e-2, "torch": "2.1
                                                          "value_grad": 2e-3}),
      "tgc_more_blocks": {"forward_ms": 0.4, "backward_ms": 1.0, "forward_tflops": 250.0, "backward_tflops": 250.0,
                          "errors": {"result": 2e-3, "query_grad": 3e-3, "key_grad": 3e-3, "value_grad": 2e-3}},
+     "tgc_summed": {"forward_ms": 0.45, "backward_ms": 0.9, "forward_tflops": 222.0, "backward_tflops": 278.0,
+                    "errors": {"result": 2e-3, "query_grad": 4e-3, "key_grad": 3e-3, "value_grad": 2e-3}},
      "torch": {"cuDNN": TIMES, "FlashAttention-2": {"error": "No available kernel."}}},
     {"label": "grouped heads, long", "batch": 1, "heads": 32, "key_heads": 8, "seq": 8192, "head_dim": 128,
      "forward_flops": 5.5e11, "tgc": dict(TIMES, errors={"result": 2e-3, "query_grad": 3e-3, "key_grad": 0.4,
                                                          "value_grad": 2e-3}),
+     "tgc_summed": {"error": "cuLaunchKernel key_value_grads_adding_query: too many resources requested"},
      "torch": {}}]}
 
 # What the run's ncu step leaves: ncu's own lines, then one CSV row per
@@ -144,7 +147,8 @@ class GpuValidate(unittest.TestCase):
         # The medium step and the same step compiled as before, as a GPU run
         # leaves them: 80 and 100 ms a step.
         for name, step_ms, loss in (("medium-tgc", 80.0, 11.0), ("medium-base", 100.0, 11.25),
-                                    ("medium-variant-gelu", 84.0, 11.0), ("medium-gemm-autotune", 76.0, 11.0)):
+                                    ("medium-variant-gelu", 84.0, 11.0), ("medium-gemm-autotune", 76.0, 11.0),
+                                    ("medium-flash-summed", 72.0, 11.001)):
             write(os.path.join(cls.bundle, "results", name + ".jsonl"),
                   "".join(json.dumps({"step": s + 1, "loss": loss, "step_ms": step_ms}) + "\n"
                           for s in range(25)))
@@ -246,6 +250,13 @@ class GpuValidate(unittest.TestCase):
                       "20 shapes, 18 with more than one algorithm to time; 5 now run another", self.report.stdout)
         self.assertIn("| gpt2-medium | tokens/s, TGC with GEMM autotuning (TG_CUDA_GEMM_AUTOTUNE) / TGC | 1.05× |",
                       self.report.stdout)
+
+    def test_summed_flash_backward_is_timed_beside_it(self):
+        name = "TGC with the flash backward's dQ summed by the key blocks (TG_CUDA_FLASH_BACKWARD=summed)"
+        self.assertIn(f"| gpt2-medium | {name} | 72.0 ms/step", self.report.stdout)
+        self.assertIn(f"| gpt2-medium | tokens/s, {name} / TGC | 1.11× |", self.report.stdout)
+        self.assertIn("| gpt2-medium | TGC vs the flash backward's dQ summed by the key blocks: losses | "
+                      "max abs diff 0.001 over 25 steps", self.report.stdout)
 
     def test_base_needs_a_label_and_a_file(self):
         for args, message in ((["--base", TINY], "--base needs --base-label"),
@@ -353,6 +364,8 @@ class GpuValidate(unittest.TestCase):
         self.assertEqual(int(header["size"]), ctypes.sizeof(validate.FlashParams))
         for f in fields:
             self.assertEqual(int(header[f]), getattr(validate.FlashParams, f).offset, f)
+        self.assertEqual({name.rsplit("_d", 1)[0] for name in header if name.endswith(("_d64", "_d128"))},
+                         set(validate.FLASH_KERNELS))
         for d in (64, 128):
             for kernel in validate.FLASH_KERNELS:
                 self.assertEqual(int(header[f"{kernel}_d{d}"]), validate.flash_shared_bytes(kernel, d),
@@ -372,7 +385,7 @@ class GpuValidate(unittest.TestCase):
             self.assertIn("error", shape["tgc"])
 
     def test_flash_kernel_rows_check_errors_and_give_times(self):
-        checks = [row for row in self.kernel_rows if "vs float32 attention" in row and "more block" not in row]
+        checks = [row for row in self.kernel_rows if "| TGC flash kernels vs float32 attention" in row]
         self.assertEqual(len(checks), 2, self.report.stdout)
         self.assertTrue(checks[0].endswith("| PASS |"), checks[0])
         self.assertIn("H_kv=8, T=8192, D=128", checks[1])
@@ -383,6 +396,20 @@ class GpuValidate(unittest.TestCase):
         self.assertIn("(200 TFLOP/s, 20% of peak)", timed[0])
         self.assertTrue(any("FlashAttention-2 (torch 2.11.0) (GPT-2 medium" in row and "n/a: No available kernel."
                             in row for row in self.kernel_rows), self.report.stdout)
+
+    def test_flash_kernels_with_query_gradients_summed(self):
+        """The backward TG_CUDA_FLASH_BACKWARD=summed runs: checked like the
+        kernels as built and timed beside them; one that fails to run fails
+        the check (it is a mode of the runtime, not an experiment)."""
+        summed = [row for row in self.kernel_rows if "dQ summed by the key blocks" in row]
+        self.assertEqual(len(summed), 3, self.report.stdout)  # check and time at one shape, failure at the other
+        self.assertIn("vs float32 attention (GPT-2 medium", summed[0])
+        self.assertIn("query_grad 0.004", summed[0])
+        self.assertTrue(summed[0].endswith("| PASS |"), summed[0])
+        self.assertIn("forward 0.450 ms (222 TFLOP/s, 22% of peak), backward 0.900 ms (278 TFLOP/s)", summed[1])
+        self.assertIn("(grouped heads, long: causal, bf16, B=1, H=32, H_kv=8, T=8192, D=128) | n/a: "
+                      "cuLaunchKernel key_value_grads_adding_query: too many resources requested", summed[2])
+        self.assertTrue(summed[2].endswith("| FAIL |"), summed[2])
 
     def test_flash_kernels_with_one_more_block_a_multiprocessor(self):
         """The same PTX asking for one more resident block: checked like the

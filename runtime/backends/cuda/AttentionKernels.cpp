@@ -59,6 +59,8 @@ std::unique_ptr<AttentionKernels> AttentionKernels::load(const Driver &driver,
 }
 
 AttentionKernels::~AttentionKernels() {
+  if (queryGradSum)
+    driver.cuMemFree(queryGradSum);
   for (const RopeTables &t : tables) {
     driver.cuMemFree(t.cosines);
     driver.cuMemFree(t.sines);
@@ -109,9 +111,32 @@ AttentionKernels::ropeTables(const flatbuffers::Vector<double> &frequencies, uin
   return &tables.back();
 }
 
+bool AttentionKernels::shareQueryGradSum(flash::Params &params, uint64_t bytes,
+                                         std::string &error) {
+  if (bytes > queryGradSumBytes) {
+    CUdeviceptr grown = 0;
+    if (CUresult r = driver.cuMemAlloc(&grown, bytes)) {
+      error = "cannot put the query gradients' f32 sum (" + std::to_string(bytes) +
+              " bytes) on the GPU (" + driver.errorText("cuMemAlloc", r) +
+              "); unset TG_CUDA_FLASH_BACKWARD for the backward without it";
+      return false;
+    }
+    if (queryGradSum)
+      driver.cuMemFree(queryGradSum);
+    queryGradSum = grown;
+    queryGradSumBytes = bytes;
+    for (flash::Params *planned : summing)
+      planned->queryGradSum = queryGradSum;
+  }
+  params.queryGradSum = queryGradSum;
+  summing.push_back(&params);
+  return true;
+}
+
 std::vector<KernelLaunch> AttentionKernels::plan(const tgx::Attention &a,
                                                  const std::vector<CUdeviceptr> &operands,
-                                                 flash::Params &params, std::string &error) {
+                                                 bool sumQueryGrads, flash::Params &params,
+                                                 std::string &error) {
   const bool gradient = a.pass() == tgx::AttentionPass_Gradient;
   params = flash::Params{};
   flash::Tensor *tensors[] = {&params.query,  &params.key,        &params.value,
@@ -155,10 +180,18 @@ std::vector<KernelLaunch> AttentionKernels::plan(const tgx::Attention &a,
   const unsigned queryBlocks = blocks(a.query_len(), flash::kBlockRows);
   if (!gradient)
     return {launch(flash::Kernel::Forward, queryBlocks, queryPlanes)};
-  // delta first: the other two read it.
-  return {launch(flash::Kernel::Delta, blocks(a.query_len(), flash::kThreads / 32), queryPlanes),
-          launch(flash::Kernel::KeyValueGrads, blocks(a.key_len(), flash::kBlockRows), keyPlanes),
-          launch(flash::Kernel::QueryGrads, queryBlocks, queryPlanes)};
+  // delta first: the others read it (and it zeroes the query gradients' sum).
+  const KernelLaunch delta =
+      launch(flash::Kernel::Delta, blocks(a.query_len(), flash::kThreads / 32), queryPlanes);
+  const unsigned keyBlocks = blocks(a.key_len(), flash::kBlockRows);
+  if (!sumQueryGrads)
+    return {delta, launch(flash::Kernel::KeyValueGrads, keyBlocks, keyPlanes),
+            launch(flash::Kernel::QueryGrads, queryBlocks, queryPlanes)};
+  if (!shareQueryGradSum(
+          params, uint64_t(queryPlanes) * a.query_len() * a.head_dim() * sizeof(float), error))
+    return {};
+  return {delta, launch(flash::Kernel::KeyValueGradsAddingQuery, keyBlocks, keyPlanes),
+          launch(flash::Kernel::QueryGradsFromSum, queryBlocks, queryPlanes)};
 }
 
 } // namespace tg::runtime::cuda

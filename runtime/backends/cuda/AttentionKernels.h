@@ -26,10 +26,13 @@ public:
   /// The launches of a verified Attention command over its operands'
   /// device addresses, and the parameters every launch takes (one
   /// argument: `params`, which must outlive the launches); none, with
-  /// `error` set, where its rotary position embedding's tables cannot be
-  /// put on the device.
+  /// `error` set, where its rotary position embedding's tables or the
+  /// query gradients' sum cannot be put on the device. With
+  /// `sumQueryGrads`, a gradient's key blocks add dQ to an f32 sum
+  /// (flash::Params::queryGradSum): one for every command so planned,
+  /// which must therefore run one at a time, on one stream.
   std::vector<KernelLaunch> plan(const tgx::Attention &attention,
-                                 const std::vector<CUdeviceptr> &operands,
+                                 const std::vector<CUdeviceptr> &operands, bool sumQueryGrads,
                                  flash::Params &params, std::string &error);
 
 private:
@@ -47,10 +50,17 @@ private:
   const RopeTables *ropeTables(const flatbuffers::Vector<double> &frequencies,
                                uint32_t positions, std::string &error);
 
+  /// Points `params` at a query-gradient sum of at least `bytes`, growing
+  /// the one all commands share (and repointing those planned before).
+  bool shareQueryGradSum(flash::Params &params, uint64_t bytes, std::string &error);
+
   const Driver &driver;
   CUmodule module = nullptr;
   CUfunction functions[2][flash::kKernels] = {}; // [head dim 64, 128][flash::Kernel]
   std::deque<RopeTables> tables; // a deque: what ropeTables returned stays put
+  CUdeviceptr queryGradSum = 0;
+  uint64_t queryGradSumBytes = 0;
+  std::vector<flash::Params *> summing; // the plans that use it
 };
 
 } // namespace tg::runtime::cuda

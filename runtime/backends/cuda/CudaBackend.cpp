@@ -91,7 +91,7 @@ public:
 
   bool load(const tgx::Program &program, const std::string &sourceName, std::string &error) {
     source = sourceName;
-    if (!readGemmCandidates(error))
+    if (!readGemmCandidates(error) || !readFlashBackward(error))
       return false;
     std::string chip = program.target_cpu() ? program.target_cpu()->str() : "";
     if (chip.rfind("sm_", 0) != 0 || std::atoi(chip.c_str() + 3) < 10) {
@@ -324,6 +324,24 @@ private:
     return true;
   }
 
+  /// TG_CUDA_FLASH_BACKWARD: `summed` has the flash kernels' backward add
+  /// dQ to an f32 sum from its key blocks (one kernel fewer, 5 products a
+  /// tile instead of 7, atomics); unset or `deterministic`, dQ is a kernel
+  /// of its own and every run gives the same bits.
+  bool readFlashBackward(std::string &error) {
+    const char *env = std::getenv("TG_CUDA_FLASH_BACKWARD");
+    if (!env || !*env || std::strcmp(env, "deterministic") == 0)
+      return true;
+    if (std::strcmp(env, "summed") != 0) {
+      error = source + ": TG_CUDA_FLASH_BACKWARD is '" + env +
+              "': set it to 'summed' (the query gradients added up atomically by the key "
+              "blocks: faster, not bitwise reproducible) or 'deterministic' (the default)";
+      return false;
+    }
+    sumQueryGrads = true;
+    return true;
+  }
+
   /// Times each GEMM shape's candidate algorithms on the buffers of its
   /// first command and keeps the fastest (the arena the calls wrote into is
   /// cleared by load). Says what it found on stderr: tuning is opt-in, and
@@ -478,7 +496,10 @@ private:
     if (!attentionKernels && !(attentionKernels = cuda::AttentionKernels::load(*driver, error)))
       return fail();
     step.attention = std::make_unique<flash::Params>();
-    step.launches = attentionKernels->plan(*c.attention(), step.buffers, *step.attention, error);
+    // The query gradients' sum is one for all commands: those of stream 0,
+    // which run one at a time.
+    step.launches = attentionKernels->plan(
+        *c.attention(), step.buffers, sumQueryGrads && c.stream() == 0, *step.attention, error);
     if (step.launches.empty())
       return fail();
     step.params = {step.attention.get()};
@@ -678,6 +699,7 @@ private:
   std::vector<CUevent> done, joins, profileStart, profileEnd;
   bool useGraph = true, ranOnce = false;
   int gemmCandidates = 1; // TG_CUDA_GEMM_AUTOTUNE
+  bool sumQueryGrads = false; // TG_CUDA_FLASH_BACKWARD=summed
   bool arenaWritten = false; // by commands run at load: cleared before training
   CUgraph graph = nullptr;
   CUgraphExec graphExec = nullptr;

@@ -214,14 +214,22 @@ double relativeError(const HostTensor &actual, const std::vector<double> &expect
 
 using EntryPoint = void (*)(Params);
 struct Kernels {
-  EntryPoint forward, delta, keyValueGrads, queryGrads;
+  EntryPoint forward, delta, keyValueGrads, queryGrads, keyValueGradsAddingQuery, queryGradsFromSum;
 };
 Kernels kernelsFor(int headDim) {
   if (headDim == 64)
-    return {tg_flash_attention_forward_d64, tg_flash_attention_delta_d64,
-            tg_flash_attention_key_value_grads_d64, tg_flash_attention_query_grads_d64};
-  return {tg_flash_attention_forward_d128, tg_flash_attention_delta_d128,
-          tg_flash_attention_key_value_grads_d128, tg_flash_attention_query_grads_d128};
+    return {tg_flash_attention_forward_d64,
+            tg_flash_attention_delta_d64,
+            tg_flash_attention_key_value_grads_d64,
+            tg_flash_attention_query_grads_d64,
+            tg_flash_attention_key_value_grads_adding_query_d64,
+            tg_flash_attention_query_grads_from_sum_d64};
+  return {tg_flash_attention_forward_d128,
+          tg_flash_attention_delta_d128,
+          tg_flash_attention_key_value_grads_d128,
+          tg_flash_attention_query_grads_d128,
+          tg_flash_attention_key_value_grads_adding_query_d128,
+          tg_flash_attention_query_grads_from_sum_d128};
 }
 
 void run(EntryPoint kernel, tg::flash::Kernel kind, const Params &p, int gridX, int gridY,
@@ -238,7 +246,11 @@ int blocks(int rows, int per) { return (rows + per - 1) / per; }
 /// gradient (queries and keys alike, so equal heads and lengths).
 enum class Layout { Own, FusedProjection };
 
-void check(const Shape &s, Layout layout = Layout::Own) {
+/// The backward's two schedules: dQ a kernel of its own, or added by the
+/// key blocks to an f32 sum (Params::queryGradSum).
+enum class Backward { QueryKernel, SummedQuery };
+
+void check(const Shape &s, Layout layout = Layout::Own, Backward backward = Backward::QueryKernel) {
   std::mt19937 rng(1234 + s.queryLen * 7 + s.keyLen + s.headDim + s.window);
   const int D = s.headDim, B = s.batch, Hq = s.queryHeads, Hk = s.keyHeads;
   const double scale = 1.0 / std::sqrt(double(D));
@@ -297,10 +309,20 @@ void check(const Shape &s, Layout layout = Layout::Own) {
   const int queryBlocks = blocks(s.queryLen, tg::flash::kBlockRows);
   using tg::flash::Kernel;
   run(kernels.forward, Kernel::Forward, p, queryBlocks, B * s.queryHeads, D);
+  // NaN: the delta kernel must zero every row the key blocks add to.
+  std::vector<float> queryGradSum(size_t(B) * s.queryHeads * s.queryLen * D, NAN);
+  if (backward == Backward::SummedQuery)
+    p.queryGradSum = reinterpret_cast<uint64_t>(queryGradSum.data());
   run(kernels.delta, Kernel::Delta, p, blocks(s.queryLen, 4), B * s.queryHeads, D);
-  run(kernels.keyValueGrads, Kernel::KeyValueGrads, p, blocks(s.keyLen, tg::flash::kBlockRows),
-      B * s.keyHeads, D);
-  run(kernels.queryGrads, Kernel::QueryGrads, p, queryBlocks, B * s.queryHeads, D);
+  const int keyBlocks = blocks(s.keyLen, tg::flash::kBlockRows);
+  if (backward == Backward::SummedQuery) {
+    run(kernels.keyValueGradsAddingQuery, Kernel::KeyValueGradsAddingQuery, p, keyBlocks,
+        B * s.keyHeads, D);
+    run(kernels.queryGradsFromSum, Kernel::QueryGradsFromSum, p, queryBlocks, B * s.queryHeads, D);
+  } else {
+    run(kernels.keyValueGrads, Kernel::KeyValueGrads, p, keyBlocks, B * s.keyHeads, D);
+    run(kernels.queryGrads, Kernel::QueryGrads, p, queryBlocks, B * s.queryHeads, D);
+  }
 
   std::vector<double> qs = packed(q, B), ks = packed(k, B);
   if (s.ropeTheta > 0) {
@@ -361,6 +383,29 @@ TEST(FlashAttentionKernel, RopeWindowFusedProjection) {
 // of the fused projection, dq, dk, dv written into its gradient's slots.
 TEST(FlashAttentionKernel, FusedProjectionLayouts) {
   check({2, 2, 2, 96, 96, 64, true, 0}, Layout::FusedProjection);
+}
+
+// The backward in one pass over the key blocks, dQ added to an f32 sum:
+// grouped heads with partial tiles, head dim 128 over more keys (its tiles
+// of 32 queries, each warp a half of dQ's columns), a window, the rotation
+// inside, and GPT-2's fused layouts.
+TEST(FlashAttentionKernel, SummedQueryGroupedHeadsPartialTiles) {
+  check({2, 4, 2, 96, 96, 64, true, 0}, Layout::Own, Backward::SummedQuery);
+}
+TEST(FlashAttentionKernel, SummedQueryNotCausalMoreKeysHeadDim128) {
+  check({1, 2, 1, 64, 160, 128, false, 0}, Layout::Own, Backward::SummedQuery);
+}
+TEST(FlashAttentionKernel, SummedQueryCausalHeadDim128) {
+  check({1, 1, 1, 130, 130, 128, true, 0}, Layout::Own, Backward::SummedQuery);
+}
+TEST(FlashAttentionKernel, SummedQueryRowsThatSeeNoKey) {
+  check({1, 2, 1, 150, 40, 64, true, 30}, Layout::Own, Backward::SummedQuery);
+}
+TEST(FlashAttentionKernel, SummedQueryRopeWindowFusedProjection) {
+  check({1, 2, 2, 200, 200, 64, true, 50, 1e4}, Layout::FusedProjection, Backward::SummedQuery);
+}
+TEST(FlashAttentionKernel, SummedQueryRopeGroupedHeads) {
+  check({2, 4, 2, 96, 96, 64, true, 0, 1e4}, Layout::Own, Backward::SummedQuery);
 }
 
 } // namespace

@@ -10,10 +10,13 @@
 //
 // Forward: an online softmax over the key tiles; writes the result and the
 // log-sum-exp of each query row (natural log, f32).
-// Backward, deterministic (no atomics): `delta` = rowsum(dO * O), then one
-// kernel of key blocks (dK, dV over every query tile that sees them, and
-// every query head of the group) and one of query blocks (dQ over the key
-// tiles), each recomputing P = exp(scale * q.k - logsumexp).
+// Backward: `delta` = rowsum(dO * O), then one kernel of key blocks (dK, dV
+// over every query tile that sees them, and every query head of the group)
+// and, by default, one of query blocks (dQ over the key tiles), each
+// recomputing P = exp(scale * q.k - logsumexp): deterministic, no atomics,
+// 7 products a tile. With Params::queryGradSum the key blocks also compute
+// dQ's share of their keys (dS K) and add it to an f32 sum atomically, as
+// FlashAttention-2 does: 5 products a tile, then a pass writing dQ.
 // With a rotary position embedding (Params::ropeCos), each query and key
 // tile is rotated in shared memory once it has landed, and the query and
 // key gradients are rotated back in registers before they are written.
@@ -199,6 +202,14 @@ TG_DEVICE void writeWarpRows(float (&acc)[D / 8][4], float scale, uint16_t *tile
 TG_DEVICE void loadA(uint32_t a[4], const uint16_t *tile, int ld, int r0, int k0) {
   const int lane = laneId();
   loadMatrices(a, tile + (r0 + lane % 8 + 8 * (lane / 8 % 2)) * ld + k0 + 8 * (lane / 16));
+}
+/// A (16 x 16) of a tile stored transposed: A's rows r0.. are the tile's
+/// columns, A's columns k0.. its rows (ldmatrix .trans of the same four
+/// matrices as loadA).
+TG_DEVICE void loadATransposed(uint32_t a[4], const uint16_t *tile, int ld, int r0, int k0) {
+  const int lane = laneId();
+  loadMatricesTransposed(a,
+                         tile + (k0 + lane % 8 + 8 * (lane / 16)) * ld + r0 + 8 * (lane / 8 % 2));
 }
 /// Two B (16 x 8) fragments, b[0..1] and b[2..3]: the transposes of rows
 /// n0.. and n0 + 8.. (8 each), columns k0.. of the tile; column n of B is a
@@ -406,6 +417,13 @@ TG_DEVICE void delta(const Params &p) {
     sum += shuffleXor(sum, mask);
   if (laneId() == 0 && t < p.queryLen)
     reinterpret_cast<float *>(p.delta)[int64_t(blockY()) * p.queryLen + t] = sum;
+  // The row's dQ sum starts from zero: the key blocks add to it next.
+  if (p.queryGradSum && t < p.queryLen) {
+    float *row =
+        reinterpret_cast<float *>(p.queryGradSum) + (int64_t(blockY()) * p.queryLen + t) * D;
+    for (int d = laneId(); d < D; d += 32)
+      row[d] = 0;
+  }
 }
 
 /// Copies the per-row f32s of `count` query rows of plane `bh` (log-sum-exp,
@@ -421,9 +439,43 @@ TG_DEVICE void loadRowStats(float *lse, float *rowDelta, const Params &p, int bh
   }
 }
 
+/// A tile's dS (`dsTransposed`: its keys x queries, bf16) times the key
+/// tile, added to the query gradients' f32 sum of queries t0.. of plane
+/// `bh`. Each warp takes 16 queries x 64 columns of the tile's dQ share.
+template <int D, int Queries>
+TG_DEVICE void addQueryGrads(const Params &p, const uint16_t *dsTransposed, const uint16_t *keyTile,
+                             int bh, int t0) {
+  constexpr int rowGroups = Queries / 16;
+  static_assert(rowGroups * (D / 64) * 32 == kThreads, "a warp for each 16 x 64 of dQ");
+  const int q0 = warpId() % rowGroups * 16, c0 = warpId() / rowGroups * 64;
+  float acc[8][4] = {};
+  for (int kc = 0; kc < kBlockRows / 16; ++kc) {
+    uint32_t a[4];
+    loadATransposed(a, dsTransposed, dsTransposedRow(D), q0, kc * 16);
+    for (int dt = 0; dt < 8; dt += 2) {
+      uint32_t b[4];
+      loadTwoB(b, keyTile, paddedRow(D), kc * 16, c0 + dt * 8);
+      mma16816(acc[dt], a, b);
+      mma16816(acc[dt + 1], a, b + 2);
+    }
+  }
+  const int group = laneId() / 4, inGroup = laneId() % 4;
+  float *sum = reinterpret_cast<float *>(p.queryGradSum);
+  for (int half = 0; half < 2; ++half) {
+    const int t = t0 + q0 + group + 8 * half;
+    if (t >= p.queryLen)
+      continue;
+    float *row = sum + (int64_t(bh) * p.queryLen + t) * D + c0 + 2 * inGroup;
+    for (int dt = 0; dt < 8; ++dt)
+      for (int j = 0; j < 2; ++j)
+        atomicAddFloat(row + dt * 8 + j, acc[dt][2 * half + j]);
+  }
+}
+
 /// dK and dV of 64 keys of head (b, kh), over the tiles of queries of every
-/// query head of its group that see them.
-template <int D>
+/// query head of its group that see them; with `AddQuery`, each tile's
+/// share of dQ too (addQueryGrads).
+template <int D, bool AddQuery>
 TG_DEVICE void keyValueGrads(const Params &p) {
   constexpr int Queries = keyGradQueryRows(D);
   TG_SHARED_BYTES(shared);
@@ -436,6 +488,7 @@ TG_DEVICE void keyValueGrads(const Params &p) {
   float *lseRows = reinterpret_cast<float *>(queryStages.end());
   float *deltaRows = lseRows + Queries;
   constexpr int rowsStage = 2 * Queries;
+  uint16_t *dsTransposed = reinterpret_cast<uint16_t *>(lseRows + 2 * rowsStage);
   const int b = blockY() / p.keyHeads, kh = blockY() % p.keyHeads;
   const int groupSize = p.queryHeads / p.keyHeads;
   const int k0 = blockX() * kBlockRows; // causal: earlier keys, more queries, first
@@ -495,7 +548,17 @@ TG_DEVICE void keyValueGrads(const Params &p) {
     for (int nt = 0; nt < Queries / 8; ++nt)
       for (int i = 0; i < 4; ++i)
         dprobs[nt][i] = probs[nt][i] * (dprobs[nt][i] - rowDelta[nt * 8 + 2 * inGroup + (i & 1)]);
+    if constexpr (AddQuery) // the warp's 16 keys of dS^T, for every warp's dQ
+      for (int nt = 0; nt < Queries / 8; ++nt)
+        for (int half = 0; half < 2; ++half)
+          storeWord(dsTransposed + (r0 + group + 8 * half) * dsTransposedRow(D) + nt * 8 +
+                        2 * inGroup,
+                    packBf16(dprobs[nt][2 * half], dprobs[nt][2 * half + 1]));
     accumulateTimesTile<D, Queries>(keyGrad, dprobs, queryTile); // dK += dS^T Q
+    if constexpr (AddQuery) {
+      syncThreads(); // the next tile's first barrier keeps dS until all have read it
+      addQueryGrads<D, Queries>(p, dsTransposed, keyTile, b * p.queryHeads + headOf(tile), t0);
+    }
   }
   // The warp's rows of the key and value tiles are its own once every copy
   // has landed (a block no query sees has not waited yet).
@@ -554,23 +617,53 @@ TG_DEVICE void queryGrads(const Params &p) {
                    p.queryLen);
 }
 
+/// dQ of 64 queries of head (b, h) from the sum the key blocks added it to
+/// (Params::queryGradSum): scaled, rotated back, rounded to bf16.
+template <int D>
+TG_DEVICE void queryGradsFromSum(const Params &p) {
+  TG_SHARED_BYTES(shared);
+  uint16_t *rows = reinterpret_cast<uint16_t *>(shared);
+  const int b = blockY() / p.queryHeads, h = blockY() % p.queryHeads;
+  const int q0 = blockX() * kBlockRows, r0 = warpId() * 16;
+  const int group = laneId() / 4, inGroup = laneId() % 4;
+  const float *sum = reinterpret_cast<const float *>(p.queryGradSum);
+  float queryGrad[D / 8][4] = {};
+  for (int half = 0; half < 2; ++half) {
+    const int t = q0 + r0 + group + 8 * half;
+    if (t >= p.queryLen)
+      continue;
+    const float *row = sum + (int64_t(blockY()) * p.queryLen + t) * D + 2 * inGroup;
+    for (int dt = 0; dt < D / 8; ++dt)
+      for (int j = 0; j < 2; ++j)
+        queryGrad[dt][2 * half + j] = row[dt * 8 + j];
+  }
+  if (rotates(p))
+    rotateBack<D>(queryGrad, p, q0 + r0, p.queryLen);
+  writeWarpRows<D>(queryGrad, p.scale, rows + r0 * paddedRow(D), p.queryGrad, b, h, q0 + r0,
+                   p.queryLen);
+}
+
 } // namespace
 } // namespace tg::flash
 
 // Registers: at most 170 a thread for the head-dim-64 forward (3 blocks a
 // multiprocessor), 255 for the rest (2), none spilling (ptxas -v).
-#define TG_FLASH_ATTENTION_KERNELS(D)                                                    \
-  TG_KERNEL_128(D == 64 ? 3 : 2) tg_flash_attention_forward_d##D(tg::flash::Params p) {  \
-    tg::flash::forward<D>(p);                                                            \
-  }                                                                                      \
-  TG_KERNEL_128(4) tg_flash_attention_delta_d##D(tg::flash::Params p) {                  \
-    tg::flash::delta<D>(p);                                                              \
-  }                                                                                      \
-  TG_KERNEL_128(2) tg_flash_attention_key_value_grads_d##D(tg::flash::Params p) {        \
-    tg::flash::keyValueGrads<D>(p);                                                      \
-  }                                                                                      \
-  TG_KERNEL_128(2) tg_flash_attention_query_grads_d##D(tg::flash::Params p) {            \
-    tg::flash::queryGrads<D>(p);                                                         \
+#define TG_FLASH_ATTENTION_KERNELS(D)                                                              \
+  TG_KERNEL_128(D == 64 ? 3 : 2) tg_flash_attention_forward_d##D(tg::flash::Params p) {            \
+    tg::flash::forward<D>(p);                                                                      \
+  }                                                                                                \
+  TG_KERNEL_128(4) tg_flash_attention_delta_d##D(tg::flash::Params p) { tg::flash::delta<D>(p); }  \
+  TG_KERNEL_128(2) tg_flash_attention_key_value_grads_d##D(tg::flash::Params p) {                  \
+    tg::flash::keyValueGrads<D, false>(p);                                                         \
+  }                                                                                                \
+  TG_KERNEL_128(2) tg_flash_attention_query_grads_d##D(tg::flash::Params p) {                      \
+    tg::flash::queryGrads<D>(p);                                                                   \
+  }                                                                                                \
+  TG_KERNEL_128(2) tg_flash_attention_key_value_grads_adding_query_d##D(tg::flash::Params p) {     \
+    tg::flash::keyValueGrads<D, true>(p);                                                          \
+  }                                                                                                \
+  TG_KERNEL_128(4) tg_flash_attention_query_grads_from_sum_d##D(tg::flash::Params p) {             \
+    tg::flash::queryGradsFromSum<D>(p);                                                            \
   }
 TG_FLASH_ATTENTION_KERNELS(64)
 TG_FLASH_ATTENTION_KERNELS(128)

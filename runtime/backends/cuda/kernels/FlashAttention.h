@@ -37,24 +37,40 @@ struct Tensor {
 /// cosine and sine of each position's pair angles), the kernels rotate the
 /// queries and keys they read by the rotary position embedding (pair
 /// (i, i + D/2) of position t by table row t, i), and the query and key
-/// gradients back: tg.rope's rotation applied inside.
+/// gradients back: tg.rope's rotation applied inside. With `queryGradSum`
+/// (f32 [batch, query heads, query length, D], packed), the backward is
+/// one pass over the key blocks: each adds its share of dQ there
+/// (atomically, so the sum's order varies from run to run), and a last
+/// kernel writes queryGrad from it. Without it, dQ is a kernel of its own
+/// that recomputes the probabilities, and every bit is the same each run.
 struct Params {
   Tensor query, key, value, result, resultGrad, queryGrad, keyGrad, valueGrad;
-  uint64_t logsumexp, delta, ropeCos, ropeSin;
+  uint64_t logsumexp, delta, ropeCos, ropeSin, queryGradSum;
   int32_t batch, queryHeads, keyHeads, queryLen, keyLen;
   int32_t causal, window;
   float scale;
 };
 
 /// The module's entry points for one head dim (tg_flash_attention_<name>_d<D>).
-enum class Kernel { Forward, Delta, KeyValueGrads, QueryGrads };
-constexpr int kKernels = 4;
+/// The backward runs Delta, then KeyValueGrads and QueryGrads, or (with
+/// Params::queryGradSum) KeyValueGradsAddingQuery and QueryGradsFromSum.
+enum class Kernel {
+  Forward,
+  Delta,
+  KeyValueGrads,
+  QueryGrads,
+  KeyValueGradsAddingQuery,
+  QueryGradsFromSum
+};
+constexpr int kKernels = 6;
 constexpr const char *kernelName(Kernel kernel) {
   switch (kernel) {
   case Kernel::Forward: return "forward";
   case Kernel::Delta: return "delta";
   case Kernel::KeyValueGrads: return "key_value_grads";
   case Kernel::QueryGrads: return "query_grads";
+  case Kernel::KeyValueGradsAddingQuery: return "key_value_grads_adding_query";
+  case Kernel::QueryGradsFromSum: return "query_grads_from_sum";
   }
   return "";
 }
@@ -64,6 +80,11 @@ constexpr const char *kernelName(Kernel kernel) {
 /// tile's probabilities with theirs would spill.
 constexpr int keyGradQueryRows(int headDim) { return headDim == 128 ? 32 : kTileRows; }
 
+/// The transposed dS tile through which KeyValueGradsAddingQuery's warps
+/// hand each other dS (its 64 keys x a tile's queries, bf16): rows of
+/// that many queries, padded by 8.
+constexpr int dsTransposedRow(int headDim) { return keyGradQueryRows(headDim) + 8; }
+
 /// Shared memory a block of `kernel` needs (bytes): the tiles of its own 64
 /// rows, two stages of the tiles its loop runs over (one is computed while
 /// the next is copied in), and the backward's f32s of each query row
@@ -71,15 +92,20 @@ constexpr int keyGradQueryRows(int headDim) { return headDim == 128 ? 32 : kTile
 constexpr unsigned sharedBytes(Kernel kernel, int headDim) {
   const int row = paddedRow(headDim) * 2;
   const int queries = keyGradQueryRows(headDim);
+  const int keyValueGrads = 2 * kBlockRows * row + 2 * 2 * queries * row + 2 * 2 * queries * 4;
   switch (kernel) {
   case Kernel::Forward: // q; k and v
     return unsigned(kBlockRows * row + 2 * 2 * kTileRows * row);
   case Kernel::Delta:
     return 0;
   case Kernel::KeyValueGrads: // k, v; q and dO; log-sum-exp and delta
-    return unsigned(2 * kBlockRows * row + 2 * 2 * queries * row + 2 * 2 * queries * 4);
+    return unsigned(keyValueGrads);
   case Kernel::QueryGrads: // q, dO, log-sum-exp and delta; k and v
     return unsigned(2 * kBlockRows * row + 2 * kBlockRows * 4 + 2 * 2 * kTileRows * row);
+  case Kernel::KeyValueGradsAddingQuery: // and dS transposed
+    return unsigned(keyValueGrads + kBlockRows * dsTransposedRow(headDim) * 2);
+  case Kernel::QueryGradsFromSum: // dQ's rows, rounded, on their way out
+    return unsigned(kBlockRows * row);
   }
   return 0;
 }

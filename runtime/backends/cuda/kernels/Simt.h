@@ -95,6 +95,8 @@ template <int Pending>
 TG_DEVICE void waitAsyncCopies() {
   asm volatile("cp.async.wait_group %0;" : : "n"(Pending) : "memory");
 }
+/// *address += value, atomically (red.global.add.f32: in no fixed order).
+TG_DEVICE void atomicAddFloat(float *address, float value) { atomicAdd(address, value); }
 /// c += a x b over one warp: a 16 x 16 (row), b 16 x 8 (col), bf16 in, f32
 /// accumulators; the fragments are PTX's for mma.m16n8k16.
 TG_DEVICE void mma16816(float c[4], const uint32_t a[4], const uint32_t b[2]) {

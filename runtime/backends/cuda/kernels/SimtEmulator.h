@@ -177,6 +177,11 @@ inline void waitAsyncCopies() {
       std::memcpy(copy.to, copy.bytes, copy.size);
 }
 
+inline void atomicAddFloat(float *address, float value) {
+  static std::mutex adding;
+  std::lock_guard<std::mutex> lock(adding);
+  *address += value;
+}
 inline float exp2Fast(float x) { return std::exp2(x); }
 inline float log2Fast(float x) { return std::log2(x); }
 
