@@ -70,7 +70,8 @@ class CudaTarget(unittest.TestCase):
         entries = re.findall(r"Compiling entry function '(\w+)'", result.stderr)
         self.assertEqual(sorted(entries), sorted(
             f"tg_flash_attention_{kernel}_d{dim}" for dim in (64, 128)
-            for kernel in ("forward", "delta", "key_value_grads", "query_grads")))
+            for kernel in ("forward", "delta", "key_value_grads", "query_grads", "key_value_grads_adding_query",
+                           "query_grads_from_sum")))
         spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", result.stderr)
         self.assertEqual(len(spills), len(entries), result.stderr[-2000:])
         self.assertEqual([s for s in spills if s != ("0", "0")], [], result.stderr)

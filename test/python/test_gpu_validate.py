@@ -171,6 +171,10 @@ class GpuValidate(unittest.TestCase):
               "".join(json.dumps({"step": s + 1, "loss": loss}) + "\n" for s, loss in enumerate(llama)))
         write(os.path.join(cls.bundle, "results", "llama-flash-cudnn-bf16.log"), "")
         write(os.path.join(cls.bundle, "results", "llama-flash-cudnn-bf16.rc"), "0\n")
+        # The summed backward's Llama check: within the bf16 bound of the CPU.
+        write(os.path.join(cls.bundle, "results", "llama-flash-summed-bf16.jsonl"),
+              "".join(json.dumps({"step": s + 1, "loss": loss + 1e-3}) + "\n" for s, loss in enumerate(llama)))
+        write(os.path.join(cls.bundle, "results", "llama-flash-summed-bf16.rc"), "0\n")
         cls.report = subprocess.run([sys.executable, VALIDATE, "report", cls.bundle], capture_output=True, text=True)
         cls.rows = [line for line in cls.report.stdout.splitlines() if line.startswith("| attention |")]
         cls.kernel_rows = [line for line in cls.report.stdout.splitlines()
@@ -186,11 +190,16 @@ class GpuValidate(unittest.TestCase):
             self.assertTrue(os.path.getsize(os.path.join(self.bundle, "artifacts", name + ".tgx")) > 0, name)
         self.assertEqual([c["name"] for c in self.manifest["correctness"]],
                          ["gpt2-tiny-f32", "gpt2-tiny-bf16", "llama-tiny-f32", "llama-tiny-bf16",
-                          "gpt2-flash-bf16", "gpt2-flash-cudnn-bf16", "llama-flash-bf16",
-                          "llama-flash-cudnn-bf16", "mistral-flash-bf16", "mistral-flash-cudnn-bf16"])
-        # cuDNN's checks compare with their model's CPU run.
-        cudnn = {c["name"]: c for c in self.manifest["correctness"]}["llama-flash-cudnn-bf16"]
+                          "gpt2-flash-bf16", "gpt2-flash-cudnn-bf16", "gpt2-flash-summed-bf16",
+                          "llama-flash-bf16", "llama-flash-cudnn-bf16", "llama-flash-summed-bf16",
+                          "mistral-flash-bf16", "mistral-flash-cudnn-bf16", "mistral-flash-summed-bf16"])
+        # cuDNN's and the summed backward's checks compare with their model's CPU run.
+        checks = {c["name"]: c for c in self.manifest["correctness"]}
+        cudnn = checks["llama-flash-cudnn-bf16"]
         self.assertEqual((cudnn["reference"], cudnn["cudnn"]), ("reference/llama-flash.json", True))
+        summed = checks["llama-flash-summed-bf16"]
+        self.assertEqual((summed["reference"], summed["cudnn"], summed["setting"]),
+                         ("reference/llama-flash.json", False, "TG_CUDA_FLASH_BACKWARD=summed"))
         # The flash checks' models go through the runtime's flash kernels.
         for model in ("gpt2-flash", "llama-flash", "mistral-flash"):
             stats = json.load(open(os.path.join(self.bundle, "stats", model + "-bf16.json")))
@@ -314,6 +323,15 @@ class GpuValidate(unittest.TestCase):
         row = [line for line in self.report.stdout.splitlines() if "llama-flash-cudnn bf16 vs CPU" in line]
         self.assertEqual(len(row), 1, self.report.stdout)
         self.assertTrue(row[0].endswith("| PASS |"), row[0])
+
+    def test_summed_backward_is_checked_against_the_cpu(self):
+        row = [line for line in self.report.stdout.splitlines()
+               if "| llama-flash-summed bf16 (TG_CUDA_FLASH_BACKWARD=summed) vs CPU f32, 20 steps |" in line]
+        self.assertEqual(len(row), 1, self.report.stdout)
+        self.assertIn("max abs diff 0.001", row[0])
+        self.assertTrue(row[0].endswith("| PASS |"), row[0])
+        self.assertIn("| correctness | gpt2-flash-summed bf16 (TG_CUDA_FLASH_BACKWARD=summed) vs CPU f32, 20 steps "
+                      "| n/a: did not run", self.report.stdout)
 
     def test_report_fails_the_checks_that_did_not_run(self):
         self.assertEqual(self.report.returncode, 1, self.report.stderr)

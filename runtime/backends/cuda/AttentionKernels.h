@@ -30,7 +30,10 @@ public:
   /// query gradients' sum cannot be put on the device. With
   /// `sumQueryGrads`, a gradient's key blocks add dQ to an f32 sum
   /// (flash::Params::queryGradSum): one for every command so planned,
-  /// which must therefore run one at a time, on one stream.
+  /// which must therefore run one at a time, on one stream. The kernels
+  /// keep `params`' address to repoint it should a later plan grow the
+  /// sum: plan each command once, into params that stay put until the
+  /// kernels go, and launch nothing before the last plan.
   std::vector<KernelLaunch> plan(const tgx::Attention &attention,
                                  const std::vector<CUdeviceptr> &operands, bool sumQueryGrads,
                                  flash::Params &params, std::string &error);
