@@ -415,6 +415,12 @@ class GpuValidate(unittest.TestCase):
         self.assertTrue(any("FlashAttention-2 (torch 2.11.0) (GPT-2 medium" in row and "n/a: No available kernel."
                             in row for row in self.kernel_rows), self.report.stdout)
 
+    def test_flash_attention_3_published_figures_are_beside_them(self):
+        published = [row for row in self.kernel_rows if "FlashAttention-3, published" in row]
+        self.assertEqual(len(published), 1, self.report.stdout)
+        self.assertIn("arXiv:2407.08608", published[0])
+        self.assertIn("up to 740 TFLOP/s, 75% of the peak", published[0])
+
     def test_flash_kernels_with_query_gradients_summed(self):
         """The backward TG_CUDA_FLASH_BACKWARD=summed runs: checked like the
         kernels as built and timed beside them; one that fails to run fails
