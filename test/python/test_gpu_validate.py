@@ -281,11 +281,10 @@ class GpuValidate(unittest.TestCase):
         self.assertEqual(result.returncode, 77, result.stderr)
         self.assertIn("no GPU", result.stderr)
 
-    def test_run_only_builds_and_runs_the_steps_asked_for(self):
-        """A stand-in nvidia-smi lets `run` start here: with --only it builds the
-        runtime from the bundle (always), runs the flash kernels' job, which
-        with no GPU behind it records why for each shape, and skips the rest."""
-        bundle = os.path.join(self.tmp.name, "only")
+    def stand_in_gpu(self, name):
+        """A copy of the bundle, and an environment whose stand-in nvidia-smi
+        lets `run` start here."""
+        bundle = os.path.join(self.tmp.name, name)
         shutil.copytree(self.bundle, bundle, symlinks=True)  # run replaces results/ and work/
         tools = os.path.join(self.tmp.name, "stand-in")
         write(os.path.join(tools, "nvidia-smi"), "#!/bin/sh\ncase \"$*\" in\n"
@@ -293,7 +292,31 @@ class GpuValidate(unittest.TestCase):
               "  *query*) echo 'stand-in, 0 MiB, 0.0' ;;\n"
               "  *) echo 'CUDA Version: 0.0' ;;\nesac\n")
         os.chmod(os.path.join(tools, "nvidia-smi"), 0o755)
-        env = dict(os.environ, PATH=tools + os.pathsep + os.environ["PATH"])
+        return bundle, dict(os.environ, PATH=tools + os.pathsep + os.environ["PATH"])
+
+    def test_run_past_its_deadline_skips_what_is_left(self):
+        """--deadline 0: no step has time left, so each is skipped, saying so,
+        and the report still comes (failing: its checks did not run)."""
+        bundle, env = self.stand_in_gpu("deadline")
+        result = subprocess.run([os.path.join(bundle, "run"), "--deadline", "0"], capture_output=True,
+                                text=True, env=env, timeout=600)
+        self.assertEqual(result.returncode, 1, result.stdout[-2000:] + result.stderr[-2000:])
+        # (The steps that run tgrun are skipped as tgrun did not build.)
+        for name in ("build", "ceilings"):
+            with open(os.path.join(bundle, "results", name + ".log")) as f:
+                self.assertEqual(f.read().strip(), "out of time (run --deadline 0)", name)
+        self.assertIn("| run | runtime build (cmake + ninja tgrun, CUDA backend) | n/a: out of time "
+                      "(run --deadline 0)", result.stdout)
+        bad = subprocess.run([os.path.join(bundle, "run"), "--deadline", "soon"], capture_output=True,
+                             text=True, env=env)
+        self.assertEqual(bad.returncode, 1)
+        self.assertIn("--deadline takes whole seconds, not 'soon'", bad.stderr)
+
+    def test_run_only_builds_and_runs_the_steps_asked_for(self):
+        """A stand-in nvidia-smi lets `run` start here: with --only it builds the
+        runtime from the bundle (always), runs the flash kernels' job, which
+        with no GPU behind it records why for each shape, and skips the rest."""
+        bundle, env = self.stand_in_gpu("only")
         result = subprocess.run([os.path.join(bundle, "run"), "--only", "flash-kernels"], capture_output=True,
                                 text=True, env=env, timeout=600)
         results = os.path.join(bundle, "results")
