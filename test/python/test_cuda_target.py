@@ -221,8 +221,8 @@ class CudaTarget(unittest.TestCase):
         refusals = [("TG_CUDA_GEMM_AUTOTUNE", value, "set it to how many of cuBLASLt's algorithms to time for "
                      "each GEMM shape, a whole number from 0 to 64") for value in ["lots", "-1", "65", "8x"]]
         refusals += [("TG_CUDA_FLASH_BACKWARD", value, "set it to 'summed' (the query gradients added up "
-                      "atomically by the key blocks: faster, not bitwise reproducible) or 'deterministic' "
-                      "(the default)") for value in ["atomic", "Summed", "summed "]]
+                      "atomically by the key blocks: fewer matrix products, not bitwise reproducible) or "
+                      "'deterministic' (the default)") for value in ["atomic", "Summed", "summed "]]
         for variable, value, advice in refusals:
             result = tgrun(variable, value)
             self.assertEqual(result.returncode, 1, result.stderr)

@@ -335,7 +335,8 @@ private:
     if (std::strcmp(env, "summed") != 0) {
       error = source + ": TG_CUDA_FLASH_BACKWARD is '" + env +
               "': set it to 'summed' (the query gradients added up atomically by the key "
-              "blocks: faster, not bitwise reproducible) or 'deterministic' (the default)";
+              "blocks: fewer matrix products, not bitwise reproducible) or 'deterministic' "
+              "(the default)";
       return false;
     }
     sumQueryGrads = true;
