@@ -647,7 +647,8 @@ TG_DEVICE void queryGradsFromSum(const Params &p) {
 } // namespace tg::flash
 
 // Registers: at most 170 a thread for the head-dim-64 forward (3 blocks a
-// multiprocessor), 255 for the rest (2), none spilling (ptxas -v).
+// multiprocessor), 128 for `delta` and the summed dQ's last pass (4), 255 for
+// the rest (2), none spilling (ptxas -v).
 #define TG_FLASH_ATTENTION_KERNELS(D)                                                              \
   TG_KERNEL_128(D == 64 ? 3 : 2) tg_flash_attention_forward_d##D(tg::flash::Params p) {            \
     tg::flash::forward<D>(p);                                                                      \
