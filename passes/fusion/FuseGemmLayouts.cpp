@@ -18,6 +18,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <algorithm>
 #include <functional>
 
 namespace mlir::tg {
@@ -184,6 +185,7 @@ private:
   /// (with `apply`, it then does).
   struct Output {
     Operation *command;
+    unsigned operand; // which of the command's operands (for remarks)
     Value buffer;
     std::function<bool(const StridedLayout &layout, bool apply)> take;
   };
@@ -195,16 +197,17 @@ private:
     SmallVector<Output> outputs;
     for (exec::GemmOp gemm : gemms)
       if (packed(gemm, 2))
-        outputs.push_back({gemm, gemm.getC(), [this, gemm](const StridedLayout &layout, bool apply) {
-                             std::optional<GemmView> view = fits(gemm, 2, layout);
-                             if (view && apply)
-                               retarget(gemm, 2, layout, *view);
-                             return view.has_value();
-                           }});
+        outputs.push_back(
+            {gemm, 2, gemm.getC(), [this, gemm](const StridedLayout &layout, bool apply) {
+               std::optional<GemmView> view = fits(gemm, 2, layout);
+               if (view && apply)
+                 retarget(gemm, 2, layout, *view);
+               return view.has_value();
+             }});
     for (auto attention : program.getBlock().getOps<exec::AttentionOp>())
       for (unsigned i = attention.getInputs().size(); i < attention.getNumAttentionOperands(); ++i)
         if (attention.isTensorOperand(i) && attentionPacked(attention, i))
-          outputs.push_back({attention, attention.getAttentionOperand(i),
+          outputs.push_back({attention, i, attention.getAttentionOperand(i),
                              [attention, i](const StridedLayout &layout, bool apply) {
                                return takeAttentionLayout(attention, i, layout, apply);
                              }});
@@ -308,7 +311,7 @@ private:
     }
     if (remarks)
       for (Candidate &c : candidates)
-        remarkOutput(c.output, c.chain, c.depth, c.why);
+        remarkFold(c.output.command, c.output.operand, c.chain, c.depth, c.why, /*output=*/true);
     // Outputs folded into one concatenation share its steps: each dispatch
     // and buffer is erased once.
     llvm::SetVector<Operation *> doomed;
@@ -333,25 +336,28 @@ private:
       eraseIfUnused(buffer);
   }
 
-  /// Says how far `output` is written through the layout kernels of
-  /// `chain` after it (the first `depth`), and `why` not further.
-  void remarkOutput(const Output &output, ArrayRef<Step> chain, size_t depth, StringRef why) {
-    unsigned operand = 2;
-    if (auto attention = dyn_cast<exec::AttentionOp>(output.command))
-      for (unsigned i = 0; i < attention.getNumAttentionOperands(); ++i)
-        if (attention.getAttentionOperand(i) == output.buffer)
-          operand = i;
-    std::string what = commandOperandName(output.command, operand);
-    InFlightDiagnostic remark = output.command->emitRemark();
+  /// Says how far operand `operand` of `command`, an output (written) or an
+  /// input (read), goes through the layout kernels of `chain` (nearest the
+  /// command first; the first `depth`), and `why` not further.
+  void remarkFold(Operation *command, unsigned operand, ArrayRef<Step> chain, size_t depth,
+                  StringRef why, bool output) {
+    const char *verb = output ? "written" : "read", *side = output ? "after" : "before";
+    InFlightDiagnostic remark = command->emitRemark();
+    remark << commandOperandName(command, operand);
     if (depth == 0) {
-      remark << what << " not written through " << layoutNames(chain.take_front())
-             << " after it: " << why;
+      remark << " not " << verb << " through " << layoutNames(chain.take_front()) << " " << side
+             << " it: " << why;
       return;
     }
-    remark << what << " written, as strides, where " << layoutNames(chain.take_front(depth))
-           << " after it put it";
+    // Named in program order: an input's layout kernels ran farthest first.
+    SmallVector<Step> folded(chain.take_front(depth));
+    if (!output)
+      std::reverse(folded.begin(), folded.end());
+    remark << " " << verb << ", as strides, where " << layoutNames(folded) << " " << side << " it "
+           << (output ? "put" : "read") << " it";
     if (depth < chain.size())
-      remark << "; not through " << layoutNames(chain.slice(depth, 1)) << " after that: " << why;
+      remark << "; not through " << layoutNames(chain.slice(depth, 1)) << " " << side
+             << " that: " << why;
   }
 
   // ----- A GEMM's operand read where the layout kernels before it read it.
@@ -447,31 +453,13 @@ private:
       }
       if (ok && take(layout)) {
         if (remarks)
-          remarkInput(reader, index, chain, depth, why);
+          remarkFold(reader, index, chain, depth, why, /*output=*/false);
         return;
       }
       why = ok ? unfitReason(reader).str() : "its layout does not reshape to the operand's";
     }
     if (remarks && !chain.empty())
-      remarkInput(reader, index, chain, 0, why);
-  }
-
-  /// Says how far operand `index` of `reader` is read through the layout
-  /// kernels of `chain` before it (nearest first; the first `depth`), and
-  /// `why` not further.
-  void remarkInput(Operation *reader, unsigned index, ArrayRef<Step> chain, size_t depth,
-                   StringRef why) {
-    std::string what = commandOperandName(reader, index);
-    InFlightDiagnostic remark = reader->emitRemark();
-    if (depth == 0) {
-      remark << what << " not read through " << layoutNames(chain.take_front())
-             << " before it: " << why;
-      return;
-    }
-    SmallVector<Step> order(llvm::reverse(chain.take_front(depth)));
-    remark << what << " read, as strides, where " << layoutNames(order) << " before it read it";
-    if (depth < chain.size())
-      remark << "; not through " << layoutNames(chain.slice(depth, 1)) << " before that: " << why;
+      remarkFold(reader, index, chain, 0, why, /*output=*/false);
   }
 
   // ----- The runtime attention's q, k, v and dO read where the layout
