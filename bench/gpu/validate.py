@@ -230,8 +230,9 @@ def measure_attention(bundle_root, out):
                              for key, value in k.items()))
 
 
-# The runtime's flash kernels as ctypes sees them: FlashAttention.h's Params
-# and sharedBytes (test_gpu_validate compares them with the header, compiled).
+# The runtime's flash kernels as ctypes sees them: FlashAttention.h's Params,
+# blockRows and sharedBytes (test_gpu_validate compares them with the header,
+# compiled).
 FLASH_BLOCK_ROWS, FLASH_THREADS = 64, 128
 FLASH_KERNELS = ("forward", "delta", "key_value_grads", "query_grads", "key_value_grads_adding_query",
                  "query_grads_from_sum")
@@ -251,11 +252,18 @@ class FlashParams(ctypes.Structure):
                 [("scale", ctypes.c_float)])
 
 
+def flash_block_rows(kernel, head_dim):
+    """Rows (queries, or keys for the key and value gradients) a block of
+    `kernel` covers: the forward's warps take 32 queries at head dim 64."""
+    return {"forward": 4 * (32 if head_dim == 64 else 16), "delta": FLASH_THREADS // 32}.get(kernel,
+                                                                                          FLASH_BLOCK_ROWS)
+
+
 def flash_shared_bytes(kernel, head_dim):
     row = (head_dim + 8) * 2  # padded bf16 rows
     queries = 32 if head_dim == 128 else 64  # the key gradients' query tile
     key_value_grads = 2 * FLASH_BLOCK_ROWS * row + 4 * queries * row + 4 * queries * 4
-    return {"forward": FLASH_BLOCK_ROWS * row + 4 * 64 * row,
+    return {"forward": flash_block_rows("forward", head_dim) * row + 4 * 64 * row,
             "delta": 0,
             "key_value_grads": key_value_grads,
             "query_grads": 2 * FLASH_BLOCK_ROWS * row + 2 * FLASH_BLOCK_ROWS * 4 + 4 * 64 * row,
@@ -304,11 +312,14 @@ class FlashModule:
             self.cuda.cuGetErrorString(result, ctypes.byref(text))
             raise RuntimeError(f"{what}: {text.value.decode() if text.value else result}")
 
-    def launch(self, kernel, d, grid, params):
+    def launch(self, kernel, d, rows, planes, params):
+        """`kernel` over `rows` (queries, or keys for the key and value
+        gradients) of `planes` planes, as the CUDA backend launches it."""
         import torch
         argument = (ctypes.c_void_p * 1)(ctypes.cast(ctypes.pointer(params), ctypes.c_void_p))
+        blocks = -(-rows // flash_block_rows(kernel, d))
         self.check(f"cuLaunchKernel {kernel}", self.cuda.cuLaunchKernel(
-            self.functions[kernel, d], grid[0], grid[1], 1, FLASH_THREADS, 1, 1, flash_shared_bytes(kernel, d),
+            self.functions[kernel, d], blocks, planes, 1, FLASH_THREADS, 1, 1, flash_shared_bytes(kernel, d),
             torch.cuda.current_stream().cuda_stream, argument, None))
 
 
@@ -369,17 +380,16 @@ def measure_flash_shape(module, batch, heads, key_heads, seq, d, rope_theta=0.0,
                          tensor(dv), lse.data_ptr(), delta.data_ptr(), cos.data_ptr() if rope_theta else 0,
                          sin.data_ptr() if rope_theta else 0, query_grad_sum.data_ptr() if summed else 0,
                          batch, heads, key_heads, seq, seq, 1, 0, 1.0 / d ** 0.5)
-    blocks = -(-seq // FLASH_BLOCK_ROWS)
     key_value_grads, query_grads = (("key_value_grads_adding_query", "query_grads_from_sum") if summed
                                     else ("key_value_grads", "query_grads"))
 
     def forward():
-        module.launch("forward", d, (blocks, batch * heads), params)
+        module.launch("forward", d, seq, batch * heads, params)
 
     def backward():
-        module.launch("delta", d, (-(-seq // 4), batch * heads), params)
-        module.launch(key_value_grads, d, (blocks, batch * key_heads), params)
-        module.launch(query_grads, d, (blocks, batch * heads), params)
+        module.launch("delta", d, seq, batch * heads, params)
+        module.launch(key_value_grads, d, seq, batch * key_heads, params)
+        module.launch(query_grads, d, seq, batch * heads, params)
 
     forward()
     backward()

@@ -395,24 +395,26 @@ class GpuValidate(unittest.TestCase):
                        "  std::printf(\"size %zu\\n\", sizeof(Params));\n" +
               "".join(f"  std::printf(\"{f} %zu\\n\", offsetof(Params, {f}));\n" for f in fields) +
               "  for (int d = 64; d <= 128; d *= 2)\n    for (int k = 0; k < kKernels; ++k)\n"
-              "      std::printf(\"%s_d%d %u\\n\", kernelName(Kernel(k)), d, sharedBytes(Kernel(k), d));\n"
-              "  std::printf(\"rows %d\\nthreads %d\\n\", kBlockRows, kThreads);\n}\n")
+              "      std::printf(\"%s_d%d %u %d\\n\", kernelName(Kernel(k)), d, sharedBytes(Kernel(k), d),\n"
+              "                  blockRows(Kernel(k), d));\n"
+              "  std::printf(\"threads %d\\n\", kThreads);\n}\n")
         binary = os.path.join(self.tmp.name, "layout")
         subprocess.run(["c++", "-std=c++17", "-I", os.path.join(ROOT, "runtime", "backends", "cuda", "kernels"),
                         program, "-o", binary], check=True)
-        header = dict(line.split() for line in subprocess.run([binary], capture_output=True, text=True,
-                                                              check=True).stdout.splitlines())
-        self.assertEqual(int(header["size"]), ctypes.sizeof(validate.FlashParams))
+        header = {name: values for name, *values in (line.split() for line in subprocess.run(
+            [binary], capture_output=True, text=True, check=True).stdout.splitlines())}
+        self.assertEqual(int(header["size"][0]), ctypes.sizeof(validate.FlashParams))
         for f in fields:
-            self.assertEqual(int(header[f]), getattr(validate.FlashParams, f).offset, f)
+            self.assertEqual(int(header[f][0]), getattr(validate.FlashParams, f).offset, f)
         self.assertEqual({name.rsplit("_d", 1)[0] for name in header if name.endswith(("_d64", "_d128"))},
                          set(validate.FLASH_KERNELS))
         for d in (64, 128):
             for kernel in validate.FLASH_KERNELS:
-                self.assertEqual(int(header[f"{kernel}_d{d}"]), validate.flash_shared_bytes(kernel, d),
+                shared, rows = header[f"{kernel}_d{d}"]
+                self.assertEqual((int(shared), int(rows)),
+                                 (validate.flash_shared_bytes(kernel, d), validate.flash_block_rows(kernel, d)),
                                  f"{kernel}_d{d}")
-        self.assertEqual((int(header["rows"]), int(header["threads"])),
-                         (validate.FLASH_BLOCK_ROWS, validate.FLASH_THREADS))
+        self.assertEqual(int(header["threads"][0]), validate.FLASH_THREADS)
 
     def test_flash_kernels_without_a_gpu_say_why(self):
         out = os.path.join(self.tmp.name, "flash-kernels.json")

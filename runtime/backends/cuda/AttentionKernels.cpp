@@ -171,27 +171,27 @@ std::vector<KernelLaunch> AttentionKernels::plan(const tgx::Attention &a,
   }
 
   const int headDim = int(a.head_dim());
-  auto launch = [&](flash::Kernel kernel, unsigned gridX, unsigned gridY) {
-    return KernelLaunch{functions[headDim == 64 ? 0 : 1][int(kernel)], gridX, gridY,
-                        unsigned(flash::kThreads), flash::sharedBytes(kernel, headDim)};
-  };
-  auto blocks = [](uint32_t rows, unsigned per) { return unsigned((rows + per - 1) / per); };
   const unsigned queryPlanes = a.batch() * a.query_heads(), keyPlanes = a.batch() * a.key_heads();
-  const unsigned queryBlocks = blocks(a.query_len(), flash::kBlockRows);
+  // A block a flash::blockRows of the queries of a plane (a batch row and a
+  // head), or of its keys for the key and value gradients.
+  auto launch = [&](flash::Kernel kernel, uint32_t rows, unsigned planes) {
+    const unsigned per = unsigned(flash::blockRows(kernel, headDim));
+    return KernelLaunch{functions[headDim == 64 ? 0 : 1][int(kernel)], (rows + per - 1) / per,
+                        planes, unsigned(flash::kThreads), flash::sharedBytes(kernel, headDim)};
+  };
+  const uint32_t queries = a.query_len(), keys = a.key_len();
   if (!gradient)
-    return {launch(flash::Kernel::Forward, queryBlocks, queryPlanes)};
+    return {launch(flash::Kernel::Forward, queries, queryPlanes)};
   // delta first: the others read it (and it zeroes the query gradients' sum).
-  const KernelLaunch delta =
-      launch(flash::Kernel::Delta, blocks(a.query_len(), flash::kThreads / 32), queryPlanes);
-  const unsigned keyBlocks = blocks(a.key_len(), flash::kBlockRows);
+  const KernelLaunch delta = launch(flash::Kernel::Delta, queries, queryPlanes);
   if (!sumQueryGrads)
-    return {delta, launch(flash::Kernel::KeyValueGrads, keyBlocks, keyPlanes),
-            launch(flash::Kernel::QueryGrads, queryBlocks, queryPlanes)};
+    return {delta, launch(flash::Kernel::KeyValueGrads, keys, keyPlanes),
+            launch(flash::Kernel::QueryGrads, queries, queryPlanes)};
   if (!shareQueryGradSum(
           params, uint64_t(queryPlanes) * a.query_len() * a.head_dim() * sizeof(float), error))
     return {};
-  return {delta, launch(flash::Kernel::KeyValueGradsAddingQuery, keyBlocks, keyPlanes),
-          launch(flash::Kernel::QueryGradsFromSum, queryBlocks, queryPlanes)};
+  return {delta, launch(flash::Kernel::KeyValueGradsAddingQuery, keys, keyPlanes),
+          launch(flash::Kernel::QueryGradsFromSum, queries, queryPlanes)};
 }
 
 } // namespace tg::runtime::cuda

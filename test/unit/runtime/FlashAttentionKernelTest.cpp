@@ -232,13 +232,14 @@ Kernels kernelsFor(int headDim) {
           tg_flash_attention_query_grads_from_sum_d128};
 }
 
-void run(EntryPoint kernel, tg::flash::Kernel kind, const Params &p, int gridX, int gridY,
+/// Runs `kernel` over `rows` (queries, or keys for the key and value
+/// gradients) of `planes` planes, as the CUDA backend launches it.
+void run(EntryPoint kernel, tg::flash::Kernel kind, const Params &p, int rows, int planes,
          int headDim) {
-  tg::simt::launch(gridX, gridY, tg::flash::kThreads, tg::flash::sharedBytes(kind, headDim),
-                   [&] { kernel(p); });
+  const int per = tg::flash::blockRows(kind, headDim);
+  tg::simt::launch((rows + per - 1) / per, planes, tg::flash::kThreads,
+                   tg::flash::sharedBytes(kind, headDim), [&] { kernel(p); });
 }
-
-int blocks(int rows, int per) { return (rows + per - 1) / per; }
 
 /// How the operands lie: each in a buffer of its own (q and the gradients
 /// head-major, the rest token-major), or as tgc folds GPT-2's layouts: q,
@@ -306,22 +307,20 @@ void check(const Shape &s, Layout layout = Layout::Own, Backward backward = Back
   }
 
   Kernels kernels = kernelsFor(D);
-  const int queryBlocks = blocks(s.queryLen, tg::flash::kBlockRows);
   using tg::flash::Kernel;
-  run(kernels.forward, Kernel::Forward, p, queryBlocks, B * s.queryHeads, D);
+  run(kernels.forward, Kernel::Forward, p, s.queryLen, B * s.queryHeads, D);
   // NaN: the delta kernel must zero every row the key blocks add to.
   std::vector<float> queryGradSum(size_t(B) * s.queryHeads * s.queryLen * D, NAN);
   if (backward == Backward::SummedQuery)
     p.queryGradSum = reinterpret_cast<uint64_t>(queryGradSum.data());
-  run(kernels.delta, Kernel::Delta, p, blocks(s.queryLen, 4), B * s.queryHeads, D);
-  const int keyBlocks = blocks(s.keyLen, tg::flash::kBlockRows);
+  run(kernels.delta, Kernel::Delta, p, s.queryLen, B * s.queryHeads, D);
   if (backward == Backward::SummedQuery) {
-    run(kernels.keyValueGradsAddingQuery, Kernel::KeyValueGradsAddingQuery, p, keyBlocks,
+    run(kernels.keyValueGradsAddingQuery, Kernel::KeyValueGradsAddingQuery, p, s.keyLen,
         B * s.keyHeads, D);
-    run(kernels.queryGradsFromSum, Kernel::QueryGradsFromSum, p, queryBlocks, B * s.queryHeads, D);
+    run(kernels.queryGradsFromSum, Kernel::QueryGradsFromSum, p, s.queryLen, B * s.queryHeads, D);
   } else {
-    run(kernels.keyValueGrads, Kernel::KeyValueGrads, p, keyBlocks, B * s.keyHeads, D);
-    run(kernels.queryGrads, Kernel::QueryGrads, p, queryBlocks, B * s.queryHeads, D);
+    run(kernels.keyValueGrads, Kernel::KeyValueGrads, p, s.keyLen, B * s.keyHeads, D);
+    run(kernels.queryGrads, Kernel::QueryGrads, p, s.queryLen, B * s.queryHeads, D);
   }
 
   std::vector<double> qs = packed(q, B), ks = packed(k, B);

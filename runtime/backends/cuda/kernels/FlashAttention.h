@@ -9,8 +9,8 @@
 
 namespace tg::flash {
 
-/// Rows of queries (forward, query gradients) or keys (key and value
-/// gradients) one block of 128 threads computes: 16 a warp.
+/// Rows of queries (query gradients) or keys (key and value gradients) one
+/// block of 128 threads computes: 16 a warp.
 constexpr int kBlockRows = 64;
 /// Keys (forward, query gradients) or queries (key and value gradients) of
 /// one tile of the inner loop.
@@ -75,6 +75,31 @@ constexpr const char *kernelName(Kernel kernel) {
   return "";
 }
 
+/// Query rows of a forward warp: at head dim 64, two tiles of 16 that share
+/// each key and value fragment the warp loads from shared memory
+/// (FlashAttention-2's tiling), so that a tile's products need 10 fragment
+/// loads for 32 products instead of 9 for 16. Head dim 128 keeps 16: its
+/// result accumulators alone would be 128 registers a thread.
+constexpr int forwardWarpRows(int headDim) { return headDim == 64 ? 32 : 16; }
+constexpr int forwardBlockRows(int headDim) { return 4 * forwardWarpRows(headDim); }
+
+/// Rows one block of `kernel` covers (queries, or keys for the key and
+/// value gradients): the launch's grid is those rows over this.
+constexpr int blockRows(Kernel kernel, int headDim) {
+  switch (kernel) {
+  case Kernel::Forward:
+    return forwardBlockRows(headDim);
+  case Kernel::Delta:
+    return kThreads / 32;
+  case Kernel::KeyValueGrads:
+  case Kernel::QueryGrads:
+  case Kernel::KeyValueGradsAddingQuery:
+  case Kernel::QueryGradsFromSum:
+    return kBlockRows;
+  }
+  return 0;
+}
+
 /// Queries of one tile of the key and value gradients' loop. Head dim 128
 /// takes 32: its dK and dV accumulators are 128 registers a thread, and a
 /// tile's probabilities with theirs would spill.
@@ -85,7 +110,7 @@ constexpr int keyGradQueryRows(int headDim) { return headDim == 128 ? 32 : kTile
 /// that many queries, padded by 8.
 constexpr int dsTransposedRow(int headDim) { return keyGradQueryRows(headDim) + 8; }
 
-/// Shared memory a block of `kernel` needs (bytes): the tiles of its own 64
+/// Shared memory a block of `kernel` needs (bytes): the tiles of its own
 /// rows, two stages of the tiles its loop runs over (one is computed while
 /// the next is copied in), and the backward's f32s of each query row
 /// (log-sum-exp, delta): in both stages where the loop is over queries.
@@ -95,7 +120,7 @@ constexpr unsigned sharedBytes(Kernel kernel, int headDim) {
   const int keyValueGrads = 2 * kBlockRows * row + 2 * 2 * queries * row + 2 * 2 * queries * 4;
   switch (kernel) {
   case Kernel::Forward: // q; k and v
-    return unsigned(kBlockRows * row + 2 * 2 * kTileRows * row);
+    return unsigned(forwardBlockRows(headDim) * row + 2 * 2 * kTileRows * row);
   case Kernel::Delta:
     return 0;
   case Kernel::KeyValueGrads: // k, v; q and dO; log-sum-exp and delta
