@@ -95,10 +95,14 @@ def write_reference(metrics_path, out):
                    "loss": [r["loss"] for r in rows], "grad_norm": [r["grad_norm"] for r in rows]}, f, indent=1)
 
 
+# Checks of MODEL run another way, each against MODEL's CPU run:
+# MODEL-cudnn, cuDNN's attention (an artifact of its own); MODEL-summed,
+# MODEL's artifact with the flash backward's dQ summed by the key blocks (a
+# setting); MODEL-bgrad, the MLP's first bias gradient summed by the GEMM
+# applying GELU's derivative (an artifact compiled with these flags).
 CUDNN_SUFFIX = "-cudnn"
-# MODEL-summed: MODEL's artifact run with the flash backward's dQ summed by
-# the key blocks, against MODEL's CPU run.
 SUMMED_SUFFIX, SUMMED_SETTING = "-summed", "TG_CUDA_FLASH_BACKWARD=summed"
+BIAS_GRAD_SUFFIX, BIAS_GRAD_FLAGS = "-bgrad", "--fuse=gemm-bias-grad"
 # What the runtime prints where an Attention command compiled for cuDNN runs
 # on its own kernels (CudaBackend.cpp).
 CUDNN_FALLBACK = "compiled for cuDNN run on the runtime's flash kernels instead"
@@ -115,14 +119,15 @@ def write_manifest(args):
     for name in args.checks:
         model, dtype = name.rsplit("-", 1)
         tolerance, why = TOLERANCES[dtype]
-        # MODEL-cudnn: MODEL with cuDNN's attention, against MODEL's CPU run;
-        # MODEL-summed likewise with the summed flash backward.
-        cudnn, summed = model.endswith(CUDNN_SUFFIX), model.endswith(SUMMED_SUFFIX)
-        reference = model[:-len(CUDNN_SUFFIX)] if cudnn else model[:-len(SUMMED_SUFFIX)] if summed else model
+        suffix = next((s for s in (CUDNN_SUFFIX, SUMMED_SUFFIX, BIAS_GRAD_SUFFIX) if model.endswith(s)), "")
+        reference = model[:len(model) - len(suffix)]
         check = {"name": name, "model": model, "dtype": dtype, "steps": args.steps,
-                 "reference": f"reference/{reference}.json", "tolerance": tolerance, "why": why, "cudnn": cudnn}
-        if summed:
+                 "reference": f"reference/{reference}.json", "tolerance": tolerance, "why": why,
+                 "cudnn": suffix == CUDNN_SUFFIX}
+        if suffix == SUMMED_SUFFIX:
             check["setting"] = SUMMED_SETTING
+        if suffix == BIAS_GRAD_SUFFIX:
+            check["flags"] = BIAS_GRAD_FLAGS
         checks.append(check)
     model, train = load("models", args.medium + ".json"), load("models", f"train-{args.medium}.json")
     stats = load("stats", args.medium + "-bf16.json")
@@ -596,7 +601,8 @@ def correctness_rows(bundle, rows):
     failed = False
     for check in bundle.manifest["correctness"]:
         name, tol = check["name"], check["tolerance"]
-        what = (f"{check['model']} {check['dtype']}" + (f" ({check['setting']})" if "setting" in check else "")
+        how = check.get("setting") or check.get("flags")
+        what = (f"{check['model']} {check['dtype']}" + (f" ({how})" if how else "")
                 + f" vs CPU f32, {check['steps']} steps")
         against = f"each step: abs diff ≤ {tol:g}·max(1, loss) ({check['why']})"
         why = bundle.failure(name)

@@ -388,13 +388,17 @@ private:
             fbb, *dtype, g.getTransposeA(), g.getTransposeB(), g.getM(),
             g.getN(), g.getK(), g.getBatch(), g.getStrideA(), g.getStrideB(),
             g.getStrideC(),
-            g.getBias() ? tgx::GemmEpilogue_Bias : tgx::GemmEpilogue_None,
+            g.getBias()       ? tgx::GemmEpilogue_Bias
+            : g.getBiasGrad() ? tgx::GemmEpilogue_BiasGrad
+                              : tgx::GemmEpilogue_None,
             g.getLda(), g.getLdb(), g.getLdc(), g.getInnerBatch(),
             g.getInnerStrideA(), g.getInnerStrideB(), g.getInnerStrideC(),
             activationOf(g.getActivation()));
         buffers = {g.getA(), g.getB(), g.getC()};
         if (g.getBias())
           buffers.push_back(g.getBias());
+        if (g.getBiasGrad())
+          buffers.push_back(g.getBiasGrad());
         if (g.getAux())
           buffers.push_back(g.getAux());
       } else if (auto a = dyn_cast<exec::AttentionOp>(op)) {

@@ -93,6 +93,11 @@ constexpr FusionFlag kFusionFlags[] = {
       "exec-fuse-gemm-activation: GELU and its gradient as GEMM "
       "epilogues (on for --target cuda only)"},
      nullptr},
+    {{"gemm-bias-grad",
+      "exec-fuse-gemm-activation's bias-grad: the sums of GELU's gradient "
+      "(a bias gradient) from the GEMM applying GELU's derivative (off "
+      "unless asked: not yet run on a GPU)"},
+     &FusionOptions::gemmBiasGrad},
     {{"attention", "tg-fuse-attention: flash attention kernels"},
      &FusionOptions::attention},
     {{"attention-rope",

@@ -65,8 +65,9 @@ void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options) {
   if (options.fusion.gemmLayouts)
     pm.addPass(createExecFuseGemmLayouts({options.fusion.remarks}));
   if (options.fusion.gemmActivation)
-    pm.addPass(createExecFuseGemmActivation(
-        {options.fusion.remarks, options.fusion.gemmActivationWide}));
+    pm.addPass(createExecFuseGemmActivation({options.fusion.remarks,
+                                             options.fusion.gemmActivationWide,
+                                             options.fusion.gemmBiasGrad}));
   if (options.fusion.horizontal) {
     ExecFuseHorizontalOptions horizontal;
     horizontal.remarks = options.fusion.remarks;

@@ -2,7 +2,9 @@
 // gradient after the GEMM that computes the gradient of its output, become
 // the GEMMs' epilogues (cuBLASLt's GELU_AUX(_BIAS) and DGELU): the MLP's
 // hidden activation is written once by the GEMM instead of written, read
-// and written again by a kernel, forward and backward.
+// and written again by a kernel, forward and backward. The sums of GELU's
+// gradient over the rows (the gradient of the bias before GELU) then come
+// from that GEMM too (DGELU_BGRAD), instead of a kernel reading it again.
 #include "tg/Exec/IR/ExecOps.h"
 #include "tg/IR/TgOps.h"
 #include "tg/Passes/Passes.h"
@@ -156,6 +158,79 @@ private:
     auto resource = product.getDefiningOp<exec::ResourceOp>();
     fold(gemm, dispatch, out, x, exec::GemmActivation::gelu_tanh_grad);
     resource.erase();
+    if (biasGrad)
+      foldColumnSum(gemm);
+  }
+
+  /// Whether `sum` adds up its input's rows: every axis but the last.
+  static bool sumsRows(ReduceSumOp sum) {
+    int64_t rank = cast<ShapedType>(sum.getInput().getType()).getRank();
+    ArrayRef<int64_t> axes = sum.getAxes();
+    if (rank < 2 || int64_t(axes.size()) != rank - 1)
+      return false;
+    for (int64_t i = 0; i < rank - 1; ++i)
+      if (axes[i] != i)
+        return false;
+    return true;
+  }
+
+  /// Why `dispatch`, which sums the rows of the DGELU GEMM's c, cannot
+  /// become the GEMM's bias gradient, or "".
+  static std::string biasGradRefusal(exec::GemmOp gemm, exec::DispatchOp dispatch) {
+    Value c = gemm.getC(), sums = dispatch.getOutputs()[0];
+    auto resource = sums.getDefiningOp<exec::ResourceOp>();
+    if (!resource || resource.getKind() != exec::ResourceKind::scratch || resource.getUpdates())
+      return "its sums are not a scratch buffer of their own";
+    auto type = cast<MemRefType>(sums.getType());
+    if (type.getElementType() != gemm.getC().getType().getElementType() ||
+        type.getNumElements() != int64_t(gemm.getN()))
+      return "its sums are not the GEMM's n elements in its element type";
+    if (!dispatch.getDone().use_empty())
+      return "a command awaits it";
+    if (dispatch->getBlock() != gemm->getBlock() || !gemm->isBeforeInBlock(dispatch))
+      return "it does not follow the GEMM";
+    for (Operation *user : c.getUsers())
+      if (user != gemm && user->getBlock() == gemm->getBlock() && gemm->isBeforeInBlock(user) &&
+          user->isBeforeInBlock(dispatch) && llvm::is_contained(exec::getWrittenBuffers(user), c))
+        return "a command between the GEMM and it writes the GEMM's product";
+    for (Operation *user : sums.getUsers())
+      if (user != dispatch && llvm::is_contained(exec::getWrittenBuffers(user), sums))
+        return "another command writes its sums";
+    return "";
+  }
+
+  /// The dispatch summing the rows of `gemm`'s c (GELU's gradient: the
+  /// gradient of the bias before GELU), if any, becomes the GEMM's
+  /// bias_grad: the GEMM writes the sums as it writes the rows.
+  void foldColumnSum(exec::GemmOp gemm) {
+    exec::DispatchOp fold;
+    for (Operation *user : gemm.getC().getUsers()) {
+      auto dispatch = dyn_cast<exec::DispatchOp>(user);
+      if (!dispatch || dispatch.getInputs().size() != 1 || dispatch.getOutputs().size() != 1 ||
+          dispatch.getInputs()[0] != gemm.getC())
+        continue;
+      auto sum = dyn_cast_or_null<ReduceSumOp>(exec::getSoleKernelOp(dispatch, *symbols));
+      if (sum && sumsRows(sum) && (!fold || dispatch->isBeforeInBlock(fold)))
+        fold = dispatch;
+    }
+    if (!fold)
+      return;
+    if (std::string why = biasGradRefusal(gemm, fold); !why.empty()) {
+      if (remarks)
+        fold.emitRemark() << "reduce_sum not folded into the GEMM's epilogue (DGELU_BGRAD): "
+                          << why;
+      return;
+    }
+    if (remarks)
+      fold.emitRemark() << "reduce_sum folded into the GEMM's epilogue (DGELU_BGRAD): the "
+                           "GEMM sums GELU's gradient over the rows as it writes them";
+    Value sums = fold.getOutputs()[0];
+    Operation *def = sums.getDefiningOp();
+    if (gemm->isBeforeInBlock(def))
+      def->moveBefore(gemm);
+    gemm.getBiasGradMutable().assign(sums);
+    fusedKernels.insert(symbols->lookupNearestSymbolFrom(fold, fold.getKernel()));
+    fold.erase();
   }
 
   SymbolTableCollection *symbols = nullptr;

@@ -618,12 +618,19 @@ private:
     if (g->activation() < tgx::GemmActivation_MIN || g->activation() > tgx::GemmActivation_MAX)
       return fail(field + ".gemm.activation",
                   "has the unknown value " + std::to_string(int(g->activation())));
-    bool bias = g->epilogue() == tgx::GemmEpilogue_Bias;
+    // Operand 3: the bias, or the bias gradient the GEMM writes.
+    bool bias = g->epilogue() != tgx::GemmEpilogue_None;
+    bool biasGrad = g->epilogue() == tgx::GemmEpilogue_BiasGrad;
     bool aux = g->activation() != tgx::GemmActivation_None;
+    if (biasGrad && g->activation() != tgx::GemmActivation_GeluTanhGrad)
+      return fail(field + ".gemm.epilogue",
+                  std::string("is BiasGrad, which needs the activation GeluTanhGrad, not ") +
+                      tgx::EnumNameGemmActivation(g->activation()));
+    const char *vector = biasGrad ? "bias_grad" : "bias";
     if (c.operands()->size() != 3u + bias + aux)
       return fail(field + ".operands",
                   "has " + std::to_string(c.operands()->size()) + " entries instead of " +
-                      (bias ? (aux ? "[a, b, c, bias, aux]" : "[a, b, c, bias]")
+                      (bias ? "[a, b, c, " + std::string(vector) + (aux ? ", aux]" : "]")
                             : (aux ? "[a, b, c, aux]" : "[a, b, c]")));
     constexpr int64_t kMaxDim = std::numeric_limits<int>::max(); // BLAS ints
     for (int64_t v : {g->m(), g->n(), g->k(), g->batch()})
@@ -647,7 +654,7 @@ private:
       if (g->dtype() == tgx::DType_F64 && program.target() == tgx::Target_Cuda)
         return fail(field + ".gemm.activation",
                     std::string("is ") + name + ", which cuBLASLt does not apply to F64");
-      if (bias && g->activation() == tgx::GemmActivation_GeluTanhGrad)
+      if (bias && !biasGrad && g->activation() == tgx::GemmActivation_GeluTanhGrad)
         return fail(field + ".gemm.activation", "is GeluTanhGrad, which takes no bias");
       if (!checkGemmOperand(c, 3 + bias, GemmOperand{g->m(), g->n(), g->n(), 0, 0}, field))
         return false;
@@ -657,6 +664,17 @@ private:
           rc.offset() < ra.offset() + ra.size() && ra.offset() < rc.offset() + rc.size())
         return fail(field + ".operands", "has c " + rangeText(rc) + " and aux " +
                                              rangeText(ra) + ", which overlap");
+    }
+    // The bias gradient is written beside c, from what c and aux hold.
+    if (biasGrad) {
+      const tgx::BufferRange &rb = *c.operands()->Get(3);
+      for (unsigned other : {2u, 4u}) {
+        const tgx::BufferRange &ro = *c.operands()->Get(other);
+        if (rb.offset() < ro.offset() + ro.size() && ro.offset() < rb.offset() + rb.size())
+          return fail(field + ".operands", std::string("has ") + (other == 2 ? "c " : "aux ") +
+                                               rangeText(ro) + " and bias_grad " +
+                                               rangeText(rb) + ", which overlap");
+      }
     }
     if (!outputsDisjoint(*g, out))
       return fail(field + ".gemm", "has c strides " + std::to_string(out.stride) + ", " +

@@ -2,11 +2,14 @@
 
 The CUDA target folds GPT-2's GELU (tanh approximation) into the MLP's
 first GEMM (cuBLASLt GELU_AUX_BIAS) and GELU's gradient into the GEMM that
-computes the gradient of its output (DGELU), in bf16 and f16. The CPU runtime applies the
-same epilogues as a pass over the rows after the BLAS call, and the CPU
-target folds them when asked (`--fuse=gemm-activation`), which is how their
-placement of buffers and their math are checked here against the unfused
-program:
+computes the gradient of its output (DGELU), in bf16 and f16, and the sum
+of that gradient over the rows (the first bias's gradient) into the same
+GEMM (DGELU_BGRAD) when asked (`--fuse=gemm-bias-grad`: it has not run on
+a GPU yet). The CPU runtime applies the same epilogues as a pass over the
+rows after the BLAS call (and a blockwise pass for the sums), and the CPU
+target folds them when asked (`--fuse=gemm-activation,gemm-bias-grad`),
+which is how their placement of buffers and their math are checked here
+against the unfused program:
 - float64: the epilogue computes GELU and its derivative in double from
   the same rounded inputs as the kernels, so the steps agree to rounding;
   AdamW's normalised update turns those ~1e-16 relative differences of a
@@ -26,6 +29,7 @@ from tgtest.tools import (TINY_MODELS as MODELS, TINY_TRAIN as TRAIN, ScratchDir
                           fusion_remarks, run, train_short)
 
 STEPS = 6
+FOLDED = "--fuse=gemm-activation,gemm-bias-grad"
 
 
 class GemmActivation(ScratchDirTest):
@@ -36,8 +40,7 @@ class GemmActivation(ScratchDirTest):
 
     def compare(self, dtype, loss_rtol, weight_rtol):
         plain, plain_weights = self.train(f"plain-{dtype}", f"--dtype={dtype}")
-        folded, folded_weights = self.train(f"folded-{dtype}", f"--dtype={dtype}",
-                                            "--fuse=gemm-activation")
+        folded, folded_weights = self.train(f"folded-{dtype}", f"--dtype={dtype}", FOLDED)
         for a, b in zip(plain, folded):
             for key in ("loss", "grad_norm"):
                 self.assertLessEqual(abs(a[key] - b[key]), loss_rtol * abs(a[key]),
@@ -60,21 +63,23 @@ class GemmActivation(ScratchDirTest):
     def stats(self, model, *flags):
         return json.loads(run("tgc", "compile", model, "--train", TRAIN, "--stats=json", *flags))
 
-    def test_two_kernels_fewer_per_layer(self):
-        # gpt2-tiny has 2 layers: GELU and its gradient, each once a layer.
+    def test_three_kernels_fewer_per_layer(self):
+        # gpt2-tiny has 2 layers: GELU, its gradient and the sum of that
+        # (the bias gradient), each once a layer.
         plain = self.stats(MODELS["gpt2-tiny"])
-        folded = self.stats(MODELS["gpt2-tiny"], "--fuse=gemm-activation")
-        self.assertEqual(folded["kernel_launches"], plain["kernel_launches"] - 4)
+        folded = self.stats(MODELS["gpt2-tiny"], FOLDED)
+        self.assertEqual(folded["kernel_launches"], plain["kernel_launches"] - 6)
+        kept = self.stats(MODELS["gpt2-tiny"], "--fuse=gemm-activation")
+        self.assertEqual(kept["kernel_launches"], plain["kernel_launches"] - 4)
         # Llama's SiLU has no epilogue: nothing changes.
-        llama = [self.stats(MODELS["llama-tiny"], *flags)
-                 for flags in (("--fuse=gemm-activation",), ())]
+        llama = [self.stats(MODELS["llama-tiny"], *flags) for flags in ((FOLDED,), ())]
         for stats in llama:
             del stats["plan_seconds"]
         self.assertEqual(llama[0], llama[1])
 
     def remarks(self, *flags):
         err = fusion_remarks(MODELS["gpt2-tiny"], TRAIN, self.dir, *flags)
-        return re.findall(r"remark: (gelu\w* folded into the GEMM's epilogue \(\w+\))", err)
+        return re.findall(r"remark: ((?:gelu\w*|reduce_sum) folded into the GEMM's epilogue \(\w+\))", err)
 
     def test_on_for_cuda_off_for_the_cpu(self):
         # @train_step, @eval_step and @logits each run the 2 layers'
@@ -82,6 +87,10 @@ class GemmActivation(ScratchDirTest):
         cuda = self.remarks("--target", "cuda", "--dtype=bf16")
         self.assertEqual(cuda.count("gelu folded into the GEMM's epilogue (GELU_AUX_BIAS)"), 6)
         self.assertEqual(cuda.count("gelu_grad folded into the GEMM's epilogue (DGELU)"), 2)
+        # The bias gradient's sum when asked (not yet run on a GPU).
+        self.assertNotIn("reduce_sum folded into the GEMM's epilogue (DGELU_BGRAD)", cuda)
+        asked = self.remarks("--target", "cuda", "--dtype=bf16", "--fuse=gemm-bias-grad")
+        self.assertEqual(asked.count("reduce_sum folded into the GEMM's epilogue (DGELU_BGRAD)"), 2)
         self.assertEqual(self.remarks(), [])
         # On CUDA, the 16-bit products of mixed precision only.
         self.assertEqual(self.remarks("--target", "cuda", "--dtype=f32"), [])

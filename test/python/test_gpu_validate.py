@@ -192,7 +192,8 @@ class GpuValidate(unittest.TestCase):
                          ["gpt2-tiny-f32", "gpt2-tiny-bf16", "llama-tiny-f32", "llama-tiny-bf16",
                           "gpt2-flash-bf16", "gpt2-flash-cudnn-bf16", "gpt2-flash-summed-bf16",
                           "llama-flash-bf16", "llama-flash-cudnn-bf16", "llama-flash-summed-bf16",
-                          "mistral-flash-bf16", "mistral-flash-cudnn-bf16", "mistral-flash-summed-bf16"])
+                          "mistral-flash-bf16", "mistral-flash-cudnn-bf16", "mistral-flash-summed-bf16",
+                          "gpt2-flash-bgrad-bf16"])
         # cuDNN's and the summed backward's checks compare with their model's CPU run.
         checks = {c["name"]: c for c in self.manifest["correctness"]}
         cudnn = checks["llama-flash-cudnn-bf16"]
@@ -200,6 +201,17 @@ class GpuValidate(unittest.TestCase):
         summed = checks["llama-flash-summed-bf16"]
         self.assertEqual((summed["reference"], summed["cudnn"], summed["setting"]),
                          ("reference/llama-flash.json", False, "TG_CUDA_FLASH_BACKWARD=summed"))
+        # The bias gradient's epilogue: an artifact of its own, whose GEMMs
+        # applying GELU's derivative also sum the rows, so the sum's kernel
+        # is gone.
+        bgrad = checks["gpt2-flash-bgrad-bf16"]
+        self.assertEqual((bgrad["reference"], bgrad["cudnn"], bgrad["flags"]),
+                         ("reference/gpt2-flash.json", False, "--fuse=gemm-bias-grad"))
+        stats = {name: json.load(open(os.path.join(self.bundle, "stats", name + ".json")))
+                 for name in ("gpt2-flash-bf16", "gpt2-flash-bgrad-bf16")}
+        self.assertEqual(stats["gpt2-flash-bgrad-bf16"]["kernels"], stats["gpt2-flash-bf16"]["kernels"] - 1)
+        self.assertLess(stats["gpt2-flash-bgrad-bf16"]["kernel_launches"],
+                        stats["gpt2-flash-bf16"]["kernel_launches"])
         # The flash checks' models go through the runtime's flash kernels.
         for model in ("gpt2-flash", "llama-flash", "mistral-flash"):
             stats = json.load(open(os.path.join(self.bundle, "stats", model + "-bf16.json")))
@@ -223,7 +235,8 @@ class GpuValidate(unittest.TestCase):
                           {"name": "decomposed", "flags": "--cuda-attention=decomposed"},
                           {"name": "cudnn", "flags": "--cuda-attention=cudnn"},
                           {"name": "unpacked", "flags": "--no-fuse=horizontal"},
-                          {"name": "rows80", "flags": "--cuda-row-registers=80"}])
+                          {"name": "rows80", "flags": "--cuda-row-registers=80"},
+                          {"name": "bias-grad", "flags": "--fuse=gemm-bias-grad"}])
         gelu = os.path.join(self.bundle, "artifacts", "gpt2-medium-bf16-variant-gelu.tgx")
         this = os.path.join(self.bundle, "artifacts", "gpt2-medium-bf16.tgx")
         self.assertGreater(os.path.getsize(gelu), 0)

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <numeric>
 #include <thread>
+#include <vector>
 
 #include <sys/mman.h>
 
@@ -167,6 +168,7 @@ template <typename T> struct GemmBlocks {
     // The bias epilogue: one pass over the rows just written (still in
     // cache for small ones), rounding as a separate add kernel would.
     bool biased = g.epilogue() == tgx::GemmEpilogue_Bias;
+    bool withVector = g.epilogue() != tgx::GemmEpilogue_None; // operand 3
     if (biased && g.activation() == tgx::GemmActivation_None) {
       auto *bias = static_cast<const T *>(buffers[3]);
       for (int64_t row = 0; row < rows; ++row)
@@ -175,7 +177,7 @@ template <typename T> struct GemmBlocks {
     }
     if (g.activation() != tgx::GemmActivation_None)
       applyActivation(c, first, rows, biased ? static_cast<const T *>(buffers[3]) : nullptr,
-                      static_cast<T *>(buffers[biased ? 4 : 3]));
+                      static_cast<T *>(buffers[withVector ? 4 : 3]));
   }
 
   /// The activation epilogue over `rows` rows of c from row `first` (batch
@@ -197,6 +199,38 @@ template <typename T> struct GemmBlocks {
   }
 };
 
+/// Rows a block of the BiasGrad epilogue's column sums adds up before the
+/// block's sums join the total (blockwise summation).
+constexpr int64_t kSumBlockRows = 64;
+/// Columns one task of those sums takes.
+constexpr int64_t kSumChunkColumns = 64;
+
+/// The BiasGrad epilogue: the sums of c's m rows (batch 1, packed, as
+/// written) into operand 3, in double, blockwise. The columns are split
+/// between the pool's threads, each summed in the same order: the same
+/// bits for any thread count.
+template <typename T> void sumRows(const tgx::Gemm &g, void *const *buffers) {
+  const T *c = static_cast<const T *>(buffers[2]);
+  T *sums = static_cast<T *>(buffers[3]);
+  int64_t m = g.m(), n = g.n();
+  auto sumColumns = [&](int64_t firstChunk, int64_t endChunk) {
+    int64_t first = firstChunk * kSumChunkColumns;
+    int64_t end = std::min(n, endChunk * kSumChunkColumns);
+    std::vector<double> total(size_t(end - first), 0.0), block(total.size());
+    for (int64_t r0 = 0; r0 < m; r0 += kSumBlockRows) {
+      std::fill(block.begin(), block.end(), 0.0);
+      for (int64_t r = r0; r < std::min(m, r0 + kSumBlockRows); ++r)
+        for (int64_t j = first; j < end; ++j)
+          block[size_t(j - first)] += double(c[r * n + j]);
+      for (size_t j = 0; j < total.size(); ++j)
+        total[j] += block[j];
+    }
+    for (int64_t j = first; j < end; ++j)
+      sums[j] = T(total[size_t(j - first)]);
+  };
+  cpuThreads().parallelFor((n + kSumChunkColumns - 1) / kSumChunkColumns, sumColumns);
+}
+
 /// Runs a Gemm command on the pool: whole products per thread where the
 /// batch divides evenly between the threads or has 4 or more products per
 /// thread, otherwise each product cut into bands of rows so that the
@@ -213,16 +247,18 @@ template <typename T> void runGemm(const tgx::Gemm &g, void *const *buffers, Gem
   if (groups == 1 || blocks.count() == 1 || flops < kMinPooledGemmFlops) {
     for (int64_t block = 0; block < blocks.count(); ++block)
       blocks.run(block);
-    return;
+  } else {
+    // One group of consecutive blocks per thread, so that at most `groups`
+    // BLAS calls are in flight.
+    auto runGroups = [&](int64_t begin, int64_t end) {
+      int64_t count = blocks.count();
+      for (int64_t block = count * begin / groups; block < count * end / groups; ++block)
+        blocks.run(block);
+    };
+    pool.parallelFor(groups, runGroups);
   }
-  // One group of consecutive blocks per thread, so that at most `groups`
-  // BLAS calls are in flight.
-  auto runGroups = [&](int64_t begin, int64_t end) {
-    int64_t count = blocks.count();
-    for (int64_t block = count * begin / groups; block < count * end / groups; ++block)
-      blocks.run(block);
-  };
-  pool.parallelFor(groups, runGroups);
+  if (g.epilogue() == tgx::GemmEpilogue_BiasGrad)
+    sumRows<T>(g, buffers);
 }
 
 class CpuBackend final : public Backend {

@@ -166,16 +166,18 @@ int Gemms::plan(const tgx::Gemm &g, const std::vector<CUdeviceptr> &operands, st
   api->cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &transLtB,
                                       sizeof(transLtB));
   // The bias runs along our n, the rows of cuBLASLt's column-major D (its
-  // pointer is set per command in run()). GELU's aux (the sum before it)
-  // has D's layout: n x m column-major, leading dimension n (a multiple of
-  // 8 for cuBLASLt; the compiler pads rows to 16 bytes).
-  p->bias = g.epilogue() == tgx::GemmEpilogue_Bias;
+  // pointer is set per command in run()); so does the bias gradient, the
+  // sums over D's columns (our rows), which DGELU_BGRAD writes where the
+  // bias pointer points, in D's type. GELU's aux (the sum before it) has
+  // D's layout: n x m column-major, leading dimension n (a multiple of 8
+  // for cuBLASLt; the compiler pads rows to 16 bytes).
+  p->bias = g.epilogue() != tgx::GemmEpilogue_None;
   p->aux = g.activation() != tgx::GemmActivation_None;
   cublasLtEpilogue_t epilogue = p->bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
   if (g.activation() == tgx::GemmActivation_GeluTanh)
     epilogue = p->bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
   else if (g.activation() == tgx::GemmActivation_GeluTanhGrad)
-    epilogue = CUBLASLT_EPILOGUE_DGELU;
+    epilogue = p->bias ? CUBLASLT_EPILOGUE_DGELU_BGRAD : CUBLASLT_EPILOGUE_DGELU;
   if (epilogue != CUBLASLT_EPILOGUE_DEFAULT)
     api->cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
                                         sizeof(epilogue));
@@ -234,7 +236,10 @@ int Gemms::plan(const tgx::Gemm &g, const std::vector<CUdeviceptr> &operands, st
             std::to_string(g.batch()) + ", " + tgx::EnumNameDType(g.dtype()) + ", epilogue " +
             tgx::EnumNameGemmEpilogue(g.epilogue()) + ", activation " +
             tgx::EnumNameGemmActivation(g.activation()) + ")" +
-            (g.activation() != tgx::GemmActivation_None
+            (g.epilogue() == tgx::GemmEpilogue_BiasGrad
+                 ? " (recompile with --no-fuse=gemm-bias-grad to keep the bias gradient a "
+                   "kernel)"
+             : g.activation() != tgx::GemmActivation_None
                  ? " (recompile with --no-fuse=gemm-activation to keep GELU a kernel)"
                  : "") +
             (s != CUBLAS_STATUS_SUCCESS ? ": " + api->errorText("cublasLtMatmulAlgoGetHeuristic", s)

@@ -1,6 +1,7 @@
 // RUN: tg-opt %s --split-input-file --exec-fuse-gemm-activation | FileCheck %s
 // RUN: tg-opt %s --split-input-file --exec-fuse-gemm-activation=remarks=true -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
 // RUN: tg-opt %s --split-input-file --exec-fuse-gemm-activation='wide=true' | FileCheck %s --check-prefix=WIDE
+// RUN: tg-opt %s --split-input-file --exec-fuse-gemm-activation='bias-grad=false' | FileCheck %s --check-prefix=NOGRAD
 
 // An MLP's GELU and its gradient (bf16). Forward: the GEMM with its bias
 // epilogue writes the GELU to the dispatch's output, declared after the
@@ -107,5 +108,96 @@ module @kernels {
   func.func @k2_gelu64(%arg0: tensor<4x8xf64>) -> tensor<4x8xf64> {
     %0 = tg.gelu %arg0 tanh : tensor<4x8xf64>
     return %0 : tensor<4x8xf64>
+  }
+}
+
+// -----
+
+// The sum of GELU's gradient over its rows (the gradient of the bias added
+// before GELU) after the DGELU fold: the GEMM writes it too (DGELU_BGRAD),
+// its buffer, declared after the GEMM, moved up to it; the sum's kernel
+// goes. Without bias-grad it stays.
+// CHECK-LABEL: exec.program @bias_grad
+// CHECK: %[[DB:.*]] = exec.resource scratch : memref<1x1x8xbf16>
+// CHECK-NEXT: exec.gemm(%{{.*}}, %{{.*}}) -> %{{.*}} aux(%{{.*}} : memref<2x4x8xbf16>) activation gelu_tanh_grad bias_grad(%[[DB]] : memref<1x1x8xbf16>) {
+// CHECK-NOT: @k1_column_sum
+// CHECK: exec.dispatch @kernels::@k2_mul(%[[DB]]
+// CHECK-NOT: func.func @k1_column_sum
+// REMARK: remark: gelu_grad folded into the GEMM's epilogue (DGELU): the GEMM's product is never stored
+// REMARK: remark: reduce_sum folded into the GEMM's epilogue (DGELU_BGRAD): the GEMM sums GELU's gradient over the rows as it writes them
+// NOGRAD-LABEL: exec.program @bias_grad
+// WIDE-LABEL: exec.program @bias_grad
+// NOGRAD: activation gelu_tanh_grad {
+// NOGRAD: exec.dispatch @kernels::@k1_column_sum
+exec.program @bias_grad attributes {batch_size = 1 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>, seed = 0 : i64, seq_len = 1 : i64, vocab_size = 1 : i64} {
+  %pre = exec.resource input "pre" : memref<2x4x8xbf16>
+  %dy = exec.resource input "dy" : memref<8x2xbf16>
+  %wt = exec.resource parameter "wt" : memref<8x2xbf16>
+  %dact = exec.resource scratch : memref<2x4x8xbf16>
+  %t0 = exec.gemm(%dy, %wt) -> %dact {m = 8, n = 8, k = 2, batch = 1, stride_a = 16, stride_b = 0, stride_c = 64, transpose_b} : memref<8x2xbf16>, memref<8x2xbf16> -> memref<2x4x8xbf16>
+  %dpre = exec.resource scratch : memref<2x4x8xbf16>
+  %t1 = exec.dispatch @kernels::@k0_gelu_grad(%pre, %dact) -> (%dpre) : (memref<2x4x8xbf16>, memref<2x4x8xbf16>) -> memref<2x4x8xbf16>
+  %db = exec.resource scratch : memref<1x1x8xbf16>
+  %t2 = exec.dispatch @kernels::@k1_column_sum(%dpre) -> (%db) : (memref<2x4x8xbf16>) -> memref<1x1x8xbf16>
+  %y = exec.resource output "y" : memref<1x1x8xbf16>
+  %t3 = exec.dispatch @kernels::@k2_mul(%db, %db) -> (%y) : (memref<1x1x8xbf16>, memref<1x1x8xbf16>) -> memref<1x1x8xbf16>
+}
+module @kernels {
+  func.func @k0_gelu_grad(%arg0: tensor<2x4x8xbf16>, %arg1: tensor<2x4x8xbf16>) -> tensor<2x4x8xbf16> {
+    %0 = tg.gelu_grad %arg0, %arg1 tanh : tensor<2x4x8xbf16>
+    return %0 : tensor<2x4x8xbf16>
+  }
+  func.func @k1_column_sum(%arg0: tensor<2x4x8xbf16>) -> tensor<1x1x8xbf16> {
+    %0 = tg.reduce_sum %arg0 [0, 1] {keep_dims = true} : tensor<2x4x8xbf16> -> tensor<1x1x8xbf16>
+    return %0 : tensor<1x1x8xbf16>
+  }
+  func.func @k2_mul(%arg0: tensor<1x1x8xbf16>, %arg1: tensor<1x1x8xbf16>) -> tensor<1x1x8xbf16> {
+    %0 = tg.mul %arg0, %arg1 : tensor<1x1x8xbf16>, tensor<1x1x8xbf16> -> tensor<1x1x8xbf16>
+    return %0 : tensor<1x1x8xbf16>
+  }
+}
+
+// -----
+
+// Sums that stay kernels: into an output (not a scratch buffer of their
+// own), and into a buffer another command writes too; a sum over the
+// columns (each row's) is no bias gradient and is not considered.
+// CHECK-LABEL: exec.program @bias_grad_kept
+// CHECK-NOT: bias_grad(
+// CHECK-COUNT-4: exec.dispatch
+// REMARK: remark: reduce_sum not folded into the GEMM's epilogue (DGELU_BGRAD): its sums are not a scratch buffer of their own
+// REMARK: remark: reduce_sum not folded into the GEMM's epilogue (DGELU_BGRAD): another command writes its sums
+exec.program @bias_grad_kept attributes {batch_size = 1 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>, seed = 0 : i64, seq_len = 1 : i64, vocab_size = 1 : i64} {
+  %pre = exec.resource input "pre" : memref<4x8xbf16>
+  %dy = exec.resource input "dy" : memref<4x2xbf16>
+  %wt = exec.resource parameter "wt" : memref<8x2xbf16>
+  %d1 = exec.resource scratch : memref<4x8xbf16>
+  %t0 = exec.gemm(%dy, %wt) -> %d1 {m = 4, n = 8, k = 2, batch = 1, stride_a = 8, stride_b = 0, stride_c = 32, transpose_b} : memref<4x2xbf16>, memref<8x2xbf16> -> memref<4x8xbf16>
+  %g1 = exec.resource scratch : memref<4x8xbf16>
+  %t1 = exec.dispatch @kernels::@k0_gelu_grad(%pre, %d1) -> (%g1) : (memref<4x8xbf16>, memref<4x8xbf16>) -> memref<4x8xbf16>
+  %s1 = exec.resource output "s1" : memref<8xbf16>
+  %t2 = exec.dispatch @kernels::@k1_column_sum(%g1) -> (%s1) : (memref<4x8xbf16>) -> memref<8xbf16>
+  %d2 = exec.resource scratch : memref<4x8xbf16>
+  %t3 = exec.gemm(%dy, %wt) -> %d2 {m = 4, n = 8, k = 2, batch = 1, stride_a = 8, stride_b = 0, stride_c = 32, transpose_b} : memref<4x2xbf16>, memref<8x2xbf16> -> memref<4x8xbf16>
+  %g2 = exec.resource scratch : memref<4x8xbf16>
+  %t4 = exec.dispatch @kernels::@k0_gelu_grad(%pre, %d2) -> (%g2) : (memref<4x8xbf16>, memref<4x8xbf16>) -> memref<4x8xbf16>
+  %s2 = exec.resource scratch : memref<8xbf16>
+  %t5 = exec.dispatch @kernels::@k1_column_sum(%g2) -> (%s2) : (memref<4x8xbf16>) -> memref<8xbf16>
+  %t6 = exec.dispatch @kernels::@k1_column_sum(%g1) -> (%s2) : (memref<4x8xbf16>) -> memref<8xbf16>
+  %rows = exec.resource output "rows" : memref<4xbf16>
+  %t7 = exec.dispatch @kernels::@k2_row_sum(%g2) -> (%rows) : (memref<4x8xbf16>) -> memref<4xbf16>
+}
+module @kernels {
+  func.func @k0_gelu_grad(%arg0: tensor<4x8xbf16>, %arg1: tensor<4x8xbf16>) -> tensor<4x8xbf16> {
+    %0 = tg.gelu_grad %arg0, %arg1 tanh : tensor<4x8xbf16>
+    return %0 : tensor<4x8xbf16>
+  }
+  func.func @k1_column_sum(%arg0: tensor<4x8xbf16>) -> tensor<8xbf16> {
+    %0 = tg.reduce_sum %arg0 [0] : tensor<4x8xbf16> -> tensor<8xbf16>
+    return %0 : tensor<8xbf16>
+  }
+  func.func @k2_row_sum(%arg0: tensor<4x8xbf16>) -> tensor<4xbf16> {
+    %0 = tg.reduce_sum %arg0 [1] : tensor<4x8xbf16> -> tensor<4xbf16>
+    return %0 : tensor<4xbf16>
   }
 }

@@ -172,6 +172,29 @@ TEST(Artifact, RejectsBadCommands) {
         s.commands[0].operands.push_back(s.commands[0].operands[0]);
       },
       "gemm.activation is GeluTanhGrad, which needs batch 1 and a packed c");
+  // The bias gradient (BiasGrad): with GELU's derivative only, operand 3,
+  // apart from c and aux.
+  expectRejected(
+      [](ProgramSpec &s) { s.commands[0].gemm.epilogue = tgx::GemmEpilogue_BiasGrad; },
+      "commands[0] ('matmul').gemm.epilogue is BiasGrad, which needs the activation "
+      "GeluTanhGrad, not None");
+  expectRejected(
+      [](ProgramSpec &s) {
+        s.commands[0].gemm.epilogue = tgx::GemmEpilogue_BiasGrad;
+        s.commands[0].gemm.activation = tgx::GemmActivation_GeluTanhGrad;
+        s.commands[0].operands.push_back(s.commands[0].operands[0]);
+      },
+      "commands[0] ('matmul').operands has 4 entries instead of [a, b, c, bias_grad, aux]");
+  expectRejected(
+      [](ProgramSpec &s) {
+        s.commands[0].gemm.epilogue = tgx::GemmEpilogue_BiasGrad;
+        s.commands[0].gemm.activation = tgx::GemmActivation_GeluTanhGrad;
+        auto c = s.commands[0].operands[2];
+        c.size = 2 * 4; // the first row of c: n f32 elements
+        s.commands[0].operands.push_back(c);
+        s.commands[0].operands.push_back(s.commands[0].operands[0]);
+      },
+      "and bias_grad");
   expectRejected([](ProgramSpec &s) { s.commands[0].gemm.dtype = tgx::DType_BF16; },
                  "commands[0] ('matmul').gemm.dtype is BF16, but the CPU target multiplies F32 "
                  "and F64 only");

@@ -221,6 +221,58 @@ TEST(CpuBackend, GeluEpiloguesMatchTheFormulas) {
     }
 }
 
+// The bias gradient with GELU's derivative (BiasGrad): the sums of the rows
+// the epilogue wrote, against double sums of them, over more rows than a
+// block of the blockwise sum (64) and columns split between threads.
+TEST(CpuBackend, BiasGradSumsTheRowsWritten) {
+  constexpr int64_t m = 150, n = 70, k = 3;
+  ProgramSpec spec;
+  spec.addInterfaceSlots();
+  for (auto [name, size] : {std::pair{"a", m * k}, {"b", k * n}, {"pre", m * n}, {"dpre", m * n},
+                            {"sums", n}})
+    spec.addSlot(name, tgx::DType_F32, {size});
+  auto r = [&](const char *name) { return spec.slot(name).range; };
+  test::CommandSpec command{tgx::CommandKind_Gemm};
+  command.hasGemm = true;
+  command.gemm.dtype = tgx::DType_F32;
+  command.gemm.m = m, command.gemm.n = n, command.gemm.k = k;
+  command.gemm.epilogue = tgx::GemmEpilogue_BiasGrad;
+  command.gemm.activation = tgx::GemmActivation_GeluTanhGrad;
+  command.operands = {r("a"), r("b"), r("dpre"), r("sums"), r("pre")};
+  spec.commands = {command};
+  std::vector<uint8_t> bytes = test::build(spec);
+  std::string error;
+  ASSERT_TRUE(runtime::verifyArtifact(bytes.data(), bytes.size(), "bgrad.tgx", error)) << error;
+  const tgx::Program &program = *tgx::GetProgram(bytes.data());
+  auto backend = runtime::createBackend(program, "bgrad.tgx", runtime::RankPlacement{}, error);
+  ASSERT_TRUE(backend) << error;
+
+  std::vector<float> a(m * k), b(k * n), pre(m * n);
+  for (std::size_t i = 0; i < a.size(); ++i)
+    a[i] = float(std::sin(double(i)));
+  for (std::size_t i = 0; i < b.size(); ++i)
+    b[i] = float(std::cos(double(i) * 0.7));
+  for (std::size_t i = 0; i < pre.size(); ++i)
+    pre[i] = float(std::sin(double(i) * 0.3) * 2);
+  for (auto [slot, data] : {std::pair{"a", &a}, {"b", &b}, {"pre", &pre}})
+    ASSERT_TRUE(backend->write(spec.slot(slot).range.offset, data->data(),
+                               data->size() * sizeof(float), error));
+  ASSERT_TRUE(backend->run(error)) << error;
+  std::vector<float> dpre(m * n), sums(n);
+  for (auto [slot, data] : {std::pair{"dpre", &dpre}, {"sums", &sums}})
+    ASSERT_TRUE(backend->read(spec.slot(slot).range.offset, data->data(),
+                              data->size() * sizeof(float), error));
+  for (int64_t j = 0; j < n; ++j) {
+    double sum = 0, magnitude = 0;
+    for (int64_t i = 0; i < m; ++i) {
+      sum += double(dpre[i * n + j]);
+      magnitude += std::abs(double(dpre[i * n + j]));
+    }
+    // Each f32 sum rounds once from double sums of the same f32 values.
+    EXPECT_NEAR(sums[j], sum, 1e-7 * magnitude) << "column " << j;
+  }
+}
+
 TEST(CpuBackend, MissingKernelSymbolIsNamed) {
   ProgramSpec spec = test::fixtureSpec();
   spec.modules[0].kernels[1] = "train_update_v2";

@@ -51,6 +51,11 @@ struct FusionOptions {
   /// ... of f32 and f64 products too (the CPU runtime's epilogue; on CUDA
   /// only the 16-bit ones of mixed precision).
   bool gemmActivationWide = false;
+  /// ... and the sums of GELU's gradient over the rows (a bias gradient)
+  /// into the GEMM applying GELU's derivative (DGELU_BGRAD). Off unless
+  /// asked (`--fuse=gemm-bias-grad`) until cuBLASLt's epilogue has run on
+  /// a GPU: where cuBLASLt has no algorithm for it, the step cannot load.
+  bool gemmBiasGrad = false;
   /// tg-fuse-attention: flash attention where the cost model prefers it,
   /// and always where one score matrix would exceed `maxScoreMib`.
   bool attention = true;

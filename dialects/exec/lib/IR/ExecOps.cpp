@@ -91,6 +91,8 @@ SmallVector<Value> getWrittenBuffers(Operation *command) {
         SmallVector<Value> written{op.getC()};
         if (op.getActivation() == GemmActivation::gelu_tanh)
           written.push_back(op.getAux());
+        if (op.getBiasGrad())
+          written.push_back(op.getBiasGrad());
         return written;
       })
       .Case<CopyOp, AllReduceOp, ReduceScatterOp, AllGatherOp, RecvOp>(
@@ -481,6 +483,14 @@ LogicalResult GemmOp::verify() {
              << " needs one product (batch 1) and a packed c";
     if (activation == GemmActivation::gelu_tanh_grad && getBias())
       return emitOpError("with activation gelu_tanh_grad takes no bias");
+  }
+  if (Value biasGrad = getBiasGrad()) {
+    if (activation != GemmActivation::gelu_tanh_grad)
+      return emitOpError("writes a bias gradient only with activation gelu_tanh_grad");
+    auto type = cast<MemRefType>(biasGrad.getType());
+    if (type.getElementType() != element || type.getNumElements() != n)
+      return emitOpError("needs a bias_grad of n = ")
+             << n << " elements of " << element << ", not " << type;
   }
   static constexpr StringLiteral names[] = {"a", "b", "c"};
   for (unsigned index = 0; index < 3; ++index) {

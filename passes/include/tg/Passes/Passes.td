@@ -580,13 +580,20 @@ def ExecFuseGemmActivation : Pass<"exec-fuse-gemm-activation", "ModuleOp"> {
     - a dispatch of a kernel that is exactly tg.gelu_grad (tanh) of a
       buffer x and a GEMM's product without bias, the product read by
       nothing else, goes: the GEMM multiplies its product by GELU's
-      derivative at x (`aux`) and writes the dispatch's output (DGELU).
-    Saves a kernel and a pass over the MLP's hidden activation each way.
+      derivative at x (`aux`) and writes the dispatch's output (DGELU);
+    - then, with `bias-grad`, a dispatch of a kernel that is exactly
+      tg.reduce_sum of that output over every axis but the last (the
+      gradient of the bias the forward GEMM added) into a scratch buffer of
+      its own goes too: the GEMM writes those sums (`bias_grad`,
+      DGELU_BGRAD).
+    Saves a kernel and a pass over the MLP's hidden activation each way, and
+    the backward's pass over it for the bias gradient.
     On the CPU the runtime applies the same epilogue as one pass over the
     rows after the BLAS call; the CUDA target runs this pass by default,
     the CPU target only when asked (`tgc --fuse=gemm-activation`). Each
-    fold, and why a GELU kernel is not folded, as a remark (`remarks`).
-    SiLU (Llama) has no cuBLASLt epilogue and stays a kernel.
+    fold, and why a GELU kernel or a bias gradient's sum is not folded, as a
+    remark (`remarks`). SiLU (Llama) has no cuBLASLt epilogue and stays a
+    kernel.
   }];
   let options = [
     Option<"remarks", "remarks", "bool", /*default=*/"false",
@@ -595,6 +602,9 @@ def ExecFuseGemmActivation : Pass<"exec-fuse-gemm-activation", "ModuleOp"> {
     Option<"wide", "wide", "bool", /*default=*/"false",
            "Fold f32 and f64 products too (the CPU runtime applies the "
            "epilogue in any precision)">,
+    Option<"biasGrad", "bias-grad", "bool", /*default=*/"true",
+           "Fold the sums of GELU's gradient over its rows (a bias gradient) "
+           "into the GEMM that applies GELU's derivative (DGELU_BGRAD)">,
   ];
 }
 

@@ -225,6 +225,12 @@ def Exec_GemmOp : Exec_CommandOp<"gemm", [AttrSizedOperandSegments]> {
     derivative at `aux` to c. cuBLASLt's GELU_AUX(_BIAS) and DGELU epilogues
     on CUDA, the same pass over the rows on the CPU.
 
+    `bias_grad` (with `gelu_tanh_grad` only; exec-fuse-gemm-activation's
+    `bias-grad`): n elements the GEMM writes, the sums of c's m rows as
+    written, i.e. the gradient of the bias the forward GEMM added before
+    GELU. cuBLASLt's DGELU_BGRAD on CUDA; on the CPU a blockwise pass over
+    c after the BLAS call.
+
     Strided operands (exec-fuse-gemm-layouts): a stored matrix's rows are
     `lda` / `ldb` / `ldc` elements apart (0: packed, as many as its columns),
     and the batch may be two-level: product i is (i / inner_batch,
@@ -234,6 +240,7 @@ def Exec_GemmOp : Exec_CommandOp<"gemm", [AttrSizedOperandSegments]> {
   }];
   let arguments = (ins Exec_Buffer:$a, Exec_Buffer:$b, Exec_Buffer:$c,
       Optional<Exec_Buffer>:$bias, Optional<Exec_Buffer>:$aux,
+      Optional<Exec_Buffer>:$bias_grad,
       Variadic<Exec_Timepoint>:$awaits, UnitAttr:$transpose_a,
       UnitAttr:$transpose_b, I64Attr:$m, I64Attr:$n, I64Attr:$k,
       I64Attr:$batch, I64Attr:$stride_a, I64Attr:$stride_b,
@@ -249,6 +256,7 @@ def Exec_GemmOp : Exec_CommandOp<"gemm", [AttrSizedOperandSegments]> {
   let assemblyFormat = [{
     `(` $a `,` $b `)` `->` $c (`bias` `(` $bias^ `:` type($bias) `)`)?
     (`aux` `(` $aux^ `:` type($aux) `)`)? (`activation` $activation^)?
+    (`bias_grad` `(` $bias_grad^ `:` type($bias_grad) `)`)?
     (`await` `(` $awaits^ `)`)? (`on` $stream^)?
     attr-dict `:` type($a) `,` type($b) `->` type($c)
   }];
