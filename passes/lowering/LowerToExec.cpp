@@ -46,8 +46,9 @@ exec::GemmOp createGemm(OpBuilder &b, MatmulOp op, Value lhs, Value rhs,
   }
   return exec::GemmOp::create(
       b, op.getLoc(), exec::TimepointType::get(b.getContext()), lhs, rhs, out,
-      /*bias=*/Value(), /*aux=*/Value(), /*bias_grad=*/Value(), /*awaits=*/ValueRange{}, op.getTransposeLhs(), op.getTransposeRhs(), m,
-      n, k, batch, /*stride_a=*/m * k, strideB, /*stride_c=*/m * n,
+      /*bias=*/Value(), /*aux=*/Value(), /*bias_grad=*/Value(),
+      /*awaits=*/ValueRange{}, op.getTransposeLhs(), op.getTransposeRhs(), m, n,
+      k, batch, /*stride_a=*/m * k, strideB, /*stride_c=*/m * n,
       /*lda=*/0, /*ldb=*/0, /*ldc=*/0, /*inner_batch=*/1,
       /*inner_stride_a=*/0, /*inner_stride_b=*/0, /*inner_stride_c=*/0,
       exec::GemmActivation::none, /*stream=*/0);

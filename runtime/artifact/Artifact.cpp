@@ -672,8 +672,8 @@ private:
         const tgx::BufferRange &ro = *c.operands()->Get(other);
         if (rb.offset() < ro.offset() + ro.size() && ro.offset() < rb.offset() + rb.size())
           return fail(field + ".operands", std::string("has ") + (other == 2 ? "c " : "aux ") +
-                                               rangeText(ro) + " and bias_grad " +
-                                               rangeText(rb) + ", which overlap");
+                                               rangeText(ro) + " and bias_grad " + rangeText(rb) +
+                                               ", which overlap");
       }
     }
     if (!outputsDisjoint(*g, out))

@@ -174,10 +174,9 @@ TEST(Artifact, RejectsBadCommands) {
       "gemm.activation is GeluTanhGrad, which needs batch 1 and a packed c");
   // The bias gradient (BiasGrad): with GELU's derivative only, operand 3,
   // apart from c and aux.
-  expectRejected(
-      [](ProgramSpec &s) { s.commands[0].gemm.epilogue = tgx::GemmEpilogue_BiasGrad; },
-      "commands[0] ('matmul').gemm.epilogue is BiasGrad, which needs the activation "
-      "GeluTanhGrad, not None");
+  expectRejected([](ProgramSpec &s) { s.commands[0].gemm.epilogue = tgx::GemmEpilogue_BiasGrad; },
+                 "commands[0] ('matmul').gemm.epilogue is BiasGrad, which needs the activation "
+                 "GeluTanhGrad, not None");
   expectRejected(
       [](ProgramSpec &s) {
         s.commands[0].gemm.epilogue = tgx::GemmEpilogue_BiasGrad;

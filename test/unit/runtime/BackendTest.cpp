@@ -21,6 +21,24 @@ struct GemmCase {
   bool broadcastB; // stride_b 0: one b for every batch
 };
 
+/// The CPU backend of `spec`'s program, built into `bytes` (which the
+/// backend reads, so they must outlive it) and verified first; null, the
+/// test failed, where either step fails.
+std::unique_ptr<runtime::Backend> cpuBackend(const ProgramSpec &spec, std::vector<uint8_t> &bytes,
+                                             const char *name) {
+  bytes = test::build(spec);
+  std::string error;
+  if (!runtime::verifyArtifact(bytes.data(), bytes.size(), name, error)) {
+    ADD_FAILURE() << error;
+    return nullptr;
+  }
+  auto backend =
+      runtime::createBackend(*tgx::GetProgram(bytes.data()), name, runtime::RankPlacement{}, error);
+  if (!backend)
+    ADD_FAILURE() << error;
+  return backend;
+}
+
 template <typename T> void checkGemm(const GemmCase &c) {
   ProgramSpec spec;
   spec.addInterfaceSlots();
@@ -34,12 +52,10 @@ template <typename T> void checkGemm(const GemmCase &c) {
                   c.m * c.k, c.broadcastB ? 0 : c.k * c.n, c.m * c.n};
   command.operands = {spec.slot("a").range, spec.slot("b").range, spec.slot("c").range};
   spec.commands.push_back(command);
-  std::vector<uint8_t> bytes = test::build(spec);
+  std::vector<uint8_t> bytes;
+  std::unique_ptr<runtime::Backend> backend = cpuBackend(spec, bytes, "gemm.tgx");
+  ASSERT_TRUE(backend);
   std::string error;
-  ASSERT_TRUE(runtime::verifyArtifact(bytes.data(), bytes.size(), "gemm.tgx", error)) << error;
-  const tgx::Program &program = *tgx::GetProgram(bytes.data());
-  std::unique_ptr<runtime::Backend> backend = runtime::createBackend(program, "gemm.tgx", runtime::RankPlacement{}, error);
-  ASSERT_TRUE(backend) << error;
 
   std::vector<T> a(c.batch * c.m * c.k), b(batchB * c.k * c.n), out(c.batch * c.m * c.n);
   for (std::size_t i = 0; i < a.size(); ++i)
@@ -105,12 +121,10 @@ TEST(CpuBackend, StridedGemmMatchesNaiveLoop) {
   command.operands = {spec.slot("a").range, spec.slot("b").range, spec.slot("c").range,
                       spec.slot("bias").range};
   spec.commands.push_back(command);
-  std::vector<uint8_t> bytes = test::build(spec);
+  std::vector<uint8_t> bytes;
+  std::unique_ptr<runtime::Backend> backend = cpuBackend(spec, bytes, "gemm.tgx");
+  ASSERT_TRUE(backend);
   std::string error;
-  ASSERT_TRUE(runtime::verifyArtifact(bytes.data(), bytes.size(), "gemm.tgx", error)) << error;
-  const tgx::Program &program = *tgx::GetProgram(bytes.data());
-  auto backend = runtime::createBackend(program, "gemm.tgx", runtime::RankPlacement{}, error);
-  ASSERT_TRUE(backend) << error;
 
   std::vector<float> a(outer * inner * m * lda), b(outer * n * ldb), bias(n);
   std::vector<float> out(outer * m * ldc, -7.0f); // the gaps must keep this
@@ -181,12 +195,10 @@ TEST(CpuBackend, GeluEpiloguesMatchTheFormulas) {
   backward.gemm.activation = tgx::GemmActivation_GeluTanhGrad;
   backward.operands = {r("a2"), r("b"), r("dpre"), r("pre")};
   spec.commands = {forward, backward};
-  std::vector<uint8_t> bytes = test::build(spec);
+  std::vector<uint8_t> bytes;
+  std::unique_ptr<runtime::Backend> backend = cpuBackend(spec, bytes, "gelu.tgx");
+  ASSERT_TRUE(backend);
   std::string error;
-  ASSERT_TRUE(runtime::verifyArtifact(bytes.data(), bytes.size(), "gelu.tgx", error)) << error;
-  const tgx::Program &program = *tgx::GetProgram(bytes.data());
-  auto backend = runtime::createBackend(program, "gelu.tgx", runtime::RankPlacement{}, error);
-  ASSERT_TRUE(backend) << error;
 
   std::vector<double> a(m * k), b(k * n), bias(n), a2(m * k);
   for (int64_t i = 0; i < m * k; ++i) {
@@ -228,8 +240,8 @@ TEST(CpuBackend, BiasGradSumsTheRowsWritten) {
   constexpr int64_t m = 150, n = 70, k = 3;
   ProgramSpec spec;
   spec.addInterfaceSlots();
-  for (auto [name, size] : {std::pair{"a", m * k}, {"b", k * n}, {"pre", m * n}, {"dpre", m * n},
-                            {"sums", n}})
+  for (auto [name, size] :
+       {std::pair{"a", m * k}, {"b", k * n}, {"pre", m * n}, {"dpre", m * n}, {"sums", n}})
     spec.addSlot(name, tgx::DType_F32, {size});
   auto r = [&](const char *name) { return spec.slot(name).range; };
   test::CommandSpec command{tgx::CommandKind_Gemm};
@@ -240,12 +252,10 @@ TEST(CpuBackend, BiasGradSumsTheRowsWritten) {
   command.gemm.activation = tgx::GemmActivation_GeluTanhGrad;
   command.operands = {r("a"), r("b"), r("dpre"), r("sums"), r("pre")};
   spec.commands = {command};
-  std::vector<uint8_t> bytes = test::build(spec);
+  std::vector<uint8_t> bytes;
+  std::unique_ptr<runtime::Backend> backend = cpuBackend(spec, bytes, "bgrad.tgx");
+  ASSERT_TRUE(backend);
   std::string error;
-  ASSERT_TRUE(runtime::verifyArtifact(bytes.data(), bytes.size(), "bgrad.tgx", error)) << error;
-  const tgx::Program &program = *tgx::GetProgram(bytes.data());
-  auto backend = runtime::createBackend(program, "bgrad.tgx", runtime::RankPlacement{}, error);
-  ASSERT_TRUE(backend) << error;
 
   std::vector<float> a(m * k), b(k * n), pre(m * n);
   for (std::size_t i = 0; i < a.size(); ++i)

@@ -486,7 +486,8 @@ LogicalResult GemmOp::verify() {
   }
   if (Value biasGrad = getBiasGrad()) {
     if (activation != GemmActivation::gelu_tanh_grad)
-      return emitOpError("writes a bias gradient only with activation gelu_tanh_grad");
+      return emitOpError(
+          "writes a bias gradient only with activation gelu_tanh_grad");
     auto type = cast<MemRefType>(biasGrad.getType());
     if (type.getElementType() != element || type.getNumElements() != n)
       return emitOpError("needs a bias_grad of n = ")
