@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 namespace mlir::tg {
 #define GEN_PASS_DEF_EXECFUSEGEMMACTIVATION
@@ -49,9 +50,12 @@ struct FuseGemmActivationPass
     SymbolTableCollection symbolTables;
     symbols = &symbolTables;
     fusedKernels.clear();
+    erased.clear();
     SmallVector<exec::DispatchOp> dispatches;
     getOperation().walk([&](exec::DispatchOp dispatch) { dispatches.push_back(dispatch); });
     for (exec::DispatchOp dispatch : dispatches) {
+      if (erased.contains(dispatch))
+        continue; // a bias gradient's sum, folded with the GEMM before it
       Operation *op = exec::getSoleKernelOp(dispatch, *symbols);
       if (auto gelu = dyn_cast_or_null<GeluOp>(op))
         foldGelu(dispatch, gelu);
@@ -175,11 +179,13 @@ private:
   }
 
   /// Why `dispatch`, which sums the rows of the DGELU GEMM's c, cannot
-  /// become the GEMM's bias gradient, or "".
+  /// become the GEMM's bias gradient, or "". Writes are told apart by the
+  /// storage they land in (through views and packs).
   static std::string biasGradRefusal(exec::GemmOp gemm, exec::DispatchOp dispatch) {
-    Value c = gemm.getC(), sums = dispatch.getOutputs()[0];
+    Value sums = dispatch.getOutputs()[0];
     auto resource = sums.getDefiningOp<exec::ResourceOp>();
-    if (!resource || resource.getKind() != exec::ResourceKind::scratch || resource.getUpdates())
+    if (!resource || resource.getKind() != exec::ResourceKind::scratch || resource.getUpdates() ||
+        resource.getPack())
       return "its sums are not a scratch buffer of their own";
     auto type = cast<MemRefType>(sums.getType());
     if (type.getElementType() != gemm.getC().getType().getElementType() ||
@@ -189,13 +195,20 @@ private:
       return "a command awaits it";
     if (dispatch->getBlock() != gemm->getBlock() || !gemm->isBeforeInBlock(dispatch))
       return "it does not follow the GEMM";
-    for (Operation *user : c.getUsers())
-      if (user != gemm && user->getBlock() == gemm->getBlock() && gemm->isBeforeInBlock(user) &&
-          user->isBeforeInBlock(dispatch) && llvm::is_contained(exec::getWrittenBuffers(user), c))
-        return "a command between the GEMM and it writes the GEMM's product";
-    for (Operation *user : sums.getUsers())
-      if (user != dispatch && llvm::is_contained(exec::getWrittenBuffers(user), sums))
-        return "another command writes its sums";
+    exec::ResourceOp product = exec::getStorage(gemm.getC());
+    bool between = false;
+    for (Operation &op : *gemm->getBlock()) {
+      between = (between || &op == gemm.getOperation()) && &op != dispatch.getOperation();
+      if (&op == gemm.getOperation() || &op == dispatch.getOperation() || !exec::isCommand(&op))
+        continue;
+      for (Value written : exec::getWrittenBuffers(&op)) {
+        exec::ResourceOp storage = exec::getStorage(written);
+        if (storage == resource)
+          return "another command writes its sums";
+        if (between && storage == product)
+          return "a command between the GEMM and it writes the GEMM's product";
+      }
+    }
     return "";
   }
 
@@ -230,11 +243,14 @@ private:
       def->moveBefore(gemm);
     gemm.getBiasGradMutable().assign(sums);
     fusedKernels.insert(symbols->lookupNearestSymbolFrom(fold, fold.getKernel()));
+    erased.insert(fold);
     fold.erase();
   }
 
   SymbolTableCollection *symbols = nullptr;
   llvm::SetVector<Operation *> fusedKernels;
+  /// Dispatches erased while the pass walks its list of them.
+  llvm::SmallPtrSet<Operation *, 16> erased;
 };
 
 } // namespace

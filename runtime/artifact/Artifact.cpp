@@ -665,14 +665,16 @@ private:
         return fail(field + ".operands", "has c " + rangeText(rc) + " and aux " +
                                              rangeText(ra) + ", which overlap");
     }
-    // The bias gradient is written beside c, from what c and aux hold.
+    // The bias gradient is written while a, b and aux are read and c is
+    // written (operand 4 is aux: BiasGrad comes with GeluTanhGrad).
     if (biasGrad) {
+      static constexpr const char *kNames[] = {"a ", "b ", "c ", "", "aux "};
       const tgx::BufferRange &rb = *c.operands()->Get(3);
-      for (unsigned other : {2u, 4u}) {
+      for (unsigned other : {0u, 1u, 2u, 4u}) {
         const tgx::BufferRange &ro = *c.operands()->Get(other);
         if (rb.offset() < ro.offset() + ro.size() && ro.offset() < rb.offset() + rb.size())
-          return fail(field + ".operands", std::string("has ") + (other == 2 ? "c " : "aux ") +
-                                               rangeText(ro) + " and bias_grad " + rangeText(rb) +
+          return fail(field + ".operands", std::string("has ") + kNames[other] + rangeText(ro) +
+                                               " and bias_grad " + rangeText(rb) +
                                                ", which overlap");
       }
     }

@@ -1,7 +1,7 @@
-// RUN: tg-opt %s --split-input-file --exec-fuse-gemm-activation | FileCheck %s
-// RUN: tg-opt %s --split-input-file --exec-fuse-gemm-activation=remarks=true -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
-// RUN: tg-opt %s --split-input-file --exec-fuse-gemm-activation='wide=true' | FileCheck %s --check-prefix=WIDE
-// RUN: tg-opt %s --split-input-file --exec-fuse-gemm-activation='bias-grad=false' | FileCheck %s --check-prefix=NOGRAD
+// RUN: tg-opt %s --split-input-file --exec-fuse-gemm-activation='bias-grad=true' | FileCheck %s
+// RUN: tg-opt %s --split-input-file --exec-fuse-gemm-activation='remarks=true bias-grad=true' -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
+// RUN: tg-opt %s --split-input-file --exec-fuse-gemm-activation='wide=true bias-grad=true' | FileCheck %s --check-prefix=WIDE
+// RUN: tg-opt %s --split-input-file --exec-fuse-gemm-activation | FileCheck %s --check-prefix=NOGRAD
 
 // An MLP's GELU and its gradient (bf16). Forward: the GEMM with its bias
 // epilogue writes the GELU to the dispatch's output, declared after the
@@ -116,7 +116,7 @@ module @kernels {
 // The sum of GELU's gradient over its rows (the gradient of the bias added
 // before GELU) after the DGELU fold: the GEMM writes it too (DGELU_BGRAD),
 // its buffer, declared after the GEMM, moved up to it; the sum's kernel
-// goes. Without bias-grad it stays.
+// goes. Without bias-grad (the default) it stays.
 // CHECK-LABEL: exec.program @bias_grad
 // CHECK: %[[DB:.*]] = exec.resource scratch : memref<1x1x8xbf16>
 // CHECK-NEXT: exec.gemm(%{{.*}}, %{{.*}}) -> %{{.*}} aux(%{{.*}} : memref<2x4x8xbf16>) activation gelu_tanh_grad bias_grad(%[[DB]] : memref<1x1x8xbf16>) {

@@ -368,6 +368,11 @@ TEST(FlashAttentionKernel, CausalWindow) { check({1, 1, 1, 200, 200, 64, true, 5
 TEST(FlashAttentionKernel, WindowAtTileEdges) { check({1, 1, 1, 256, 256, 64, true, 127}); }
 TEST(FlashAttentionKernel, RowsThatSeeNoKey) { check({1, 2, 1, 150, 40, 64, true, 30}); }
 TEST(FlashAttentionKernel, CausalHeadDim128) { check({1, 1, 1, 130, 130, 128, true, 0}); }
+// Head dim 64 (32 queries a warp in the forward) without the causal rule:
+// over more keys than queries, whose last warp holds none; and a window
+// alone, whose keys start later for each warp.
+TEST(FlashAttentionKernel, NotCausalMoreKeysHeadDim64) { check({1, 2, 1, 96, 160, 64, false, 0}); }
+TEST(FlashAttentionKernel, WindowNotCausal) { check({1, 1, 1, 200, 200, 64, false, 50}); }
 // The rotary position embedding inside: causal grouped heads with partial
 // tiles at head dim 64, non-causal over more keys than queries at 128
 // (positions past the queries'), and a window in GPT-2's fused layouts.

@@ -492,6 +492,13 @@ LogicalResult GemmOp::verify() {
     if (type.getElementType() != element || type.getNumElements() != n)
       return emitOpError("needs a bias_grad of n = ")
              << n << " elements of " << element << ", not " << type;
+    if (getStorage(biasGrad) &&
+        llvm::any_of(
+            ValueRange{getA(), getB(), getC(), getAux()}, [&](Value other) {
+              return other && getStorage(other) == getStorage(biasGrad);
+            }))
+      return emitOpError("writes its bias_grad into the storage of a, b, c "
+                         "or aux");
   }
   static constexpr StringLiteral names[] = {"a", "b", "c"};
   for (unsigned index = 0; index < 3; ++index) {

@@ -581,7 +581,7 @@ def ExecFuseGemmActivation : Pass<"exec-fuse-gemm-activation", "ModuleOp"> {
       buffer x and a GEMM's product without bias, the product read by
       nothing else, goes: the GEMM multiplies its product by GELU's
       derivative at x (`aux`) and writes the dispatch's output (DGELU);
-    - then, with `bias-grad`, a dispatch of a kernel that is exactly
+    - then, with `bias-grad` (off by default), a dispatch of a kernel that is exactly
       tg.reduce_sum of that output over every axis but the last (the
       gradient of the bias the forward GEMM added) into a scratch buffer of
       its own goes too: the GEMM writes those sums (`bias_grad`,
@@ -602,9 +602,10 @@ def ExecFuseGemmActivation : Pass<"exec-fuse-gemm-activation", "ModuleOp"> {
     Option<"wide", "wide", "bool", /*default=*/"false",
            "Fold f32 and f64 products too (the CPU runtime applies the "
            "epilogue in any precision)">,
-    Option<"biasGrad", "bias-grad", "bool", /*default=*/"true",
+    Option<"biasGrad", "bias-grad", "bool", /*default=*/"false",
            "Fold the sums of GELU's gradient over its rows (a bias gradient) "
-           "into the GEMM that applies GELU's derivative (DGELU_BGRAD)">,
+           "into the GEMM that applies GELU's derivative (DGELU_BGRAD; off "
+           "until cuBLASLt's epilogue has run on a GPU)">,
   ];
 }
 

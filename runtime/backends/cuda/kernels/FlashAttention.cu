@@ -397,7 +397,10 @@ TG_DEVICE void forward(const Params &p) {
   const auto [b, h, kh, q0, keys] = QueryBlock(p, blockRows);
   const int group = laneId() / 4, inGroup = laneId() % 4, r0 = warpId() * warpRows;
   const int t0 = q0 + r0; // the warp's first query
-  const Range warpKeys = keysSeenBy(p, t0, minOf(t0 + warpRows, p.queryLen) - 1);
+  // The keys the warp's queries see: none where all its rows are past the
+  // last query (the last block's).
+  const Range warpKeys =
+      t0 < p.queryLen ? keysSeenBy(p, t0, minOf(t0 + warpRows, p.queryLen) - 1) : Range{0, 0};
 
   loadTile<D, blockRows>(queryTile, p.query, b, h, q0, p.queryLen);
   const int firstKey = keys.first / kTileRows * kTileRows;

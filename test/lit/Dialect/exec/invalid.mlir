@@ -203,7 +203,7 @@ exec.binary @kernels elf {image = "", kernels = [], operand_counts = array<i64>,
 
 // -----
 
-// ... and has n elements.
+// ... has n elements...
 %a = exec.resource scratch : memref<2x4xf32>
 %b = exec.resource scratch : memref<4x8xf32>
 %c = exec.resource scratch : memref<2x8xf32>
@@ -211,6 +211,17 @@ exec.binary @kernels elf {image = "", kernels = [], operand_counts = array<i64>,
 %g = exec.resource scratch : memref<2xf32>
 // expected-error @+1 {{'exec.gemm' op needs a bias_grad of n = 8 elements of 'f32', not 'memref<2xf32>'}}
 %t = exec.gemm(%a, %b) -> %c aux(%x : memref<2x8xf32>) activation gelu_tanh_grad bias_grad(%g : memref<2xf32>) {m = 2, n = 8, k = 4, batch = 1, stride_a = 8, stride_b = 0, stride_c = 16} : memref<2x4xf32>, memref<4x8xf32> -> memref<2x8xf32>
+
+// -----
+
+// ... of its own storage.
+%a = exec.resource scratch : memref<2x4xf32>
+%b = exec.resource scratch : memref<4x8xf32>
+%c = exec.resource scratch : memref<2x8xf32>
+%x = exec.resource scratch : memref<2x8xf32>
+%g = exec.view %c[0] : memref<2x8xf32> to memref<8xf32>
+// expected-error @+1 {{'exec.gemm' op writes its bias_grad into the storage of a, b, c or aux}}
+%t = exec.gemm(%a, %b) -> %c aux(%x : memref<2x8xf32>) activation gelu_tanh_grad bias_grad(%g : memref<8xf32>) {m = 2, n = 8, k = 4, batch = 1, stride_a = 8, stride_b = 0, stride_c = 16} : memref<2x4xf32>, memref<4x8xf32> -> memref<2x8xf32>
 
 // -----
 

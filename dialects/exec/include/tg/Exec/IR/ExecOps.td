@@ -226,10 +226,11 @@ def Exec_GemmOp : Exec_CommandOp<"gemm", [AttrSizedOperandSegments]> {
     on CUDA, the same pass over the rows on the CPU.
 
     `bias_grad` (with `gelu_tanh_grad` only; exec-fuse-gemm-activation's
-    `bias-grad`): n elements the GEMM writes, the sums of c's m rows as
-    written, i.e. the gradient of the bias the forward GEMM added before
-    GELU. cuBLASLt's DGELU_BGRAD on CUDA; on the CPU a blockwise pass over
-    c after the BLAS call.
+    `bias-grad`): n elements the GEMM writes, apart from its other operands:
+    the sums of c's m rows (of the values it writes to c, rounded to c's
+    type or not), i.e. the gradient of the bias the forward GEMM added
+    before GELU. cuBLASLt's DGELU_BGRAD on CUDA; on the CPU a blockwise
+    pass over c after the BLAS call.
 
     Strided operands (exec-fuse-gemm-layouts): a stored matrix's rows are
     `lda` / `ldb` / `ldc` elements apart (0: packed, as many as its columns),
