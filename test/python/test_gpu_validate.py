@@ -175,6 +175,13 @@ class GpuValidate(unittest.TestCase):
         write(os.path.join(cls.bundle, "results", "llama-flash-summed-bf16.jsonl"),
               "".join(json.dumps({"step": s + 1, "loss": loss + 1e-3}) + "\n" for s, loss in enumerate(llama)))
         write(os.path.join(cls.bundle, "results", "llama-flash-summed-bf16.rc"), "0\n")
+        # The bias gradient epilogue's check: beyond the bf16 bound at its
+        # last step.
+        gpt2 = json.load(open(os.path.join(cls.bundle, "reference", "gpt2-flash.json")))["loss"]
+        write(os.path.join(cls.bundle, "results", "gpt2-flash-bgrad-bf16.jsonl"),
+              "".join(json.dumps({"step": s + 1, "loss": loss + (0.5 if s == len(gpt2) - 1 else 0)}) + "\n"
+                      for s, loss in enumerate(gpt2)))
+        write(os.path.join(cls.bundle, "results", "gpt2-flash-bgrad-bf16.rc"), "0\n")
         cls.report = subprocess.run([sys.executable, VALIDATE, "report", cls.bundle], capture_output=True, text=True)
         cls.rows = [line for line in cls.report.stdout.splitlines() if line.startswith("| attention |")]
         cls.kernel_rows = [line for line in cls.report.stdout.splitlines()
@@ -368,6 +375,12 @@ class GpuValidate(unittest.TestCase):
         self.assertTrue(row[0].endswith("| PASS |"), row[0])
         self.assertIn("| correctness | gpt2-flash-summed bf16 (TG_CUDA_FLASH_BACKWARD=summed) vs CPU f32, 20 steps "
                       "| n/a: did not run", self.report.stdout)
+
+    def test_bias_grad_epilogue_is_checked_against_the_cpu(self):
+        row = [line for line in self.report.stdout.splitlines()
+               if "| gpt2-flash-bgrad bf16 (--fuse=gemm-bias-grad) vs CPU f32, 20 steps |" in line]
+        self.assertEqual(len(row), 1, self.report.stdout)
+        self.assertTrue(row[0].endswith("| FAIL |"), row[0])
 
     def test_report_fails_the_checks_that_did_not_run(self):
         self.assertEqual(self.report.returncode, 1, self.report.stderr)
