@@ -169,13 +169,8 @@ private:
   /// Whether `sum` adds up its input's rows: every axis but the last.
   static bool sumsRows(ReduceSumOp sum) {
     int64_t rank = cast<ShapedType>(sum.getInput().getType()).getRank();
-    ArrayRef<int64_t> axes = sum.getAxes();
-    if (rank < 2 || int64_t(axes.size()) != rank - 1)
-      return false;
-    for (int64_t i = 0; i < rank - 1; ++i)
-      if (axes[i] != i)
-        return false;
-    return true;
+    llvm::SmallDenseSet<int64_t> axes = sum.getReducedAxes();
+    return rank >= 2 && int64_t(axes.size()) == rank - 1 && !axes.contains(rank - 1);
   }
 
   /// Why `dispatch`, which sums the rows of the DGELU GEMM's c, cannot

@@ -558,21 +558,12 @@ void emitPartialSum(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
   });
 }
 
-/// The axes a reduction of an input of rank `rank` reduces, in [0, rank).
-template <typename ReduceOpTy>
-llvm::SmallDenseSet<int64_t> reducedAxes(ReduceOpTy op, int64_t rank) {
-  llvm::SmallDenseSet<int64_t> axes;
-  for (int64_t axis : op.getAxes()) // the verifier allows [-rank, rank)
-    axes.insert(normaliseAxis(axis, rank));
-  return axes;
-}
-
 /// reduce_sum or reduce_mean of an input of `shape` whose flat element `at`
 /// is read(at), into `result`.
 template <typename ReduceOpTy>
 void emitSum(OpBuilder &b, Location loc, ReduceOpTy op, ArrayRef<int64_t> shape,
              ElementReader read, Value result) {
-  llvm::SmallDenseSet<int64_t> axes = reducedAxes(op, shape.size());
+  llvm::SmallDenseSet<int64_t> axes = op.getReducedAxes();
   int64_t count = 1;
   for (int64_t axis : axes)
     count *= shape[axis];
@@ -602,7 +593,7 @@ void emitReduce(OpBuilder &b, Location loc, ReduceOpTy op, Value input,
   }
   // A max needs no care for rounding: one linalg reduction.
   MLIRContext *ctx = b.getContext();
-  llvm::SmallDenseSet<int64_t> axes = reducedAxes(op, shape.size());
+  llvm::SmallDenseSet<int64_t> axes = op.getReducedAxes();
   Type element = getElementTypeOrSelf(result.getType());
   SmallVector<AffineExpr> outExprs;
   SmallVector<utils::IteratorType> iterators;

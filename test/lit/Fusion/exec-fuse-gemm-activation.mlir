@@ -116,7 +116,8 @@ module @kernels {
 // The sum of GELU's gradient over its rows (the gradient of the bias added
 // before GELU) after the DGELU fold: the GEMM writes it too (DGELU_BGRAD),
 // its buffer, declared after the GEMM, moved up to it; the sum's kernel
-// goes. Without bias-grad (the default) it stays.
+// goes (its axes, [1, -3], are every axis but the last, counted either
+// way). Without bias-grad (the default) it stays.
 // CHECK-LABEL: exec.program @bias_grad
 // CHECK: %[[DB:.*]] = exec.resource scratch : memref<1x1x8xbf16>
 // CHECK-NEXT: exec.gemm(%{{.*}}, %{{.*}}) -> %{{.*}} aux(%{{.*}} : memref<2x4x8xbf16>) activation gelu_tanh_grad bias_grad(%[[DB]] : memref<1x1x8xbf16>) {
@@ -148,7 +149,7 @@ module @kernels {
     return %0 : tensor<2x4x8xbf16>
   }
   func.func @k1_column_sum(%arg0: tensor<2x4x8xbf16>) -> tensor<1x1x8xbf16> {
-    %0 = tg.reduce_sum %arg0 [0, 1] {keep_dims = true} : tensor<2x4x8xbf16> -> tensor<1x1x8xbf16>
+    %0 = tg.reduce_sum %arg0 [1, -3] {keep_dims = true} : tensor<2x4x8xbf16> -> tensor<1x1x8xbf16>
     return %0 : tensor<1x1x8xbf16>
   }
   func.func @k2_mul(%arg0: tensor<1x1x8xbf16>, %arg1: tensor<1x1x8xbf16>) -> tensor<1x1x8xbf16> {

@@ -285,12 +285,25 @@ static LogicalResult inferReduce(std::optional<Location> loc, StringRef opName,
   return success();
 }
 
+/// The axes of a verified reduction, each in [0, rank).
+static llvm::SmallDenseSet<int64_t> reducedAxes(Value input,
+                                                ArrayRef<int64_t> axes) {
+  int64_t rank = cast<ShapedType>(input.getType()).getRank();
+  llvm::SmallDenseSet<int64_t> reduced;
+  for (int64_t axis : axes)
+    reduced.insert(axis < 0 ? axis + rank : axis);
+  return reduced;
+}
+
 #define TG_REDUCE_INFER(OpClass, name)                                         \
   LogicalResult OpClass::inferReturnTypes(                                     \
       MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
       SmallVectorImpl<Type> &types) {                                          \
     return inferReduce(loc, name, adaptor.getInput(), adaptor.getAxes(),       \
                        adaptor.getKeepDims(), types);                          \
+  }                                                                            \
+  llvm::SmallDenseSet<int64_t> OpClass::getReducedAxes() {                     \
+    return reducedAxes(getInput(), getAxes());                                 \
   }
 TG_REDUCE_INFER(ReduceSumOp, "reduce_sum")
 TG_REDUCE_INFER(ReduceMeanOp, "reduce_mean")

@@ -9,6 +9,7 @@
 #include "tg/IR/Rope.h"
 #include "tg/IR/TgDialect.h"
 #include "tg/IR/TgInterfaces.h"
+#include "llvm/ADT/DenseSet.h"
 
 #include "tg/IR/TgOpsEnums.h.inc"
 

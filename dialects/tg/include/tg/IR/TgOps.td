@@ -185,6 +185,11 @@ class Tg_ReduceOp<string mnemonic, string what, list<Trait> traits = []>
                        DefaultValuedAttr<BoolAttr, "false">:$keep_dims);
   let results = (outs Tg_FloatTensor:$result);
   let assemblyFormat = "$input $axes attr-dict `:` type($input) `->` type($result)";
+  let extraClassDeclaration = [{
+    /// The axes it reduces, each in [0, rank) (`axes` may count from the
+    /// end: the verifier allows [-rank, rank)).
+    llvm::SmallDenseSet<int64_t> getReducedAxes();
+  }];
 }
 
 def Tg_ReduceSumOp : Tg_ReduceOp<"reduce_sum", "Sum", [Differentiable]>;
