@@ -257,18 +257,17 @@ class FlashParams(ctypes.Structure):
                 [("scale", ctypes.c_float)])
 
 
-def flash_block_rows(kernel, head_dim):
+def flash_block_rows(kernel):
     """Rows (queries, or keys for the key and value gradients) a block of
-    `kernel` covers: the forward's warps take 32 queries at head dim 64."""
-    return {"forward": 4 * (32 if head_dim == 64 else 16), "delta": FLASH_THREADS // 32}.get(kernel,
-                                                                                          FLASH_BLOCK_ROWS)
+    `kernel` covers."""
+    return {"delta": FLASH_THREADS // 32}.get(kernel, FLASH_BLOCK_ROWS)
 
 
 def flash_shared_bytes(kernel, head_dim):
     row = (head_dim + 8) * 2  # padded bf16 rows
     queries = 32 if head_dim == 128 else 64  # the key gradients' query tile
     key_value_grads = 2 * FLASH_BLOCK_ROWS * row + 4 * queries * row + 4 * queries * 4
-    return {"forward": flash_block_rows("forward", head_dim) * row + 4 * 64 * row,
+    return {"forward": FLASH_BLOCK_ROWS * row + 4 * 64 * row,
             "delta": 0,
             "key_value_grads": key_value_grads,
             "query_grads": 2 * FLASH_BLOCK_ROWS * row + 2 * FLASH_BLOCK_ROWS * 4 + 4 * 64 * row,
@@ -322,7 +321,7 @@ class FlashModule:
         gradients) of `planes` planes, as the CUDA backend launches it."""
         import torch
         argument = (ctypes.c_void_p * 1)(ctypes.cast(ctypes.pointer(params), ctypes.c_void_p))
-        blocks = -(-rows // flash_block_rows(kernel, d))
+        blocks = -(-rows // flash_block_rows(kernel))
         self.check(f"cuLaunchKernel {kernel}", self.cuda.cuLaunchKernel(
             self.functions[kernel, d], blocks, planes, 1, FLASH_THREADS, 1, 1, flash_shared_bytes(kernel, d),
             torch.cuda.current_stream().cuda_stream, argument, None))
@@ -660,11 +659,15 @@ def ceiling_rows(bundle, rows):
 
 # The GPT-2-medium step under the runtime's opt-in settings (scripts/gpu-validate
 # runs them): the run's name, what the setting is, the environment variable,
-# and the marker of the log line that says what it chose (or None). Timings:
-# the correctness checks (MODEL-summed) say whether a setting computes right.
+# the marker of the log line that says what it chose (or None), and the run
+# it is timed against: the default artifact's ("TGC") or a variant's (the
+# summed backward changes only the runtime's flash kernels, which the flash
+# variant runs). Timings: the correctness checks (MODEL-summed) say whether a
+# setting computes right.
 MEDIUM_SETTINGS = (
-    ("medium-gemm-autotune", "GEMM autotuning", "TG_CUDA_GEMM_AUTOTUNE", "GEMM autotuning"),
-    ("medium-flash-summed", "the flash backward's dQ summed by the key blocks", SUMMED_SETTING, None),
+    ("medium-gemm-autotune", "GEMM autotuning", "TG_CUDA_GEMM_AUTOTUNE", "GEMM autotuning", "TGC"),
+    ("medium-flash-summed", "the flash backward's dQ summed by the key blocks", SUMMED_SETTING, None,
+     "TGC variant flash"),
 )
 
 
@@ -706,29 +709,13 @@ def medium_rows(bundle, ceilings, rows):
     if why is None:
         metrics = read_metrics(bundle.path("results", "medium-tgc.jsonl"))
         losses["TGC"] = [r["loss"] for r in metrics]
+        # Its attention is cuDNN's unless the runtime fell back to its own.
+        fallback = cudnn_fallback(bundle.path("results", "medium-tgc.log"))
         throughput["TGC"] = framework_row(
             "TGC (tgrun)", [r["step_ms"] for r in metrics],
-            f"; arena {medium['arena_bytes'] / 2**30:.1f} GiB")
+            f"; arena {medium['arena_bytes'] / 2**30:.1f} GiB" + (f"; {fallback}" if fallback else ""))
     else:
         rows.append(("gpt2-medium", "TGC (tgrun)", f"n/a: {why}", "", ""))
-    # The same artifact under the runtime's opt-in settings; where tgrun's
-    # log has a line on what the setting chose, that line is a row.
-    for run, label, setting, said_marker in MEDIUM_SETTINGS:
-        name = f"TGC with {label} ({setting})"
-        why = bundle.failure(run)
-        if why is not None:
-            rows.append(("gpt2-medium", name, f"n/a: {why}", "", ""))
-            continue
-        metrics = read_metrics(bundle.path("results", f"{run}.jsonl"))
-        speed = framework_row(name, [r["step_ms"] for r in metrics], "")
-        losses_row(label, metrics)
-        if said_marker:
-            said = next((line.split(": ", 1)[1] for line in bundle.text("results", f"{run}.log").splitlines()
-                         if said_marker in line), "no report in the log")
-            rows.append(("gpt2-medium", f"{label}: what it chose", said, "", ""))
-        if speed and throughput.get("TGC"):
-            rows.append(("gpt2-medium", f"tokens/s, {name} / TGC", f"{speed / throughput['TGC']:.2f}×",
-                         f"> 1: {label} pays", ""))
     # An earlier build's step (gpu-validate prepare --base), in the same run.
     base_name = f"TGC as before: {medium.get('base_label', 'no earlier build given')}"
     why = bundle.failure("medium-base")
@@ -746,11 +733,31 @@ def medium_rows(bundle, ceilings, rows):
             rows.append(("gpt2-medium", name, f"n/a: {why}", "", ""))
             continue
         metrics = read_metrics(bundle.path("results", f"medium-variant-{variant['name']}.jsonl"))
-        speed = framework_row(name, [r["step_ms"] for r in metrics], "")
+        speed = throughput[f"TGC variant {variant['name']}"] = framework_row(
+            name, [r["step_ms"] for r in metrics], "")
         losses_row(f"variant {variant['name']}", metrics)
         if speed and throughput.get("TGC"):
             rows.append(("gpt2-medium", f"tokens/s, TGC / {name}", f"{throughput['TGC'] / speed:.2f}×",
                          "> 1: what the flags turn off pays", ""))
+    # An artifact under the runtime's opt-in settings, timed against its run
+    # without; where tgrun's log has a line on what the setting chose, that
+    # line is a row.
+    for run, label, setting, said_marker, against in MEDIUM_SETTINGS:
+        name = f"{against} with {label} ({setting})"
+        why = bundle.failure(run)
+        if why is not None:
+            rows.append(("gpt2-medium", name, f"n/a: {why}", "", ""))
+            continue
+        metrics = read_metrics(bundle.path("results", f"{run}.jsonl"))
+        speed = framework_row(name, [r["step_ms"] for r in metrics], "")
+        losses_row(f"{against} with {label}", metrics)
+        if said_marker:
+            said = next((line.split(": ", 1)[1] for line in bundle.text("results", f"{run}.log").splitlines()
+                         if said_marker in line), "no report in the log")
+            rows.append(("gpt2-medium", f"{label}: what it chose", said, "", ""))
+        if speed and throughput.get(against):
+            rows.append(("gpt2-medium", f"tokens/s, {name} / {against}", f"{speed / throughput[against]:.2f}×",
+                         f"> 1: {label} pays", ""))
     for mode, name in (("eager", "PyTorch eager"), ("compile", "PyTorch torch.compile")):
         result = bundle.json("results", f"torch-{mode}.json")
         why = bundle.failure(f"torch-{mode}")
@@ -792,7 +799,7 @@ def profiled_steps(bundle, name="medium-profile"):
     """The GPT-2-medium profile's command events of its steps but the first
     (which loads modules and warms caches), and those steps; None if the
     profile did not run. `name`: the default build's, or
-    medium-profile-decomposed or medium-profile-cudnn (a variant's)."""
+    medium-profile-decomposed or medium-profile-flash (a variant's)."""
     if bundle.failure(name) is not None:
         return None
     trace = bundle.json("work", name + ".json")
@@ -993,10 +1000,11 @@ def attention_rows(bundle, rows):
                      f"backward {backward_s * 1e3:.2f} ms ({2.5 * flops * layers / backward_s / 1e12:.0f} TFLOP/s)",
                      against, ""))
 
-    names = {"medium-profile": "TGC, the runtime's flash kernels (--cuda-attention=flash)",
+    names = {"medium-profile": "TGC, cuDNN's fused attention through the runtime (--cuda-attention=cudnn, "
+                               "the default)",
              "medium-profile-decomposed":
                  "TGC, decomposed (--cuda-attention=decomposed: scores, softmax, values and their gradients)",
-             "medium-profile-cudnn": "TGC, cuDNN's fused attention through the runtime (--cuda-attention=cudnn)"}
+             "medium-profile-flash": "TGC, the runtime's flash kernels (--cuda-attention=flash)"}
     for profile, name in names.items():
         profiled = profiled_steps(bundle, profile)
         if profiled is None:
@@ -1006,7 +1014,7 @@ def attention_rows(bundle, rows):
             continue
         events, steps = profiled
         fallback = cudnn_fallback(bundle.path("results", profile + ".log"))
-        if profile == "medium-profile-cudnn" and fallback:
+        if profile == "medium-profile" and fallback:
             rows.append(("attention", name, f"n/a: cuDNN did not run ({fallback})", "", ""))
             continue
         forward_s, backward_s = attention_seconds(events, steps)

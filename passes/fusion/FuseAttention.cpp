@@ -252,7 +252,12 @@ private:
     else if (rope)
       rotations = rotationsAround(op, grad, ropeWhy);
     else if (isRotated(op))
-      ropeWhy = "its rope fusion is off (--no-fuse=attention-rope)";
+      ropeWhy = libraryKernels
+                    ? "its rope fusion is off (on CUDA unless "
+                      "--fuse=attention-rope: the runtime's kernels rotate "
+                      "each tile once per block that loads it, 2.2x slower "
+                      "forward at head dim 128 on an H200, docs/perf.md)"
+                    : "its rope fusion is off (--no-fuse=attention-rope)";
     std::string ropeRemark =
         rotations ? "; the kernels apply the rotary position embedding of "
                     "its queries and keys"
@@ -262,9 +267,10 @@ private:
     if (libraryKernels) {
       std::string refusal = libraryRefusal(op, cost);
       why = !refusal.empty() ? refusal
-            : viaCudnn ? "cuDNN's fused attention (--cuda-attention=cudnn)"
-                       : "the runtime's flash kernels (--cuda-attention=flash, "
-                         "the CUDA default)";
+            : viaCudnn ? "cuDNN's fused attention (--cuda-attention=cudnn, "
+                         "the CUDA default: faster than the runtime's flash "
+                         "kernels at every shape measured, docs/perf.md)"
+                       : "the runtime's flash kernels (--cuda-attention=flash)";
       if (refusal.empty() && rotations)
         why += "; RoPE inside";
       record(op.getResult(),

@@ -103,30 +103,40 @@ class CudaTarget(unittest.TestCase):
         self.assertIn("--cuda-attention chooses how the GPU computes attention: add --target cuda", err)
 
     def test_cudnn_attention_artifact(self):
-        """--cuda-attention=cudnn: the ops cuDNN's graph takes are marked for
-        it (GPT-2's both layers), a Llama's rotary embedding then stays
-        outside (four tg.rope kernels a layer more than with the runtime's
-        kernels, which rotate inside), and the artifact passes the runtime's
-        verifier."""
+        """--cuda-attention=cudnn, the default: the ops cuDNN's graph takes
+        are marked for it (GPT-2's both layers), a Llama's rotary embedding
+        then stays outside (four tg.rope kernels a layer), as it does with the
+        runtime's kernels unless --fuse=attention-rope has them rotate inside,
+        and the artifact passes the runtime's verifier."""
         train = os.path.join(ROOT, "bench", "gpu", "train-flash.json")
         stats = {}
         for model in ["gpt2-flash", "llama-flash"]:
-            for choice in ["flash", "cudnn"]:
+            for choice, flags in (("flash", ["--cuda-attention=flash"]), ("cudnn", ["--cuda-attention=cudnn"]),
+                                  ("rope", ["--cuda-attention=flash", "--fuse=attention-rope"])):
                 artifact = self.path(f"{model}-{choice}.tgx")
                 stats[model, choice] = json.loads(run(
                     "tgc", "compile", os.path.join(ROOT, "bench", "gpu", model + ".json"), "--train", train,
-                    "--target", "cuda", "--dtype=bf16", f"--cuda-attention={choice}", "--stats=json",
-                    "-o", artifact))
+                    "--target", "cuda", "--dtype=bf16", *flags, "--stats=json", "-o", artifact))
         for model in ["gpt2-flash", "llama-flash"]:
             cudnn = stats[model, "cudnn"]
             self.assertEqual([a["kernel"] for a in cudnn["attention"]], ["cudnn"] * 2)
-            self.assertEqual(cudnn["attention"][0]["reason"], "cuDNN's fused attention (--cuda-attention=cudnn)")
+            self.assertEqual(cudnn["attention"][0]["reason"],
+                             "cuDNN's fused attention (--cuda-attention=cudnn, the CUDA default: faster than "
+                             "the runtime's flash kernels at every shape measured, docs/perf.md)")
             self.assertEqual(cudnn["attention_calls"], 4)
+        # The default is cuDNN's.
+        default = json.loads(run(
+            "tgc", "compile", os.path.join(ROOT, "bench", "gpu", "gpt2-flash.json"), "--train", train,
+            "--target", "cuda", "--dtype=bf16", "--stats=json", "-o", self.path("gpt2-flash-default.tgx")))
+        self.assertEqual(default["attention"], stats["gpt2-flash", "cudnn"]["attention"])
         self.assertEqual(stats["gpt2-flash", "cudnn"]["kernel_launches"],
                          stats["gpt2-flash", "flash"]["kernel_launches"])
         self.assertEqual(stats["llama-flash", "cudnn"]["kernel_launches"],
-                         stats["llama-flash", "flash"]["kernel_launches"] + 4 * 2)
-        self.assertIn("RoPE inside", stats["llama-flash", "flash"]["attention"][0]["reason"])
+                         stats["llama-flash", "flash"]["kernel_launches"])
+        self.assertEqual(stats["llama-flash", "flash"]["kernel_launches"],
+                         stats["llama-flash", "rope"]["kernel_launches"] + 4 * 2)
+        self.assertNotIn("RoPE inside", stats["llama-flash", "flash"]["attention"][0]["reason"])
+        self.assertIn("RoPE inside", stats["llama-flash", "rope"]["attention"][0]["reason"])
         if subprocess.run(["sh", "-c", "ldconfig -p | grep -q 'libcuda.so.1 '"]).returncode != 0:
             code, _, err = run_status("tgrun", self.path("llama-flash-cudnn.tgx"), "--data", os.devnull,
                                       "--steps", 1)

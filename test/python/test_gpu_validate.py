@@ -110,24 +110,24 @@ class GpuValidate(unittest.TestCase):
         os.makedirs(os.path.dirname(cls.profile))
         run("tgrun", tgx, "--data", tokens, "--steps", 3, "--profile", cls.profile)
         write(os.path.join(cls.bundle, "results", "medium-profile-decomposed.rc"), "0\n")
-        # The default step's profile (the runtime's flash kernels): one
-        # layer's forward and gradient, 0.1
-        # and 0.25 ms a step (and a kernel beside them).
+        # The flash variant's profile (the runtime's flash kernels): one
+        # layer's forward and gradient, 0.1 and 0.25 ms a step (and a kernel
+        # beside them).
         flash = []
         for step in (1, 2, 3):
             for name, cat, dur in (("attention h0_attn", "attention", 100), ("attention grad_h0_attn", "attention", 250),
                                    ("k3_transpose h0_attn_q", "kernel", 10)):
                 flash.append({"ph": "X", "name": name, "cat": cat, "ts": step * 1000, "dur": dur,
                               "args": {"step": step, "bytes": 1e6, "flops": 1e9}})
-        write(os.path.join(cls.bundle, "work", "medium-profile.json"), json.dumps({"traceEvents": flash}))
-        write(os.path.join(cls.bundle, "results", "medium-profile.rc"), "0\n")
-        # The cudnn variant's profile: the same commands, run by cuDNN, 0.04
+        write(os.path.join(cls.bundle, "work", "medium-profile-flash.json"), json.dumps({"traceEvents": flash}))
+        write(os.path.join(cls.bundle, "results", "medium-profile-flash.rc"), "0\n")
+        # The default step's profile: the same commands, run by cuDNN, 0.04
         # and 0.09 ms a step.
         cudnn = [dict(e, dur=e["dur"] * 0.4 if e["cat"] == "attention" else e["dur"]) for e in flash]
         cudnn = [dict(e, dur=90) if e["name"] == "attention grad_h0_attn" else e for e in cudnn]
-        write(os.path.join(cls.bundle, "work", "medium-profile-cudnn.json"), json.dumps({"traceEvents": cudnn}))
-        write(os.path.join(cls.bundle, "results", "medium-profile-cudnn.rc"), "0\n")
-        write(os.path.join(cls.bundle, "results", "medium-profile-cudnn.log"), "")
+        write(os.path.join(cls.bundle, "work", "medium-profile.json"), json.dumps({"traceEvents": cudnn}))
+        write(os.path.join(cls.bundle, "results", "medium-profile.rc"), "0\n")
+        write(os.path.join(cls.bundle, "results", "medium-profile.log"), "")
         # The long-sequence attention's profiles: the runtime's kernels at
         # 2 and 5 ms a layer, cuDNN's at 1.1 and 3 ms (two layers a step).
         for profile, forward, backward in (("long-flash", 2000, 5000), ("long-cudnn", 1100, 3000)):
@@ -148,7 +148,7 @@ class GpuValidate(unittest.TestCase):
         # leaves them: 80 and 100 ms a step.
         for name, step_ms, loss in (("medium-tgc", 80.0, 11.0), ("medium-base", 100.0, 11.25),
                                     ("medium-variant-gelu", 84.0, 11.0), ("medium-gemm-autotune", 76.0, 11.0),
-                                    ("medium-flash-summed", 72.0, 11.001)):
+                                    ("medium-variant-flash", 96.0, 11.0), ("medium-flash-summed", 90.0, 11.001)):
             write(os.path.join(cls.bundle, "results", name + ".jsonl"),
                   "".join(json.dumps({"step": s + 1, "loss": loss, "step_ms": step_ms}) + "\n"
                           for s in range(25)))
@@ -235,12 +235,13 @@ class GpuValidate(unittest.TestCase):
         self.assertTrue(os.access(os.path.join(self.bundle, "run"), os.X_OK))
 
     def test_variants_are_compiled_and_timed_beside_it(self):
-        # The decomposed and cuDNN attention variants and the step without
-        # horizontal fusion are always there.
+        # The decomposed attention and the runtime's flash kernels (cuDNN's
+        # is the default), the step without horizontal fusion and the rest
+        # are always there.
         self.assertEqual(self.manifest["medium"]["variants"],
                          [{"name": "gelu", "flags": "--no-fuse=gemm-activation"},
                           {"name": "decomposed", "flags": "--cuda-attention=decomposed"},
-                          {"name": "cudnn", "flags": "--cuda-attention=cudnn"},
+                          {"name": "flash", "flags": "--cuda-attention=flash"},
                           {"name": "unpacked", "flags": "--no-fuse=horizontal"},
                           {"name": "rows80", "flags": "--cuda-row-registers=80"},
                           {"name": "bias-grad", "flags": "--fuse=gemm-bias-grad"}])
@@ -281,11 +282,13 @@ class GpuValidate(unittest.TestCase):
                       self.report.stdout)
 
     def test_summed_flash_backward_is_timed_beside_it(self):
-        name = "TGC with the flash backward's dQ summed by the key blocks (TG_CUDA_FLASH_BACKWARD=summed)"
-        self.assertIn(f"| gpt2-medium | {name} | 72.0 ms/step", self.report.stdout)
-        self.assertIn(f"| gpt2-medium | tokens/s, {name} / TGC | 1.11× |", self.report.stdout)
-        self.assertIn("| gpt2-medium | TGC vs the flash backward's dQ summed by the key blocks: losses | "
-                      "max abs diff 0.001 over 25 steps", self.report.stdout)
+        # Timed against the flash variant: the default's attention is cuDNN's.
+        name = ("TGC variant flash with the flash backward's dQ summed by the key blocks "
+                "(TG_CUDA_FLASH_BACKWARD=summed)")
+        self.assertIn(f"| gpt2-medium | {name} | 90.0 ms/step", self.report.stdout)
+        self.assertIn(f"| gpt2-medium | tokens/s, {name} / TGC variant flash | 1.07× |", self.report.stdout)
+        self.assertIn("| gpt2-medium | TGC vs TGC variant flash with the flash backward's dQ summed by the key "
+                      "blocks: losses | max abs diff 0.001 over 25 steps", self.report.stdout)
 
     def test_base_needs_a_label_and_a_file(self):
         for args, message in ((["--base", TINY], "--base needs --base-label"),
@@ -422,7 +425,7 @@ class GpuValidate(unittest.TestCase):
               "".join(f"  std::printf(\"{f} %zu\\n\", offsetof(Params, {f}));\n" for f in fields) +
               "  for (int d = 64; d <= 128; d *= 2)\n    for (int k = 0; k < kKernels; ++k)\n"
               "      std::printf(\"%s_d%d %u %d\\n\", kernelName(Kernel(k)), d, sharedBytes(Kernel(k), d),\n"
-              "                  blockRows(Kernel(k), d));\n"
+              "                  blockRows(Kernel(k)));\n"
               "  std::printf(\"threads %d\\n\", kThreads);\n}\n")
         binary = os.path.join(self.tmp.name, "layout")
         subprocess.run(["c++", "-std=c++17", "-I", os.path.join(ROOT, "runtime", "backends", "cuda", "kernels"),
@@ -438,7 +441,7 @@ class GpuValidate(unittest.TestCase):
             for kernel in validate.FLASH_KERNELS:
                 shared, rows = header[f"{kernel}_d{d}"]
                 self.assertEqual((int(shared), int(rows)),
-                                 (validate.flash_shared_bytes(kernel, d), validate.flash_block_rows(kernel, d)),
+                                 (validate.flash_shared_bytes(kernel, d), validate.flash_block_rows(kernel)),
                                  f"{kernel}_d{d}")
         self.assertEqual(int(header["threads"][0]), validate.FLASH_THREADS)
 
@@ -552,7 +555,8 @@ class GpuValidate(unittest.TestCase):
         self.assertEqual(len(row), 1, self.report.stdout)
         self.assertIn("forward 0.04 ms", row[0])
         self.assertIn("backward 0.09 ms", row[0])
-        self.assertIn("for name in decomposed cudnn", open(SCRIPT).read())
+        self.assertIn("the default)", row[0])
+        self.assertIn("for name in decomposed flash", open(SCRIPT).read())
 
     def test_pytorch_kernels_per_step_of_the_layers(self):
         cudnn = [row for row in self.rows if "| cuDNN (torch" in row]

@@ -40,8 +40,9 @@ typedef struct {
   int zero;              /* ZeRO stage, 0 or 1 */
   const char *precision; /* NULL: TRAIN.json's; "f32", "bf16" or "f64" */
   /* How target "cuda" computes attention (tgc --cuda-attention): NULL or
-   * "flash" (the runtime's kernels), "cudnn" (cuDNN's fused attention) or
-   * "decomposed" (GEMMs and softmax kernels). Refused for the CPU. */
+   * "cudnn" (cuDNN's fused attention, the runtime's kernels where cuDNN is
+   * missing), "flash" (the runtime's kernels) or "decomposed" (GEMMs and
+   * softmax kernels). Refused for the CPU. */
   const char *cuda_attention;
   /* Fusion passes to turn off, comma-separated, by tgc's --no-fuse names
    * ("horizontal, gemm-bias"), or "all" (tgc --no-fusion). NULL or "":

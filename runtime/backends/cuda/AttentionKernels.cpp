@@ -175,7 +175,7 @@ std::vector<KernelLaunch> AttentionKernels::plan(const tgx::Attention &a,
   // A block a flash::blockRows of the queries of a plane (a batch row and a
   // head), or of its keys for the key and value gradients.
   auto launch = [&](flash::Kernel kernel, uint32_t rows, unsigned planes) {
-    const unsigned per = unsigned(flash::blockRows(kernel, headDim));
+    const unsigned per = unsigned(flash::blockRows(kernel));
     return KernelLaunch{functions[headDim == 64 ? 0 : 1][int(kernel)], (rows + per - 1) / per,
                         planes, unsigned(flash::kThreads), flash::sharedBytes(kernel, headDim)};
   };

@@ -97,7 +97,7 @@ def compile(model, train=None, target="cpu", mesh=None, *, sequence_parallel=Fal
     module (.mlir), as a path; or a config.json as a dict) with `train` (a
     TRAIN.json path or dict) for `target` ("cpu" or "cuda") on `mesh`
     (None: one device; or "dp=D[,tp=T]"), in this process. `cuda_attention`
-    ("flash", "cudnn" or "decomposed") is tgc's --cuda-attention; `no_fuse`
+    ("cudnn", the default, "flash" or "decomposed") is tgc's --cuda-attention; `no_fuse`
     (a pass name, a list of them, or "all") its --no-fuse; with
     `fusion_remarks` every fusion decision is a "remark" diagnostic. Returns a
     Program whose `diagnostics` hold the warnings (and remarks); raises

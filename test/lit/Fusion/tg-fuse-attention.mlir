@@ -115,11 +115,11 @@ func.func @wide_heads(%q: tensor<1x16x1024x1024xf32>) -> tensor<1x16x1024x1024xf
 // the estimate (T = 8, which the CPU's cost model leaves to the
 // decomposition); head dim 32 and f32 are decomposed, each with its reason.
 // RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-attention{library-kernels=true remarks=true}))' 2>&1 | FileCheck %s --check-prefix=LIBRARY
-// LIBRARY: remark: fused into flash attention: the runtime's flash kernels (--cuda-attention=flash, the CUDA default)
+// LIBRARY: remark: fused into flash attention: the runtime's flash kernels (--cuda-attention=flash)
 // LIBRARY: remark: not fused: its head dim 32 is not the runtime's flash kernels' 64 or 128
 // LIBRARY: remark: not fused: the runtime's flash kernels take bf16 (compile with --dtype=bf16)
 // LIBRARY-LABEL: func.func @library_kernels(
-// LIBRARY-SAME: {tg.attention_plan = [{kernel = "flash", op = "attention", reason = "the runtime's flash kernels (--cuda-attention=flash, the CUDA default)"}, {kernel = "decomposed", op = "attention", reason = "its head dim 32 is not the runtime's flash kernels' 64 or 128"}, {kernel = "decomposed", op = "attention", reason = "the runtime's flash kernels take bf16 (compile with --dtype=bf16)"}]}
+// LIBRARY-SAME: {tg.attention_plan = [{kernel = "flash", op = "attention", reason = "the runtime's flash kernels (--cuda-attention=flash)"}, {kernel = "decomposed", op = "attention", reason = "its head dim 32 is not the runtime's flash kernels' 64 or 128"}, {kernel = "decomposed", op = "attention", reason = "the runtime's flash kernels take bf16 (compile with --dtype=bf16)"}]}
 // LIBRARY: %[[O:.*]], %[[LSE:.*]] = tg.flash_attention %arg0, %arg1, %arg2
 // LIBRARY: tg.flash_attention_grad %arg0, %arg1, %arg2, %[[O]], %[[LSE]], %arg3
 // LIBRARY: tg.attention %arg4
@@ -171,9 +171,9 @@ func.func @rope_inside(%q: tensor<1x4x2048x16xf32> loc("q"), %k: tensor<1x2x2048
 // The CUDA runtime's kernels (library-kernels) apply the rotation too (bf16
 // at head dim 64, which they take).
 // RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-attention{library-kernels=true remarks=true}))' 2>&1 | FileCheck %s --check-prefix=LIBROPE
-// LIBROPE: remark: fused into flash attention: the runtime's flash kernels (--cuda-attention=flash, the CUDA default); RoPE inside; the kernels apply the rotary position embedding of its queries and keys
+// LIBROPE: remark: fused into flash attention: the runtime's flash kernels (--cuda-attention=flash); RoPE inside; the kernels apply the rotary position embedding of its queries and keys
 // LIBROPE-LABEL: func.func @rope_library(
-// LIBROPE-SAME: reason = "the runtime's flash kernels (--cuda-attention=flash, the CUDA default); RoPE inside"
+// LIBROPE-SAME: reason = "the runtime's flash kernels (--cuda-attention=flash); RoPE inside"
 // LIBROPE-NOT: tg.rope
 // LIBROPE: tg.flash_attention %arg0, %arg1, %arg2 {rope_theta = 1.000000e+04 : f64, scale = 1.250000e-01 : f64}
 // LIBROPE-NOT: tg.rope
@@ -193,10 +193,10 @@ func.func @rope_library(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x1x64x64xbf16>,
 // and a rotation stays outside (cuDNN's graph cannot apply it).
 // RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-attention{library-kernels=true cudnn=true}))' | FileCheck %s --check-prefix=CUDNN
 // RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-attention{library-kernels=true cudnn=true remarks=true}))' -o /dev/null 2>&1 | FileCheck %s --check-prefix=CUDNN-REMARK
-// CUDNN-REMARK: remark: fused into flash attention: cuDNN's fused attention (--cuda-attention=cudnn); its rotary position embedding stays outside: cuDNN's fused attention cannot rotate them
-// CUDNN-REMARK: remark: fused into flash attention: cuDNN's fused attention (--cuda-attention=cudnn); its rotary position embedding stays outside: cuDNN's fused attention cannot rotate them
+// CUDNN-REMARK: remark: fused into flash attention: cuDNN's fused attention (--cuda-attention=cudnn, the CUDA default: faster than the runtime's flash kernels at every shape measured, docs/perf.md); its rotary position embedding stays outside: cuDNN's fused attention cannot rotate them
+// CUDNN-REMARK: remark: fused into flash attention: cuDNN's fused attention (--cuda-attention=cudnn, the CUDA default: faster than the runtime's flash kernels at every shape measured, docs/perf.md); its rotary position embedding stays outside: cuDNN's fused attention cannot rotate them
 // CUDNN-LABEL: func.func @rope_cudnn(
-// CUDNN-SAME: {kernel = "cudnn", op = "attention", reason = "cuDNN's fused attention (--cuda-attention=cudnn)"}, {kernel = "cudnn", op = "attention", reason = "cuDNN's fused attention (--cuda-attention=cudnn)"}
+// CUDNN-SAME: {kernel = "cudnn", op = "attention", reason = "cuDNN's fused attention (--cuda-attention=cudnn, the CUDA default: faster than the runtime's flash kernels at every shape measured, docs/perf.md)"}, {kernel = "cudnn", op = "attention", reason = "cuDNN's fused attention (--cuda-attention=cudnn, the CUDA default: faster than the runtime's flash kernels at every shape measured, docs/perf.md)"}
 // CUDNN: %[[QR:.*]] = tg.rope %arg0
 // CUDNN: %[[KR:.*]] = tg.rope %arg1
 // CUDNN: %[[O:.*]], %[[LSE:.*]] = tg.flash_attention %[[QR]], %[[KR]], %arg2 {cudnn, scale = 1.250000e-01 : f64}

@@ -236,7 +236,7 @@ Kernels kernelsFor(int headDim) {
 /// gradients) of `planes` planes, as the CUDA backend launches it.
 void run(EntryPoint kernel, tg::flash::Kernel kind, const Params &p, int rows, int planes,
          int headDim) {
-  const int per = tg::flash::blockRows(kind, headDim);
+  const int per = tg::flash::blockRows(kind);
   tg::simt::launch((rows + per - 1) / per, planes, tg::flash::kThreads,
                    tg::flash::sharedBytes(kind, headDim), [&] { kernel(p); });
 }
@@ -368,9 +368,9 @@ TEST(FlashAttentionKernel, CausalWindow) { check({1, 1, 1, 200, 200, 64, true, 5
 TEST(FlashAttentionKernel, WindowAtTileEdges) { check({1, 1, 1, 256, 256, 64, true, 127}); }
 TEST(FlashAttentionKernel, RowsThatSeeNoKey) { check({1, 2, 1, 150, 40, 64, true, 30}); }
 TEST(FlashAttentionKernel, CausalHeadDim128) { check({1, 1, 1, 130, 130, 128, true, 0}); }
-// Head dim 64 (32 queries a warp in the forward) without the causal rule:
-// over more keys than queries, whose last warp holds none; and a window
-// alone, whose keys start later for each warp.
+// Head dim 64 without the causal rule: over more keys than queries (96: the
+// last block's last two warps hold none); and a window alone, whose keys
+// start later for each warp.
 TEST(FlashAttentionKernel, NotCausalMoreKeysHeadDim64) { check({1, 2, 1, 96, 160, 64, false, 0}); }
 TEST(FlashAttentionKernel, WindowNotCausal) { check({1, 1, 1, 200, 200, 64, false, 50}); }
 // The rotary position embedding inside: causal grouped heads with partial

@@ -56,13 +56,15 @@ struct Options {
   /// 16-bit exp, tanh and division through the fast f32 approximations
   /// (tg-cuda-approximate-half-math); false: libdevice's exact routines.
   bool cudaApproximateHalfMath = true;
-  /// Attention (bf16, head dim 64 or 128) by the runtime's flash kernels
-  /// (exec.attention) instead of decomposed: the default, 1.25x the
-  /// GPT-2-medium step on an H100 (docs/perf.md).
+  /// Attention (bf16, head dim 64 or 128) fused (exec.attention) instead of
+  /// decomposed: the runtime's flash kernels made the GPT-2-medium step 1.25x
+  /// faster on an H100 (docs/perf.md).
   bool cudaFlashAttention = true;
   /// With cudaFlashAttention: by cuDNN's fused attention (a rotation stays
-  /// outside).
-  bool cudaCudnnAttention = false;
+  /// outside), the runtime's flash kernels where cuDNN is missing or refuses
+  /// a graph at load. The default: the GPT-2-medium step 1.21x faster than
+  /// with the runtime's kernels on an H200 (docs/perf.md).
+  bool cudaCudnnAttention = true;
   /// Registers a thread of a CUDA row kernel may use at most (0: what its
   /// block allows): more resident blocks, at the risk of spills.
   int64_t cudaRowRegisters = 0;
@@ -73,6 +75,11 @@ struct Options {
   /// GELU and its gradient as GEMM epilogues (exec-fuse-gemm-activation);
   /// unset: the target's choice (CUDA yes, the CPU no).
   std::optional<bool> gemmActivation;
+  /// The flash kernels rotate their queries and keys themselves
+  /// (tg-fuse-attention's rope); unset: the target's choice (the CPU yes;
+  /// CUDA no: its runtime's kernels rotate each tile once per block that
+  /// loads it, 2.2x slower forward at head dim 128 on an H200).
+  std::optional<bool> attentionRope;
   FusionOptions fusion;
   double bucketMb = 25;
   /// One device's memory in GB (10^9 bytes): --stats checks the plan

@@ -1,12 +1,13 @@
 // Flash attention on the tensor cores (mma.sync m16n8k16, bf16 in, f32
 // accumulators), FlashAttention-2's schedule: a block of 4 warps owns 64
-// rows, each warp 16 (the head-dim-64 forward 128 and 32: each key and
-// value fragment a warp loads serves two products), and loops over tiles of
-// 64 rows of the other side, keeping its scores and probabilities in
-// registers. Causal and windowed tiles no query of the block sees are
-// skipped (in the forward, those none of a warp's queries sees are skipped
-// by the warp), and only the tiles on the diagonal and at the window's edge
-// are masked per element. Keys of head
+// rows, each warp 16, and loops over tiles of 64 rows of the other side,
+// keeping its scores and probabilities in registers. (32 rows a warp in the
+// head-dim-64 forward, FlashAttention-2's forward tiling, ran 1.27x slower
+// on an H200: its 251 registers a thread left 2 blocks a multiprocessor
+// where 16 rows' 163 leave 3; docs/perf.md.) Causal and windowed tiles no
+// query of the block sees are skipped (in the forward, those none of a
+// warp's queries sees are skipped by the warp), and only the tiles on the
+// diagonal and at the window's edge are masked per element. Keys of head
 // h / (queryHeads / keyHeads) serve query head h. Tiles come into shared
 // memory by asynchronous copies (cp.async) in two stages: the loop's next
 // tile is copied while its warps compute on this one.
@@ -148,15 +149,15 @@ TG_DEVICE void rotateBack(float (&acc)[D / 8][4], const Params &p, int row0, int
 
 /// A query block's tiles (forward, query gradients) rotated once they have
 /// landed, where the kernels apply a rotary position embedding: its query
-/// tile (`QueryRows`) with the first key tile, and each key tile; then the
-/// barrier before its warps read them.
-template <int D, int QueryRows = kBlockRows>
+/// tile with the first key tile, and each key tile; then the barrier before
+/// its warps read them.
+template <int D>
 TG_DEVICE void rotateLandedTiles(const Params &p, uint16_t *queryTile, int q0, bool firstKeyTile,
                                  uint16_t *keyTile, int k0) {
   if (!rotates(p))
     return;
   if (firstKeyTile)
-    rotateTile<D, QueryRows>(queryTile, p, q0, p.queryLen);
+    rotateTile<D>(queryTile, p, q0, p.queryLen);
   rotateTile<D>(keyTile, p, k0, p.keyLen);
   syncThreads();
 }
@@ -238,76 +239,55 @@ TG_DEVICE void accumulatorsAsA(uint32_t a[4], const float (&acc)[Cols / 8][4], i
   a[3] = packBf16(acc[2 * kc + 1][2], acc[2 * kc + 1][3]);
 }
 
-/// A warp's accumulators of 16 rows as the one tile of the products below,
-/// which take `Tiles` tiles of 16 rows.
-template <typename T, int N>
-TG_DEVICE auto &oneTile(T (&acc)[N][4]) {
-  return reinterpret_cast<T(&)[1][N][4]>(acc);
-}
-
-/// acc[m] (16 x Cols) = rows r0 + 16 m.. of `left` (16 x D) times the
-/// transpose of the Cols rows of `right` (Cols x D), for m < Tiles: a warp's
-/// scores. Each fragment of `right` loaded serves all Tiles products.
-template <int D, int Cols, int Tiles>
-TG_DEVICE void rowsTimesTransposed(float (&acc)[Tiles][Cols / 8][4], const uint16_t *left, int r0,
+/// acc (16 x Cols) = rows r0.. of `left` (16 x D) times the transpose of
+/// the Cols rows of `right` (Cols x D): a warp's scores.
+template <int D, int Cols>
+TG_DEVICE void rowsTimesTransposed(float (&acc)[Cols / 8][4], const uint16_t *left, int r0,
                                    const uint16_t *right) {
-  TG_UNROLL
-  for (int m = 0; m < Tiles; ++m)
-    for (int nt = 0; nt < Cols / 8; ++nt)
-      for (int i = 0; i < 4; ++i)
-        acc[m][nt][i] = 0;
+  for (int nt = 0; nt < Cols / 8; ++nt)
+    for (int i = 0; i < 4; ++i)
+      acc[nt][i] = 0;
   for (int kc = 0; kc < D / 16; ++kc) {
-    uint32_t a[Tiles][4];
-    TG_UNROLL
-    for (int m = 0; m < Tiles; ++m)
-      loadA(a[m], left, paddedRow(D), r0 + 16 * m, kc * 16);
+    uint32_t a[4];
+    loadA(a, left, paddedRow(D), r0, kc * 16);
     for (int nt = 0; nt < Cols / 8; nt += 2) {
       uint32_t b[4];
       loadTwoBTransposed(b, right, paddedRow(D), nt * 8, kc * 16);
-      TG_UNROLL
-      for (int m = 0; m < Tiles; ++m) {
-        mma16816(acc[m][nt], a[m], b);
-        mma16816(acc[m][nt + 1], a[m], b + 2);
-      }
+      mma16816(acc[nt], a, b);
+      mma16816(acc[nt + 1], a, b + 2);
     }
   }
 }
 
-/// acc[m] (16 x D) += lhs[m] (16 x Inner, accumulators rounded to bf16)
-/// times the Inner rows of `tile` (Inner x D), for m < Tiles; each fragment
-/// of `tile` loaded serves all Tiles products.
-template <int D, int Inner, int Tiles>
-TG_DEVICE void accumulateTimesTile(float (&acc)[Tiles][D / 8][4],
-                                   const float (&lhs)[Tiles][Inner / 8][4], const uint16_t *tile) {
+/// acc (16 x D) += lhs (16 x Inner, accumulators rounded to bf16) times the
+/// Inner rows of `tile` (Inner x D).
+template <int D, int Inner>
+TG_DEVICE void accumulateTimesTile(float (&acc)[D / 8][4], const float (&lhs)[Inner / 8][4],
+                                   const uint16_t *tile) {
   for (int kc = 0; kc < Inner / 16; ++kc) {
-    uint32_t a[Tiles][4];
-    TG_UNROLL
-    for (int m = 0; m < Tiles; ++m)
-      accumulatorsAsA<Inner>(a[m], lhs[m], kc);
+    uint32_t a[4];
+    accumulatorsAsA<Inner>(a, lhs, kc);
     for (int dt = 0; dt < D / 8; dt += 2) {
       uint32_t b[4];
       loadTwoB(b, tile, paddedRow(D), kc * 16, dt * 8);
-      TG_UNROLL
-      for (int m = 0; m < Tiles; ++m) {
-        mma16816(acc[m][dt], a[m], b);
-        mma16816(acc[m][dt + 1], a[m], b + 2);
-      }
+      mma16816(acc[dt], a, b);
+      mma16816(acc[dt + 1], a, b + 2);
     }
   }
 }
 
-/// A block of `rows` queries of the forward or of the query gradients:
-/// batch row b, query head h and its key head kh, its first query q0, and
-/// the keys its queries see.
+/// A block of the forward or of the query gradients: batch row b, query
+/// head h and its key head kh, its first query q0, and the keys its queries
+/// see.
 struct QueryBlock {
   int b, h, kh, q0;
   Range keys;
 
-  TG_DEVICE QueryBlock(const Params &p, int rows)
+  TG_DEVICE explicit QueryBlock(const Params &p)
       : b(blockY() / p.queryHeads), h(blockY() % p.queryHeads), kh(h / (p.queryHeads / p.keyHeads)),
         // A causal block of later queries sees more keys: those start first.
-        q0((p.causal ? gridX() - 1 - blockX() : blockX()) * rows),
-        keys(keysSeenBy(p, q0, minOf(q0 + rows, p.queryLen) - 1)) {}
+        q0((p.causal ? gridX() - 1 - blockX() : blockX()) * kBlockRows),
+        keys(keysSeenBy(p, q0, minOf(q0 + kBlockRows, p.queryLen) - 1)) {}
 };
 
 /// Two stages of a pair of tiles of `Rows` padded rows (k and v, or q and
@@ -390,71 +370,56 @@ TG_DEVICE void softmaxOnline(float (&score)[kTileRows / 8][4], float (&out)[D / 
 template <int D>
 TG_DEVICE void forward(const Params &p) {
   TG_SHARED_BYTES(shared);
-  constexpr int ld = paddedRow(D), warpRows = forwardWarpRows(D), tiles = warpRows / 16;
-  constexpr int blockRows = forwardBlockRows(D);
+  constexpr int ld = paddedRow(D);
   uint16_t *queryTile = reinterpret_cast<uint16_t *>(shared);
-  const KeyValueStages<D> stages{queryTile + blockRows * ld};
-  const auto [b, h, kh, q0, keys] = QueryBlock(p, blockRows);
-  const int group = laneId() / 4, inGroup = laneId() % 4, r0 = warpId() * warpRows;
+  const KeyValueStages<D> stages{queryTile + kBlockRows * ld};
+  const auto [b, h, kh, q0, keys] = QueryBlock(p);
+  const int group = laneId() / 4, inGroup = laneId() % 4, r0 = warpId() * 16;
   const int t0 = q0 + r0; // the warp's first query
   // The keys the warp's queries see: none where all its rows are past the
   // last query (the last block's).
   const Range warpKeys =
-      t0 < p.queryLen ? keysSeenBy(p, t0, minOf(t0 + warpRows, p.queryLen) - 1) : Range{0, 0};
+      t0 < p.queryLen ? keysSeenBy(p, t0, minOf(t0 + 16, p.queryLen) - 1) : Range{0, 0};
 
-  loadTile<D, blockRows>(queryTile, p.query, b, h, q0, p.queryLen);
+  loadTile<D>(queryTile, p.query, b, h, q0, p.queryLen);
   const int firstKey = keys.first / kTileRows * kTileRows;
   loadKeyValueStage<D>(stages, p, b, kh, firstKey, keys.end, 0);
-  float out[tiles][D / 8][4] = {};
-  float runningMax[tiles][2], runningSum[tiles][2];
-  TG_UNROLL
-  for (int m = 0; m < tiles; ++m)
-    for (int half = 0; half < 2; ++half) {
-      runningMax[m][half] = kMinusInfinity;
-      runningSum[m][half] = 0;
-    }
+  float out[D / 8][4] = {};
+  float runningMax[2] = {kMinusInfinity, kMinusInfinity}, runningSum[2] = {0, 0};
   for (int k0 = firstKey, stage = 0; k0 < keys.end; k0 += kTileRows, stage ^= 1) {
     awaitTiles();
     loadKeyValueStage<D>(stages, p, b, kh, k0 + kTileRows, keys.end, stage ^ 1);
-    rotateLandedTiles<D, blockRows>(p, queryTile, q0, k0 == firstKey, stages.first(stage), k0);
+    rotateLandedTiles<D>(p, queryTile, q0, k0 == firstKey, stages.first(stage), k0);
     // A tile none of the warp's queries sees would leave its rows as they
     // are (the diagonal's last tile for a causal block's first warps).
     if (k0 >= warpKeys.end || k0 + kTileRows <= warpKeys.first)
       continue;
     const uint16_t *keyTile = stages.first(stage), *valueTile = stages.second(stage);
-    float score[tiles][kTileRows / 8][4];
+    float score[kTileRows / 8][4];
     rowsTimesTransposed<D, kTileRows>(score, queryTile, r0, keyTile);
-    const bool wholeTile = allVisible(p, t0, warpRows, k0, kTileRows);
-    TG_UNROLL
-    for (int m = 0; m < tiles; ++m)
-      softmaxOnline<D>(score[m], out[m], runningMax[m], runningSum[m], p, t0 + 16 * m, k0,
-                       wholeTile);
+    softmaxOnline<D>(score, out, runningMax, runningSum, p, t0, k0,
+                     allVisible(p, t0, 16, k0, kTileRows));
     accumulateTimesTile<D, kTileRows>(out, score, valueTile);
   }
 
-  TG_UNROLL
-  for (int m = 0; m < tiles; ++m)
-    for (int half = 0; half < 2; ++half) {
-      float sum = runningSum[m][half];
-      sum += shuffleXor(sum, 1);
-      sum += shuffleXor(sum, 2);
-      const float inverse = sum > 0 ? 1.f / sum : 0.f; // a row that sees no key is 0
-      const int t = t0 + 16 * m + group + 8 * half;
-      if (inGroup == 0 && t < p.queryLen)
-        reinterpret_cast<float *>(p.logsumexp)[(int64_t(blockY()) * p.queryLen) + t] =
-            sum > 0 ? (runningMax[m][half] + log2Fast(sum)) * kLn2 : kMinusInfinity;
-      for (int dt = 0; dt < D / 8; ++dt) {
-        out[m][dt][2 * half] *= inverse;
-        out[m][dt][2 * half + 1] *= inverse;
-      }
+  for (int half = 0; half < 2; ++half) {
+    float sum = runningSum[half];
+    sum += shuffleXor(sum, 1);
+    sum += shuffleXor(sum, 2);
+    const float inverse = sum > 0 ? 1.f / sum : 0.f; // a row that sees no key is 0
+    const int t = t0 + group + 8 * half;
+    if (inGroup == 0 && t < p.queryLen)
+      reinterpret_cast<float *>(p.logsumexp)[(int64_t(blockY()) * p.queryLen) + t] =
+          sum > 0 ? (runningMax[half] + log2Fast(sum)) * kLn2 : kMinusInfinity;
+    for (int dt = 0; dt < D / 8; ++dt) {
+      out[dt][2 * half] *= inverse;
+      out[dt][2 * half + 1] *= inverse;
     }
+  }
   // The warp's rows of the query tile are its own (no other warp reads them)
   // once every copy into it has landed and every warp is done with it.
   awaitTiles();
-  TG_UNROLL
-  for (int m = 0; m < tiles; ++m)
-    writeWarpRows<D>(out[m], 1.f, queryTile + (r0 + 16 * m) * ld, p.result, b, h, t0 + 16 * m,
-                     p.queryLen);
+  writeWarpRows<D>(out, 1.f, queryTile + r0 * ld, p.result, b, h, t0, p.queryLen);
 }
 
 /// delta = rowsum(dO * O), a warp a row.
@@ -590,7 +555,7 @@ TG_DEVICE void keyValueGrads(const Params &p) {
     const float *lse = lseRows + stage * rowsStage, *rowDelta = deltaRows + stage * rowsStage;
     // P^T: the warp's 16 keys against the tile's queries.
     float probs[Queries / 8][4];
-    rowsTimesTransposed<D, Queries>(oneTile(probs), keyTile, r0, queryTile);
+    rowsTimesTransposed<D, Queries>(probs, keyTile, r0, queryTile);
     const bool wholeTile = allVisible(p, t0, Queries, k0, kBlockRows);
     for (int nt = 0; nt < Queries / 8; ++nt)
       for (int i = 0; i < 4; ++i) {
@@ -600,9 +565,9 @@ TG_DEVICE void keyValueGrads(const Params &p) {
                            ? exp2Fast(probs[nt][i] * scaleLog2 - lse[col] * kLog2e)
                            : 0.f;
       }
-    accumulateTimesTile<D, Queries>(oneTile(valueGrad), oneTile(probs), gradTile); // dV += P^T dO
+    accumulateTimesTile<D, Queries>(valueGrad, probs, gradTile); // dV += P^T dO
     float dprobs[Queries / 8][4];
-    rowsTimesTransposed<D, Queries>(oneTile(dprobs), valueTile, r0, gradTile); // dP^T = V dO^T
+    rowsTimesTransposed<D, Queries>(dprobs, valueTile, r0, gradTile); // dP^T = V dO^T
     for (int nt = 0; nt < Queries / 8; ++nt)
       for (int i = 0; i < 4; ++i)
         dprobs[nt][i] = probs[nt][i] * (dprobs[nt][i] - rowDelta[nt * 8 + 2 * inGroup + (i & 1)]);
@@ -612,7 +577,7 @@ TG_DEVICE void keyValueGrads(const Params &p) {
           storeWord(dsTransposed + (r0 + group + 8 * half) * dsTransposedRow(D) + nt * 8 +
                         2 * inGroup,
                     packBf16(dprobs[nt][2 * half], dprobs[nt][2 * half + 1]));
-    accumulateTimesTile<D, Queries>(oneTile(keyGrad), oneTile(dprobs), queryTile); // dK += dS^T Q
+    accumulateTimesTile<D, Queries>(keyGrad, dprobs, queryTile); // dK += dS^T Q
     if constexpr (AddQuery) {
       syncThreads(); // the next tile's first barrier keeps dS until all have read it
       addQueryGrads<D, Queries>(p, dsTransposed, keyTile, b * p.queryHeads + headOf(tile), t0);
@@ -638,7 +603,7 @@ TG_DEVICE void queryGrads(const Params &p) {
   float *lse = reinterpret_cast<float *>(gradTile + kBlockRows * ld);
   float *rowDelta = lse + kBlockRows;
   const KeyValueStages<D> stages{reinterpret_cast<uint16_t *>(rowDelta + kBlockRows)};
-  const auto [b, h, kh, q0, keys] = QueryBlock(p, kBlockRows);
+  const auto [b, h, kh, q0, keys] = QueryBlock(p);
   const int group = laneId() / 4, inGroup = laneId() % 4, r0 = warpId() * 16;
   const float scaleLog2 = p.scale * kLog2e;
 
@@ -654,8 +619,8 @@ TG_DEVICE void queryGrads(const Params &p) {
     rotateLandedTiles<D>(p, queryTile, q0, k0 == firstKey, stages.first(stage), k0);
     const uint16_t *keyTile = stages.first(stage), *valueTile = stages.second(stage);
     float probs[8][4], dprobs[8][4];
-    rowsTimesTransposed<D, kTileRows>(oneTile(probs), queryTile, r0, keyTile);
-    rowsTimesTransposed<D, kTileRows>(oneTile(dprobs), gradTile, r0, valueTile); // dP = dO V^T
+    rowsTimesTransposed<D, kTileRows>(probs, queryTile, r0, keyTile);
+    rowsTimesTransposed<D, kTileRows>(dprobs, gradTile, r0, valueTile); // dP = dO V^T
     const bool wholeTile = allVisible(p, q0, kBlockRows, k0, kTileRows);
     for (int nt = 0; nt < 8; ++nt)
       for (int i = 0; i < 4; ++i) {
@@ -666,7 +631,7 @@ TG_DEVICE void queryGrads(const Params &p) {
                                : 0.f;
         dprobs[nt][i] = prob * (dprobs[nt][i] - rowDelta[row]);
       }
-    accumulateTimesTile<D, kTileRows>(oneTile(queryGrad), oneTile(dprobs), keyTile); // dQ += dS K
+    accumulateTimesTile<D, kTileRows>(queryGrad, dprobs, keyTile); // dQ += dS K
   }
   awaitTiles();
   if (rotates(p))
@@ -705,9 +670,10 @@ TG_DEVICE void queryGradsFromSum(const Params &p) {
 } // namespace tg::flash
 
 // Registers: at most 128 a thread for `delta` and the summed dQ's last pass
-// (4 blocks a multiprocessor), 255 for the rest (2), none spilling (ptxas -v).
+// (4 blocks a multiprocessor), 168 for the head-dim-64 forward (3), 255 for
+// the rest (2), none spilling (ptxas -v).
 #define TG_FLASH_ATTENTION_KERNELS(D)                                                              \
-  TG_KERNEL_128(2) tg_flash_attention_forward_d##D(tg::flash::Params p) {                          \
+  TG_KERNEL_128(D == 64 ? 3 : 2) tg_flash_attention_forward_d##D(tg::flash::Params p) {            \
     tg::flash::forward<D>(p);                                                                      \
   }                                                                                                \
   TG_KERNEL_128(4) tg_flash_attention_delta_d##D(tg::flash::Params p) { tg::flash::delta<D>(p); }  \

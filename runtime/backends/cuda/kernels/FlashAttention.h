@@ -75,22 +75,13 @@ constexpr const char *kernelName(Kernel kernel) {
   return "";
 }
 
-/// Query rows of a forward warp: at head dim 64, two tiles of 16 that share
-/// each key and value fragment the warp loads from shared memory
-/// (FlashAttention-2's tiling), so that a tile's products need 10 fragment
-/// loads for 32 products instead of 9 for 16. Head dim 128 keeps 16: its
-/// result accumulators alone would be 128 registers a thread.
-constexpr int forwardWarpRows(int headDim) { return headDim == 64 ? 32 : 16; }
-constexpr int forwardBlockRows(int headDim) { return 4 * forwardWarpRows(headDim); }
-
 /// Rows one block of `kernel` covers (queries, or keys for the key and
 /// value gradients): the launch's grid is those rows over this.
-constexpr int blockRows(Kernel kernel, int headDim) {
+constexpr int blockRows(Kernel kernel) {
   switch (kernel) {
-  case Kernel::Forward:
-    return forwardBlockRows(headDim);
   case Kernel::Delta:
     return kThreads / 32;
+  case Kernel::Forward:
   case Kernel::KeyValueGrads:
   case Kernel::QueryGrads:
   case Kernel::KeyValueGradsAddingQuery:
@@ -120,7 +111,7 @@ constexpr unsigned sharedBytes(Kernel kernel, int headDim) {
   const int keyValueGrads = 2 * kBlockRows * row + 2 * 2 * queries * row + 2 * 2 * queries * 4;
   switch (kernel) {
   case Kernel::Forward: // q; k and v
-    return unsigned(forwardBlockRows(headDim) * row + 2 * 2 * kTileRows * row);
+    return unsigned(kBlockRows * row + 2 * 2 * kTileRows * row);
   case Kernel::Delta:
     return 0;
   case Kernel::KeyValueGrads: // k, v; q and dO; log-sum-exp and delta

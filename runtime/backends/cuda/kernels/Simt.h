@@ -17,9 +17,6 @@
 /// choice spilled, or left too few blocks for the loads' latency).
 #define TG_KERNEL_128(minBlocks) extern "C" __global__ void __launch_bounds__(128, minBlocks)
 #define TG_SHARED_BYTES(name) extern __shared__ __align__(16) unsigned char name[]
-/// Unrolls the loop that follows fully, where nvcc would not on its own: a
-/// register array indexed by its counter must not move to local memory.
-#define TG_UNROLL _Pragma("unroll")
 
 namespace tg::simt {
 TG_DEVICE int threadId() { return threadIdx.x; }

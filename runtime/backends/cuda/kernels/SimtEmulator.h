@@ -31,7 +31,6 @@
 #define TG_DEVICE inline
 #define TG_KERNEL_128(minBlocks) extern "C" void
 #define TG_SHARED_BYTES(name) unsigned char *name = ::tg::simt::emulated::sharedMemory()
-#define TG_UNROLL
 
 namespace tg::simt {
 namespace emulated {
