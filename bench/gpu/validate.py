@@ -696,13 +696,13 @@ def medium_rows(bundle, ceilings, rows):
 
     throughput, losses = {}, {}
 
-    def losses_row(name, metrics):
-        """The losses of another TGC build's or variant's run against the
-        default build's, step by step."""
-        n = min(len(metrics), len(losses.get("TGC", [])))
+    def losses_row(name, metrics, against="TGC"):
+        """The losses of another TGC build's or variant's run against those
+        of `against` (the default build's, or a variant's), step by step."""
+        n = min(len(metrics), len(losses.get(against, [])))
         if n:
-            diff = max(abs(a - b["loss"]) for a, b in zip(losses["TGC"][:n], metrics[:n]))
-            rows.append(("gpt2-medium", f"TGC vs {name}: losses", f"max abs diff {fmt(diff)} over {n} steps",
+            diff = max(abs(a - b["loss"]) for a, b in zip(losses[against][:n], metrics[:n]))
+            rows.append(("gpt2-medium", f"{against} vs {name}: losses", f"max abs diff {fmt(diff)} over {n} steps",
                          "bf16: other roundings where the kernels differ; information, no threshold", ""))
 
     why = bundle.failure("medium-tgc")
@@ -735,6 +735,7 @@ def medium_rows(bundle, ceilings, rows):
         metrics = read_metrics(bundle.path("results", f"medium-variant-{variant['name']}.jsonl"))
         speed = throughput[f"TGC variant {variant['name']}"] = framework_row(
             name, [r["step_ms"] for r in metrics], "")
+        losses[f"TGC variant {variant['name']}"] = [r["loss"] for r in metrics]
         losses_row(f"variant {variant['name']}", metrics)
         if speed and throughput.get("TGC"):
             rows.append(("gpt2-medium", f"tokens/s, TGC / {name}", f"{throughput['TGC'] / speed:.2f}×",
@@ -750,7 +751,7 @@ def medium_rows(bundle, ceilings, rows):
             continue
         metrics = read_metrics(bundle.path("results", f"{run}.jsonl"))
         speed = framework_row(name, [r["step_ms"] for r in metrics], "")
-        losses_row(f"{against} with {label}", metrics)
+        losses_row(label, metrics, against)
         if said_marker:
             said = next((line.split(": ", 1)[1] for line in bundle.text("results", f"{run}.log").splitlines()
                          if said_marker in line), "no report in the log")
@@ -821,6 +822,10 @@ def profile_rows(bundle, ceilings, rows):
         rows.append(("kernels", "per-kernel GB/s and per-GEMM TFLOP/s", f"n/a: {why}", "", ""))
         return
     events, steps = profiled
+    # The default step's attention is cuDNN's unless the runtime fell back.
+    attention_kind = ("attention (runtime's flash kernels: cuDNN fell back)"
+                      if cudnn_fallback(bundle.path("results", "medium-profile.log"))
+                      else "attention (cuDNN's fused attention)")
     total_s = sum(e["dur"] for e in events) / 1e6
     groups = {}
     for e in events:
@@ -850,7 +855,7 @@ def profile_rows(bundle, ceilings, rows):
             rows.append(("GEMM (cuBLASLt)", f"{name} ({calls})", f"{tflops:.1f} TFLOP/s", frac, ""))
         elif kind == "attention":
             tflops = g["flops"] / g["s"] / 1e12
-            rows.append(("attention (runtime's flash kernels)", f"{name} ({calls})", f"{tflops:.1f} TFLOP/s",
+            rows.append((attention_kind, f"{name} ({calls})", f"{tflops:.1f} TFLOP/s",
                          f"{tflops * 1e12 / H100_BF16_DENSE_FLOPS:.2f} of the bf16 dense peak (model FLOPs)", ""))
         else:
             gbps = g["bytes"] / g["s"] / 1e9

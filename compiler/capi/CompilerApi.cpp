@@ -107,21 +107,27 @@ llvm::Expected<tg::driver::Options> driverOptions(const tgc_options &in) {
     o.cudaFlashAttention = attention != "decomposed";
     o.cudaCudnnAttention = attention == "cudnn";
   }
-  if (in.no_fuse) {
+  // fuse first: no_fuse wins, as tgc's --no-fuse wins over --fuse.
+  auto switchFusion = [&](const char *list, llvm::StringRef field, bool on) -> llvm::Error {
     llvm::SmallVector<llvm::StringRef> names;
-    llvm::StringRef(in.no_fuse).split(names, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
+    llvm::StringRef(list ? list : "").split(names, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
     for (llvm::StringRef name : names) {
       name = name.trim();
       if (name.empty())
         continue;
-      if (name == "all") {
+      if (!on && name == "all") {
         tg::driver::disableFusion(o);
-      } else if (llvm::Error e = tg::driver::setFusion(o, name, false)) {
-        return llvm::createStringError("tgc_options.no_fuse: " + llvm::toString(std::move(e)) +
-                                       ", or \"all\"");
+      } else if (llvm::Error e = tg::driver::setFusion(o, name, on)) {
+        return llvm::createStringError("tgc_options." + field + ": " +
+                                       llvm::toString(std::move(e)) + (on ? "" : ", or \"all\""));
       }
     }
-  }
+    return llvm::Error::success();
+  };
+  if (llvm::Error e = switchFusion(in.fuse, "fuse", true))
+    return std::move(e);
+  if (llvm::Error e = switchFusion(in.no_fuse, "no_fuse", false))
+    return std::move(e);
   o.fusion.remarks = in.fusion_remarks != 0;
   return o;
 }

@@ -222,7 +222,8 @@ static cl::list<Fusion, bool, ListingParser<Fusion>> noFuseOpt(
 static cl::list<Fusion, bool, ListingParser<Fusion>> fuseOpt(
     "fuse",
     cl::desc("Turn on a fusion pass the target leaves off (comma-separated "
-             "list): gemm-activation on the CPU, to check it there"),
+             "list): gemm-activation on the CPU, to check it there; "
+             "attention-rope on CUDA; gemm-bias-grad on either"),
     cl::CommaSeparated, cl::sub(compileCommand), cl::cat(tgcCategory));
 static cl::opt<double> maxScoreMibOpt(
     "max-score-mib",

@@ -268,8 +268,9 @@ private:
       std::string refusal = libraryRefusal(op, cost);
       why = !refusal.empty() ? refusal
             : viaCudnn ? "cuDNN's fused attention (--cuda-attention=cudnn, "
-                         "the CUDA default: faster than the runtime's flash "
-                         "kernels at every shape measured, docs/perf.md)"
+                         "the CUDA default since it ran faster than the "
+                         "runtime's flash kernels at every shape measured, "
+                         "docs/perf.md)"
                        : "the runtime's flash kernels (--cuda-attention=flash)";
       if (refusal.empty() && rotations)
         why += "; RoPE inside";

@@ -211,6 +211,12 @@ static void compile_errors_are_data(void) {
   r = tgc_compile(&options);
   EXPECT(r && tgc_result_ok(r), "no_fuse's names trimmed, empty ones skipped");
   tgc_result_free(r);
+  options.fuse = "gemm-activation,bogus";
+  r = tgc_compile(&options);
+  EXPECT(find_diagnostic(r, TGC_ERROR, "tgc_options.fuse: 'bogus' is not a fusion pass", &d) >= 0,
+         "an unknown fusion pass to turn on");
+  tgc_result_free(r);
+  options.fuse = NULL;
   options.no_fuse = "all";
   options.cuda_attention = "cudnn";
   r = tgc_compile(&options);

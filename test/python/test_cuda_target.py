@@ -121,8 +121,8 @@ class CudaTarget(unittest.TestCase):
             cudnn = stats[model, "cudnn"]
             self.assertEqual([a["kernel"] for a in cudnn["attention"]], ["cudnn"] * 2)
             self.assertEqual(cudnn["attention"][0]["reason"],
-                             "cuDNN's fused attention (--cuda-attention=cudnn, the CUDA default: faster than "
-                             "the runtime's flash kernels at every shape measured, docs/perf.md)")
+                             "cuDNN's fused attention (--cuda-attention=cudnn, the CUDA default since it ran "
+                             "faster than the runtime's flash kernels at every shape measured, docs/perf.md)")
             self.assertEqual(cudnn["attention_calls"], 4)
         # The default is cuDNN's.
         default = json.loads(run(

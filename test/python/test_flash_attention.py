@@ -149,7 +149,7 @@ class FlashAttention(ScratchDirTest):
                          [("h0_attn", "flash"), ("h1_attn", "flash")])
         self.assertEqual(plan[0]["reason"], "its score matrices would take 64.0 MiB each, "
                                             "more than max-score-mib (32.0)")
-        # On CUDA the runtime's flash kernels are the default; they take bf16.
+        # On CUDA cuDNN's or the runtime's flash kernels take it; they take bf16.
         cuda = self.stats(2048, "--target", "cuda")["attention"]
         self.assertEqual({(p["kernel"], p["reason"]) for p in cuda},
                          {("decomposed", "the runtime's flash kernels take bf16 (compile with --dtype=bf16)")})

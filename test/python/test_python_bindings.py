@@ -148,8 +148,8 @@ class PythonBindings(unittest.TestCase):
             tgc.compile(self.write("x.mlir", "module { func.func"), train=TRAIN)
 
     def test_compile_switches_fusion_and_attention(self):
-        """tgc.compile takes tgc's fusion switches (--no-fuse, --no-fusion,
-        --fusion-remarks) and --cuda-attention; each changes the program, or
+        """tgc.compile takes tgc's fusion switches (--fuse, --no-fuse,
+        --no-fusion, --fusion-remarks) and --cuda-attention; each changes the program, or
         is refused by name."""
         family = "gpt2"
         default = tgc.compile(FAMILIES[family], train=TRAIN)
@@ -171,6 +171,18 @@ class PythonBindings(unittest.TestCase):
         with self.assertRaisesRegex(tgc.CompileError, "tgc_options.no_fuse: 'bogus' is not a fusion pass; use "
                                     "one of: elementwise, rows, .*horizontal, or \"all\""):
             tgc.compile(FAMILIES[family], train=TRAIN, no_fuse="horizontal,bogus")
+        # --fuse: GELU's epilogue on the CPU (the runtime's pass over the rows),
+        # the same losses up to rounding; an unknown name refused by name.
+        program = tgc.compile(FAMILIES[family], train=TRAIN, fuse=["gemm-activation"])
+        self.assertNotEqual(program.data, default.data)
+        with tgc.Trainer(program, init=self.init[family]) as t:
+            for s, want in enumerate(reference):
+                self.assertLess(abs(t.step(*self.batch(family, s)) - want), 1e-5 * abs(want))
+        self.assertEqual(tgc.compile(FAMILIES[family], train=TRAIN, fuse="gemm-activation",
+                                     no_fuse="gemm-activation").data, default.data)
+        with self.assertRaisesRegex(tgc.CompileError, "tgc_options.fuse: 'bogus' is not a fusion pass; use "
+                                    "one of: elementwise, "):
+            tgc.compile(FAMILIES[family], train=TRAIN, fuse="bogus")
         with self.assertRaisesRegex(tgc.CompileError, "tgc_options.cuda_attention chooses how the GPU computes "
                                     "attention: set target to \"cuda\""):
             tgc.compile(FAMILIES[family], train=TRAIN, cuda_attention="cudnn")

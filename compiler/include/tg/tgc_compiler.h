@@ -51,6 +51,10 @@ typedef struct {
   /* Nonzero: every fusion decision, and why, as a TGC_REMARK diagnostic
    * at its op (tgc --fusion-remarks). */
   int fusion_remarks;
+  /* Fusion passes the target leaves off to turn on, comma-separated, by
+   * tgc's --fuse names ("attention-rope" on CUDA, "gemm-activation" on the
+   * CPU, "gemm-bias-grad"); no_fuse wins over it. NULL or "": none. */
+  const char *fuse;
 } tgc_options;
 
 /* All fields zero: one device, the CPU, TRAIN.json's precision. */

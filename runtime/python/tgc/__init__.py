@@ -92,13 +92,14 @@ def _source(what, value):
 
 
 def compile(model, train=None, target="cpu", mesh=None, *, sequence_parallel=False, zero=0,
-            precision=None, cuda_arch=None, cuda_attention=None, no_fuse=None, fusion_remarks=False):
+            precision=None, cuda_arch=None, cuda_attention=None, no_fuse=None, fusion_remarks=False, fuse=None):
     """Compiles `model` (a config.json, a Hugging Face model directory or a tg
     module (.mlir), as a path; or a config.json as a dict) with `train` (a
     TRAIN.json path or dict) for `target` ("cpu" or "cuda") on `mesh`
     (None: one device; or "dp=D[,tp=T]"), in this process. `cuda_attention`
     ("cudnn", the default, "flash" or "decomposed") is tgc's --cuda-attention; `no_fuse`
-    (a pass name, a list of them, or "all") its --no-fuse; with
+    (a pass name, a list of them, or "all") its --no-fuse, `fuse` (a pass
+    name or a list) its --fuse; with
     `fusion_remarks` every fusion decision is a "remark" diagnostic. Returns a
     Program whose `diagnostics` hold the warnings (and remarks); raises
     CompileError."""
@@ -115,6 +116,8 @@ def compile(model, train=None, target="cpu", mesh=None, *, sequence_parallel=Fal
     options.cuda_attention = cuda_attention.encode() if cuda_attention else None
     if no_fuse:
         options.no_fuse = (no_fuse if isinstance(no_fuse, str) else ",".join(no_fuse)).encode()
+    if fuse:
+        options.fuse = (fuse if isinstance(fuse, str) else ",".join(fuse)).encode()
     options.fusion_remarks = int(bool(fusion_remarks))
     artifact, diagnostics = _compiler.compile(options)
     if artifact is None:

@@ -17,7 +17,7 @@ class Options(ctypes.Structure):
                 ("mesh", ctypes.c_char_p), ("sequence_parallel", ctypes.c_int),
                 ("zero", ctypes.c_int), ("precision", ctypes.c_char_p),
                 ("cuda_attention", ctypes.c_char_p), ("no_fuse", ctypes.c_char_p),
-                ("fusion_remarks", ctypes.c_int)]
+                ("fusion_remarks", ctypes.c_int), ("fuse", ctypes.c_char_p)]
 
 
 class CDiagnostic(ctypes.Structure):

@@ -169,8 +169,15 @@ func.func @rope_inside(%q: tensor<1x4x2048x16xf32> loc("q"), %k: tensor<1x2x2048
 // -----
 
 // The CUDA runtime's kernels (library-kernels) apply the rotation too (bf16
-// at head dim 64, which they take).
+// at head dim 64, which they take). Without the rope option (the CUDA
+// target's default, tgc --fuse=attention-rope turns it on) the rotation
+// stays outside, and the remark says why.
 // RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-attention{library-kernels=true remarks=true}))' 2>&1 | FileCheck %s --check-prefix=LIBROPE
+// RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-attention{library-kernels=true rope=false remarks=true}))' 2>&1 | FileCheck %s --check-prefix=LIBNOROPE
+// LIBNOROPE: remark: fused into flash attention: the runtime's flash kernels (--cuda-attention=flash); its rotary position embedding stays outside: its rope fusion is off (on CUDA unless --fuse=attention-rope: the runtime's kernels rotate each tile once per block that loads it, 2.2x slower forward at head dim 128 on an H200, docs/perf.md)
+// LIBNOROPE-LABEL: func.func @rope_library(
+// LIBNOROPE-COUNT-2: tg.rope
+// LIBNOROPE: tg.flash_attention %{{.*}}, %{{.*}}, %arg2 {scale = 1.250000e-01 : f64}
 // LIBROPE: remark: fused into flash attention: the runtime's flash kernels (--cuda-attention=flash); RoPE inside; the kernels apply the rotary position embedding of its queries and keys
 // LIBROPE-LABEL: func.func @rope_library(
 // LIBROPE-SAME: reason = "the runtime's flash kernels (--cuda-attention=flash); RoPE inside"
@@ -193,10 +200,10 @@ func.func @rope_library(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x1x64x64xbf16>,
 // and a rotation stays outside (cuDNN's graph cannot apply it).
 // RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-attention{library-kernels=true cudnn=true}))' | FileCheck %s --check-prefix=CUDNN
 // RUN: tg-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(tg-fuse-attention{library-kernels=true cudnn=true remarks=true}))' -o /dev/null 2>&1 | FileCheck %s --check-prefix=CUDNN-REMARK
-// CUDNN-REMARK: remark: fused into flash attention: cuDNN's fused attention (--cuda-attention=cudnn, the CUDA default: faster than the runtime's flash kernels at every shape measured, docs/perf.md); its rotary position embedding stays outside: cuDNN's fused attention cannot rotate them
-// CUDNN-REMARK: remark: fused into flash attention: cuDNN's fused attention (--cuda-attention=cudnn, the CUDA default: faster than the runtime's flash kernels at every shape measured, docs/perf.md); its rotary position embedding stays outside: cuDNN's fused attention cannot rotate them
+// CUDNN-REMARK: remark: fused into flash attention: cuDNN's fused attention (--cuda-attention=cudnn, the CUDA default since it ran faster than the runtime's flash kernels at every shape measured, docs/perf.md); its rotary position embedding stays outside: cuDNN's fused attention cannot rotate them
+// CUDNN-REMARK: remark: fused into flash attention: cuDNN's fused attention (--cuda-attention=cudnn, the CUDA default since it ran faster than the runtime's flash kernels at every shape measured, docs/perf.md); its rotary position embedding stays outside: cuDNN's fused attention cannot rotate them
 // CUDNN-LABEL: func.func @rope_cudnn(
-// CUDNN-SAME: {kernel = "cudnn", op = "attention", reason = "cuDNN's fused attention (--cuda-attention=cudnn, the CUDA default: faster than the runtime's flash kernels at every shape measured, docs/perf.md)"}, {kernel = "cudnn", op = "attention", reason = "cuDNN's fused attention (--cuda-attention=cudnn, the CUDA default: faster than the runtime's flash kernels at every shape measured, docs/perf.md)"}
+// CUDNN-SAME: {kernel = "cudnn", op = "attention", reason = "cuDNN's fused attention (--cuda-attention=cudnn, the CUDA default since it ran faster than the runtime's flash kernels at every shape measured, docs/perf.md)"}, {kernel = "cudnn", op = "attention", reason = "cuDNN's fused attention (--cuda-attention=cudnn, the CUDA default since it ran faster than the runtime's flash kernels at every shape measured, docs/perf.md)"}
 // CUDNN: %[[QR:.*]] = tg.rope %arg0
 // CUDNN: %[[KR:.*]] = tg.rope %arg1
 // CUDNN: %[[O:.*]], %[[LSE:.*]] = tg.flash_attention %[[QR]], %[[KR]], %arg2 {cudnn, scale = 1.250000e-01 : f64}

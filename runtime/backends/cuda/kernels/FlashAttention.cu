@@ -391,7 +391,8 @@ TG_DEVICE void forward(const Params &p) {
     loadKeyValueStage<D>(stages, p, b, kh, k0 + kTileRows, keys.end, stage ^ 1);
     rotateLandedTiles<D>(p, queryTile, q0, k0 == firstKey, stages.first(stage), k0);
     // A tile none of the warp's queries sees would leave its rows as they
-    // are (the diagonal's last tile for a causal block's first warps).
+    // are (a window's first tiles for a block's later warps, every tile for
+    // warps past the last query).
     if (k0 >= warpKeys.end || k0 + kTileRows <= warpKeys.first)
       continue;
     const uint16_t *keyTile = stages.first(stage), *valueTile = stages.second(stage);

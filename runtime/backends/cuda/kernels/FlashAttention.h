@@ -9,8 +9,8 @@
 
 namespace tg::flash {
 
-/// Rows of queries (query gradients) or keys (key and value gradients) one
-/// block of 128 threads computes: 16 a warp.
+/// Rows of queries (forward, query gradients) or keys (key and value
+/// gradients) one block of 128 threads computes: 16 a warp.
 constexpr int kBlockRows = 64;
 /// Keys (forward, query gradients) or queries (key and value gradients) of
 /// one tile of the inner loop.
