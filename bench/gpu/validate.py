@@ -800,7 +800,7 @@ def profiled_steps(bundle, name="medium-profile"):
     """The GPT-2-medium profile's command events of its steps but the first
     (which loads modules and warms caches), and those steps; None if the
     profile did not run. `name`: the default build's, or
-    medium-profile-decomposed or medium-profile-flash (a variant's)."""
+    medium-profile-VARIANT (a variant's)."""
     if bundle.failure(name) is not None:
         return None
     trace = bundle.json("work", name + ".json")
@@ -811,6 +811,52 @@ def profiled_steps(bundle, name="medium-profile"):
     if len(steps) > 1:
         steps = steps[1:]
     return [e for e in events if e["args"]["step"] in steps], steps
+
+
+def profile_groups(events):
+    """A profile's command events summed by (category, name): one GEMM or
+    attention row a layer's shape (gemm h3_attn_qkv and gemm h7_attn_qkv
+    alike), one kernel row a generated kernel."""
+    groups = {}
+    for e in events:
+        if e["cat"] in ("gemm", "attention"):
+            key = (e["cat"], re.sub(r"(^|[ _])h\d+_", r"\1h*_", e["name"]))
+        else:
+            key = (e["cat"], e["name"].split()[0])  # k11_softmax h0_attn_probs -> k11_softmax
+        g = groups.setdefault(key, {"s": 0.0, "bytes": 0.0, "flops": 0.0, "calls": 0})
+        g["s"] += e["dur"] / 1e6
+        g["bytes"] += e["args"]["bytes"]
+        g["flops"] += e["args"]["flops"]
+        g["calls"] += 1
+    return groups
+
+
+# The variants whose profile the run also takes to compare their GEMMs with
+# the default's: the bias gradient's epilogue made the step slower by more
+# than the kernel it removes (docs/perf.md, fifteenth session).
+GEMM_PROFILED_VARIANTS = ("bias-grad",)
+
+
+def variant_gemm_rows(bundle, rows):
+    """Each GEMM whose time a step differs by more than 5% between a
+    profiled variant and the default step (or that only one of them runs),
+    both times side by side."""
+    default = profiled_steps(bundle)
+    for variant in GEMM_PROFILED_VARIANTS:
+        profile = f"medium-profile-{variant}"
+        profiled = profiled_steps(bundle, profile)
+        if default is None or profiled is None:
+            if bundle.failure(profile) is not None:
+                rows.append(("GEMMs, variant " + variant, "against the default's",
+                             f"n/a: {bundle.failure(profile)}", "", ""))
+            continue
+        ours, theirs = ({name: g["s"] / len(steps) for (kind, name), g in profile_groups(events).items()
+                         if kind == "gemm"} for events, steps in (profiled, default))
+        for name in sorted(set(ours) | set(theirs), key=lambda n: -ours.get(n, 0)):
+            mine, base = ours.get(name, 0.0), theirs.get(name, 0.0)
+            if abs(mine - base) > 0.05 * max(mine, base):
+                rows.append(("GEMMs, variant " + variant, name, f"{mine * 1e3:.2f} ms/step",
+                             f"default: {base * 1e3:.2f} ms/step", ""))
 
 
 def profile_rows(bundle, ceilings, rows):
@@ -827,18 +873,7 @@ def profile_rows(bundle, ceilings, rows):
                       if cudnn_fallback(bundle.path("results", "medium-profile.log"))
                       else "attention (cuDNN's fused attention)")
     total_s = sum(e["dur"] for e in events) / 1e6
-    groups = {}
-    for e in events:
-        if e["cat"] in ("gemm", "attention"):
-            # One row per GEMM of a layer: gemm h3_attn_qkv and gemm h7_attn_qkv are the same shape.
-            key = (e["cat"], re.sub(r"(^|[ _])h\d+_", r"\1h*_", e["name"]))
-        else:
-            key = (e["cat"], e["name"].split()[0])  # k11_softmax h0_attn_probs -> k11_softmax
-        g = groups.setdefault(key, {"s": 0.0, "bytes": 0.0, "flops": 0.0, "calls": 0})
-        g["s"] += e["dur"] / 1e6
-        g["bytes"] += e["args"]["bytes"]
-        g["flops"] += e["args"]["flops"]
-        g["calls"] += 1
+    groups = profile_groups(events)
     per_step = len(steps)
     rows.append(("profile", f"GPT-2-medium, tgrun --profile, steps {steps[0]}–{steps[-1]}",
                  f"{total_s / per_step * 1e3:.1f} ms of command time per step, "
@@ -1135,6 +1170,7 @@ def report(root, quiet):
     long_attention_rows(bundle, rows)
     failed |= flash_kernel_rows(bundle, rows)
     profile_rows(bundle, ceilings, rows)
+    variant_gemm_rows(bundle, rows)
     launch_rows(bundle, rows)
 
     lines = [f"# scripts/gpu-validate: {'FAIL' if failed else 'PASS'}", "",
