@@ -94,8 +94,8 @@ public:
   }
 
   /// for (i = 0; i < n; ++i) body(i)
-  template <typename Fn> void loop(int64_t n, Fn &&body) {
-    loopTo(index(n), std::forward<Fn>(body));
+  template <typename Fn> scf::ForOp loop(int64_t n, Fn &&body) {
+    return loopTo(index(n), std::forward<Fn>(body));
   }
   /// for (i = 0; i < n; ++i) body(i), n an index value.
   template <typename Fn> scf::ForOp loopTo(Value n, Fn &&body) {
@@ -773,42 +773,29 @@ Value localBuffer(Emitter &e, int64_t count) {
                                  MemRefType::get({count}, e.element));
 }
 
-/// The weight and bias gradients sum over every row (thousands): each row's
-/// mean and 1/std go into a local buffer first (2 values a row), a column
-/// pass sums dy * xhat and dy into dw and db (xhat recomputed from x and its
-/// row's statistics, as they were computed; f64, Emitter::columnSums), then
-/// dx is computed row by row over the same statistics. Only the statistics
-/// are stored between the passes, not xhat: a pass over the rows writes
-/// 2 values a row instead of n.
+/// The weight and bias gradients sum over every row (thousands), after dx:
+/// a row pass computes each row's mean and 1/std, keeps them in a local
+/// buffer (2 values a row) and computes the row's dx over them; a column
+/// pass then sums dy * xhat and dy into dw and db (xhat recomputed from x and
+/// its row's statistics, as they were computed; f64, Emitter::columnSums).
+/// Only the statistics are stored between the passes, not xhat (2 values a
+/// row instead of n), and x is read by two passes, not three: the statistics
+/// come from the row pass that needs them.
 void emitLayerNormGrad(Emitter &e, LayerNormGradOp op, Value x, Value w,
                        Value dy, Value dw, Value db, int64_t rows, int64_t n,
                        RowSink dx) {
   double epsilon = op.getEpsilon().convertToDouble();
   Value stats = localBuffer(e, 2 * rows);
-  auto statsOf = [&](Value r) {
-    Value at = e.mulIndex(r, 2);
-    return std::pair{e.load(stats, at),
-                     e.load(stats, e.addIndex(at, e.index(1)))};
-  };
   auto xhatOf = [&](Value at, Value mean, Value rstd) {
     return e.mul(e.sub(e.load(x, at), mean), rstd);
   };
-  e.rows(rows, [&](Value r) {
-    auto [mean, rstd] = layerNormStats(e, x, e.mulIndex(r, n), n, epsilon);
-    Value at = e.mulIndex(r, 2);
-    e.store(mean, stats, at);
-    e.store(rstd, stats, e.addIndex(at, e.index(1)));
-  });
-  e.columnSums(rows, n, {dw, db}, [&](Value r, Value c) {
-    Value at = e.addIndex(e.mulIndex(r, n), c);
-    auto [mean, rstd] = statsOf(r);
-    Value dyi = e.load(dy, at);
-    return SmallVector<Value>{e.mul(dyi, xhatOf(at, mean, rstd)), dyi};
-  });
   Value count = e.constant((double)n);
   e.rows(rows, [&](Value r) {
     Value base = e.mulIndex(r, n);
-    auto [mean, rstd] = statsOf(r);
+    auto [mean, rstd] = layerNormStats(e, x, base, n, epsilon);
+    Value statsAt = e.mulIndex(r, 2);
+    e.store(mean, stats, statsAt);
+    e.store(rstd, stats, e.addIndex(statsAt, e.index(1)));
     auto xhatAt = [&, mean = mean, rstd = rstd](Value at) {
       return xhatOf(at, mean, rstd);
     };
@@ -827,6 +814,14 @@ void emitLayerNormGrad(Emitter &e, LayerNormGradOp op, Value x, Value w,
       dx(e.mul(rstd, v), r, i);
     });
   });
+  e.columnSums(rows, n, {dw, db}, [&](Value r, Value c) {
+    Value at = e.addIndex(e.mulIndex(r, n), c);
+    Value statsAt = e.mulIndex(r, 2);
+    Value mean = e.load(stats, statsAt);
+    Value rstd = e.load(stats, e.addIndex(statsAt, e.index(1)));
+    Value dyi = e.load(dy, at);
+    return SmallVector<Value>{e.mul(dyi, xhatOf(at, mean, rstd)), dyi};
+  });
   memref::DeallocOp::create(e.b, e.loc, stats);
 }
 
@@ -840,23 +835,16 @@ void rmsNormRow(Emitter &e, RmsNormOp op, Value x, Value w, Value y,
   });
 }
 
-/// As layer_norm_grad: each row's rstd goes into a local buffer first, a
-/// column pass sums dy * x * rstd into dw, then dx is computed over it.
+/// As layer_norm_grad: a row pass keeps each row's rstd in a local buffer
+/// and computes dx over it, then a column pass sums dy * x * rstd into dw.
 void emitRmsNormGrad(Emitter &e, RmsNormGradOp op, Value x, Value w, Value dy,
                      Value dw, int64_t rows, int64_t n, RowSink dx) {
   double epsilon = op.getEpsilon().convertToDouble();
   Value rstds = localBuffer(e, rows);
   e.rows(rows, [&](Value r) {
-    e.store(rmsRstd(e, x, e.mulIndex(r, n), n, epsilon), rstds, r);
-  });
-  e.columnSums(rows, n, {dw}, [&](Value r, Value c) {
-    Value at = e.addIndex(e.mulIndex(r, n), c);
-    Value xhat = e.mul(e.load(x, at), e.load(rstds, r));
-    return SmallVector<Value>{e.mul(e.load(dy, at), xhat)};
-  });
-  e.rows(rows, [&](Value r) {
     Value base = e.mulIndex(r, n);
-    Value rstd = e.load(rstds, r);
+    Value rstd = rmsRstd(e, x, base, n, epsilon);
+    e.store(rstd, rstds, r);
     // With g = dy * w: dx = rstd * g - rstd^3 * x * mean(g * x).
     Value sumGX = e.sum(n, [&](Value i) {
       Value at = e.addIndex(base, i);
@@ -870,6 +858,11 @@ void emitRmsNormGrad(Emitter &e, RmsNormGradOp op, Value x, Value w, Value dy,
       dx(e.sub(e.mul(rstd, g), e.mul(e.mul(rstd3, e.load(x, at)), meanGX)), r,
          i);
     });
+  });
+  e.columnSums(rows, n, {dw}, [&](Value r, Value c) {
+    Value at = e.addIndex(e.mulIndex(r, n), c);
+    Value xhat = e.mul(e.load(x, at), e.load(rstds, r));
+    return SmallVector<Value>{e.mul(e.load(dy, at), xhat)};
   });
   memref::DeallocOp::create(e.b, e.loc, rstds);
 }
@@ -976,14 +969,34 @@ void emitEmbedding(Emitter &e, Value table, Value indices, Value offset,
 /// order: kInOrderAttr), adding the rows of those in the span, so the tasks
 /// run in parallel and every sum is the one a single pass over the tokens
 /// makes. Tokens outside the rank's share of the vocabulary add nothing.
+/// The scan goes a block of `scanBlock` tokens at a time: a fold counts the
+/// block's tokens in the span, then each of them in turn is found by a fold
+/// (the least position in the span after the last one found) and its row
+/// added. Folds spread over a GPU team's lanes, so a warp tests its block's
+/// tokens side by side instead of one after another (the scan of 8,192
+/// tokens one at a time took 0.82 ms of a GPT-2-medium step on an H200,
+/// docs/perf.md); positions and counts are folded as f64 (exact below 2^53),
+/// the type of the folds a team combines.
 void emitEmbeddingGrad(Emitter &e, Value indices, Value grad, Value offset,
                        Value table, int64_t count, int64_t vocab, int64_t dim,
-                       int64_t tasks) {
+                       int64_t tasks, int64_t scanBlock) {
   fillZero(e.b, e.loc, table);
   int64_t span = llvm::divideCeil(vocab, std::min(tasks, vocab));
+  Type wide = e.b.getF64Type();
+  auto asWide = [&](Value i) {
+    return arith::SIToFPOp::create(
+        e.b, e.loc, wide,
+        arith::IndexCastOp::create(e.b, e.loc, e.b.getI64Type(), i));
+  };
+  auto fromWide = [&](Value v) {
+    return arith::IndexCastOp::create(
+        e.b, e.loc, e.b.getIndexType(),
+        arith::FPToSIOp::create(e.b, e.loc, e.b.getI64Type(), v));
+  };
   e.rows(llvm::divideCeil(vocab, span), [&](Value task) {
     Value first = e.mulIndex(task, span);
-    scf::ForOp scan = e.loopTo(e.index(count), [&](Value p) {
+    // The token at `p`'s row in the table, and whether it is in the span.
+    auto tokenRow = [&](Value p) {
       auto [index, inRange] = shareIndex(e, e.load(indices, p), offset, vocab);
       // Unsigned: rows before the span are out of it too.
       Value inSpan = arith::AndIOp::create(
@@ -991,17 +1004,48 @@ void emitEmbeddingGrad(Emitter &e, Value indices, Value grad, Value offset,
           arith::CmpIOp::create(e.b, e.loc, arith::CmpIPredicate::ult,
                                 arith::SubIOp::create(e.b, e.loc, index, first),
                                 e.index(span)));
-      // Elements to add: the row's, or none (no branch around the loop,
-      // which a GPU target spreads over a team).
-      Value columns = arith::SelectOp::create(e.b, e.loc, inSpan, e.index(dim), e.index(0));
-      Value row = e.mulIndex(index, dim);
-      Value gradRow = e.mulIndex(p, dim);
-      e.loopTo(columns, [&](Value d) {
-        Value at = e.addIndex(row, d);
-        e.store(e.add(e.load(table, at), e.load(grad, e.addIndex(gradRow, d))), table, at);
-      });
-    });
-    scan->setAttr(kInOrderAttr, e.b.getUnitAttr());
+      return std::pair{index, inSpan};
+    };
+    Value none = e.constant(wide, std::numeric_limits<double>::infinity());
+    scf::ForOp blocks = e.loop(
+        llvm::divideCeil(count, scanBlock), [&](Value block) {
+          Value lo = e.mulIndex(block, scanBlock);
+          Value hi = e.minIndex(e.addIndex(lo, e.index(scanBlock)),
+                                e.index(count));
+          Value found =
+              e.foldRange(lo, hi, {e.constant(wide, 0.0)},
+                          [&](Value p, ValueRange acc) {
+                            Value inSpan = tokenRow(p).second;
+                            Value one = arith::SelectOp::create(
+                                e.b, e.loc, inSpan, e.constant(wide, 1.0),
+                                e.constant(wide, 0.0));
+                            return SmallVector<Value>{e.add(acc[0], one)};
+                          })[0];
+          Value afterLast = e.foldRange(
+              e.index(0), fromWide(found), {lo},
+              [&](Value, ValueRange from) {
+                Value at = e.foldRange(
+                    from[0], hi, {none}, [&](Value p, ValueRange acc) {
+                      Value position = arith::SelectOp::create(
+                          e.b, e.loc, tokenRow(p).second, asWide(p), none);
+                      return SmallVector<Value>{
+                          arith::MinimumFOp::create(e.b, e.loc, acc[0],
+                                                    position)};
+                    })[0];
+                Value p = fromWide(at);
+                Value row = e.mulIndex(tokenRow(p).first, dim);
+                Value gradRow = e.mulIndex(p, dim);
+                e.loop(dim, [&](Value d) {
+                  Value to = e.addIndex(row, d);
+                  e.store(e.add(e.load(table, to),
+                                e.load(grad, e.addIndex(gradRow, d))),
+                          table, to);
+                });
+                return SmallVector<Value>{e.addIndex(p, e.index(1))};
+              })[0];
+          afterLast.getDefiningOp()->setAttr(kInOrderAttr, e.b.getUnitAttr());
+        });
+    blocks->setAttr(kInOrderAttr, e.b.getUnitAttr());
   });
 }
 
@@ -2878,12 +2922,15 @@ LogicalResult emitKernelBody(OpBuilder &b, Operation *op, ValueRange operands,
       })
       .Case([&](EmbeddingGradOp o) {
         auto table = shapeOf(results[0]);
-        // Each task scans every token: a few tasks a thread on the CPU; on a
-        // GPU a warp each, enough of them to fill it.
+        // Each task scans every token: a few tasks a thread on the CPU, in
+        // short blocks (a thread folds a block's tokens one by one, again for
+        // each token found); on a GPU a warp each, enough of them to fill it,
+        // in blocks of 8 tokens a lane.
         emitEmbeddingGrad(
             e, in[0], in[1], o.getOffset() ? in[2] : Value(), out[0],
             cast<ShapedType>(operands[0].getType()).getNumElements(), table[0],
-            table[1], /*tasks=*/vectorRows ? 64 : 1024);
+            table[1], /*tasks=*/vectorRows ? 64 : 1024,
+            /*scanBlock=*/vectorRows ? 16 : 256);
       })
       .Case([&](PickOp o) {
         emitPick(e, in[0], in[1], o.getOffset() ? in[2] : Value(), out[0], rows,

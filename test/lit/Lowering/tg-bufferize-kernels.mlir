@@ -74,8 +74,8 @@ module @kernels {
 // A row group with an epilogue: dx is not returned, and each dx element
 // goes through the add into the epilogue's output as it is computed.
 // layer_norm_grad keeps each row's mean and 1/std (2 values a row, not the
-// row's xhat) in a local buffer between its passes: the statistics, the
-// column sums over xhat recomputed from them, the rows of dx.
+// row's xhat) in a local buffer between its passes: the rows of dx, which
+// compute the statistics, then the column sums over xhat recomputed from them.
 // CHECK-LABEL: func.func @k3_layer_norm_grad_to_add(
 // CHECK-SAME:      %{{[^:]+}}: memref<4x8xf32>, %{{[^:]+}}: memref<8xf32>, %{{[^:]+}}: memref<4x8xf32>, %[[DH:[^:]+]]: memref<4x8xf32>, %[[SUM:[^:]+]]: memref<4x8xf32>, %{{[^:]+}}: memref<8xf32>, %{{[^:]+}}: memref<8xf32>)
 // CHECK-DAG:     %[[DHF:.+]] = memref.collapse_shape %[[DH]]
@@ -86,14 +86,13 @@ module @kernels {
 // CHECK-NOT:       memref.store %{{.*}}, %[[SUMF]]
 // CHECK:           memref.store %{{.*}}, %[[STATS]]
 // CHECK:           memref.store %{{.*}}, %[[STATS]]
-// CHECK:         scf.parallel
-// CHECK:           memref.load %[[STATS]]
-// CHECK:         scf.parallel
-// CHECK:           memref.load %[[STATS]]
 // CHECK:           scf.for
 // CHECK:             memref.load %[[DHF]]
 // CHECK:             arith.addf
 // CHECK:             memref.store %{{.*}}, %[[SUMF]]
+// CHECK:         scf.parallel
+// CHECK-NOT:       memref.store %{{.*}}, %[[SUMF]]
+// CHECK:           memref.load %[[STATS]]
 // CHECK:         memref.dealloc %[[STATS]]
 // CHECK:         return
 module @kernels {
@@ -292,16 +291,25 @@ module @kernels {
 
 // The embedding's gradient: the table zeroed, then row tasks of spans of
 // vocabulary rows (100 rows: at most 64 tasks on the CPU, 50 of 2 rows; 100 of 1 in
-// the CUDA form), each scanning every token in order (tg.in_order) and
-// adding the gradient rows of the tokens in its span (16 elements, or none).
+// the CUDA form), each scanning every token in order (tg.in_order), a block
+// at a time (16 tokens on the CPU: one block): a fold counts the block's
+// tokens in the span, then, as many times, a fold finds the next one (the
+// least position after the last) and its gradient row (16 elements) is added.
 // CHECK-LABEL: func.func @k0_embedding_grad(
 // CHECK: linalg.fill
 // CHECK: scf.parallel (%[[TASK:.*]]) = (%c0{{.*}}) to (%c50) step
-// CHECK: scf.for %[[T:.*]] = %c0{{.*}} to %c16{{.*}} step %c1
-// CHECK: arith.select %{{.*}}, %c16{{.*}}, %c0
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c1{{.*}} step %c1
+// CHECK:   scf.for %{{.*}} iter_args(%{{.*}}) -> (f64)
+// CHECK:     arith.select
+// CHECK:   scf.for %{{.*}} iter_args(%{{.*}}) -> (index)
+// CHECK:     scf.for %{{.*}} iter_args(%{{.*}}) -> (f64)
+// CHECK:       arith.minimumf
+// CHECK:     scf.for %{{.*}} = %c0{{.*}} to %c16{{.*}} step %c1
+// CHECK:   } {tg.in_order}
 // CHECK: } {tg.in_order}
 // SCALAR-LABEL: func.func @k0_embedding_grad(
 // SCALAR: scf.parallel (%{{.*}}) = (%c0{{.*}}) to (%c100) step
+// SCALAR: } {tg.in_order}
 // SCALAR: } {tg.in_order}
 module @kernels {
   func.func @k0_embedding_grad(%ids: tensor<2x8xi32>, %g: tensor<2x8x16xf32>) -> tensor<100x16xf32> {
