@@ -75,6 +75,12 @@ private:
                                           Value upper, int64_t startMultiple,
                                           IRMapping &map,
                                           SmallVector<StringRef> &combiners);
+  /// The trips of each lane round a loop from `from` to `to` by `step`, its
+  /// iterations taken `width` at a time by the lanes in turn, where every
+  /// lane makes the same number, a constant of at most kMaxUnrolledTrips;
+  /// none otherwise.
+  std::optional<int64_t> uniformTrips(Value from, Value to, Value step,
+                                      int64_t width);
   /// A warp shuffle of `value` (32 or 64 bits) with the lane `offset` away
   /// (xor); `width`: the warp size as an i32.
   Value shuffleXor(Value value, int64_t offset, Value width);

@@ -149,6 +149,53 @@ module @row_max {
 
 // -----
 
+// Where every lane makes the same few trips round a row's loop (512 floats:
+// 4 vectors of 4 a lane), the lane's loop has a constant trip count (LLVM
+// unrolls it: the loads issue together), its index the strided loop's; a row
+// of 4096 floats (32 vectors a lane) keeps the strided loop.
+// CHECK-LABEL: module @row_sums_uniform
+// CHECK: %[[LANE:.*]] = arith.remui %thread_id_x, %c32
+// CHECK: %[[START:.*]] = arith.addi %c0{{.*}}, %{{.*}} : index
+// CHECK: %[[STRIDE:.*]] = arith.muli %{{.*}}, %c32{{.*}} : index
+// CHECK: scf.for %[[K:.*]] = %c0{{.*}} to %c4{{.*}} step %c1{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<4xf32>)
+// CHECK: %[[JUMP:.*]] = arith.muli %[[K]], %[[STRIDE]] : index
+// CHECK: %[[I:.*]] = arith.addi %[[START]], %[[JUMP]] : index
+// CHECK: arith.addi %{{.*}}, %[[I]] : index
+// CHECK: vector.load
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c4096{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<4xf32>)
+module @row_sums_uniform {
+  func.func @k0(%x: memref<51200xf32>, %y: memref<100xf32>, %z: memref<409600xf32>, %w: memref<100xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c512 = arith.constant 512 : index
+    %c4096 = arith.constant 4096 : index
+    %c100 = arith.constant 100 : index
+    %zero = arith.constant 0.0 : f32
+    scf.parallel (%r) = (%c0) to (%c100) step (%c1) {
+      %base = arith.muli %r, %c512 : index
+      %sum = scf.for %i = %c0 to %c512 step %c1 iter_args(%acc = %zero) -> (f32) {
+        %at = arith.addi %base, %i : index
+        %v = memref.load %x[%at] : memref<51200xf32>
+        %s = arith.addf %acc, %v : f32
+        scf.yield %s : f32
+      }
+      memref.store %sum, %y[%r] : memref<100xf32>
+      %longBase = arith.muli %r, %c4096 : index
+      %long = scf.for %i = %c0 to %c4096 step %c1 iter_args(%acc = %zero) -> (f32) {
+        %at = arith.addi %longBase, %i : index
+        %v = memref.load %z[%at] : memref<409600xf32>
+        %s = arith.addf %acc, %v : f32
+        scf.yield %s : f32
+      }
+      memref.store %long, %w[%r] : memref<100xf32>
+      scf.reduce
+    }
+    return
+  }
+}
+
+// -----
+
 // Iterations that depend on each other (a running total over rows) run on
 // one block of 512 threads: the outer loop in order, the row's loop strided
 // over the threads and folded through shared memory.
