@@ -129,13 +129,14 @@ public:
   /// nothing another iteration writes, which is what lets a GPU target spread
   /// a row over the lanes of a warp. (The "rows" of `columnSums` and of
   /// partial reductions are blocks of columns: their folds only read.)
-  template <typename Fn> void rows(int64_t n, Fn &&body) {
+  template <typename Fn> scf::ParallelOp rows(int64_t n, Fn &&body) {
     auto parallel = scf::ParallelOp::create(b, loc, ValueRange{index(0)},
                                             ValueRange{index(n)},
                                             ValueRange{index(1)});
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(parallel.getBody()->getTerminator());
     body(parallel.getInductionVars()[0]);
+    return parallel;
   }
   /// Folds body(i, accumulators) -> new accumulators over i < n.
   template <typename Fn>
@@ -201,14 +202,16 @@ public:
   }
   /// Per column c < width of a [height, width] layout, the sums over the
   /// rows of terms(r, c)[k] into outs[k][c], accumulated in f64 and rounded
-  /// once. Columns go in blocks (columnBlock): one loop over the rows keeps
-  /// a block's sums, reading each row's block contiguously; the blocks are
-  /// independent (`rows`: on a GPU, a warp per block).
+  /// once. With `vectorRows` (the CPU) columns go in blocks (columnBlock):
+  /// one loop over the rows keeps a block's sums, reading each row's block
+  /// contiguously, as vectors; the blocks are independent (`rows`).
+  /// Otherwise (a GPU) each column is a row task of its own, marked
+  /// kThreadRowsAttr: a thread each, a warp's lanes on adjacent columns.
   template <typename Fn>
   void columnSums(int64_t height, int64_t width, ArrayRef<Value> outs,
-                  Fn &&terms) {
-    int64_t w = columnBlock(width), count = outs.size();
-    rows(width / w, [&](Value block) {
+                  bool vectorRows, Fn &&terms) {
+    int64_t w = vectorRows ? columnBlock(width) : 1, count = outs.size();
+    scf::ParallelOp blocks = rows(width / w, [&](Value block) {
       Value first = mulIndex(block, w);
       SmallVector<Value> columns;
       for (int64_t j = 0; j < w; ++j)
@@ -229,6 +232,8 @@ public:
         for (int64_t j = 0; j < w; ++j)
           store(narrow(sums[k * w + j]), outs[k], columns[j]);
     });
+    if (!vectorRows)
+      blocks->setAttr(kThreadRowsAttr, b.getUnitAttr());
   }
   /// The columns summed together by `columnSums`: `most` (16: 64 bytes of
   /// float32) or the largest power of two below that divides `width`.
@@ -482,11 +487,13 @@ void fillZero(OpBuilder &b, Location loc, Value memref) {
 /// of up to 32 columns at a time (as Emitter::columnSums; 32 rather than 16
 /// halves the passes over a bias gradient's rows, 2x faster on the CPU), the
 /// kept groups before it pick the output row. Each (output row, column
-/// block) is one independent fold over the reduced elements.
+/// block) is one independent fold over the reduced elements. Without
+/// `vectorRows` (a GPU) a column block is one column, a thread's
+/// (kThreadRowsAttr), as in Emitter::columnSums.
 void emitPartialSum(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
                     ElementReader read, Value result,
                     const llvm::SmallDenseSet<int64_t> &axes, int64_t count,
-                    bool isMean) {
+                    bool isMean, bool vectorRows) {
   struct Group {
     int64_t size, stride;
     bool reduced;
@@ -532,8 +539,9 @@ void emitPartialSum(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
 
   Emitter e(b, loc, getElementTypeOrSelf(result.getType()));
   Value out = flatten(b, loc, result);
-  int64_t w = Emitter::columnBlock(inner, 32), blocks = inner / w;
-  e.rows(outputRows * blocks, [&](Value task) {
+  int64_t w = vectorRows ? Emitter::columnBlock(inner, 32) : 1,
+          blocks = inner / w;
+  scf::ParallelOp tasks = e.rows(outputRows * blocks, [&](Value task) {
     Value row = blocks == 1 ? task : e.divIndex(task, blocks);
     Value first =
         blocks == 1 ? e.index(0) : e.mulIndex(e.remIndex(task, blocks), w);
@@ -556,20 +564,23 @@ void emitPartialSum(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
       e.store(e.narrow(total), out, e.addIndex(outFirst, e.index(j)));
     }
   });
+  if (!vectorRows && inner > 1)
+    tasks->setAttr(kThreadRowsAttr, b.getUnitAttr());
 }
 
 /// reduce_sum or reduce_mean of an input of `shape` whose flat element `at`
 /// is read(at), into `result`.
 template <typename ReduceOpTy>
 void emitSum(OpBuilder &b, Location loc, ReduceOpTy op, ArrayRef<int64_t> shape,
-             ElementReader read, Value result) {
+             ElementReader read, Value result, bool vectorRows) {
   llvm::SmallDenseSet<int64_t> axes = op.getReducedAxes();
   int64_t count = 1;
   for (int64_t axis : axes)
     count *= shape[axis];
   bool isMean = isa<ReduceMeanOp>(op.getOperation());
   if (axes.size() != shape.size()) {
-    emitPartialSum(b, loc, shape, read, result, axes, count, isMean);
+    emitPartialSum(b, loc, shape, read, result, axes, count, isMean,
+                   vectorRows);
     return;
   }
   // A sum over every element (gradient norms, means of whole tensors):
@@ -583,12 +594,13 @@ void emitSum(OpBuilder &b, Location loc, ReduceOpTy op, ArrayRef<int64_t> shape,
 
 template <typename ReduceOpTy>
 void emitReduce(OpBuilder &b, Location loc, ReduceOpTy op, Value input,
-                Value result) {
+                Value result, bool vectorRows) {
   ArrayRef<int64_t> shape = shapeOf(input);
   if (!isa<ReduceMaxOp>(op.getOperation())) {
     Value in = flatten(b, loc, input);
     emitSum(b, loc, op, shape,
-            [&](Emitter &e, Value at) { return e.load(in, at); }, result);
+            [&](Emitter &e, Value at) { return e.load(in, at); }, result,
+            vectorRows);
     return;
   }
   // A max needs no care for rounding: one linalg reduction.
@@ -783,7 +795,7 @@ Value localBuffer(Emitter &e, int64_t count) {
 /// come from the row pass that needs them.
 void emitLayerNormGrad(Emitter &e, LayerNormGradOp op, Value x, Value w,
                        Value dy, Value dw, Value db, int64_t rows, int64_t n,
-                       RowSink dx) {
+                       bool vectorRows, RowSink dx) {
   double epsilon = op.getEpsilon().convertToDouble();
   Value stats = localBuffer(e, 2 * rows);
   auto xhatOf = [&](Value at, Value mean, Value rstd) {
@@ -814,7 +826,7 @@ void emitLayerNormGrad(Emitter &e, LayerNormGradOp op, Value x, Value w,
       dx(e.mul(rstd, v), r, i);
     });
   });
-  e.columnSums(rows, n, {dw, db}, [&](Value r, Value c) {
+  e.columnSums(rows, n, {dw, db}, vectorRows, [&](Value r, Value c) {
     Value at = e.addIndex(e.mulIndex(r, n), c);
     Value statsAt = e.mulIndex(r, 2);
     Value mean = e.load(stats, statsAt);
@@ -838,7 +850,8 @@ void rmsNormRow(Emitter &e, RmsNormOp op, Value x, Value w, Value y,
 /// As layer_norm_grad: a row pass keeps each row's rstd in a local buffer
 /// and computes dx over it, then a column pass sums dy * x * rstd into dw.
 void emitRmsNormGrad(Emitter &e, RmsNormGradOp op, Value x, Value w, Value dy,
-                     Value dw, int64_t rows, int64_t n, RowSink dx) {
+                     Value dw, int64_t rows, int64_t n, bool vectorRows,
+                     RowSink dx) {
   double epsilon = op.getEpsilon().convertToDouble();
   Value rstds = localBuffer(e, rows);
   e.rows(rows, [&](Value r) {
@@ -859,7 +872,7 @@ void emitRmsNormGrad(Emitter &e, RmsNormGradOp op, Value x, Value w, Value dy,
          i);
     });
   });
-  e.columnSums(rows, n, {dw}, [&](Value r, Value c) {
+  e.columnSums(rows, n, {dw}, vectorRows, [&](Value r, Value c) {
     Value at = e.addIndex(e.mulIndex(r, n), c);
     Value xhat = e.mul(e.load(x, at), e.load(rstds, r));
     return SmallVector<Value>{e.mul(e.load(dy, at), xhat)};
@@ -2416,9 +2429,10 @@ private:
     };
     Value result = buffers.get(rowOp->getResult(0));
     if (auto sum = dyn_cast<ReduceSumOp>(rowOp))
-      emitSum(b, e.loc, sum, space, read, result);
+      emitSum(b, e.loc, sum, space, read, result, vectorRows);
     else
-      emitSum(b, e.loc, cast<ReduceMeanOp>(rowOp), space, read, result);
+      emitSum(b, e.loc, cast<ReduceMeanOp>(rowOp), space, read, result,
+              vectorRows);
   }
 
   /// The row op with each dx element going through the epilogue, which
@@ -2437,11 +2451,13 @@ private:
         .Case([&](LayerNormGradOp op) {
           emitLayerNormGrad(e, op, operand(0), operand(1), operand(2),
                             buffers.get(op.getResult(1)),
-                            buffers.get(op.getResult(2)), rows, n, epilogue);
+                            buffers.get(op.getResult(2)), rows, n, vectorRows,
+                            epilogue);
         })
         .Case([&](RmsNormGradOp op) {
           emitRmsNormGrad(e, op, operand(0), operand(1), operand(2),
-                          buffers.get(op.getResult(1)), rows, n, epilogue);
+                          buffers.get(op.getResult(1)), rows, n, vectorRows,
+                          epilogue);
         })
         .Case([&](SoftmaxGradOp) {
           emitSoftmaxGrad(e, operand(0), operand(1), rows, n, epilogue);
@@ -2849,15 +2865,15 @@ LogicalResult emitKernelBody(OpBuilder &b, Operation *op, ValueRange operands,
     return success();
   }
   if (auto r = dyn_cast<ReduceSumOp>(op)) {
-    emitReduce(b, loc, r, operands[0], results[0]);
+    emitReduce(b, loc, r, operands[0], results[0], vectorRows);
     return success();
   }
   if (auto r = dyn_cast<ReduceMeanOp>(op)) {
-    emitReduce(b, loc, r, operands[0], results[0]);
+    emitReduce(b, loc, r, operands[0], results[0], vectorRows);
     return success();
   }
   if (auto r = dyn_cast<ReduceMaxOp>(op)) {
-    emitReduce(b, loc, r, operands[0], results[0]);
+    emitReduce(b, loc, r, operands[0], results[0], vectorRows);
     return success();
   }
   if (auto matmul = dyn_cast<MatmulOp>(op)) {
@@ -2893,7 +2909,7 @@ LogicalResult emitKernelBody(OpBuilder &b, Operation *op, ValueRange operands,
       })
       .Case([&](LayerNormGradOp o) {
         emitLayerNormGrad(e, o, in[0], in[1], in[2], out[1], out[2], rows, n,
-                          intoDx);
+                          vectorRows, intoDx);
       })
       .Case([&](RmsNormOp o) {
         e.rows(rows, [&](Value r) {
@@ -2901,7 +2917,8 @@ LogicalResult emitKernelBody(OpBuilder &b, Operation *op, ValueRange operands,
         });
       })
       .Case([&](RmsNormGradOp o) {
-        emitRmsNormGrad(e, o, in[0], in[1], in[2], out[1], rows, n, intoDx);
+        emitRmsNormGrad(e, o, in[0], in[1], in[2], out[1], rows, n, vectorRows,
+                        intoDx);
       })
       .Case([&](CrossEntropyOp) {
         emitCrossEntropy(e, in[0], in[1], out[0], rows, n);

@@ -6,16 +6,20 @@
 //     then shared memory) when there are too few outputs to fill the device;
 //   - row loops (scf.parallel from the kernel bodies): one row per warp, the
 //     row's loops strided over the lanes and its folds shuffled together;
+//     but column sums (kThreadRowsAttr): a thread per column, the lanes of a
+//     warp on adjacent columns;
 //   - what is left (loops whose iterations depend on each other): one block,
 //     the outer loop in order and the inner loops over its threads;
-//   - a long fold of a phase with few teams (a bias gradient's column blocks,
-//     a sum over a whole tensor): split into shares, a warp each, whose
-//     partial folds a second launch combines in order (SplitFold).
+//   - a long fold of a phase with few teams (a bias gradient's columns, a
+//     sum over a whole tensor): split into shares, a warp each (a thread
+//     each for columns), whose partial folds a second launch combines in
+//     order (SplitFold).
 // Buffers a kernel keeps between its ops become globals of the GPU module.
 // Loads are made 16 bytes wide where a lane reads consecutive elements
 // (LaneVectors.h).
 #include "LaneVectors.h"
 #include "TeamMapping.h"
+#include "tg/Passes/KernelBodies.h"
 #include "tg/Passes/Passes.h"
 #include "tg/Targets/CudaTarget.h"
 
@@ -49,6 +53,8 @@ constexpr int64_t kSequentialBlock = 512;
 using cuda::kVectorBytes;
 /// A fold is split into shares of at least this many iterations (8 a lane).
 constexpr int64_t kMinShare = 256;
+/// A column's fold, a thread's, into shares of at least this many.
+constexpr int64_t kMinThreadShare = 32;
 /// A share's iterations, a multiple of this.
 constexpr int64_t kShareMultiple = 16;
 /// Fewer shares than this are not worth a second launch.
@@ -88,6 +94,7 @@ struct SplitFold {
   scf::ForOp loop;
   Value row; // the row loop's induction variable; null in a sequential phase
   int64_t rows = 1, shares = 1, chunk = 1;
+  bool threadRows = false; // a thread, not a warp, per (row, share)
   SmallVector<Operation *> before, after;
 };
 
@@ -95,6 +102,9 @@ struct SplitFold {
 std::string launchSymbol(func::FuncOp kernel, size_t index) {
   return (kernel.getSymName() + "_" + Twine(index)).str();
 }
+
+/// Whether row loop `op` gives each row a thread (kThreadRowsAttr).
+bool threadRows(Operation *op) { return op->hasAttr(kThreadRowsAttr); }
 
 /// Whether `op` (or an op inside it) may write memory.
 bool writesMemory(Operation *op) {
@@ -523,14 +533,23 @@ LogicalResult KernelMapper::emitRows(scf::ParallelOp op, gpu::GPUFuncOp func,
   std::optional<int64_t> step = getConstantIntValue(op.getStep()[0]);
   if (op.getNumLoops() != 1 || lower != 0 || step != 1 || !upper)
     return op.emitOpError("is not a row loop 0..n of the kernel bodies");
+  SmallVector<Operation *> body;
+  for (Operation &inner : op.getBody()->without_terminator())
+    body.push_back(&inner);
+  if (threadRows(op)) {
+    scf::ForOp loop = threadPerItem(*upper, launch);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    map.map(op.getInductionVars()[0], loop.getInductionVar());
+    for (Operation *inner : body)
+      b.clone(*inner, map);
+    return success();
+  }
   Value lane;
   scf::ForOp loop = warpPerItem(*upper, launch, lane);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(loop.getBody()->getTerminator());
   map.map(op.getInductionVars()[0], loop.getInductionVar());
-  SmallVector<Operation *> body;
-  for (Operation &inner : op.getBody()->without_terminator())
-    body.push_back(&inner);
   TeamEmitter team(b, func, {Team::Kind::Warp, kWarpSize, lane});
   return team.cloneTeamLevel(body, map);
 }
@@ -547,6 +566,7 @@ std::optional<SplitFold> KernelMapper::splitFoldOf(const Phase &phase) {
       return std::nullopt;
     fold.rows = *upper;
     fold.row = rows.getInductionVars()[0];
+    fold.threadRows = threadRows(rows);
     for (Operation &op : rows.getBody()->without_terminator())
       body.push_back(&op);
     ops = body;
@@ -577,11 +597,14 @@ std::optional<SplitFold> KernelMapper::splitFoldOf(const Phase &phase) {
          llvm::zip(loop.getRegionIterArgs(), yield.getOperands()))
       if (cuda::foldCombiner(acc, yielded).empty())
         return std::nullopt;
-    // Enough warps to keep half the device's resident warps busy.
-    int64_t teams = smCount * kBlocksPerSm * (kBlock / kWarpSize) / 2;
+    // Enough warps (threads, for columns) to keep half the device's
+    // resident ones busy.
+    int64_t teams = smCount * kBlocksPerSm *
+                    (fold.threadRows ? kBlock : kBlock / kWarpSize) / 2;
     int64_t trips = ceilDiv(*upper - *lower, *step);
     int64_t shares =
-        std::min(trips / kMinShare, ceilDiv(teams, std::max<int64_t>(fold.rows, 1)));
+        std::min(trips / (fold.threadRows ? kMinThreadShare : kMinShare),
+                 ceilDiv(teams, std::max<int64_t>(fold.rows, 1)));
     if (shares < kMinShares || (sequential && trips < kMinSequentialSplit))
       return std::nullopt;
     fold.loop = loop;
@@ -606,7 +629,9 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
         upperBound = loop.getUpperBound();
   auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
 
-  // Launch 1: a warp per (row, share) folds the share's iterations.
+  // Launch 1: a warp (or a thread) per (row, share) folds the share's
+  // iterations; partial k of (row, share) goes to slot row * shares + share
+  // of global k.
   cuda::Launch shares;
   shares.symbol = launchSymbol(kernel, launches.size());
   SmallVector<memref::GlobalOp> partials;
@@ -614,7 +639,62 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
     partials.push_back(
         addGlobal((shares.symbol + "_partials" + Twine(k)).str(),
                   MemRefType::get({tasks}, acc.getType())));
-  {
+  // The iterations of `share`: [lower, upper).
+  auto shareRange = [&](Value share, IRMapping &map) {
+    Value span = arith::MulIOp::create(b, loc, index(fold.chunk),
+                                       map.lookupOrDefault(step));
+    Value lower = arith::AddIOp::create(
+        b, loc, map.lookupOrDefault(lowerBound),
+        arith::MulIOp::create(b, loc, share, span));
+    Value upper = arith::MinUIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, lower, span),
+        map.lookupOrDefault(upperBound));
+    return std::pair{lower, upper};
+  };
+  if (fold.threadRows) {
+    IRMapping map;
+    gpu::GPUFuncOp func = startPhase(kernel, shares.symbol, prologue, map);
+    scf::ForOp tasksLoop = threadPerItem(tasks, shares);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(tasksLoop.getBody()->getTerminator());
+    // Adjacent threads take adjacent rows (columns) of one share: a warp's
+    // loads at each iteration are adjacent.
+    Value task = tasksLoop.getInductionVar();
+    Value row = arith::RemUIOp::create(b, loc, task, index(fold.rows));
+    Value share = arith::DivUIOp::create(b, loc, task, index(fold.rows));
+    map.map(fold.row, row);
+    for (Operation *op : fold.before)
+      b.clone(*op, map);
+    auto [lower, upper] = shareRange(share, map);
+    // The share's iterations in order, from the combiners' identities (the
+    // loop's init joins in launch 2).
+    SmallVector<Value> identities;
+    for (auto [acc, yielded] :
+         llvm::zip(loop.getRegionIterArgs(), yield.getOperands()))
+      identities.push_back(cuda::combinerIdentity(
+          b, loc, cuda::foldCombiner(acc, yielded), acc.getType()));
+    auto partial = scf::ForOp::create(b, loc, lower, upper,
+                                      map.lookupOrDefault(step), identities);
+    {
+      OpBuilder::InsertionGuard body(b);
+      b.setInsertionPointToEnd(partial.getBody());
+      map.map(loop.getInductionVar(), partial.getInductionVar());
+      map.map(loop.getRegionIterArgs(), partial.getRegionIterArgs());
+      for (Operation &op : loop.getBody()->without_terminator())
+        b.clone(op, map);
+      SmallVector<Value> yielded;
+      for (Value v : yield.getOperands())
+        yielded.push_back(map.lookupOrDefault(v));
+      scf::YieldOp::create(b, loc, yielded);
+    }
+    Value slot = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, row, index(fold.shares)), share);
+    for (auto [global, total] : llvm::zip(partials, partial.getResults()))
+      memref::StoreOp::create(b, loc, total, addressOf(global),
+                              ValueRange{slot});
+    b.setInsertionPointAfter(tasksLoop);
+    finishPhase(func, shares);
+  } else {
     IRMapping map;
     gpu::GPUFuncOp func = startPhase(kernel, shares.symbol, prologue, map);
     Value lane;
@@ -629,14 +709,7 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
     TeamEmitter team(b, func, {Team::Kind::Warp, kWarpSize, lane});
     if (failed(team.cloneTeamLevel(fold.before, map)))
       return failure();
-    Value span = arith::MulIOp::create(b, loc, index(fold.chunk),
-                                       map.lookupOrDefault(step));
-    Value lower = arith::AddIOp::create(
-        b, loc, map.lookupOrDefault(lowerBound),
-        arith::MulIOp::create(b, loc, share, span));
-    Value upper =
-        arith::MinUIOp::create(b, loc, arith::AddIOp::create(b, loc, lower, span),
-                               map.lookupOrDefault(upperBound));
+    auto [lower, upper] = shareRange(share, map);
     // Only the partials are stored, so a fold's total need only reach one
     // lane (its holder), which stores it.
     auto held = team.foldOverWarpHeld(loop, lower, upper, fold.chunk, map);

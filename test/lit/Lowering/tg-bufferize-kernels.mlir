@@ -383,3 +383,41 @@ module @kernels {
     return %p, %loss : tensor<4x16xbf16>, tensor<f32>
   }
 }
+
+// -----
+
+// A bias gradient's column sums (over 64 rows into 32 columns): on the CPU
+// a row task per block of 32 columns, vectors of them summed along the rows;
+// in the CUDA form a task per column, marked tg.thread_rows (a thread each,
+// so adjacent lanes read adjacent columns), folding its column alone.
+// CHECK-LABEL: func.func @k6_reduce_sum(
+// CHECK:         scf.parallel (%{{.*}}) = (%c0{{.*}}) to (%c1{{.*}}) step
+// CHECK:           %{{.*}}:32 = scf.for %{{.*}} = %c0{{.*}} to %c64{{.*}} step %c1{{.*}} iter_args(
+// CHECK-NOT:     tg.thread_rows
+// SCALAR-LABEL: func.func @k6_reduce_sum(
+// SCALAR:         scf.parallel (%{{.*}}) = (%c0{{.*}}) to (%c32{{.*}}) step
+// SCALAR:           scf.for %{{.*}} = %c0{{.*}} to %c64{{.*}} step %c1{{.*}} iter_args(%{{[^,]+}}) -> (f64)
+// SCALAR:         } {tg.thread_rows}
+module @kernels {
+  func.func @k6_reduce_sum(%g: tensor<64x32xf32>) -> tensor<32xf32> {
+    %0 = tg.reduce_sum %g [0] : tensor<64x32xf32> -> tensor<32xf32>
+    return %0 : tensor<32xf32>
+  }
+}
+
+// -----
+
+// layer_norm_grad's weight and bias gradients in the CUDA form: a column a
+// task (tg.thread_rows), its two sums together.
+// SCALAR-LABEL: func.func @k7_layer_norm_grad(
+// SCALAR:         scf.parallel
+// SCALAR-NOT:     tg.thread_rows
+// SCALAR:         scf.parallel (%{{.*}}) = (%c0{{.*}}) to (%c8{{.*}}) step
+// SCALAR:           scf.for %{{.*}} = %c0{{.*}} to %c4{{.*}} step %c1{{.*}} iter_args(%{{[^,]+}}, %{{[^,]+}}) -> (f64, f64)
+// SCALAR:         } {tg.thread_rows}
+module @kernels {
+  func.func @k7_layer_norm_grad(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %dy: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) {
+    %dx, %dw, %db = tg.layer_norm_grad %x, %w, %dy {epsilon = 1.0e-5 : f64} : tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>
+    return %dx, %dw, %db : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>
+  }
+}

@@ -25,6 +25,14 @@ constexpr int64_t kFlashAttentionLanes = 16, kFlashForwardTile = 16,
 /// other loop of a row touches element i at its own index i only.
 constexpr llvm::StringLiteral kInOrderAttr = "tg.in_order";
 
+/// Marks a row loop (scf.parallel) whose rows are single columns of a
+/// row-major layout, each summed over the layout's rows by one fold (the
+/// CUDA form of column sums: a bias or norm weight gradient): a GPU target
+/// gives each row a thread rather than a warp, so that at each step of their
+/// folds the lanes of a warp read 32 adjacent elements, and a thread's sums
+/// need no shuffles.
+constexpr llvm::StringLiteral kThreadRowsAttr = "tg.thread_rows";
+
 /// True if emitKernelBody knows `op`: the op declares Tg_HasKernelBody (or
 /// Tg_Elementwise, which implies it) in ODS.
 bool hasKernelBody(Operation *op);

@@ -196,6 +196,88 @@ module @row_sums_uniform {
 
 // -----
 
+// A row loop marked tg.thread_rows (column sums: a column a row) gives each
+// row a thread, not a warp: the fold runs whole on its thread (no lanes, no
+// shuffles), and the thread stores its own sum. 64 rows are too few to split.
+// CHECK-LABEL: module @thread_rows
+// CHECK-SAME: {block = 256 : i64, grid = 1 : i64, shared_bytes = 0 : i64, symbol = "k0_0"}
+// CHECK: %[[FIRST:.*]] = arith.addi %{{.*}}, %thread_id_x : index
+// CHECK: scf.for %[[COL:.*]] = %[[FIRST]] to %c32{{.*}} step %c256
+// CHECK: %[[SUM:.*]] = scf.for %{{.*}} = %c0{{.*}} to %c64{{.*}} step %c1{{.*}} iter_args
+// CHECK-NOT: gpu.shuffle
+// CHECK-NOT: scf.if
+// CHECK: memref.store %[[SUM]], %{{.*}}[%[[COL]]]
+// CHECK-NOT: gpu.func
+module @thread_rows {
+  func.func @k0(%x: memref<2048xf32>, %y: memref<32xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c32 = arith.constant 32 : index
+    %c64 = arith.constant 64 : index
+    %zero = arith.constant 0.0 : f32
+    scf.parallel (%c) = (%c0) to (%c32) step (%c1) {
+      %sum = scf.for %r = %c0 to %c64 step %c1 iter_args(%acc = %zero) -> (f32) {
+        %base = arith.muli %r, %c32 : index
+        %at = arith.addi %base, %c : index
+        %v = memref.load %x[%at] : memref<2048xf32>
+        %s = arith.addf %acc, %v : f32
+        scf.yield %s : f32
+      }
+      memref.store %sum, %y[%c] : memref<32xf32>
+      scf.reduce
+    } {tg.thread_rows}
+    return
+  }
+}
+
+// -----
+
+// Over 4096 rows a column's fold is split: launch 1 gives each (column,
+// share) a thread, adjacent threads adjacent columns of one share (128
+// shares of 32 rows), each storing its partial at column * 128 + share;
+// launch 2 folds a column's partials on a warp, as for warp rows.
+// CHECK-LABEL: module @thread_rows_split
+// CHECK-SAME: {block = 256 : i64, grid = 16 : i64, shared_bytes = 0 : i64, symbol = "k0_0"}
+// CHECK-SAME: {block = 256 : i64, grid = 4 : i64, shared_bytes = 0 : i64, symbol = "k0_1"}
+// CHECK: memref.global "private" @k0_0_partials0 : memref<4096xf32>
+// CHECK: gpu.func @k0_0(
+// CHECK: scf.for %[[TASK:.*]] = %{{.*}} to %c4096{{.*}} step
+// CHECK: %[[COL:.*]] = arith.remui %[[TASK]], %c32
+// CHECK: %[[SHARE:.*]] = arith.divui %[[TASK]], %c32
+// CHECK: %[[LOW:.*]] = arith.addi %c0{{.*}}, %{{.*}} : index
+// CHECK: %[[PART:.*]] = scf.for %{{.*}} = %[[LOW]] to %{{.*}} step %c1{{.*}} iter_args
+// CHECK-NOT: gpu.shuffle
+// CHECK: %[[BASE:.*]] = arith.muli %[[COL]], %c128
+// CHECK: %[[SLOT:.*]] = arith.addi %[[BASE]], %[[SHARE]]
+// CHECK: memref.store %[[PART]], %{{.*}}[%[[SLOT]]]
+// CHECK: gpu.func @k0_1(
+// CHECK: gpu.shuffle  xor
+// CHECK: scf.if
+// CHECK: memref.store
+module @thread_rows_split {
+  func.func @k0(%x: memref<131072xf32>, %y: memref<32xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c32 = arith.constant 32 : index
+    %c4096 = arith.constant 4096 : index
+    %zero = arith.constant 0.0 : f32
+    scf.parallel (%c) = (%c0) to (%c32) step (%c1) {
+      %sum = scf.for %r = %c0 to %c4096 step %c1 iter_args(%acc = %zero) -> (f32) {
+        %base = arith.muli %r, %c32 : index
+        %at = arith.addi %base, %c : index
+        %v = memref.load %x[%at] : memref<131072xf32>
+        %s = arith.addf %acc, %v : f32
+        scf.yield %s : f32
+      }
+      memref.store %sum, %y[%c] : memref<32xf32>
+      scf.reduce
+    } {tg.thread_rows}
+    return
+  }
+}
+
+// -----
+
 // Iterations that depend on each other (a running total over rows) run on
 // one block of 512 threads: the outer loop in order, the row's loop strided
 // over the threads and folded through shared memory.
