@@ -142,6 +142,7 @@ void compile(const tgc_options &in, tgc_result &result) {
   tg::driver::registerDialects(registry);
   MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
+  ctx.printOpOnDiagnostic(false); // as tgc: no op printed with each remark
   ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
     record(result, severityOf(d.getSeverity()), d.getLocation(), d.str());
     for (mlir::Diagnostic &note : d.getNotes())
