@@ -464,6 +464,7 @@ llvm::Error buildPipeline(OpPassManager &pm, const Options &o, const Compilation
   lowering.fusion.gemmActivation = o.gemmActivation.value_or(bool(cuda));
   lowering.fusion.attentionRope = o.attentionRope.value_or(!cuda);
   lowering.fusion.gemmActivationWide = !cuda;
+  lowering.fusion.horizontalLargeRows = bool(cuda);
   lowering.libraryAttention = cuda && o.cudaFlashAttention;
   lowering.cudnnAttention = lowering.libraryAttention && o.cudaCudnnAttention;
   if (cuda) {

@@ -4,7 +4,9 @@
 // dimension, reading and writing packs whose rows are the members' buffers.
 // A step of GPT-2 medium runs its 146 small parameters' kernels in 9
 // launches instead of 438: on a GPU each launch costs microseconds whatever
-// it does, and these do almost nothing.
+// it does, and these do almost nothing. With large-rows the layers' own
+// (their weights' casts, gradient squares, AdamW updates) pack too, where a
+// trial plan says the arena does not grow.
 #include "tg/Exec/IR/ExecOps.h"
 #include "tg/IR/TgOps.h"
 #include "tg/Passes/Passes.h"
@@ -12,6 +14,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace mlir::tg {
@@ -23,8 +26,11 @@ using exec::DispatchOp;
 using exec::ResourceKind;
 using exec::ResourceOp;
 
-/// The most elements a batched reduction sums into one result element.
+/// The most elements a batched reduction sums into one result element
+/// (but with large rows).
 constexpr int64_t kMaxRowElements = 65536;
+/// No limit (large rows).
+constexpr int64_t kAnySize = std::numeric_limits<int64_t>::max();
 
 RankedTensorType withRows(Type type, int64_t rows) {
   auto tensor = cast<RankedTensorType>(type);
@@ -234,12 +240,14 @@ class HorizontalFuser {
 public:
   HorizontalFuser(
       exec::ProgramOp program, bool remarks, int64_t maxElements,
-      bool mergeAllReduces, SymbolTableCollection &symbols,
+      int64_t maxRowElements, bool mergeAllReduces,
+      SymbolTableCollection &symbols,
       llvm::SetVector<Operation *> &fusedKernels,
       DenseMap<std::pair<Operation *, int64_t>, func::FuncOp> &batched)
       : program(program), accesses(program), remarks(remarks),
-        maxElements(maxElements), mergeAllReduces(mergeAllReduces),
-        symbols(symbols), fusedKernels(fusedKernels), batchedKernels(batched) {}
+        maxElements(maxElements), maxRowElements(maxRowElements),
+        mergeAllReduces(mergeAllReduces), symbols(symbols),
+        fusedKernels(fusedKernels), batchedKernels(batched) {}
 
   void run() {
     // One open group per kernel, stream and shared (rank-0) buffers.
@@ -303,7 +311,8 @@ private:
         });
     // A batched reduction sums each member's elements as one row, which a
     // GPU gives one team: short rows only (an unbatched sum of a long
-    // tensor is split over many blocks instead).
+    // tensor is split over many blocks instead), but with large rows, where
+    // the CUDA target splits each row over warps too.
     bool shortRows = true;
     kernel.walk([&](Operation *op) {
       if (!isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op))
@@ -311,7 +320,7 @@ private:
       auto from = cast<RankedTensorType>(op->getOperand(0).getType());
       auto to = cast<RankedTensorType>(op->getResult(0).getType());
       shortRows &=
-          from.getNumElements() / to.getNumElements() <= kMaxRowElements;
+          from.getNumElements() / to.getNumElements() <= maxRowElements;
     });
     bool ok =
         small && shortRows && kernel.getNumResults() > 0 && batches(kernel);
@@ -640,7 +649,7 @@ private:
   exec::ProgramOp program;
   Accesses accesses;
   bool remarks;
-  int64_t maxElements;
+  int64_t maxElements, maxRowElements;
   bool mergeAllReduces;
   SymbolTableCollection &symbols;
   llvm::SetVector<Operation *> &fusedKernels;
@@ -648,6 +657,28 @@ private:
   DenseMap<Operation *, bool> candidates;
   Operation *lastPack = nullptr;
 };
+
+/// Fuses every program of `module` (they share the kernel module, and so
+/// the batched kernels), packing buffers of up to `maxElements` elements.
+void fuseHorizontally(ModuleOp module, bool remarks, int64_t maxElements,
+                      int64_t maxRowElements, bool mergeAllReduces) {
+  SymbolTableCollection symbols;
+  llvm::SetVector<Operation *> fusedKernels;
+  DenseMap<std::pair<Operation *, int64_t>, func::FuncOp> batched;
+  module.walk([&](exec::ProgramOp program) {
+    HorizontalFuser(program, remarks, maxElements, maxRowElements,
+                    mergeAllReduces, symbols, fusedKernels, batched)
+        .run();
+  });
+  exec::eraseUndispatchedKernels(module, fusedKernels.getArrayRef());
+}
+
+/// The dispatches a module's programs run.
+int64_t dispatchCount(ModuleOp module) {
+  int64_t count = 0;
+  module.walk([&](DispatchOp) { ++count; });
+  return count;
+}
 
 struct FuseHorizontalPass : impl::ExecFuseHorizontalBase<FuseHorizontalPass> {
   using Base::Base;
@@ -659,16 +690,70 @@ struct FuseHorizontalPass : impl::ExecFuseHorizontalBase<FuseHorizontalPass> {
           << int64_t(maxElements);
       return signalPassFailure();
     }
-    SymbolTableCollection symbols;
-    llvm::SetVector<Operation *> fusedKernels;
-    // The programs share the kernel module, and so the batched kernels.
-    DenseMap<std::pair<Operation *, int64_t>, func::FuncOp> batched;
-    getOperation().walk([&](exec::ProgramOp program) {
-      HorizontalFuser(program, remarks, maxElements, mergeAllReduces, symbols,
-                      fusedKernels, batched)
-          .run();
+    bool large = false;
+    if (largeRows) {
+      FailureOr<bool> keeps = largeRowsKeepTheArena();
+      if (failed(keeps))
+        return signalPassFailure();
+      large = *keeps;
+    }
+    fuse(getOperation(), large, remarks);
+  }
+
+  /// Fuses `module`, packing buffers of up to max-elements, or of any size
+  /// (`large`).
+  void fuse(ModuleOp module, bool large, bool withRemarks) {
+    fuseHorizontally(module, withRemarks, large ? kAnySize : maxElements,
+                     large ? kAnySize : kMaxRowElements, mergeAllReduces);
+  }
+
+  /// The programs' arenas together, once `module` is scheduled and planned
+  /// as the rest of the lowering does (exec-schedule-collectives,
+  /// exec-bucket-gradients, exec-insert-timepoints, exec-plan-buffers).
+  FailureOr<uint64_t> plannedArena(ModuleOp module) {
+    PassManager pm(&getContext());
+    pm.addPass(createExecScheduleCollectives());
+    pm.addPass(createExecBucketGradients({bucketBytes}));
+    pm.addPass(createExecInsertTimepoints());
+    pm.addPass(createExecPlanBuffers());
+    if (failed(pm.run(module)))
+      return failure();
+    uint64_t arena = 0;
+    module.walk([&](exec::ProgramOp program) {
+      arena += program.getArenaSize().value_or(0);
     });
-    exec::eraseUndispatchedKernels(getOperation(), fusedKernels.getArrayRef());
+    return arena;
+  }
+
+  /// Whether packing buffers of any size saves dispatches and keeps the
+  /// planned arena: a pack of a layer's gradients holds every row from the
+  /// first one's write, which may raise the peak (Llama 2 7B at 256 tokens
+  /// a step: 95 -> 109 GB) or not at all (GPT-2 medium, whose peak lies
+  /// elsewhere). Two copies of the module are fused, with and without, and
+  /// planned; the decision, with both arenas, is a remark.
+  FailureOr<bool> largeRowsKeepTheArena() {
+    OwningOpRef<ModuleOp> with = getOperation().clone(),
+                          without = getOperation().clone();
+    fuse(*with, /*large=*/true, /*withRemarks=*/false);
+    fuse(*without, /*large=*/false, /*withRemarks=*/false);
+    int64_t fewer = dispatchCount(*without) - dispatchCount(*with);
+    if (fewer <= 0)
+      return false;
+    FailureOr<uint64_t> arenaWith = plannedArena(*with),
+                        arenaWithout = plannedArena(*without);
+    if (failed(arenaWith) || failed(arenaWithout))
+      return getOperation().emitError()
+             << "exec-fuse-horizontal: a trial plan with and without large "
+                "rows failed (see above)";
+    bool keeps = *arenaWith <= *arenaWithout;
+    if (remarks)
+      getOperation().emitRemark()
+          << (keeps ? "" : "not ")
+          << "fused horizontally with rows of more than "
+          << int64_t(maxElements) << " elements: " << fewer
+          << " dispatches fewer, the programs' arenas " << *arenaWithout
+          << " bytes without them and " << *arenaWith << " with";
+    return keeps;
   }
 };
 } // namespace

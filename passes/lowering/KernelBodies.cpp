@@ -598,9 +598,9 @@ void emitReduce(OpBuilder &b, Location loc, ReduceOpTy op, Value input,
   ArrayRef<int64_t> shape = shapeOf(input);
   if (!isa<ReduceMaxOp>(op.getOperation())) {
     Value in = flatten(b, loc, input);
-    emitSum(b, loc, op, shape,
-            [&](Emitter &e, Value at) { return e.load(in, at); }, result,
-            vectorRows);
+    emitSum(
+        b, loc, op, shape, [&](Emitter &e, Value at) { return e.load(in, at); },
+        result, vectorRows);
     return;
   }
   // A max needs no care for rounding: one linalg reduction.
@@ -1020,30 +1020,27 @@ void emitEmbeddingGrad(Emitter &e, Value indices, Value grad, Value offset,
       return std::pair{index, inSpan};
     };
     Value none = e.constant(wide, std::numeric_limits<double>::infinity());
-    scf::ForOp blocks = e.loop(
-        llvm::divideCeil(count, scanBlock), [&](Value block) {
+    scf::ForOp blocks =
+        e.loop(llvm::divideCeil(count, scanBlock), [&](Value block) {
           Value lo = e.mulIndex(block, scanBlock);
-          Value hi = e.minIndex(e.addIndex(lo, e.index(scanBlock)),
-                                e.index(count));
-          Value found =
-              e.foldRange(lo, hi, {e.constant(wide, 0.0)},
-                          [&](Value p, ValueRange acc) {
-                            Value inSpan = tokenRow(p).second;
-                            Value one = arith::SelectOp::create(
-                                e.b, e.loc, inSpan, e.constant(wide, 1.0),
-                                e.constant(wide, 0.0));
-                            return SmallVector<Value>{e.add(acc[0], one)};
-                          })[0];
+          Value hi =
+              e.minIndex(e.addIndex(lo, e.index(scanBlock)), e.index(count));
+          Value found = e.foldRange(
+              lo, hi, {e.constant(wide, 0.0)}, [&](Value p, ValueRange acc) {
+                Value inSpan = tokenRow(p).second;
+                Value one = arith::SelectOp::create(e.b, e.loc, inSpan,
+                                                    e.constant(wide, 1.0),
+                                                    e.constant(wide, 0.0));
+                return SmallVector<Value>{e.add(acc[0], one)};
+              })[0];
           Value afterLast = e.foldRange(
-              e.index(0), fromWide(found), {lo},
-              [&](Value, ValueRange from) {
+              e.index(0), fromWide(found), {lo}, [&](Value, ValueRange from) {
                 Value at = e.foldRange(
                     from[0], hi, {none}, [&](Value p, ValueRange acc) {
                       Value position = arith::SelectOp::create(
                           e.b, e.loc, tokenRow(p).second, asWide(p), none);
-                      return SmallVector<Value>{
-                          arith::MinimumFOp::create(e.b, e.loc, acc[0],
-                                                    position)};
+                      return SmallVector<Value>{arith::MinimumFOp::create(
+                          e.b, e.loc, acc[0], position)};
                     })[0];
                 Value p = fromWide(at);
                 Value row = e.mulIndex(tokenRow(p).first, dim);

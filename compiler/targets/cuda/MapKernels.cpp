@@ -643,9 +643,9 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
   auto shareRange = [&](Value share, IRMapping &map) {
     Value span = arith::MulIOp::create(b, loc, index(fold.chunk),
                                        map.lookupOrDefault(step));
-    Value lower = arith::AddIOp::create(
-        b, loc, map.lookupOrDefault(lowerBound),
-        arith::MulIOp::create(b, loc, share, span));
+    Value lower =
+        arith::AddIOp::create(b, loc, map.lookupOrDefault(lowerBound),
+                              arith::MulIOp::create(b, loc, share, span));
     Value upper = arith::MinUIOp::create(
         b, loc, arith::AddIOp::create(b, loc, lower, span),
         map.lookupOrDefault(upperBound));

@@ -248,7 +248,8 @@ std::optional<int64_t> TeamEmitter::uniformTrips(Value from, Value to,
   if (!lower || !upper || !by || *by <= 0 || *upper <= *lower)
     return std::nullopt;
   int64_t span = *by * width * team.size;
-  if ((*upper - *lower) % span != 0 || (*upper - *lower) / span > kMaxUnrolledTrips)
+  if ((*upper - *lower) % span != 0 ||
+      (*upper - *lower) / span > kMaxUnrolledTrips)
     return std::nullopt;
   return (*upper - *lower) / span;
 }
@@ -283,13 +284,12 @@ TeamEmitter::foldLanes(scf::ForOp loop, Value lower, Value upper,
     Value stride = arith::MulIOp::create(
         b, loc, laneStep, arith::ConstantIndexOp::create(b, loc, team.size));
     std::optional<int64_t> trips = uniformTrips(from, to, step, width);
-    auto strided =
-        trips ? scf::ForOp::create(b, loc,
-                                   arith::ConstantIndexOp::create(b, loc, 0),
-                                   arith::ConstantIndexOp::create(b, loc, *trips),
-                                   arith::ConstantIndexOp::create(b, loc, 1),
-                                   inits)
-              : scf::ForOp::create(b, loc, start, to, stride, inits);
+    auto strided = trips
+                       ? scf::ForOp::create(
+                             b, loc, arith::ConstantIndexOp::create(b, loc, 0),
+                             arith::ConstantIndexOp::create(b, loc, *trips),
+                             arith::ConstantIndexOp::create(b, loc, 1), inits)
+                       : scf::ForOp::create(b, loc, start, to, stride, inits);
     OpBuilder::InsertionGuard guard(b);
     clearBody(strided);
     // The same iterations in the same order either way: the same results.

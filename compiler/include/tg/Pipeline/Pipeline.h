@@ -71,6 +71,11 @@ struct FusionOptions {
   /// buffers (each parameter's cast, gradient square and AdamW update) in
   /// one launch over packs of those buffers.
   bool horizontal = true;
+  /// exec-fuse-horizontal's large-rows: the layers' own per-parameter
+  /// kernels packed too, where a trial plan keeps the arena; on for the
+  /// CUDA target, whose every launch costs microseconds (the CPU's steps
+  /// ran the same with them).
+  bool horizontalLargeRows = false;
   /// Each fusion decision and its reason as a remark (`--fusion-remarks`).
   bool remarks = false;
 };

@@ -640,7 +640,14 @@ def ExecFuseHorizontal : Pass<"exec-fuse-horizontal", "ModuleOp"> {
     in between: a data-parallel gradient bucket then holds the pack as one
     gradient) or the same rows of one pack already made; rows are
     64-byte aligned (arena buffers are; kernels load vectors assuming it).
-    With `remarks`, each group formed and each refused, with why. Turned off
+    With `large-rows` (the CUDA target), buffers of any size pack where that
+    keeps the planned arena: the rest of the lowering runs on two copies of
+    the module, one fused with them and one without, and the smaller arena
+    wins (a pack of a layer's gradients holds every row from the first
+    one's write: no change for GPT-2 medium, which then runs 512 -> 233
+    launches a step; Llama 2 7B at 256 tokens a step would grow 14%).
+    With `remarks`, each group formed and each refused, with why, and the
+    large-rows decision with both arenas. Turned off
     by `tgc --no-fusion` or `--no-fuse=horizontal`.
   }];
   let options = [
@@ -651,6 +658,15 @@ def ExecFuseHorizontal : Pass<"exec-fuse-horizontal", "ModuleOp"> {
            "fixed cost is small beside the kernel's own time, and a pack "
            "of gradients, live from the first one's write, could raise the "
            "arena's peak">,
+    Option<"largeRows", "large-rows", "bool", /*default=*/"false",
+           "Pack buffers over max-elements too (and reductions of any "
+           "length), where a trial plan of the lowering that follows "
+           "(exec-schedule-collectives to exec-plan-buffers) with them "
+           "keeps the arena of one without">,
+    Option<"bucketBytes", "bucket-bytes", "int64_t",
+           /*default=*/"25 << 20",
+           "The gradient bucket size the large-rows trials plan with "
+           "(exec-bucket-gradients' bucket-bytes)">,
     Option<"mergeAllReduces", "merge-all-reduces", "bool", /*default=*/"true",
            "Pack buffers that are each all-reduced in place (data-parallel "
            "gradients), reducing the pack once where the last was; off, "
