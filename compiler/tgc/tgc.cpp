@@ -690,8 +690,12 @@ static int compile(MLIRContext &ctx, const char *argv0) {
   llvm::SourceMgr sources;
   // A remark or error names its op by the model's location and says why; the
   // op itself, printed as a note, numbered every value of the module for each
-  // one (--fusion-remarks on GPT-2 medium: 48 s instead of 0.5).
-  ctx.printOpOnDiagnostic(false);
+  // one (--fusion-remarks on GPT-2 medium: 48 s instead of 0.5). Unless
+  // --mlir-print-op-on-diagnostic asks for it.
+  llvm::cl::Option *printOp =
+      llvm::cl::getRegisteredOptions().lookup("mlir-print-op-on-diagnostic");
+  if (!printOp || !printOp->getNumOccurrences())
+    ctx.printOpOnDiagnostic(false);
   SourceMgrDiagnosticHandler handler(sources, &ctx);
   if (llvm::Error error = tg::driver::load(ctx, *options, c, [](const std::string &warning) {
         llvm::WithColor::warning(llvm::errs(), "tgc") << warning << "\n";

@@ -16,6 +16,9 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/Support/InterleavedRange.h"
+
+#include <limits>
 
 namespace mlir::tg {
 #define GEN_PASS_DEF_EXECFUSEHORIZONTAL
@@ -690,14 +693,7 @@ struct FuseHorizontalPass : impl::ExecFuseHorizontalBase<FuseHorizontalPass> {
           << int64_t(maxElements);
       return signalPassFailure();
     }
-    bool large = false;
-    if (largeRows) {
-      FailureOr<bool> keeps = largeRowsKeepTheArena();
-      if (failed(keeps))
-        return signalPassFailure();
-      large = *keeps;
-    }
-    fuse(getOperation(), large, remarks);
+    fuse(getOperation(), largeRows && largeRowsKeepTheArena(), remarks);
   }
 
   /// Fuses `module`, packing buffers of up to max-elements, or of any size
@@ -707,31 +703,37 @@ struct FuseHorizontalPass : impl::ExecFuseHorizontalBase<FuseHorizontalPass> {
                      large ? kAnySize : kMaxRowElements, mergeAllReduces);
   }
 
-  /// The programs' arenas together, once `module` is scheduled and planned
-  /// as the rest of the lowering does (exec-schedule-collectives,
-  /// exec-bucket-gradients, exec-insert-timepoints, exec-plan-buffers).
-  FailureOr<uint64_t> plannedArena(ModuleOp module) {
+  /// Each program's arena (in program order) once `module` is scheduled
+  /// and planned as the rest of the lowering does (exec-schedule-
+  /// collectives, exec-bucket-gradients, exec-insert-timepoints,
+  /// exec-plan-buffers); none if that fails, its diagnostics kept from the
+  /// user (the module is a trial's copy: the real one is planned later).
+  std::optional<SmallVector<uint64_t>> plannedArenas(ModuleOp module) {
     PassManager pm(&getContext());
     pm.addPass(createExecScheduleCollectives());
     pm.addPass(createExecBucketGradients({bucketBytes}));
     pm.addPass(createExecInsertTimepoints());
     pm.addPass(createExecPlanBuffers());
+    ScopedDiagnosticHandler quiet(&getContext(),
+                                  [](Diagnostic &) { return success(); });
     if (failed(pm.run(module)))
-      return failure();
-    uint64_t arena = 0;
+      return std::nullopt;
+    SmallVector<uint64_t> arenas;
     module.walk([&](exec::ProgramOp program) {
-      arena += program.getArenaSize().value_or(0);
+      arenas.push_back(program.getArenaSize().value_or(0));
     });
-    return arena;
+    return arenas;
   }
 
-  /// Whether packing buffers of any size saves dispatches and keeps the
-  /// planned arena: a pack of a layer's gradients holds every row from the
-  /// first one's write, which may raise the peak (Llama 2 7B at 256 tokens
-  /// a step: 95 -> 109 GB) or not at all (GPT-2 medium, whose peak lies
-  /// elsewhere). Two copies of the module are fused, with and without, and
-  /// planned; the decision, with both arenas, is a remark.
-  FailureOr<bool> largeRowsKeepTheArena() {
+  /// Whether packing buffers of any size saves dispatches and keeps every
+  /// program's planned arena (the training step's, the evaluation's): a
+  /// pack of a layer's gradients holds every row from the first one's
+  /// write, which may raise the peak (Llama 2 7B at 256 tokens a step:
+  /// 95 -> 109 GB) or not at all (GPT-2 medium, whose peak lies elsewhere).
+  /// Two copies of the module are fused, with and without, and planned; the
+  /// decision, with the arenas, is a remark. A trial plan that fails keeps
+  /// the rows apart.
+  bool largeRowsKeepTheArena() {
     OwningOpRef<ModuleOp> with = getOperation().clone(),
                           without = getOperation().clone();
     fuse(*with, /*large=*/true, /*withRemarks=*/false);
@@ -739,20 +741,29 @@ struct FuseHorizontalPass : impl::ExecFuseHorizontalBase<FuseHorizontalPass> {
     int64_t fewer = dispatchCount(*without) - dispatchCount(*with);
     if (fewer <= 0)
       return false;
-    FailureOr<uint64_t> arenaWith = plannedArena(*with),
-                        arenaWithout = plannedArena(*without);
-    if (failed(arenaWith) || failed(arenaWithout))
-      return getOperation().emitError()
-             << "exec-fuse-horizontal: a trial plan with and without large "
-                "rows failed (see above)";
-    bool keeps = *arenaWith <= *arenaWithout;
+    std::optional<SmallVector<uint64_t>> arenasWith = plannedArenas(*with),
+                                         arenasWithout =
+                                             plannedArenas(*without);
+    if (!arenasWith || !arenasWithout ||
+        arenasWith->size() != arenasWithout->size()) {
+      if (remarks)
+        getOperation().emitRemark()
+            << "not fused horizontally with rows of more than "
+            << int64_t(maxElements)
+            << " elements: a trial plan of the module failed";
+      return false;
+    }
+    bool keeps = llvm::all_of(
+        llvm::zip_equal(*arenasWith, *arenasWithout),
+        [](auto pair) { return std::get<0>(pair) <= std::get<1>(pair); });
     if (remarks)
       getOperation().emitRemark()
           << (keeps ? "" : "not ")
           << "fused horizontally with rows of more than "
           << int64_t(maxElements) << " elements: " << fewer
-          << " dispatches fewer, the programs' arenas " << *arenaWithout
-          << " bytes without them and " << *arenaWith << " with";
+          << " dispatches fewer, the programs' arenas "
+          << llvm::interleaved(*arenasWithout) << " bytes without them and "
+          << llvm::interleaved(*arenasWith) << " with";
     return keeps;
   }
 };

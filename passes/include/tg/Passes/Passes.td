@@ -642,8 +642,8 @@ def ExecFuseHorizontal : Pass<"exec-fuse-horizontal", "ModuleOp"> {
     64-byte aligned (arena buffers are; kernels load vectors assuming it).
     With `large-rows` (the CUDA target), buffers of any size pack where that
     keeps the planned arena: the rest of the lowering runs on two copies of
-    the module, one fused with them and one without, and the smaller arena
-    wins (a pack of a layer's gradients holds every row from the first
+    the module, one fused with them and one without, and they pack only
+    where no program's arena grows (a trial that fails keeps them apart) (a pack of a layer's gradients holds every row from the first
     one's write: no change for GPT-2 medium, which then runs 512 -> 233
     launches a step; Llama 2 7B at 256 tokens a step would grow 14%).
     With `remarks`, each group formed and each refused, with why, and the
