@@ -72,15 +72,12 @@ void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options) {
     ExecFuseHorizontalOptions horizontal;
     horizontal.remarks = options.fusion.remarks;
     horizontal.mergeAllReduces = options.bucketBytes > 0;
-    // Its large-rows trials plan with the passes that follow here.
+    // Its large-rows trials plan as the passes that follow here.
     horizontal.largeRows = options.fusion.horizontalLargeRows;
     horizontal.bucketBytes = options.bucketBytes;
     pm.addPass(createExecFuseHorizontal(horizontal));
   }
-  pm.addPass(createExecScheduleCollectives());
-  pm.addPass(createExecBucketGradients({options.bucketBytes}));
-  pm.addPass(createExecInsertTimepoints());
-  pm.addPass(createExecPlanBuffers());
+  addSchedulingAndPlanningPasses(pm, options.bucketBytes);
   pm.addPass(createTgBufferizeKernels({options.vectorRows}));
 }
 

@@ -710,10 +710,7 @@ struct FuseHorizontalPass : impl::ExecFuseHorizontalBase<FuseHorizontalPass> {
   /// user (the module is a trial's copy: the real one is planned later).
   std::optional<SmallVector<uint64_t>> plannedArenas(ModuleOp module) {
     PassManager pm(&getContext());
-    pm.addPass(createExecScheduleCollectives());
-    pm.addPass(createExecBucketGradients({bucketBytes}));
-    pm.addPass(createExecInsertTimepoints());
-    pm.addPass(createExecPlanBuffers());
+    addSchedulingAndPlanningPasses(pm, bucketBytes);
     ScopedDiagnosticHandler quiet(&getContext(),
                                   [](Diagnostic &) { return success(); });
     if (failed(pm.run(module)))

@@ -4,6 +4,7 @@
 #include "mlir/Pass/Pass.h"
 
 namespace mlir {
+class OpPassManager;
 namespace func {
 class FuncOp;
 }
@@ -11,6 +12,12 @@ namespace tg {
 
 #define GEN_PASS_DECL
 #include "tg/Passes/Passes.h.inc"
+
+/// The exec program's schedule and arena plan, after fusion:
+/// exec-schedule-collectives, exec-bucket-gradients (buckets of
+/// `bucketBytes`), exec-insert-timepoints, exec-plan-buffers. tgc's
+/// lowering runs them, and exec-fuse-horizontal's large-rows trials too.
+void addSchedulingAndPlanningPasses(OpPassManager &pm, int64_t bucketBytes);
 
 /// Registers every TGC pass with the global registry (for tg-opt and for
 /// textual pipelines).
