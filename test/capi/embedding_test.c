@@ -40,6 +40,15 @@ static long find_diagnostic(const tgc_result *result, tgc_severity severity,
   return -1;
 }
 
+/* Compiles `options`, expecting a refusal whose error contains `text`. */
+static void expect_refused(const tgc_options *options, const char *text, const char *what) {
+  tgc_diagnostic d;
+  tgc_result *r = tgc_compile(options);
+  EXPECT(r && !tgc_result_ok(r), "%s fails", what);
+  EXPECT(find_diagnostic(r, TGC_ERROR, text, &d) >= 0, "%s: an error with '%s'", what, text);
+  tgc_result_free(r);
+}
+
 static tgc_result *compile_text(const char *model, const char *model_path, const char *train,
                                 const char *mesh) {
   tgc_options options;
@@ -191,38 +200,27 @@ static void compile_errors_are_data(void) {
 
   tgc_options options;
   tgc_options_init(&options);
-  r = tgc_compile(&options);
-  EXPECT(r && !tgc_result_ok(r), "no model fails");
-  EXPECT(find_diagnostic(r, TGC_ERROR, "tgc_options.model_path", &d) >= 0, "names the field");
-  tgc_result_free(r);
+  expect_refused(&options, "tgc_options.model_path", "no model");
   options.model_text = kModel;
   options.train_text = kTrain;
   options.target = "tpu";
-  r = tgc_compile(&options);
-  EXPECT(find_diagnostic(r, TGC_ERROR, "'tpu' is not a target", &d) >= 0, "a bad target");
-  tgc_result_free(r);
+  expect_refused(&options, "'tpu' is not a target", "a bad target");
   options.target = NULL;
   options.no_fuse = "horizontal,bogus";
-  r = tgc_compile(&options);
-  EXPECT(find_diagnostic(r, TGC_ERROR, "tgc_options.no_fuse: 'bogus' is not a fusion pass", &d) >= 0,
-         "an unknown fusion pass");
-  tgc_result_free(r);
+  expect_refused(&options, "tgc_options.no_fuse: 'bogus' is not a fusion pass",
+                 "an unknown fusion pass");
   options.no_fuse = " horizontal, ,gemm-bias,";
   r = tgc_compile(&options);
   EXPECT(r && tgc_result_ok(r), "no_fuse's names trimmed, empty ones skipped");
   tgc_result_free(r);
   options.fuse = "gemm-activation,bogus";
-  r = tgc_compile(&options);
-  EXPECT(find_diagnostic(r, TGC_ERROR, "tgc_options.fuse: 'bogus' is not a fusion pass", &d) >= 0,
-         "an unknown fusion pass to turn on");
-  tgc_result_free(r);
+  expect_refused(&options, "tgc_options.fuse: 'bogus' is not a fusion pass",
+                 "an unknown fusion pass to turn on");
   options.fuse = NULL;
   options.no_fuse = "all";
   options.cuda_attention = "cudnn";
-  r = tgc_compile(&options);
-  EXPECT(find_diagnostic(r, TGC_ERROR, "tgc_options.cuda_attention chooses how the GPU", &d) >= 0,
-         "cuda_attention without the CUDA target");
-  tgc_result_free(r);
+  expect_refused(&options, "tgc_options.cuda_attention chooses how the GPU",
+                 "cuda_attention without the CUDA target");
   options.cuda_attention = NULL;
   r = tgc_compile(&options);
   EXPECT(r && tgc_result_ok(r), "every fusion pass off compiles");
