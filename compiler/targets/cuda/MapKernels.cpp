@@ -5,7 +5,8 @@
 //   - reductions: a thread per output, or a block per output (warp shuffles,
 //     then shared memory) when there are too few outputs to fill the device;
 //   - row loops (scf.parallel from the kernel bodies): one row per warp, the
-//     row's loops strided over the lanes and its folds shuffled together;
+//     row's loops strided over the lanes and its folds shuffled together
+//     (one row per block where rows are long: kLongRow);
 //     but column sums (kThreadRowsAttr): a thread per column, the lanes of a
 //     warp on adjacent columns;
 //   - what is left (loops whose iterations depend on each other): one block,
@@ -31,6 +32,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -55,6 +57,8 @@ using cuda::kVectorBytes;
 constexpr int64_t kMinShare = 256;
 /// A column's fold, a thread's, into shares of at least this many.
 constexpr int64_t kMinThreadShare = 32;
+/// A thread's share of a column fold is unrolled by this factor.
+constexpr uint64_t kShareUnroll = 8;
 /// A share's iterations, a multiple of this.
 constexpr int64_t kShareMultiple = 16;
 /// Fewer shares than this are not worth a second launch.
@@ -68,6 +72,14 @@ constexpr int64_t kMinSequentialSplit = 16 * kSequentialBlock;
 constexpr int64_t kMaxLocalBytes = int64_t(64) << 20;
 /// Registers of an SM, shared by the threads of its resident blocks.
 constexpr int64_t kRegistersPerSm = 65536;
+/// A row whose loops make this many iterations or more (the loss's rows, a
+/// vocabulary long) gets a block of kLongRowBlock threads, not a warp. Its
+/// passes read the row again and again: a warp a row keeps some 4,000 rows
+/// in flight on the device (100 KB each for GPT-2's loss in bf16), far more
+/// than the L2 holds, so every pass reads device memory; a block a row
+/// keeps about 264 (two blocks an SM), whose later passes hit the L2.
+constexpr int64_t kLongRow = 16384;
+constexpr int64_t kLongRowBlock = 512;
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -105,6 +117,19 @@ std::string launchSymbol(func::FuncOp kernel, size_t index) {
 
 /// Whether row loop `op` gives each row a thread (kThreadRowsAttr).
 bool threadRows(Operation *op) { return op->hasAttr(kThreadRowsAttr); }
+
+/// The most iterations any loop of constant bounds inside `op` makes.
+int64_t longestTrips(Operation *op) {
+  int64_t longest = 0;
+  op->walk([&](scf::ForOp loop) {
+    std::optional<int64_t> lower = getConstantIntValue(loop.getLowerBound());
+    std::optional<int64_t> upper = getConstantIntValue(loop.getUpperBound());
+    std::optional<int64_t> step = getConstantIntValue(loop.getStep());
+    if (lower && upper && step && *step > 0 && *upper > *lower)
+      longest = std::max(longest, ceilDiv(*upper - *lower, *step));
+  });
+  return longest;
+}
 
 /// Whether `op` (or an op inside it) may write memory.
 bool writesMemory(Operation *op) {
@@ -175,6 +200,8 @@ private:
   /// 256, as many blocks as fill the device); sets `lane` to the thread's
   /// lane in its warp.
   scf::ForOp warpPerItem(int64_t items, cuda::Launch &launch, Value &lane);
+  /// A grid-stride loop giving each of `items` to one block of `threads`.
+  scf::ForOp blockPerItem(int64_t items, int64_t threads, cuda::Launch &launch);
   /// The ivs of a static iteration space from a linear index (last fastest).
   SmallVector<Value> delinearize(Value linear, ArrayRef<int64_t> sizes);
   /// The linalg body at `ivs`, `width` consecutive inner elements at once.
@@ -404,6 +431,13 @@ scf::ForOp KernelMapper::warpPerItem(int64_t items, cuda::Launch &launch,
                             index(launch.grid * warpsPerBlock));
 }
 
+scf::ForOp KernelMapper::blockPerItem(int64_t items, int64_t threads,
+                                      cuda::Launch &launch) {
+  launch.block = threads;
+  launch.grid = gridFor(items, 1);
+  return scf::ForOp::create(b, loc, blockId, index(items), index(launch.grid));
+}
+
 LogicalResult KernelMapper::emitElementwise(linalg::LinalgOp op,
                                             IRMapping &map,
                                             cuda::Launch &launch) {
@@ -545,13 +579,19 @@ LogicalResult KernelMapper::emitRows(scf::ParallelOp op, gpu::GPUFuncOp func,
       b.clone(*inner, map);
     return success();
   }
-  Value lane;
-  scf::ForOp loop = warpPerItem(*upper, launch, lane);
+  Team team{Team::Kind::Warp, kWarpSize, Value()};
+  scf::ForOp loop;
+  if (longestTrips(op) >= kLongRow) {
+    team = {Team::Kind::Block, kLongRowBlock, threadId};
+    loop = blockPerItem(*upper, kLongRowBlock, launch);
+  } else {
+    loop = warpPerItem(*upper, launch, team.lane);
+  }
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(loop.getBody()->getTerminator());
   map.map(op.getInductionVars()[0], loop.getInductionVar());
-  TeamEmitter team(b, func, {Team::Kind::Warp, kWarpSize, lane});
-  return team.cloneTeamLevel(body, map);
+  TeamEmitter emitter(b, func, team);
+  return emitter.cloneTeamLevel(body, map);
 }
 
 std::optional<SplitFold> KernelMapper::splitFoldOf(const Phase &phase) {
@@ -692,6 +732,11 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
     for (auto [global, total] : llvm::zip(partials, partial.getResults()))
       memref::StoreOp::create(b, loc, total, addressOf(global),
                               ValueRange{slot});
+    // A thread's loads are two bytes a column and row: several rows' in
+    // flight at once, the folds still in row order (the stores above now
+    // read the last of the unrolled loops).
+    if (failed(loopUnrollByFactor(partial, kShareUnroll)))
+      return loop.emitOpError("could not be unrolled for the CUDA target");
     b.setInsertionPointAfter(tasksLoop);
     finishPhase(func, shares);
   } else {
@@ -915,8 +960,14 @@ FailureOr<SmallVector<cuda::Launch>> KernelMapper::map(func::FuncOp kernel) {
     if (failed(emitPhase(phase, func, map, launch)))
       return failure();
     finishPhase(func, launch);
-    if (phase.kind == Phase::Kind::Rows && rowRegisters > 0)
-      capRegisters(func, rowRegisters);
+    if (phase.kind == Phase::Kind::Rows) {
+      // Long rows keep two blocks an SM (kLongRow), rows of a warp as many
+      // as their registers allow.
+      if (launch.block == kLongRowBlock)
+        capRegisters(func, kRegistersPerSm / (2 * kLongRowBlock));
+      if (rowRegisters > 0)
+        capRegisters(func, rowRegisters);
+    }
     launches.push_back(launch);
   }
   return launches;

@@ -6,6 +6,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -20,6 +21,14 @@ constexpr int64_t kWarpSize = 32;
 /// unrolls: the lane's loads are then issued together rather than one per
 /// trip round the loop (a 1024-wide bf16 row is 4 vectors a lane).
 constexpr int64_t kMaxUnrolledTrips = 8;
+/// A lane's loop of other trip counts is unrolled by this factor (and the
+/// trips left over run after it, in order): its loads, independent of the
+/// folds, are then issued four at a time instead of one a trip.
+constexpr uint64_t kLaneUnroll = 4;
+/// ... where a lane's loop makes at least this many trips (of constant
+/// bounds: the loss's rows, a vocabulary long), not in shorter rows, whose
+/// loads are few enough in flight already.
+constexpr int64_t kMinUnrolled = 2 * kLaneUnroll;
 
 StringRef foldCombiner(Value acc, Value yielded) {
   Operation *def = yielded.getDefiningOp();
@@ -240,6 +249,17 @@ TeamEmitter::foldOverWarpHeld(scf::ForOp loop, Value lower, Value upper,
   return held;
 }
 
+int64_t TeamEmitter::laneTrips(Value from, Value to, Value step,
+                               int64_t width) {
+  std::optional<int64_t> lower = getConstantIntValue(from);
+  std::optional<int64_t> upper = getConstantIntValue(to);
+  std::optional<int64_t> by = getConstantIntValue(step);
+  if (!lower || !upper || !by || *by <= 0 || *upper <= *lower)
+    return 0;
+  int64_t span = *by * width * team.size;
+  return (*upper - *lower + span - 1) / span;
+}
+
 std::optional<int64_t> TeamEmitter::uniformTrips(Value from, Value to,
                                                  Value step, int64_t width) {
   std::optional<int64_t> lower = getConstantIntValue(from);
@@ -275,8 +295,8 @@ TeamEmitter::foldLanes(scf::ForOp loop, Value lower, Value upper,
   Value step = map.lookupOrDefault(loop.getStep());
   // Iterations from + (k*width + j)*step, j < width, go to lane k mod size;
   // each lane starts from `inits` and ends with its own folds.
-  auto stridedOver = [&](Value from, Value to, int64_t width,
-                         ValueRange inits) {
+  auto stridedOver = [&](Value from, Value to, int64_t width, ValueRange inits,
+                         bool unroll) -> FailureOr<SmallVector<Value>> {
     Value laneStep = arith::MulIOp::create(
         b, loc, step, arith::ConstantIndexOp::create(b, loc, width));
     Value start = arith::AddIOp::create(
@@ -313,11 +333,21 @@ TeamEmitter::foldLanes(scf::ForOp loop, Value lower, Value upper,
         yielded.push_back(map.lookupOrDefault(v));
     }
     scf::YieldOp::create(b, loc, yielded);
-    return SmallVector<Value>(strided.getResults());
+    if (trips || !unroll || laneTrips(from, to, step, width) < kMinUnrolled)
+      return SmallVector<Value>(strided.getResults());
+    auto unrolled = loopUnrollByFactor(strided, kLaneUnroll);
+    if (failed(unrolled))
+      return failure();
+    scf::ForOp last =
+        unrolled->epilogueLoopOp ? *unrolled->epilogueLoopOp : strided;
+    return SmallVector<Value>(last.getResults());
   };
   SmallVector<Value> laneParts;
   if (vectors.width == 1) {
-    laneParts = stridedOver(lower, upper, 1, identities);
+    auto parts = stridedOver(lower, upper, 1, identities, /*unroll=*/true);
+    if (failed(parts))
+      return loop.emitOpError("could not be unrolled for the lanes");
+    laneParts = *parts;
   } else {
     SmallVector<Value> vectorIdentities;
     for (Value identity : identities)
@@ -327,20 +357,28 @@ TeamEmitter::foldLanes(scf::ForOp loop, Value lower, Value upper,
     // The vectors end at the last whole vector of the range (step 1).
     Value vectorsEnd = upper;
     if (vectors.remainder) {
+      // Folded where the bounds are constants, so that the lanes' trips are
+      // known (laneTrips).
       Value width = arith::ConstantIndexOp::create(b, loc, vectors.width);
-      Value whole = arith::MulIOp::create(
-          b, loc,
-          arith::DivUIOp::create(
-              b, loc, arith::SubIOp::create(b, loc, upper, lower), width),
+      Value whole = b.createOrFold<arith::MulIOp>(
+          loc,
+          b.createOrFold<arith::DivUIOp>(
+              loc, b.createOrFold<arith::SubIOp>(loc, upper, lower), width),
           width);
-      vectorsEnd = arith::AddIOp::create(b, loc, lower, whole);
+      vectorsEnd = b.createOrFold<arith::AddIOp>(loc, lower, whole);
     }
-    for (auto [i, part] : llvm::enumerate(
-             stridedOver(lower, vectorsEnd, vectors.width, vectorIdentities)))
+    auto parts = stridedOver(lower, vectorsEnd, vectors.width, vectorIdentities,
+                             /*unroll=*/true);
+    if (failed(parts))
+      return loop.emitOpError("could not be unrolled for the lanes");
+    for (auto [i, part] : llvm::enumerate(*parts))
       laneParts.push_back(vector::ReductionOp::create(
           b, loc, reductionKind(combiners[i]), part));
-    if (vectors.remainder)
-      laneParts = stridedOver(vectorsEnd, upper, 1, laneParts);
+    if (vectors.remainder) {
+      // Fewer iterations than a vector: at most one a lane, no unrolling.
+      laneParts = *stridedOver(vectorsEnd, upper, 1, laneParts,
+                               /*unroll=*/false);
+    }
   }
   return laneParts;
 }

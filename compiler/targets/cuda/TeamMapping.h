@@ -81,6 +81,9 @@ private:
   /// none otherwise.
   std::optional<int64_t> uniformTrips(Value from, Value to, Value step,
                                       int64_t width);
+  /// The most trips a lane makes round such a loop of constant bounds; 0
+  /// where the bounds are not constant.
+  int64_t laneTrips(Value from, Value to, Value step, int64_t width);
   /// A warp shuffle of `value` (32 or 64 bits) with the lane `offset` away
   /// (xor); `width`: the warp size as an i32.
   Value shuffleXor(Value value, int64_t offset, Value width);

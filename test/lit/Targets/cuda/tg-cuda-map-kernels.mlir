@@ -149,6 +149,61 @@ module @row_max {
 
 // -----
 
+// A long row (a loop of 16,384 iterations or more, kLongRow: here the
+// logits' row of GPT-2's vocabulary): a block of 512 threads a row, rows
+// strided over the grid, at most 64 registers a thread (two blocks an SM).
+// A lane's loop of vectors makes 12 or 13 trips: unrolled by 4, the trips
+// left over after it, then the elements after the last whole vector. Each
+// warp's fold is shuffled, then the warps' totals meet in shared memory,
+// combined in warp order by every thread between two block barriers; thread
+// 0 stores the row's scalar.
+// CHECK-LABEL: module @long_row
+// CHECK-SAME: {block = 512 : i64, grid = 1056 : i64, shared_bytes = 0 : i64, symbol = "k0_0"}
+// CHECK: gpu.func @k0_0({{.*}}) workgroup(%[[SLOTS:.*]] : memref<32xf32, #gpu.address_space<workgroup>>) {{.*}}nvvm.maxnreg = 64
+// CHECK: scf.for %[[ROW:.*]] = %block_id_x to %c2048 step %c1056
+// CHECK: %[[FOURS:.*]] = scf.for {{.*}} -> (vector<8xf32>)
+// CHECK-COUNT-4: vector.load %{{.*}} : memref<103022592xbf16>, vector<8xbf16>
+// CHECK-NOT: vector.load
+// CHECK: scf.yield
+// CHECK: %[[VECTORS:.*]] = scf.for {{.*}} to %c50256{{.*}} iter_args(%{{.*}} = %[[FOURS]]) -> (vector<8xf32>)
+// CHECK: %[[PART:.*]] = vector.reduction <maximumf>, %[[VECTORS]]
+// CHECK: %[[LANE:.*]] = scf.for {{.*}} to %c50257 {{.*}} iter_args(%{{.*}} = %[[PART]]) -> (f32)
+// CHECK: gpu.shuffle  xor %[[LANE]], %c16_i32, %c32_i32 : f32
+// CHECK: %[[WARP:.*]] = arith.divui %thread_id_x, %c32
+// CHECK: memref.store %{{.*}}, %[[SLOTS]][%[[WARP]]]
+// CHECK: gpu.barrier
+// CHECK: memref.load %[[SLOTS]][%c15
+// CHECK: gpu.barrier
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %thread_id_x, %c0
+// CHECK: scf.if %[[FIRST]] {
+// CHECK-NEXT: memref.store %{{.*}}, %{{.*}}[%[[ROW]]] : memref<2048xf32>
+// CHECK: gpu.barrier
+module @long_row {
+  func.func @k0(%x: memref<103022592xbf16>, %y: memref<2048xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c50257 = arith.constant 50257 : index
+    %c50304 = arith.constant 50304 : index
+    %c2048 = arith.constant 2048 : index
+    %lowest = arith.constant 0xFF800000 : f32
+    scf.parallel (%r) = (%c0) to (%c2048) step (%c1) {
+      %base = arith.muli %r, %c50304 : index
+      %max = scf.for %i = %c0 to %c50257 step %c1 iter_args(%acc = %lowest) -> (f32) {
+        %at = arith.addi %base, %i : index
+        %v = memref.load %x[%at] : memref<103022592xbf16>
+        %w = arith.extf %v : bf16 to f32
+        %m = arith.maximumf %acc, %w : f32
+        scf.yield %m : f32
+      }
+      memref.store %max, %y[%r] : memref<2048xf32>
+      scf.reduce
+    }
+    return
+  }
+}
+
+// -----
+
 // Where every lane makes the same few trips round a row's loop (512 floats:
 // 4 vectors of 4 a lane), the lane's loop has a constant trip count (LLVM
 // unrolls it: the loads issue together), its index the strided loop's; a row
@@ -235,7 +290,9 @@ module @thread_rows {
 // Over 4096 rows a column's fold is split: launch 1 gives each (column,
 // share) a thread, adjacent threads adjacent columns of one share (128
 // shares of 32 rows), each storing its partial at column * 128 + share;
-// launch 2 folds a column's partials on a warp, as for warp rows.
+// launch 2 folds a column's partials on a warp, as for warp rows. A share's
+// loop is unrolled by 8 (8 loads in flight), the rows after the last 8 in a
+// loop of their own, the adds in row order.
 // CHECK-LABEL: module @thread_rows_split
 // CHECK-SAME: {block = 256 : i64, grid = 16 : i64, shared_bytes = 0 : i64, symbol = "k0_0"}
 // CHECK-SAME: {block = 256 : i64, grid = 4 : i64, shared_bytes = 0 : i64, symbol = "k0_1"}
@@ -245,7 +302,11 @@ module @thread_rows {
 // CHECK: %[[COL:.*]] = arith.remui %[[TASK]], %c32
 // CHECK: %[[SHARE:.*]] = arith.divui %[[TASK]], %c32
 // CHECK: %[[LOW:.*]] = arith.addi %c0{{.*}}, %{{.*}} : index
-// CHECK: %[[PART:.*]] = scf.for %{{.*}} = %[[LOW]] to %{{.*}} step %c1{{.*}} iter_args
+// CHECK: %[[EIGHT:.*]] = scf.for %{{.*}} = %[[LOW]] to %{{.*}} step %{{.*}} iter_args
+// CHECK-COUNT-8: memref.load
+// CHECK-NOT: memref.load
+// CHECK: scf.yield
+// CHECK: %[[PART:.*]] = scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c1{{.*}} iter_args(%{{.*}} = %[[EIGHT]])
 // CHECK-NOT: gpu.shuffle
 // CHECK: %[[BASE:.*]] = arith.muli %[[COL]], %c128
 // CHECK: %[[SLOT:.*]] = arith.addi %[[BASE]], %[[SHARE]]
@@ -710,14 +771,10 @@ module @scalar_lanes {
 // vectors of 4 up to the last whole vector (48 = 51 / 4 * 4), then the
 // remaining 3 elements one at a time, continuing its vector's fold.
 // CHECK-LABEL: module @vector_remainder
-// CHECK: %[[WIDTH:.*]] = arith.constant 4 : index
-// CHECK: %[[WHOLE:.*]] = arith.divui %{{.*}}, %[[WIDTH]] : index
-// CHECK: %[[SPAN:.*]] = arith.muli %[[WHOLE]], %[[WIDTH]] : index
-// CHECK: %[[END:.*]] = arith.addi %{{.*}}, %[[SPAN]] : index
-// CHECK: %[[VECTORS:.*]] = scf.for %{{.*}} to %[[END]] {{.*}} -> (vector<4xf32>)
+// CHECK: %[[VECTORS:.*]] = scf.for %{{.*}} to %c48{{.*}} -> (vector<4xf32>)
 // CHECK: vector.load %{{.*}} : memref<6400xf32>, vector<4xf32>
 // CHECK: %[[PART:.*]] = vector.reduction <add>, %[[VECTORS]] : vector<4xf32> into f32
-// CHECK: %[[START:.*]] = arith.addi %[[END]], %{{.*}} : index
+// CHECK: %[[START:.*]] = arith.addi %c48{{.*}}, %{{.*}} : index
 // CHECK: %[[LANE:.*]] = scf.for %{{.*}} = %[[START]] to %c51 {{.*}} iter_args(%{{.*}} = %[[PART]]) -> (f32)
 // CHECK: memref.load %{{.*}} : memref<6400xf32>
 // CHECK: gpu.shuffle xor %[[LANE]]
