@@ -9,6 +9,7 @@ report rows on what a GPU run leaves."""
 import ctypes
 import importlib.util
 import json
+import math
 import os
 import re
 import shutil
@@ -203,7 +204,7 @@ class GpuValidate(unittest.TestCase):
             self.assertTrue(os.path.getsize(os.path.join(self.bundle, "artifacts", name + ".tgx")) > 0, name)
         self.assertEqual([c["name"] for c in self.manifest["correctness"]],
                          ["gpt2-tiny-f32", "gpt2-tiny-bf16", "llama-tiny-f32", "llama-tiny-bf16",
-                          "gpt2-flash-bf16", "gpt2-flash-cudnn-bf16", "gpt2-flash-summed-bf16",
+                          "gpt2-vocab-f32", "gpt2-vocab-bf16", "gpt2-flash-bf16", "gpt2-flash-cudnn-bf16", "gpt2-flash-summed-bf16",
                           "llama-flash-bf16", "llama-flash-cudnn-bf16", "llama-flash-summed-bf16",
                           "mistral-flash-bf16", "mistral-flash-cudnn-bf16", "mistral-flash-summed-bf16",
                           "gpt2-flash-bgrad-bf16"])
@@ -238,6 +239,13 @@ class GpuValidate(unittest.TestCase):
                          (24, 16, 1024, 8))
         reference = json.load(open(os.path.join(self.bundle, "reference", "gpt2-tiny.json")))
         self.assertEqual(len(reference["loss"]), 20)
+        # GPT-2's vocabulary (the loss's long rows) trains on the medium
+        # model's tokens, the others on the tiny vocabulary's.
+        reference = json.load(open(os.path.join(self.bundle, "reference", "gpt2-vocab.json")))
+        self.assertEqual(len(reference["loss"]), 20)
+        self.assertAlmostEqual(reference["loss"][0], math.log(50257), delta=0.5)
+        self.assertEqual(sorted(os.listdir(os.path.join(self.bundle, "data"))),
+                         ["tokens-v4096.bin", "tokens-v50257.bin", "tokens-v67.bin"])
         self.assertTrue(os.access(os.path.join(self.bundle, "run"), os.X_OK))
 
     def test_variants_are_compiled_and_timed_beside_it(self):
