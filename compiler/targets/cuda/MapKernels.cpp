@@ -32,7 +32,6 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -57,8 +56,6 @@ using cuda::kVectorBytes;
 constexpr int64_t kMinShare = 256;
 /// A column's fold, a thread's, into shares of at least this many.
 constexpr int64_t kMinThreadShare = 32;
-/// A thread's share of a column fold is unrolled by this factor.
-constexpr uint64_t kShareUnroll = 8;
 /// A share's iterations, a multiple of this.
 constexpr int64_t kShareMultiple = 16;
 /// Fewer shares than this are not worth a second launch.
@@ -732,11 +729,6 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
     for (auto [global, total] : llvm::zip(partials, partial.getResults()))
       memref::StoreOp::create(b, loc, total, addressOf(global),
                               ValueRange{slot});
-    // A thread's loads are two bytes a column and row: several rows' in
-    // flight at once, the folds still in row order (the stores above now
-    // read the last of the unrolled loops).
-    if (failed(loopUnrollByFactor(partial, kShareUnroll)))
-      return loop.emitOpError("could not be unrolled for the CUDA target");
     b.setInsertionPointAfter(tasksLoop);
     finishPhase(func, shares);
   } else {
