@@ -115,16 +115,19 @@ std::string launchSymbol(func::FuncOp kernel, size_t index) {
 /// Whether row loop `op` gives each row a thread (kThreadRowsAttr).
 bool threadRows(Operation *op) { return op->hasAttr(kThreadRowsAttr); }
 
-/// The most iterations any loop of constant bounds inside `op` makes.
-int64_t longestTrips(Operation *op) {
+/// The most iterations a loop of constant bounds directly in row loop `op`
+/// makes, of the loops a row's lanes share (not those run in order: the
+/// embedding gradient's scan of the tokens is not a row of that length).
+int64_t longestTrips(scf::ParallelOp op) {
   int64_t longest = 0;
-  op->walk([&](scf::ForOp loop) {
+  for (auto loop : op.getBody()->getOps<scf::ForOp>()) {
     std::optional<int64_t> lower = getConstantIntValue(loop.getLowerBound());
     std::optional<int64_t> upper = getConstantIntValue(loop.getUpperBound());
     std::optional<int64_t> step = getConstantIntValue(loop.getStep());
-    if (lower && upper && step && *step > 0 && *upper > *lower)
+    if (!loop->hasAttr(kInOrderAttr) && lower && upper && step && *step > 0 &&
+        *upper > *lower)
       longest = std::max(longest, ceilDiv(*upper - *lower, *step));
-  });
+  }
   return longest;
 }
 

@@ -370,25 +370,28 @@ module @running_total {
 // A row loop marked tg.in_order (the embedding gradient: a task scans every
 // token in order and adds the rows of those in its span) runs in order on
 // the row's warp, the loop inside it strided over the lanes; a warp sync
-// after each. Without the mark a row's loop is strided itself.
+// after each. Without the mark a row's loop is strided itself. However many
+// tokens it scans, the row keeps a warp (kLongRow counts the loops a row's
+// lanes share).
 // CHECK-LABEL: module @in_order
+// CHECK-SAME: block = 256
 // CHECK: gpu.func @k0_0(
 // CHECK: scf.for %[[TASK:.*]] = %{{.*}} to %c4 step
-// CHECK-NEXT: scf.for %[[T:.*]] = %c0 to %c16 step %c1 {
+// CHECK-NEXT: scf.for %[[T:.*]] = %c0 to %c20000 step %c1 {
 // CHECK: %[[N:.*]] = arith.select %{{.*}}, %c8, %c0
 // CHECK: scf.for %{{.*}} = %{{.*}} to %[[N]] step %{{.*}} {
 // CHECK: memref.store
 // CHECK: nvvm.bar.warp.sync
 module @in_order {
-  func.func @k0(%tok: memref<16xi32>, %g: memref<128xf32>, %w: memref<32xf32>) {
+  func.func @k0(%tok: memref<20000xi32>, %g: memref<160000xf32>, %w: memref<32xf32>) {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c4 = arith.constant 4 : index
     %c8 = arith.constant 8 : index
-    %c16 = arith.constant 16 : index
+    %c20000 = arith.constant 20000 : index
     scf.parallel (%r) = (%c0) to (%c4) step (%c1) {
-      scf.for %t = %c0 to %c16 step %c1 {
-        %id = memref.load %tok[%t] : memref<16xi32>
+      scf.for %t = %c0 to %c20000 step %c1 {
+        %id = memref.load %tok[%t] : memref<20000xi32>
         %v = arith.index_cast %id : i32 to index
         %mine = arith.cmpi eq, %v, %r : index
         %n = arith.select %mine, %c8, %c0 : index
@@ -397,7 +400,7 @@ module @in_order {
         scf.for %d = %c0 to %n step %c1 {
           %at = arith.addi %row, %d : index
           %from = arith.addi %grow, %d : index
-          %x = memref.load %g[%from] : memref<128xf32>
+          %x = memref.load %g[%from] : memref<160000xf32>
           %y = memref.load %w[%at] : memref<32xf32>
           %s = arith.addf %y, %x : f32
           memref.store %s, %w[%at] : memref<32xf32>
