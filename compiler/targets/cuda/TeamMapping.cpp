@@ -25,7 +25,7 @@ constexpr int64_t kMaxUnrolledTrips = 8;
 /// trips left over run after it, in order): its loads, independent of the
 /// folds, are then issued four at a time instead of one a trip.
 constexpr uint64_t kLaneUnroll = 4;
-/// ... where a lane's loop makes at least this many trips (of constant
+/// ... where some lane's loop makes this many trips or more (of constant
 /// bounds: the loss's rows, a vocabulary long), not in shorter rows, whose
 /// loads are few enough in flight already.
 constexpr int64_t kMinUnrolled = 2 * kLaneUnroll;
@@ -249,29 +249,23 @@ TeamEmitter::foldOverWarpHeld(scf::ForOp loop, Value lower, Value upper,
   return held;
 }
 
-int64_t TeamEmitter::laneTrips(Value from, Value to, Value step,
-                               int64_t width) {
+std::optional<TeamEmitter::TeamRange>
+TeamEmitter::teamRange(Value from, Value to, Value step, int64_t width) {
   std::optional<int64_t> lower = getConstantIntValue(from);
   std::optional<int64_t> upper = getConstantIntValue(to);
   std::optional<int64_t> by = getConstantIntValue(step);
   if (!lower || !upper || !by || *by <= 0 || *upper <= *lower)
-    return 0;
-  int64_t span = *by * width * team.size;
-  return (*upper - *lower + span - 1) / span;
+    return std::nullopt;
+  return TeamRange{*upper - *lower, *by * width * team.size};
 }
 
 std::optional<int64_t> TeamEmitter::uniformTrips(Value from, Value to,
                                                  Value step, int64_t width) {
-  std::optional<int64_t> lower = getConstantIntValue(from);
-  std::optional<int64_t> upper = getConstantIntValue(to);
-  std::optional<int64_t> by = getConstantIntValue(step);
-  if (!lower || !upper || !by || *by <= 0 || *upper <= *lower)
+  std::optional<TeamRange> range = teamRange(from, to, step, width);
+  if (!range || range->span % range->perTrip != 0 ||
+      range->span / range->perTrip > kMaxUnrolledTrips)
     return std::nullopt;
-  int64_t span = *by * width * team.size;
-  if ((*upper - *lower) % span != 0 ||
-      (*upper - *lower) / span > kMaxUnrolledTrips)
-    return std::nullopt;
-  return (*upper - *lower) / span;
+  return range->span / range->perTrip;
 }
 
 FailureOr<SmallVector<Value>>
@@ -295,8 +289,8 @@ TeamEmitter::foldLanes(scf::ForOp loop, Value lower, Value upper,
   Value step = map.lookupOrDefault(loop.getStep());
   // Iterations from + (k*width + j)*step, j < width, go to lane k mod size;
   // each lane starts from `inits` and ends with its own folds.
-  auto stridedOver = [&](Value from, Value to, int64_t width, ValueRange inits,
-                         bool unroll) -> FailureOr<SmallVector<Value>> {
+  auto stridedOver = [&](Value from, Value to, int64_t width,
+                         ValueRange inits) -> FailureOr<SmallVector<Value>> {
     Value laneStep = arith::MulIOp::create(
         b, loc, step, arith::ConstantIndexOp::create(b, loc, width));
     Value start = arith::AddIOp::create(
@@ -333,7 +327,10 @@ TeamEmitter::foldLanes(scf::ForOp loop, Value lower, Value upper,
         yielded.push_back(map.lookupOrDefault(v));
     }
     scf::YieldOp::create(b, loc, yielded);
-    if (trips || !unroll || laneTrips(from, to, step, width) < kMinUnrolled)
+    // The most trips a lane makes (a remainder's, one at most).
+    std::optional<TeamRange> range = teamRange(from, to, step, width);
+    if (trips || !range ||
+        (range->span + range->perTrip - 1) / range->perTrip < kMinUnrolled)
       return SmallVector<Value>(strided.getResults());
     auto unrolled = loopUnrollByFactor(strided, kLaneUnroll);
     if (failed(unrolled))
@@ -344,7 +341,7 @@ TeamEmitter::foldLanes(scf::ForOp loop, Value lower, Value upper,
   };
   SmallVector<Value> laneParts;
   if (vectors.width == 1) {
-    auto parts = stridedOver(lower, upper, 1, identities, /*unroll=*/true);
+    auto parts = stridedOver(lower, upper, 1, identities);
     if (failed(parts))
       return loop.emitOpError("could not be unrolled for the lanes");
     laneParts = *parts;
@@ -367,17 +364,19 @@ TeamEmitter::foldLanes(scf::ForOp loop, Value lower, Value upper,
           width);
       vectorsEnd = b.createOrFold<arith::AddIOp>(loc, lower, whole);
     }
-    auto parts = stridedOver(lower, vectorsEnd, vectors.width, vectorIdentities,
-                             /*unroll=*/true);
+    auto parts =
+        stridedOver(lower, vectorsEnd, vectors.width, vectorIdentities);
     if (failed(parts))
       return loop.emitOpError("could not be unrolled for the lanes");
     for (auto [i, part] : llvm::enumerate(*parts))
       laneParts.push_back(vector::ReductionOp::create(
           b, loc, reductionKind(combiners[i]), part));
     if (vectors.remainder) {
-      // Fewer iterations than a vector: at most one a lane, no unrolling.
-      laneParts = *stridedOver(vectorsEnd, upper, 1, laneParts,
-                               /*unroll=*/false);
+      // Fewer iterations than a vector: at most one a lane, never unrolled.
+      parts = stridedOver(vectorsEnd, upper, 1, laneParts);
+      if (failed(parts))
+        return loop.emitOpError("could not be unrolled for the lanes");
+      laneParts = *parts;
     }
   }
   return laneParts;

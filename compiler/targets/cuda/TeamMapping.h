@@ -81,9 +81,14 @@ private:
   /// none otherwise.
   std::optional<int64_t> uniformTrips(Value from, Value to, Value step,
                                       int64_t width);
-  /// The most trips a lane makes round such a loop of constant bounds; 0
-  /// where the bounds are not constant.
-  int64_t laneTrips(Value from, Value to, Value step, int64_t width);
+  /// A loop of constant bounds from `from` to `to` by `step`: its span of
+  /// indices, and how far the team's lanes go a trip, `width` iterations
+  /// each.
+  struct TeamRange {
+    int64_t span, perTrip;
+  };
+  std::optional<TeamRange> teamRange(Value from, Value to, Value step,
+                                     int64_t width);
   /// A warp shuffle of `value` (32 or 64 bits) with the lane `offset` away
   /// (xor); `width`: the warp size as an i32.
   Value shuffleXor(Value value, int64_t offset, Value width);
