@@ -332,12 +332,13 @@ TeamEmitter::foldLanes(scf::ForOp loop, Value lower, Value upper,
     if (trips || !range ||
         (range->span + range->perTrip - 1) / range->perTrip < kMinUnrolled)
       return SmallVector<Value>(strided.getResults());
+    // The lane's start depends on the lane, so its trips are not known
+    // here: the leftover ones always get a loop of their own, which ends
+    // with the lane's folds.
     auto unrolled = loopUnrollByFactor(strided, kLaneUnroll);
-    if (failed(unrolled))
+    if (failed(unrolled) || !unrolled->epilogueLoopOp)
       return failure();
-    scf::ForOp last =
-        unrolled->epilogueLoopOp ? *unrolled->epilogueLoopOp : strided;
-    return SmallVector<Value>(last.getResults());
+    return SmallVector<Value>(unrolled->epilogueLoopOp->getResults());
   };
   SmallVector<Value> laneParts;
   if (vectors.width == 1) {

@@ -155,8 +155,9 @@ module @row_max {
 // A lane's loop of vectors makes 12 or 13 trips: unrolled by 4, the trips
 // left over after it, then the elements after the last whole vector. Each
 // warp's fold is shuffled, then the warps' totals meet in shared memory,
-// combined in warp order by every thread between two block barriers; thread
-// 0 stores the row's scalar.
+// combined in warp order by every thread between two block barriers, which
+// free the slots for the next fold (the sum, which reads the max); thread 0
+// stores the row's scalar.
 // CHECK-LABEL: module @long_row
 // CHECK-SAME: {block = 512 : i64, grid = 1056 : i64, shared_bytes = 0 : i64, symbol = "k0_0"}
 // CHECK: gpu.func @k0_0({{.*}}) workgroup(%[[SLOTS:.*]] : memref<32xf32, #gpu.address_space<workgroup>>) {{.*}}nvvm.maxnreg = 64
@@ -174,6 +175,12 @@ module @row_max {
 // CHECK: gpu.barrier
 // CHECK: memref.load %[[SLOTS]][%c15
 // CHECK: gpu.barrier
+// CHECK: scf.for {{.*}} -> (vector<8xf32>)
+// CHECK: gpu.shuffle  xor
+// CHECK: memref.store %{{.*}}, %[[SLOTS]]
+// CHECK: gpu.barrier
+// CHECK: memref.load %[[SLOTS]][%c15
+// CHECK: gpu.barrier
 // CHECK: %[[FIRST:.*]] = arith.cmpi eq, %thread_id_x, %c0
 // CHECK: scf.if %[[FIRST]] {
 // CHECK-NEXT: memref.store %{{.*}}, %{{.*}}[%[[ROW]]] : memref<2048xf32>
@@ -186,6 +193,7 @@ module @long_row {
     %c50304 = arith.constant 50304 : index
     %c2048 = arith.constant 2048 : index
     %lowest = arith.constant 0xFF800000 : f32
+    %zero = arith.constant 0.0 : f32
     scf.parallel (%r) = (%c0) to (%c2048) step (%c1) {
       %base = arith.muli %r, %c50304 : index
       %max = scf.for %i = %c0 to %c50257 step %c1 iter_args(%acc = %lowest) -> (f32) {
@@ -195,7 +203,16 @@ module @long_row {
         %m = arith.maximumf %acc, %w : f32
         scf.yield %m : f32
       }
-      memref.store %max, %y[%r] : memref<2048xf32>
+      %sum = scf.for %i = %c0 to %c50257 step %c1 iter_args(%acc = %zero) -> (f32) {
+        %at = arith.addi %base, %i : index
+        %v = memref.load %x[%at] : memref<103022592xbf16>
+        %w = arith.extf %v : bf16 to f32
+        %d = arith.subf %w, %max : f32
+        %s = arith.addf %acc, %d : f32
+        scf.yield %s : f32
+      }
+      %both = arith.addf %max, %sum : f32
+      memref.store %both, %y[%r] : memref<2048xf32>
       scf.reduce
     }
     return
@@ -207,7 +224,8 @@ module @long_row {
 // Where every lane makes the same few trips round a row's loop (512 floats:
 // 4 vectors of 4 a lane), the lane's loop has a constant trip count (LLVM
 // unrolls it: the loads issue together), its index the strided loop's; a row
-// of 4096 floats (32 vectors a lane) keeps the strided loop.
+// of 4096 floats (32 vectors a lane) keeps the strided loop, unrolled by 4,
+// and a loop of the trips left after it (here none).
 // CHECK-LABEL: module @row_sums_uniform
 // CHECK: %[[LANE:.*]] = arith.remui %thread_id_x, %c32
 // CHECK: %[[START:.*]] = arith.addi %c0{{.*}}, %{{.*}} : index
@@ -217,7 +235,11 @@ module @long_row {
 // CHECK: %[[I:.*]] = arith.addi %[[START]], %[[JUMP]] : index
 // CHECK: arith.addi %{{.*}}, %[[I]] : index
 // CHECK: vector.load
-// CHECK: scf.for %{{.*}} = %{{.*}} to %c4096{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<4xf32>)
+// CHECK: %[[FOURS:.*]] = scf.for {{.*}} -> (vector<4xf32>)
+// CHECK-COUNT-4: vector.load %{{.*}} : memref<409600xf32>, vector<4xf32>
+// CHECK-NOT: vector.load
+// CHECK: scf.yield
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c4096{{.*}} step %{{.*}} iter_args(%{{.*}} = %[[FOURS]]) -> (vector<4xf32>)
 module @row_sums_uniform {
   func.func @k0(%x: memref<51200xf32>, %y: memref<100xf32>, %z: memref<409600xf32>, %w: memref<100xf32>) {
     %c0 = arith.constant 0 : index
