@@ -177,13 +177,14 @@ private:
                           IRMapping &map, cuda::Launch &launch);
   /// Ends a phase's GPU function for `launch`.
   void finishPhase(gpu::GPUFuncOp func, const cuda::Launch &launch);
-  /// Lets ptxas use every register one block of `launch` may have. Left to
-  /// itself it aims at more resident blocks and spilled: a split fold's
-  /// partials (one per accumulator, 64 for a bias gradient's column block)
-  /// at 128 registers, a softmax row's vectors at 40.
+  /// Lets ptxas use every register one block of `launch` may have, but
+  /// where the phase's emitter capped them lower. Left to itself it aims at
+  /// more resident blocks and spilled: a split fold's partials (one per
+  /// accumulator, 64 for a bias gradient's column block) at 128 registers,
+  /// a softmax row's vectors at 40.
   void allowBlockRegisters(gpu::GPUFuncOp func, const cuda::Launch &launch);
-  /// Caps the registers a thread of `func` may use at `registers`
-  /// (row-registers), where its block would allow more.
+  /// Caps the registers a thread of `func` may use at `registers` (a long
+  /// row's, row-registers), where it may use more.
   void capRegisters(gpu::GPUFuncOp func, int64_t registers);
   /// A new device global of the GPU module, of `type` (uninitialised).
   memref::GlobalOp addGlobal(StringRef name, MemRefType type);
@@ -584,6 +585,8 @@ LogicalResult KernelMapper::emitRows(scf::ParallelOp op, gpu::GPUFuncOp func,
   if (longestTrips(op) >= kLongRow) {
     team = {Team::Kind::Block, kLongRowBlock, threadId};
     loop = blockPerItem(*upper, kLongRowBlock, launch);
+    // Two blocks an SM.
+    capRegisters(func, kRegistersPerSm / (2 * kLongRowBlock));
   } else {
     loop = warpPerItem(*upper, launch, team.lane);
   }
@@ -849,9 +852,7 @@ LogicalResult KernelMapper::emitPhase(const Phase &phase, gpu::GPUFuncOp func,
 
 void KernelMapper::allowBlockRegisters(gpu::GPUFuncOp func,
                                        const cuda::Launch &launch) {
-  int64_t registers = std::min<int64_t>(kRegistersPerSm / launch.block, 255);
-  func->setAttr(NVVM::NVVMDialect::getMaxnregAttrName(),
-                b.getI32IntegerAttr(registers));
+  capRegisters(func, std::min<int64_t>(kRegistersPerSm / launch.block, 255));
 }
 
 void KernelMapper::capRegisters(gpu::GPUFuncOp func, int64_t registers) {
@@ -955,14 +956,8 @@ FailureOr<SmallVector<cuda::Launch>> KernelMapper::map(func::FuncOp kernel) {
     if (failed(emitPhase(phase, func, map, launch)))
       return failure();
     finishPhase(func, launch);
-    if (phase.kind == Phase::Kind::Rows) {
-      // Long rows keep two blocks an SM (kLongRow), rows of a warp as many
-      // as their registers allow.
-      if (launch.block == kLongRowBlock)
-        capRegisters(func, kRegistersPerSm / (2 * kLongRowBlock));
-      if (rowRegisters > 0)
-        capRegisters(func, rowRegisters);
-    }
+    if (phase.kind == Phase::Kind::Rows && rowRegisters > 0)
+      capRegisters(func, rowRegisters);
     launches.push_back(launch);
   }
   return launches;
