@@ -337,14 +337,14 @@ TeamEmitter::foldLanes(scf::ForOp loop, Value lower, Value upper,
     // with the lane's folds.
     auto unrolled = loopUnrollByFactor(strided, kLaneUnroll);
     if (failed(unrolled) || !unrolled->epilogueLoopOp)
-      return failure();
+      return loop.emitOpError("could not be unrolled for the lanes");
     return SmallVector<Value>(unrolled->epilogueLoopOp->getResults());
   };
   SmallVector<Value> laneParts;
   if (vectors.width == 1) {
     auto parts = stridedOver(lower, upper, 1, identities);
     if (failed(parts))
-      return loop.emitOpError("could not be unrolled for the lanes");
+      return failure();
     laneParts = *parts;
   } else {
     SmallVector<Value> vectorIdentities;
@@ -356,7 +356,7 @@ TeamEmitter::foldLanes(scf::ForOp loop, Value lower, Value upper,
     Value vectorsEnd = upper;
     if (vectors.remainder) {
       // Folded where the bounds are constants, so that the lanes' trips are
-      // known (laneTrips).
+      // known (teamRange).
       Value width = arith::ConstantIndexOp::create(b, loc, vectors.width);
       Value whole = b.createOrFold<arith::MulIOp>(
           loc,
@@ -368,7 +368,7 @@ TeamEmitter::foldLanes(scf::ForOp loop, Value lower, Value upper,
     auto parts =
         stridedOver(lower, vectorsEnd, vectors.width, vectorIdentities);
     if (failed(parts))
-      return loop.emitOpError("could not be unrolled for the lanes");
+      return failure();
     for (auto [i, part] : llvm::enumerate(*parts))
       laneParts.push_back(vector::ReductionOp::create(
           b, loc, reductionKind(combiners[i]), part));
@@ -376,7 +376,7 @@ TeamEmitter::foldLanes(scf::ForOp loop, Value lower, Value upper,
       // Fewer iterations than a vector: at most one a lane, never unrolled.
       parts = stridedOver(vectorsEnd, upper, 1, laneParts);
       if (failed(parts))
-        return loop.emitOpError("could not be unrolled for the lanes");
+        return failure();
       laneParts = *parts;
     }
   }
