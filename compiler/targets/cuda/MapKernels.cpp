@@ -120,14 +120,10 @@ bool threadRows(Operation *op) { return op->hasAttr(kThreadRowsAttr); }
 /// embedding gradient's scan of the tokens is not a row of that length).
 int64_t longestTrips(scf::ParallelOp op) {
   int64_t longest = 0;
-  for (auto loop : op.getBody()->getOps<scf::ForOp>()) {
-    std::optional<int64_t> lower = getConstantIntValue(loop.getLowerBound());
-    std::optional<int64_t> upper = getConstantIntValue(loop.getUpperBound());
-    std::optional<int64_t> step = getConstantIntValue(loop.getStep());
-    if (!loop->hasAttr(kInOrderAttr) && lower && upper && step && *step > 0 &&
-        *upper > *lower)
-      longest = std::max(longest, ceilDiv(*upper - *lower, *step));
-  }
+  for (auto loop : op.getBody()->getOps<scf::ForOp>())
+    if (std::optional<APInt> trips = loop.getStaticTripCount();
+        trips && !loop->hasAttr(kInOrderAttr))
+      longest = std::max(longest, trips->getSExtValue());
   return longest;
 }
 
