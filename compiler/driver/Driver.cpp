@@ -387,6 +387,7 @@ llvm::Expected<CudaTargetOptions> cudaOptions(const Options &o) {
   cuda.smCount = chip->second;
   cuda.approximateHalfMath = o.cudaApproximateHalfMath;
   cuda.rowRegisters = o.cudaRowRegisters;
+  cuda.f32PartialTerms = o.cudaF32PartialTerms;
   return cuda;
 }
 } // namespace

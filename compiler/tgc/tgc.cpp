@@ -164,6 +164,13 @@ static cl::opt<int64_t> cudaRowRegistersOpt(
              "that more blocks reside on a multiprocessor (ptxas spills what "
              "does not fit); 0, the default: what one block may have"),
     cl::init(0), cl::sub(compileCommand), cl::cat(tgcCategory));
+static cl::opt<int64_t> cudaF32PartialTermsOpt(
+    "cuda-f32-partial-terms",
+    cl::desc("A --target cuda thread adds its share of a float64 sum (norms, "
+             "the loss, bias gradients) in float32 where the share is at "
+             "most N terms, 0 to 65536, then joins the rest in float64; 0: "
+             "float64 throughout"),
+    cl::init(256), cl::sub(compileCommand), cl::cat(tgcCategory));
 enum class Stats { None, Table, Json };
 static EnumOption<Stats> statsOpt(
     "stats",
@@ -656,6 +663,7 @@ static llvm::Expected<tg::driver::Options> driverOptions() {
   o.cudaFlashAttention = cudaAttentionOpt != CudaAttention::Decomposed;
   o.cudaCudnnAttention = cudaAttentionOpt == CudaAttention::Cudnn;
   o.cudaRowRegisters = cudaRowRegistersOpt;
+  o.cudaF32PartialTerms = cudaF32PartialTermsOpt;
   o.libraryGemm = gemmOpt == GemmLowering::Library;
   if (alignGemmRowsOpt != cl::BOU_UNSET)
     o.alignGemmRows = alignGemmRowsOpt == cl::BOU_TRUE;
@@ -735,6 +743,13 @@ static int compile(MLIRContext &ctx, const char *argv0) {
                 std::to_string(cudaRowRegistersOpt) +
                 " is out of range: give 32 to 255 (a GPU thread has at most "
                 "255), or 0 for what one block may have");
+  if (cudaF32PartialTermsOpt.getNumOccurrences() && targetOpt != Target::Cuda)
+    return fail("--cuda-f32-partial-terms chooses how GPU kernels sum: add "
+                "--target cuda, or drop it");
+  if (cudaF32PartialTermsOpt < 0 || cudaF32PartialTermsOpt > 65536)
+    return fail(
+        "--cuda-f32-partial-terms=" + std::to_string(cudaF32PartialTermsOpt) +
+        " is out of range: give 0 (float64 throughout) to 65536");
   if (what == Emit::Ptx && outputPath == "-")
     return fail("--emit=ptx writes one file per kernel module: give a "
                 "directory with -o DIR");

@@ -196,6 +196,30 @@ class CudaTarget(unittest.TestCase):
             self.assertEqual(code, 1, err)
             self.assertIn(message, err)
 
+    def test_f32_partial_terms(self):
+        """--cuda-f32-partial-terms: a thread sums its share of a float64
+        sum in float32, so the PTX converts to float64 far less often than
+        with 0 (float64 throughout); out of range or without --target cuda
+        it is refused by name."""
+        conversions = {}
+        for terms in ["0", "256"]:
+            out = self.path(f"f32-partial-terms-{terms}")
+            run("tgc", "compile", example("models", "gpt2-tiny"), "--train", example("train", "tiny"),
+                "--target", "cuda", "--dtype=bf16", f"--cuda-f32-partial-terms={terms}", "--emit=ptx",
+                "-o", out)
+            with open(os.path.join(out, "kernels.ptx")) as f:
+                conversions[terms] = len(re.findall(r"cvt\.f64\.(?:bf16|f32)", f.read()))
+        self.assertGreater(conversions["0"], 3 * conversions["256"], conversions)
+        for args, message in ((["--target", "cuda", "--cuda-f32-partial-terms=-1"],
+                               "--cuda-f32-partial-terms=-1 is out of range: give 0 (float64 "
+                               "throughout) to 65536"),
+                              (["--cuda-f32-partial-terms=64"], "--cuda-f32-partial-terms chooses how GPU "
+                                                                "kernels sum: add --target cuda")):
+            code, _, err = run_status("tgc", "compile", example("models", "gpt2-tiny"), "--train",
+                                      example("train", "tiny"), *args, "-o", self.path("refused.tgx"))
+            self.assertEqual(code, 1, err)
+            self.assertIn(message, err)
+
     def test_tgrun_needs_a_gpu(self):
         """On a machine without the NVIDIA driver, a CUDA artifact is verified and
         refused with a message saying what it needs; never a crash."""

@@ -21,7 +21,8 @@ void registerCudaTarget(DialectRegistry &registry) {
 
 void addCudaKernelLoweringPasses(OpPassManager &pm,
                                  const CudaTargetOptions &options) {
-  pm.addPass(createTgCudaMapKernels({options.smCount, options.rowRegisters}));
+  pm.addPass(createTgCudaMapKernels(
+      {options.smCount, options.rowRegisters, options.f32PartialTerms}));
   if (options.approximateHalfMath)
     pm.addNestedPass<gpu::GPUModuleOp>(createTgCudaApproximateHalfMath());
   gpu::GPUToNVVMPipelineOptions nvvm;

@@ -19,6 +19,7 @@
 // Loads are made 16 bytes wide where a lane reads consecutive elements
 // (LaneVectors.h).
 #include "LaneVectors.h"
+#include "PartialSums.h"
 #include "TeamMapping.h"
 #include "tg/Passes/KernelBodies.h"
 #include "tg/Passes/Passes.h"
@@ -143,9 +144,9 @@ bool writesMemory(Operation *op) {
 class KernelMapper {
 public:
   KernelMapper(gpu::GPUModuleOp gpuModule, int64_t smCount,
-               int64_t rowRegisters)
+               int64_t rowRegisters, int64_t f32Terms)
       : gpuModule(gpuModule), smCount(smCount), rowRegisters(rowRegisters),
-        b(gpuModule.getContext()) {}
+        f32Terms(f32Terms), b(gpuModule.getContext()) {}
 
   /// Adds the GPU kernels of `kernel` and returns its launches.
   FailureOr<SmallVector<cuda::Launch>> map(func::FuncOp kernel);
@@ -179,6 +180,13 @@ private:
   /// accumulator, 64 for a bias gradient's column block) at 128 registers,
   /// a softmax row's vectors at 40.
   void allowBlockRegisters(gpu::GPUFuncOp func, const cuda::Launch &launch);
+  /// Caps the registers of `launch` so that the device holds its whole grid
+  /// at once, where it can at 32 registers a thread or more: a split fold's
+  /// shares are sized to half the device's threads, one wave, and ptxas,
+  /// left to itself, took 76 registers a thread for a bias gradient's
+  /// float32 shares (3 blocks an SM of the 4 its grid needs), which would
+  /// leave a quarter of the grid to a second wave.
+  void fitOneWave(gpu::GPUFuncOp func, const cuda::Launch &launch);
   /// Caps the registers a thread of `func` may use at `registers` (a long
   /// row's, row-registers), where it may use more.
   void capRegisters(gpu::GPUFuncOp func, int64_t registers);
@@ -216,6 +224,7 @@ private:
   gpu::GPUModuleOp gpuModule;
   int64_t smCount;
   int64_t rowRegisters; // 0: no cap beyond the block's
+  int64_t f32Terms;     // a thread's float32 share of a sum (PartialSums.h)
   OpBuilder b;
   Location loc = b.getUnknownLoc();
   Value threadId, blockId;
@@ -516,7 +525,8 @@ LogicalResult KernelMapper::emitReduction(linalg::LinalgOp op,
     auto partial = foldReduced(outIvs, identity, threadId, index(launch.block));
     if (failed(partial))
       return failure();
-    TeamEmitter team(b, func, {Team::Kind::Block, launch.block, threadId});
+    TeamEmitter team(b, func, {Team::Kind::Block, launch.block, threadId},
+                     f32Terms);
     Value total = team.reduceAcrossTeam(*partial, combiner);
     Value isFirst = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                           threadId, index(0));
@@ -589,7 +599,7 @@ LogicalResult KernelMapper::emitRows(scf::ParallelOp op, gpu::GPUFuncOp func,
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(loop.getBody()->getTerminator());
   map.map(op.getInductionVars()[0], loop.getInductionVar());
-  TeamEmitter emitter(b, func, team);
+  TeamEmitter emitter(b, func, team, f32Terms);
   return emitter.cloneTeamLevel(body, map);
 }
 
@@ -726,13 +736,18 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
         yielded.push_back(map.lookupOrDefault(v));
       scf::YieldOp::create(b, loc, yielded);
     }
+    SmallVector<bool> narrowed =
+        cuda::narrowPartialSums(partial, fold.chunk, f32Terms);
+    SmallVector<Value> totals = cuda::widenPartialSums(
+        b, loc, partial.getResults(), identities, narrowed);
     Value slot = arith::AddIOp::create(
         b, loc, arith::MulIOp::create(b, loc, row, index(fold.shares)), share);
-    for (auto [global, total] : llvm::zip(partials, partial.getResults()))
+    for (auto [global, total] : llvm::zip(partials, totals))
       memref::StoreOp::create(b, loc, total, addressOf(global),
                               ValueRange{slot});
     b.setInsertionPointAfter(tasksLoop);
     finishPhase(func, shares);
+    fitOneWave(func, shares);
   } else {
     IRMapping map;
     gpu::GPUFuncOp func = startPhase(kernel, shares.symbol, prologue, map);
@@ -745,13 +760,14 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
     if (fold.row)
       map.map(fold.row,
               arith::DivUIOp::create(b, loc, task, index(fold.shares)));
-    TeamEmitter team(b, func, {Team::Kind::Warp, kWarpSize, lane});
+    TeamEmitter team(b, func, {Team::Kind::Warp, kWarpSize, lane}, f32Terms);
     if (failed(team.cloneTeamLevel(fold.before, map)))
       return failure();
     auto [lower, upper] = shareRange(share, map);
     // Only the partials are stored, so a fold's total need only reach one
     // lane (its holder), which stores it.
-    auto held = team.foldOverWarpHeld(loop, lower, upper, fold.chunk, map);
+    auto held =
+        team.foldOverWarpHeld(loop, lower, upper, fold.chunk, fold.chunk, map);
     if (failed(held))
       return failure();
     for (auto [global, total, holder] :
@@ -766,6 +782,7 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
     }
     b.setInsertionPointAfter(tasksLoop);
     finishPhase(func, shares);
+    fitOneWave(func, shares);
   }
   launches.push_back(shares);
 
@@ -791,7 +808,7 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
     rest.grid = 1;
     row = index(0);
   }
-  TeamEmitter emitter(b, func, team);
+  TeamEmitter emitter(b, func, team, f32Terms);
   if (failed(fold.row ? emitter.cloneTeamLevel(fold.before, map)
                       : emitter.cloneSequential(fold.before, map)))
     return failure();
@@ -839,7 +856,8 @@ LogicalResult KernelMapper::emitPhase(const Phase &phase, gpu::GPUFuncOp func,
   case Phase::Kind::Sequential: {
     launch.grid = 1;
     launch.block = kSequentialBlock;
-    TeamEmitter team(b, func, {Team::Kind::Block, kSequentialBlock, threadId});
+    TeamEmitter team(b, func, {Team::Kind::Block, kSequentialBlock, threadId},
+                     f32Terms);
     return team.cloneSequential(phase.ops, map);
   }
   }
@@ -849,6 +867,13 @@ LogicalResult KernelMapper::emitPhase(const Phase &phase, gpu::GPUFuncOp func,
 void KernelMapper::allowBlockRegisters(gpu::GPUFuncOp func,
                                        const cuda::Launch &launch) {
   capRegisters(func, std::min<int64_t>(kRegistersPerSm / launch.block, 255));
+}
+
+void KernelMapper::fitOneWave(gpu::GPUFuncOp func, const cuda::Launch &launch) {
+  int64_t registers =
+      kRegistersPerSm / (launch.block * ceilDiv(launch.grid, smCount));
+  if (registers >= 32)
+    capRegisters(func, std::min<int64_t>(registers, 255));
 }
 
 void KernelMapper::capRegisters(gpu::GPUFuncOp func, int64_t registers) {
@@ -970,7 +995,7 @@ struct MapKernelsPass : impl::TgCudaMapKernelsBase<MapKernelsPass> {
         b, module.getLoc(), module.getSymName().value_or("kernels"));
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     b.getUnitAttr());
-    KernelMapper mapper(gpuModule, smCount, rowRegisters);
+    KernelMapper mapper(gpuModule, smCount, rowRegisters, f32PartialTerms);
     SmallVector<Attribute> kernels;
     for (auto kernel :
          llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {

@@ -1,5 +1,6 @@
 #include "TeamMapping.h"
 #include "LaneVectors.h"
+#include "PartialSums.h"
 #include "tg/Passes/KernelBodies.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -156,11 +157,12 @@ vector::CombiningKind reductionKind(StringRef combiner) {
       .Case("arith.minnumf", vector::CombiningKind::MINNUMF);
 }
 
-FailureOr<SmallVector<Value>>
-TeamEmitter::foldOverTeam(scf::ForOp loop, Value lower, Value upper,
-                          int64_t startMultiple, IRMapping &map) {
+FailureOr<SmallVector<Value>> TeamEmitter::foldOverTeam(
+    scf::ForOp loop, Value lower, Value upper, int64_t startMultiple,
+    std::optional<int64_t> mostIterations, IRMapping &map) {
   SmallVector<StringRef> combiners;
-  auto laneParts = foldLanes(loop, lower, upper, startMultiple, map, combiners);
+  auto laneParts = foldLanes(loop, lower, upper, startMultiple, mostIterations,
+                             map, combiners);
   if (failed(laneParts))
     return failure();
   SmallVector<Value> totals;
@@ -169,13 +171,14 @@ TeamEmitter::foldOverTeam(scf::ForOp loop, Value lower, Value upper,
   return totals;
 }
 
-FailureOr<TeamEmitter::HeldTotals>
-TeamEmitter::foldOverWarpHeld(scf::ForOp loop, Value lower, Value upper,
-                              int64_t startMultiple, IRMapping &map) {
+FailureOr<TeamEmitter::HeldTotals> TeamEmitter::foldOverWarpHeld(
+    scf::ForOp loop, Value lower, Value upper, int64_t startMultiple,
+    std::optional<int64_t> mostIterations, IRMapping &map) {
   assert(team.kind == Team::Kind::Warp && "halving trades within a warp");
   Location loc = loop.getLoc();
   SmallVector<StringRef> combiners;
-  auto laneParts = foldLanes(loop, lower, upper, startMultiple, map, combiners);
+  auto laneParts = foldLanes(loop, lower, upper, startMultiple, mostIterations,
+                             map, combiners);
   if (failed(laneParts))
     return failure();
   HeldTotals held;
@@ -270,7 +273,8 @@ std::optional<int64_t> TeamEmitter::uniformTrips(Value from, Value to,
 
 FailureOr<SmallVector<Value>>
 TeamEmitter::foldLanes(scf::ForOp loop, Value lower, Value upper,
-                       int64_t startMultiple, IRMapping &map,
+                       int64_t startMultiple,
+                       std::optional<int64_t> mostIterations, IRMapping &map,
                        SmallVector<StringRef> &combiners) {
   Location loc = loop.getLoc();
   LaneVectors vectors = laneVectorsOf(loop, startMultiple);
@@ -288,7 +292,8 @@ TeamEmitter::foldLanes(scf::ForOp loop, Value lower, Value upper,
   }
   Value step = map.lookupOrDefault(loop.getStep());
   // Iterations from + (k*width + j)*step, j < width, go to lane k mod size;
-  // each lane starts from `inits` and ends with its own folds.
+  // each lane starts from `inits` (vectors of `width` where it is more than
+  // 1) and ends with its own folds (reduced to scalars).
   auto stridedOver = [&](Value from, Value to, int64_t width,
                          ValueRange inits) -> FailureOr<SmallVector<Value>> {
     Value laneStep = arith::MulIOp::create(
@@ -329,16 +334,37 @@ TeamEmitter::foldLanes(scf::ForOp loop, Value lower, Value upper,
     scf::YieldOp::create(b, loc, yielded);
     // The most trips a lane makes (a remainder's, one at most).
     std::optional<TeamRange> range = teamRange(from, to, step, width);
-    if (trips || !range ||
-        (range->span + range->perTrip - 1) / range->perTrip < kMinUnrolled)
-      return SmallVector<Value>(strided.getResults());
-    // The lane's start depends on the lane, so its trips are not known
-    // here: the leftover ones always get a loop of their own, which ends
-    // with the lane's folds.
-    auto unrolled = loopUnrollByFactor(strided, kLaneUnroll);
-    if (failed(unrolled) || !unrolled->epilogueLoopOp)
-      return loop.emitOpError("could not be unrolled for the lanes");
-    return SmallVector<Value>(unrolled->epilogueLoopOp->getResults());
+    std::optional<int64_t> laneTrips = trips;
+    if (!laneTrips && range)
+      laneTrips = (range->span + range->perTrip - 1) / range->perTrip;
+    else if (!laneTrips && mostIterations)
+      laneTrips =
+          (*mostIterations + width * team.size - 1) / (width * team.size);
+    // A lane's float32 sums take its `width` terms a trip, the vector's
+    // elements reduced together before they widen; one term gains nothing.
+    std::optional<int64_t> laneTerms;
+    if (laneTrips && *laneTrips * width > 1)
+      laneTerms = *laneTrips * width;
+    SmallVector<bool> narrowed =
+        narrowPartialSums(strided, laneTerms, f32Terms);
+    scf::ForOp last = strided;
+    if (!trips && range &&
+        (range->span + range->perTrip - 1) / range->perTrip >= kMinUnrolled) {
+      // The lane's start depends on the lane, so its trips are not known
+      // here: the leftover ones always get a loop of their own, which ends
+      // with the lane's folds.
+      auto unrolled = loopUnrollByFactor(strided, kLaneUnroll);
+      if (failed(unrolled) || !unrolled->epilogueLoopOp)
+        return loop.emitOpError("could not be unrolled for the lanes");
+      last = *unrolled->epilogueLoopOp;
+    }
+    b.setInsertionPointAfter(last);
+    SmallVector<Value> parts(last.getResults());
+    if (width > 1)
+      for (auto [part, combiner] : llvm::zip(parts, combiners))
+        part =
+            vector::ReductionOp::create(b, loc, reductionKind(combiner), part);
+    return widenPartialSums(b, loc, parts, inits, narrowed);
   };
   SmallVector<Value> laneParts;
   if (vectors.width == 1) {
@@ -369,9 +395,7 @@ TeamEmitter::foldLanes(scf::ForOp loop, Value lower, Value upper,
         stridedOver(lower, vectorsEnd, vectors.width, vectorIdentities);
     if (failed(parts))
       return failure();
-    for (auto [i, part] : llvm::enumerate(*parts))
-      laneParts.push_back(vector::ReductionOp::create(
-          b, loc, reductionKind(combiners[i]), part));
+    laneParts = *parts;
     if (vectors.remainder) {
       // Fewer iterations than a vector: at most one a lane, never unrolled.
       parts = stridedOver(vectorsEnd, upper, 1, laneParts);
@@ -388,7 +412,7 @@ LogicalResult TeamEmitter::cloneStridedLoop(Operation *op, IRMapping &map) {
   auto totals =
       foldOverTeam(loop, map.lookupOrDefault(loop.getLowerBound()),
                    map.lookupOrDefault(loop.getUpperBound()),
-                   /*startMultiple=*/0, map);
+                   /*startMultiple=*/0, /*mostIterations=*/std::nullopt, map);
   if (failed(totals))
     return failure();
   auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());

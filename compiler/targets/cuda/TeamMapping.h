@@ -25,8 +25,10 @@ struct Team {
 /// Emits one team's copy of the ops of a kernel, strided over its lanes.
 class TeamEmitter {
 public:
-  TeamEmitter(OpBuilder &b, gpu::GPUFuncOp func, Team team)
-      : b(b), func(func), team(team) {}
+  /// A lane adds at most `f32Terms` terms of a float64 sum in float32
+  /// (PartialSums.h; 0: none).
+  TeamEmitter(OpBuilder &b, gpu::GPUFuncOp func, Team team, int64_t f32Terms)
+      : b(b), func(func), team(team), f32Terms(f32Terms) {}
 
   /// Clones `ops` (in order) for the team: `scf.for` loops directly among
   /// them are strided over the lanes and their folds reduced across the
@@ -50,10 +52,11 @@ public:
   /// multiple of `startMultiple` (0: the lower bound itself). A lane takes
   /// consecutive iterations as vectors where the body allows
   /// (laneVectorsOf), and the iterations after the last whole vector one at
-  /// a time.
-  FailureOr<SmallVector<Value>> foldOverTeam(scf::ForOp loop, Value lower,
-                                             Value upper, int64_t startMultiple,
-                                             IRMapping &map);
+  /// a time. `mostIterations`: how many iterations the range has at most,
+  /// where its bounds are not constants.
+  FailureOr<SmallVector<Value>>
+  foldOverTeam(scf::ForOp loop, Value lower, Value upper, int64_t startMultiple,
+               std::optional<int64_t> mostIterations, IRMapping &map);
   /// Totals of a warp's folds, each held by one lane (and maybe others).
   struct HeldTotals {
     SmallVector<Value> totals;
@@ -66,6 +69,7 @@ public:
   /// 8 + 4 + 2 + 1 + 1 shuffles where a butterfly per fold takes 16 x 5.
   FailureOr<HeldTotals> foldOverWarpHeld(scf::ForOp loop, Value lower,
                                          Value upper, int64_t startMultiple,
+                                         std::optional<int64_t> mostIterations,
                                          IRMapping &map);
 
 private:
@@ -73,6 +77,7 @@ private:
   /// team; `combiners` gets each fold's combiner.
   FailureOr<SmallVector<Value>> foldLanes(scf::ForOp loop, Value lower,
                                           Value upper, int64_t startMultiple,
+                                          std::optional<int64_t> mostIterations,
                                           IRMapping &map,
                                           SmallVector<StringRef> &combiners);
   /// The trips of each lane round a loop from `from` to `to` by `step`, its
@@ -102,6 +107,7 @@ private:
   OpBuilder &b;
   gpu::GPUFuncOp func;
   Team team;
+  int64_t f32Terms;
   DenseMap<Type, Value> scratch; // per element type, one slot per warp
 };
 

@@ -68,6 +68,9 @@ struct Options {
   /// Registers a thread of a CUDA row kernel may use at most (0: what its
   /// block allows): more resident blocks, at the risk of spills.
   int64_t cudaRowRegisters = 0;
+  /// A GPU thread adds its share of a float64 sum in float32 where the share
+  /// is at most this many terms (0: float64 throughout).
+  int64_t cudaF32PartialTerms = 256;
   bool libraryGemm = true;
   /// Pad library GEMMs to 16-byte aligned rows (tg-align-gemm-rows); unset:
   /// the target's need (CUDA yes, the CPU no).

@@ -23,6 +23,9 @@ struct CudaTargetOptions {
   /// Registers a thread of a row phase may use at most (0: what its block
   /// allows); tg-cuda-map-kernels' row-registers.
   int64_t rowRegisters = 0;
+  /// The most terms a thread adds of a float64 sum in float32 (0: none);
+  /// tg-cuda-map-kernels' f32-partial-terms.
+  int64_t f32PartialTerms = 256;
 };
 
 /// Registers what the CUDA target's passes need: the gpu, nvvm and vector

@@ -874,6 +874,10 @@ def TgCudaMapKernels : Pass<"tg-cuda-map-kernels", "ModuleOp"> {
            "at most this many registers a thread in a row phase (a row a "
            "warp), so that more blocks reside on a multiprocessor; 0: what "
            "one block may have">,
+    Option<"f32PartialTerms", "f32-partial-terms", "int64_t", "256",
+           "a thread adds its share of a float64 sum (the kernel bodies' "
+           "wide sums) in float32 where the share is at most this many "
+           "terms, then joins the rest in float64; 0: float64 throughout">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::NVVM::NVVMDialect",

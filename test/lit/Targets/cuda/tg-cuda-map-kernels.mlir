@@ -7,6 +7,18 @@
 // ROWS80-LABEL: module @row_max
 // ROWS80: gpu.func @k0_0
 // ROWS80-SAME: nvvm.maxnreg = 80
+// f32-partial-terms bounds the shares a thread sums in float32: 0 keeps
+// float64 throughout; a bias gradient's 256-row shares stay float64 under 128.
+// RUN: tg-opt %s --split-input-file --verify-diagnostics --tg-cuda-map-kernels=f32-partial-terms=0 | FileCheck %s --check-prefix=F64
+// RUN: tg-opt %s --split-input-file --verify-diagnostics --tg-cuda-map-kernels=f32-partial-terms=128 | FileCheck %s --check-prefix=TERMS128
+// F64-LABEL: module @bias_gradient_shares
+// F64: scf.for {{.*}} -> (f64)
+// F64-LABEL: module @whole_sum
+// F64: scf.for {{.*}} -> (vector<4xf64>)
+// F64: vector.reduction <add>, %{{.*}} : vector<4xf64> into f64
+// TERMS128-LABEL: module @bias_gradient_shares
+// TERMS128: %[[PART:.*]] = scf.for {{.*}} -> (f64)
+// TERMS128: memref.store %[[PART]], %{{.*}} : memref<131072xf64>
 
 // An element-wise op whose operands are contiguous along the inner dim (or
 // constant along it) moves 16 bytes per access: 4 floats a thread, in a
@@ -355,6 +367,53 @@ module @thread_rows_split {
 
 // -----
 
+// A bias gradient's column sums as the kernel bodies write them for a GPU
+// (bf16 terms, f64 sums; 4096 columns of 8192 rows) split into 32 shares of
+// 256 rows, a thread each: each thread sums its share in f32 (256 terms, at
+// most f32-partial-terms) and stores it widened to f64. The shares fill half
+// the device (512 blocks, 4 an SM), so launch 1 may use 64 registers a
+// thread, not the 76 ptxas took, and the device holds the grid at once.
+// CHECK-LABEL: module @bias_gradient_shares
+// CHECK-SAME: {block = 256 : i64, grid = 512 : i64, shared_bytes = 0 : i64, symbol = "k0_0"}
+// CHECK: memref.global "private" @k0_0_partials0 : memref<131072xf64>
+// CHECK: gpu.func @k0_0(
+// CHECK-SAME: nvvm.maxnreg = 64 : i32
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[PART:.*]] = scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c1{{.*}} iter_args(%[[ACC:.*]] = %[[ZERO]]) -> (f32)
+// CHECK: %[[TERM:.*]] = arith.extf %{{.*}} : bf16 to f32
+// CHECK-NEXT: %[[NEXT:.*]] = arith.addf %[[ACC]], %[[TERM]] fastmath<reassoc> : f32
+// CHECK-NEXT: scf.yield %[[NEXT]] : f32
+// CHECK: %[[WIDE:.*]] = arith.extf %[[PART]] : f32 to f64
+// CHECK-NOT: arith.addf
+// CHECK: memref.store %[[WIDE]], %{{.*}} : memref<131072xf64>
+// CHECK: gpu.func @k0_1(
+// CHECK-SAME: nvvm.maxnreg = 255 : i32
+module @bias_gradient_shares {
+  func.func @k0(%x: memref<33554432xbf16>, %y: memref<4096xbf16>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4096 = arith.constant 4096 : index
+    %c8192 = arith.constant 8192 : index
+    %zero = arith.constant 0.0 : f64
+    scf.parallel (%c) = (%c0) to (%c4096) step (%c1) {
+      %sum = scf.for %r = %c0 to %c8192 step %c1 iter_args(%acc = %zero) -> (f64) {
+        %base = arith.muli %r, %c4096 : index
+        %at = arith.addi %base, %c : index
+        %v = memref.load %x[%at] : memref<33554432xbf16>
+        %w = arith.extf %v : bf16 to f64
+        %s = arith.addf %acc, %w fastmath<reassoc> : f64
+        scf.yield %s : f64
+      }
+      %n = arith.truncf %sum : f64 to bf16
+      memref.store %n, %y[%c] : memref<4096xbf16>
+      scf.reduce
+    } {tg.thread_rows}
+    return
+  }
+}
+
+// -----
+
 // Iterations that depend on each other (a running total over rows) run on
 // one block of 512 threads: the outer loop in order, the row's loop strided
 // over the threads and folded through shared memory.
@@ -506,11 +565,17 @@ module @loop_buffer {
 // A short sum over a whole tensor in f64 (the kernel bodies' wide sums): a
 // single fold loop is spread over the block's 512 threads and combined
 // through shuffles and shared memory, in f64, before one thread stores it.
+// A thread's share (a vector of 4 elements) is summed in f32 from 0.0 and
+// widened once (f32-partial-terms).
 // CHECK-LABEL: module @whole_sum
 // CHECK-SAME: {block = 512 : i64, grid = 1 : i64, shared_bytes = 0 : i64, symbol = "k0_0"}
 // CHECK: workgroup(%{{.*}} : memref<32xf64, #gpu.address_space<workgroup>>)
-// CHECK: %[[VPART:.*]] = scf.for %{{.*}} = %{{.*}} to %c512 step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<4xf64>)
-// CHECK: %[[PART:.*]] = vector.reduction <add>, %[[VPART]] : vector<4xf64> into f64
+// CHECK: %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : vector<4xf32>
+// CHECK: %[[VPART:.*]] = scf.for %{{.*}} = %{{.*}} to %c512 step %{{.*}} iter_args(%[[ACC:.*]] = %[[ZERO]]) -> (vector<4xf32>)
+// CHECK-NOT: arith.extf
+// CHECK: arith.addf %[[ACC]], %{{.*}} fastmath<reassoc> : vector<4xf32>
+// CHECK: %[[SUM:.*]] = vector.reduction <add>, %[[VPART]] : vector<4xf32> into f32
+// CHECK-NEXT: %[[PART:.*]] = arith.extf %[[SUM]] : f32 to f64
 // CHECK: gpu.shuffle  xor %[[PART]], %c16_i32, %c32_i32 : f64
 // CHECK: gpu.barrier
 // CHECK: scf.if
@@ -551,8 +616,9 @@ module @whole_sum {
 // CHECK: %[[SHARE:.*]] = arith.remui %[[TASK]], %c64
 // CHECK: %[[FROM:.*]] = arith.addi %c0, %{{.*}} : index
 // CHECK: %[[TO:.*]] = arith.minui %{{.*}}, %c16384 : index
-// CHECK: %[[VPART:.*]] = scf.for %{{.*}} = %{{.*}} to %[[TO]] step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<4xf64>)
-// CHECK: %[[PART:.*]] = vector.reduction <add>, %[[VPART]] : vector<4xf64> into f64
+// CHECK: %[[VPART:.*]] = scf.for %{{.*}} = %{{.*}} to %[[TO]] step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<4xf32>)
+// CHECK: %[[SUM:.*]] = vector.reduction <add>, %[[VPART]] : vector<4xf32> into f32
+// CHECK-NEXT: %[[PART:.*]] = arith.extf %[[SUM]] : f32 to f64
 // CHECK: gpu.shuffle  xor %[[PART]], %c16_i32, %c32_i32 : f64
 // CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[LANE]], %c0
 // CHECK: scf.if %[[FIRST]] {
@@ -601,7 +667,7 @@ module @split_whole_sum {
 // CHECK-DAG: %[[SHARE:.*]] = arith.remui %[[TASK]], %c32
 // CHECK-DAG: %[[ROW:.*]] = arith.divui %[[TASK]], %c32
 // CHECK: arith.muli %[[ROW]], %c8192
-// CHECK: scf.for %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<4xf64>)
+// CHECK: scf.for %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<4xf32>)
 // CHECK: vector.reduction <add>
 // CHECK: gpu.shuffle  xor
 // CHECK: memref.store %{{.*}}, %{{.*}}[%[[TASK]]] : memref<128xf64>

@@ -1,0 +1,99 @@
+#include "PartialSums.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/TypeUtilities.h"
+
+namespace mlir::tg::cuda {
+
+namespace {
+
+/// `type` (a float or a vector of floats) with `element` as its elements.
+Type withElement(Type type, Type element) {
+  if (auto vector = dyn_cast<VectorType>(type))
+    return vector.clone(element);
+  return element;
+}
+
+/// Whether `v` is 0.0 (a constant, or a vector of it).
+bool isZero(Value v) {
+  if (auto broadcast = v.getDefiningOp<vector::BroadcastOp>())
+    v = broadcast.getSource();
+  return matchPattern(v, m_AnyZeroFloat());
+}
+
+/// The float32 term that fold `k` of `loop` adds, extended to float64, where
+/// it is such a fold: the add and the extension.
+std::optional<std::pair<arith::AddFOp, arith::ExtFOp>>
+narrowableSum(scf::ForOp loop, unsigned k) {
+  BlockArgument acc = loop.getRegionIterArgs()[k];
+  if (!getElementTypeOrSelf(acc.getType()).isF64() || !acc.hasOneUse())
+    return std::nullopt;
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  auto add = yield.getOperand(k).getDefiningOp<arith::AddFOp>();
+  if (!add || add->getBlock() != loop.getBody() || !add->hasOneUse())
+    return std::nullopt;
+  Value term = add.getLhs() == acc ? add.getRhs() : add.getLhs();
+  auto extend = term.getDefiningOp<arith::ExtFOp>();
+  if (term == acc || !extend ||
+      getElementTypeOrSelf(extend.getIn().getType()).getIntOrFloatBitWidth() >
+          32)
+    return std::nullopt;
+  return std::pair{add, extend};
+}
+
+} // namespace
+
+SmallVector<bool> narrowPartialSums(scf::ForOp loop,
+                                    std::optional<int64_t> terms,
+                                    int64_t mostTerms) {
+  SmallVector<bool> narrowed(loop.getNumRegionIterArgs(), false);
+  if (!terms || mostTerms <= 0 || *terms > mostTerms)
+    return narrowed;
+  OpBuilder b(loop);
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  for (unsigned k = 0; k < loop.getNumRegionIterArgs(); ++k) {
+    auto sum = narrowableSum(loop, k);
+    if (!sum)
+      continue;
+    auto [add, extend] = *sum;
+    Type narrow = withElement(add.getType(), b.getF32Type());
+    Location loc = add.getLoc();
+    BlockArgument acc = loop.getRegionIterArgs()[k];
+    acc.setType(narrow);
+    loop.getResult(k).setType(narrow);
+    b.setInsertionPoint(loop);
+    Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(narrow));
+    loop.getInitArgsMutable()[k].assign(zero);
+    b.setInsertionPoint(add);
+    Value term = extend.getIn();
+    if (term.getType() != narrow)
+      term = arith::ExtFOp::create(b, loc, narrow, term);
+    Value next =
+        arith::AddFOp::create(b, loc, acc, term, add.getFastmathAttr());
+    yield->setOperand(k, next);
+    add.erase();
+    if (extend->use_empty())
+      extend.erase();
+    narrowed[k] = true;
+  }
+  return narrowed;
+}
+
+SmallVector<Value> widenPartialSums(OpBuilder &b, Location loc,
+                                    ValueRange results, ValueRange inits,
+                                    ArrayRef<bool> narrowed) {
+  SmallVector<Value> wide(results);
+  for (auto [k, init] : llvm::enumerate(inits)) {
+    if (!narrowed[k])
+      continue;
+    wide[k] = arith::ExtFOp::create(
+        b, loc, withElement(results[k].getType(), b.getF64Type()), results[k]);
+    if (!isZero(init))
+      wide[k] = arith::AddFOp::create(b, loc, init, wide[k]);
+  }
+  return wide;
+}
+
+} // namespace mlir::tg::cuda
