@@ -180,12 +180,15 @@ private:
   /// accumulator, 64 for a bias gradient's column block) at 128 registers,
   /// a softmax row's vectors at 40.
   void allowBlockRegisters(gpu::GPUFuncOp func, const cuda::Launch &launch);
-  /// Caps the registers of `launch` so that the device holds its whole grid
-  /// at once, where it can at 32 registers a thread or more: a split fold's
-  /// shares are sized to half the device's threads, one wave, and ptxas,
-  /// left to itself, took 76 registers a thread for a bias gradient's
-  /// float32 shares (3 blocks an SM of the 4 its grid needs), which would
-  /// leave a quarter of the grid to a second wave.
+  /// Caps the registers of a split fold's first launch whose shares a
+  /// thread sums in float32 (a column's share of a bias gradient) so that
+  /// the device holds its whole grid at once, where that leaves 64 a thread
+  /// or more: the shares are sized to half the device's threads, one wave,
+  /// and ptxas, left to itself, took 76 registers for a bias gradient's
+  /// float32 shares (3 blocks an SM of the 4 its grid needs), leaving a
+  /// quarter of the grid to a second wave. Float64 shares keep what ptxas
+  /// takes, and so does a grid needing fewer (GPT-3's norm gradients, at
+  /// 48, spilled).
   void fitOneWave(gpu::GPUFuncOp func, const cuda::Launch &launch);
   /// Caps the registers a thread of `func` may use at `registers` (a long
   /// row's, row-registers), where it may use more.
@@ -747,7 +750,8 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
                               ValueRange{slot});
     b.setInsertionPointAfter(tasksLoop);
     finishPhase(func, shares);
-    fitOneWave(func, shares);
+    if (llvm::all_of(narrowed, [](bool f32) { return f32; }))
+      fitOneWave(func, shares);
   } else {
     IRMapping map;
     gpu::GPUFuncOp func = startPhase(kernel, shares.symbol, prologue, map);
@@ -782,7 +786,6 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
     }
     b.setInsertionPointAfter(tasksLoop);
     finishPhase(func, shares);
-    fitOneWave(func, shares);
   }
   launches.push_back(shares);
 
@@ -870,9 +873,10 @@ void KernelMapper::allowBlockRegisters(gpu::GPUFuncOp func,
 }
 
 void KernelMapper::fitOneWave(gpu::GPUFuncOp func, const cuda::Launch &launch) {
+  // Registers go to a warp in units of 256, 8 a thread.
   int64_t registers =
-      kRegistersPerSm / (launch.block * ceilDiv(launch.grid, smCount));
-  if (registers >= 32)
+      kRegistersPerSm / (launch.block * ceilDiv(launch.grid, smCount)) / 8 * 8;
+  if (registers >= 64)
     capRegisters(func, std::min<int64_t>(registers, 255));
 }
 

@@ -34,6 +34,8 @@ narrowableSum(scf::ForOp loop, unsigned k) {
   auto add = yield.getOperand(k).getDefiningOp<arith::AddFOp>();
   if (!add || add->getBlock() != loop.getBody() || !add->hasOneUse())
     return std::nullopt;
+  if (add.getLhs() != acc && add.getRhs() != acc)
+    return std::nullopt;
   Value term = add.getLhs() == acc ? add.getRhs() : add.getLhs();
   auto extend = term.getDefiningOp<arith::ExtFOp>();
   if (term == acc || !extend ||
@@ -90,8 +92,11 @@ SmallVector<Value> widenPartialSums(OpBuilder &b, Location loc,
       continue;
     wide[k] = arith::ExtFOp::create(
         b, loc, withElement(results[k].getType(), b.getF64Type()), results[k]);
-    if (!isZero(init))
+    if (!isZero(init)) {
+      assert(init.getType() == wide[k].getType() &&
+             "a reduced share's fold starts from 0.0");
       wide[k] = arith::AddFOp::create(b, loc, init, wide[k]);
+    }
   }
   return wide;
 }

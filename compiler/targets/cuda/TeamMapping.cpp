@@ -332,7 +332,8 @@ TeamEmitter::foldLanes(scf::ForOp loop, Value lower, Value upper,
         yielded.push_back(map.lookupOrDefault(v));
     }
     scf::YieldOp::create(b, loc, yielded);
-    // The most trips a lane makes (a remainder's, one at most).
+    // The most trips a lane makes: known where the bounds are constants or
+    // the range's iterations are bounded (a split fold's share).
     std::optional<TeamRange> range = teamRange(from, to, step, width);
     std::optional<int64_t> laneTrips = trips;
     if (!laneTrips && range)
@@ -348,8 +349,7 @@ TeamEmitter::foldLanes(scf::ForOp loop, Value lower, Value upper,
     SmallVector<bool> narrowed =
         narrowPartialSums(strided, laneTerms, f32Terms);
     scf::ForOp last = strided;
-    if (!trips && range &&
-        (range->span + range->perTrip - 1) / range->perTrip >= kMinUnrolled) {
+    if (!trips && range && *laneTrips >= kMinUnrolled) {
       // The lane's start depends on the lane, so its trips are not known
       // here: the leftover ones always get a loop of their own, which ends
       // with the lane's folds.

@@ -12,7 +12,10 @@
 // RUN: tg-opt %s --split-input-file --verify-diagnostics --tg-cuda-map-kernels=f32-partial-terms=0 | FileCheck %s --check-prefix=F64
 // RUN: tg-opt %s --split-input-file --verify-diagnostics --tg-cuda-map-kernels=f32-partial-terms=128 | FileCheck %s --check-prefix=TERMS128
 // F64-LABEL: module @bias_gradient_shares
-// F64: scf.for {{.*}} -> (f64)
+// F64: gpu.func @k0_0(
+// F64: scf.for {{.*}} iter_args(%{{.*}} = %cst{{.*}}) -> (f64)
+// F64-NOT: f32
+// F64: gpu.func @k0_1(
 // F64-LABEL: module @whole_sum
 // F64: scf.for {{.*}} -> (vector<4xf64>)
 // F64: vector.reduction <add>, %{{.*}} : vector<4xf64> into f64
@@ -408,6 +411,85 @@ module @bias_gradient_shares {
       memref.store %n, %y[%c] : memref<4096xbf16>
       scf.reduce
     } {tg.thread_rows}
+    return
+  }
+}
+
+// -----
+
+// A row of 12288 f32 a warp: a lane's share is 96 vectors of 4, 384 terms,
+// more than f32-partial-terms (256): it stays f64. A row of 8192 (256
+// terms a lane) is summed in f32.
+// CHECK-LABEL: module @lane_shares_at_the_limit
+// CHECK: gpu.func @k0_0(
+// CHECK: scf.for {{.*}} -> (vector<4xf64>)
+// CHECK: gpu.func @k0_1(
+// CHECK: scf.for {{.*}} -> (vector<4xf32>)
+module @lane_shares_at_the_limit {
+  func.func @k0(%x: memref<100663296xf32>, %y: memref<8192xf32>, %u: memref<67108864xf32>, %v: memref<8192xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8192 = arith.constant 8192 : index
+    %c12288 = arith.constant 12288 : index
+    %zero = arith.constant 0.0 : f64
+    scf.parallel (%r) = (%c0) to (%c8192) step (%c1) {
+      %base = arith.muli %r, %c12288 : index
+      %sum = scf.for %i = %c0 to %c12288 step %c1 iter_args(%acc = %zero) -> (f64) {
+        %at = arith.addi %base, %i : index
+        %e = memref.load %x[%at] : memref<100663296xf32>
+        %w = arith.extf %e : f32 to f64
+        %s = arith.addf %acc, %w fastmath<reassoc> : f64
+        scf.yield %s : f64
+      }
+      %n = arith.truncf %sum : f64 to f32
+      memref.store %n, %y[%r] : memref<8192xf32>
+      scf.reduce
+    }
+    scf.parallel (%r) = (%c0) to (%c8192) step (%c1) {
+      %base = arith.muli %r, %c8192 : index
+      %sum = scf.for %i = %c0 to %c8192 step %c1 iter_args(%acc = %zero) -> (f64) {
+        %at = arith.addi %base, %i : index
+        %e = memref.load %u[%at] : memref<67108864xf32>
+        %w = arith.extf %e : f32 to f64
+        %s = arith.addf %acc, %w fastmath<reassoc> : f64
+        scf.yield %s : f64
+      }
+      %n = arith.truncf %sum : f64 to f32
+      memref.store %n, %v[%r] : memref<8192xf32>
+      scf.reduce
+    }
+    return
+  }
+}
+
+// -----
+
+// A split sum of 16385 elements: a share's vectors of 4, then what is left
+// of it (one element, in the last share), strided over the lanes. The
+// lane's part of the vectors, widened, is what the remainder's fold starts
+// from: the remainder sums in f32 from 0.0 and is added to it in f64.
+// CHECK-LABEL: module @split_sum_remainder
+// CHECK: gpu.func @k0_0(
+// CHECK: %[[VPART:.*]] = scf.for {{.*}} -> (vector<4xf32>)
+// CHECK: %[[SUM:.*]] = vector.reduction <add>, %[[VPART]] : vector<4xf32> into f32
+// CHECK-NEXT: %[[PART:.*]] = arith.extf %[[SUM]] : f32 to f64
+// CHECK: %[[REST:.*]] = scf.for {{.*}} iter_args(%{{.*}} = %cst{{.*}}) -> (f32)
+// CHECK: %[[WIDE:.*]] = arith.extf %[[REST]] : f32 to f64
+// CHECK-NEXT: arith.addf %[[PART]], %[[WIDE]] : f64
+module @split_sum_remainder {
+  func.func @k0(%x: memref<16385xf32>, %y: memref<f32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16385 = arith.constant 16385 : index
+    %zero = arith.constant 0.0 : f64
+    %sum = scf.for %i = %c0 to %c16385 step %c1 iter_args(%acc = %zero) -> (f64) {
+      %v = memref.load %x[%i] : memref<16385xf32>
+      %w = arith.extf %v : f32 to f64
+      %s = arith.addf %acc, %w fastmath<reassoc> : f64
+      scf.yield %s : f64
+    }
+    %n = arith.truncf %sum : f64 to f32
+    memref.store %n, %y[] : memref<f32>
     return
   }
 }
