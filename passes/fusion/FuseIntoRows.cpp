@@ -3,7 +3,9 @@
 // a pre-norm block's norm, attention's scale and mask before its softmax),
 // and the elementwise region consuming a norm or softmax gradient's dx its
 // epilogue (the residual stream's gradient add, attention's scale), so each
-// row is computed, normalised and passed on while it is in cache; a sum
+// row is computed, normalised and passed on while it is in cache; a sum over
+// the rows of what a norm gradient's kernel writes (the bias gradient of the
+// projection before the residual add) joins that kernel's column pass; a sum
 // reads its elementwise prologue (a gradient's squares) as it sums it; and
 // the loss is computed with its gradient; the heads' transposes around a
 // rope are read and written through by its kernel.
@@ -67,6 +69,16 @@ struct FuseIntoRowsPass : impl::TgFuseIntoRowsBase<FuseIntoRowsPass> {
       else
         fuseEpilogue(region, rowOp);
     }
+    // The norm gradients' regions, with or without an epilogue now.
+    SmallVector<std::pair<exec::DispatchRegionOp, Operation *>> normGrads;
+    for (auto region : block.getOps<exec::DispatchRegionOp>()) {
+      Block &body = region.getBody().front();
+      Operation *rowOp = soleOp(region) ? soleOp(region) : rowGroupOp(body);
+      if (isa_and_nonnull<LayerNormGradOp, RmsNormGradOp>(rowOp))
+        normGrads.push_back({region, rowOp});
+    }
+    for (auto [region, rowOp] : normGrads)
+      fuseColumnSums(region, rowOp);
     for (auto [region, rope] : regionsOf<RopeOp>(block))
       fuseHeadsTransposes(region, rope);
     if (!lossWithGradient)
@@ -199,6 +211,46 @@ private:
     }
     if (why.empty())
       absorb(consumer, region);
+  }
+
+  /// Each region that is a reduce_sum over the rows of a value `region`
+  /// yields in its row space (dx, or its epilogue's value: the residual
+  /// stream's gradient, whose column sums are the bias gradient of the
+  /// projection before the add) joins `region`, whose column pass sums it
+  /// beside the norm's weight and bias gradients: the rows are read there,
+  /// not by a kernel of its own (on CUDA two launches fewer). Only a value
+  /// something else reads too, which the kernel stores anyway. The sum
+  /// reads nothing else, so it may move up to `region`.
+  void fuseColumnSums(exec::DispatchRegionOp region, Operation *rowOp) {
+    SmallVector<exec::DispatchRegionOp> sums;
+    for (OpResult rows : region->getResults())
+      for (Operation *user : rows.getUsers()) {
+        auto sumRegion = dyn_cast<exec::DispatchRegionOp>(
+            region->getBlock()->findAncestorOpInBlock(*user));
+        if (!sumRegion || soleOp(sumRegion) != user ||
+            !isColumnSumOf(user, rowOp))
+          continue;
+        bool stored = readElsewhere(rows, sumRegion);
+        if (remarks) {
+          InFlightDiagnostic remark = user->emitRemark();
+          if (stored)
+            remark << "fused into the column pass of '"
+                   << rowOp->getName().getStringRef() << "', which reads the "
+                   << byteSize(rows) << " bytes of rows it sums: a kernel "
+                   << "fewer";
+          else
+            remark << "not fused into the column pass of '"
+                   << rowOp->getName().getStringRef() << "': nothing else "
+                   << "reads the rows, which the kernel would store for the "
+                   << "sum alone";
+        }
+        if (stored)
+          sums.push_back(sumRegion);
+      }
+    for (exec::DispatchRegionOp sumRegion : sums) {
+      sumRegion->moveAfter(region);
+      region = absorb(sumRegion, region);
+    }
   }
 
   /// The transposes between [B, T, H, D] and [B, H, T, D] next to a rope

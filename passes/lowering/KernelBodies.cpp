@@ -785,6 +785,13 @@ Value localBuffer(Emitter &e, int64_t count) {
                                  MemRefType::get({count}, e.element));
 }
 
+/// A further sum over the rows that a norm gradient's column pass adds to
+/// its own (a row group's column sum, isColumnSumOf): `input`'s rows (flat,
+/// as the group stored them) summed into `output` (n elements).
+struct ColumnSum {
+  Value input, output;
+};
+
 /// The weight and bias gradients sum over every row (thousands), after dx:
 /// a row pass computes each row's mean and 1/std, keeps them in a local
 /// buffer (2 values a row) and computes the row's dx over them; a column
@@ -792,10 +799,12 @@ Value localBuffer(Emitter &e, int64_t count) {
 /// its row's statistics, as they were computed; f64, Emitter::columnSums).
 /// Only the statistics are stored between the passes, not xhat (2 values a
 /// row instead of n), and x is read by two passes, not three: the statistics
-/// come from the row pass that needs them.
+/// come from the row pass that needs them. The column pass also sums
+/// `alsoSummed`.
 void emitLayerNormGrad(Emitter &e, LayerNormGradOp op, Value x, Value w,
                        Value dy, Value dw, Value db, int64_t rows, int64_t n,
-                       bool vectorRows, RowSink dx) {
+                       bool vectorRows, RowSink dx,
+                       ArrayRef<ColumnSum> alsoSummed = {}) {
   double epsilon = op.getEpsilon().convertToDouble();
   Value stats = localBuffer(e, 2 * rows);
   auto xhatOf = [&](Value at, Value mean, Value rstd) {
@@ -826,13 +835,19 @@ void emitLayerNormGrad(Emitter &e, LayerNormGradOp op, Value x, Value w,
       dx(e.mul(rstd, v), r, i);
     });
   });
-  e.columnSums(rows, n, {dw, db}, vectorRows, [&](Value r, Value c) {
+  SmallVector<Value> outs = {dw, db};
+  for (const ColumnSum &sum : alsoSummed)
+    outs.push_back(sum.output);
+  e.columnSums(rows, n, outs, vectorRows, [&](Value r, Value c) {
     Value at = e.addIndex(e.mulIndex(r, n), c);
     Value statsAt = e.mulIndex(r, 2);
     Value mean = e.load(stats, statsAt);
     Value rstd = e.load(stats, e.addIndex(statsAt, e.index(1)));
     Value dyi = e.load(dy, at);
-    return SmallVector<Value>{e.mul(dyi, xhatOf(at, mean, rstd)), dyi};
+    SmallVector<Value> terms = {e.mul(dyi, xhatOf(at, mean, rstd)), dyi};
+    for (const ColumnSum &sum : alsoSummed)
+      terms.push_back(e.load(sum.input, at));
+    return terms;
   });
   memref::DeallocOp::create(e.b, e.loc, stats);
 }
@@ -848,10 +863,11 @@ void rmsNormRow(Emitter &e, RmsNormOp op, Value x, Value w, Value y,
 }
 
 /// As layer_norm_grad: a row pass keeps each row's rstd in a local buffer
-/// and computes dx over it, then a column pass sums dy * x * rstd into dw.
+/// and computes dx over it, then a column pass sums dy * x * rstd into dw,
+/// and `alsoSummed`.
 void emitRmsNormGrad(Emitter &e, RmsNormGradOp op, Value x, Value w, Value dy,
                      Value dw, int64_t rows, int64_t n, bool vectorRows,
-                     RowSink dx) {
+                     RowSink dx, ArrayRef<ColumnSum> alsoSummed = {}) {
   double epsilon = op.getEpsilon().convertToDouble();
   Value rstds = localBuffer(e, rows);
   e.rows(rows, [&](Value r) {
@@ -872,10 +888,16 @@ void emitRmsNormGrad(Emitter &e, RmsNormGradOp op, Value x, Value w, Value dy,
          i);
     });
   });
-  e.columnSums(rows, n, {dw}, vectorRows, [&](Value r, Value c) {
+  SmallVector<Value> outs = {dw};
+  for (const ColumnSum &sum : alsoSummed)
+    outs.push_back(sum.output);
+  e.columnSums(rows, n, outs, vectorRows, [&](Value r, Value c) {
     Value at = e.addIndex(e.mulIndex(r, n), c);
     Value xhat = e.mul(e.load(x, at), e.load(rstds, r));
-    return SmallVector<Value>{e.mul(e.load(dy, at), xhat)};
+    SmallVector<Value> terms = {e.mul(e.load(dy, at), xhat)};
+    for (const ColumnSum &sum : alsoSummed)
+      terms.push_back(e.load(sum.input, at));
+    return terms;
   });
   memref::DeallocOp::create(e.b, e.loc, rstds);
 }
@@ -2181,10 +2203,26 @@ bool takesRowEpilogue(Operation *op) {
   return isa<LayerNormGradOp, RmsNormGradOp, SoftmaxGradOp>(op);
 }
 
+bool isColumnSumOf(Operation *op, Operation *rowOp) {
+  auto sum = dyn_cast<ReduceSumOp>(op);
+  if (!sum || !isa<LayerNormGradOp, RmsNormGradOp>(rowOp))
+    return false;
+  ArrayRef<int64_t> space = shapeOf(rowOp->getOperand(0));
+  llvm::SmallDenseSet<int64_t> axes = sum.getReducedAxes();
+  for (int64_t d = 0; d < (int64_t)space.size(); ++d)
+    if (axes.contains(d) != (d + 1 < (int64_t)space.size()))
+      return false;
+  return shapeOf(sum.getInput()) == space &&
+         getElementTypeOrSelf(sum.getType()) ==
+             getElementTypeOrSelf(rowOp->getResult(0).getType());
+}
+
 Operation *rowGroupOp(Block &body) {
   Operation *rowOp = nullptr;
   for (Operation &op : body.without_terminator())
     if (!isElementwise(&op) && !isa<ConstantOp>(op)) {
+      if (rowOp && isColumnSumOf(&op, rowOp))
+        continue;
       if (rowOp || !(takesRowPrologue(&op) || takesRowEpilogue(&op)))
         return nullptr;
       rowOp = &op;
@@ -2194,9 +2232,22 @@ Operation *rowGroupOp(Block &body) {
   bool prologue = takesRowPrologue(rowOp);
   ArrayRef<int64_t> space = shapeOf(rowOp->getOperand(0));
   bool any = false;
+  Operation *terminator = body.getTerminator();
   for (Operation &op : body.without_terminator()) {
     if (&op == rowOp)
       continue;
+    if (isColumnSumOf(&op, rowOp)) {
+      // Its rows are read back from where the group stores them, and its
+      // sums are complete only after the last row.
+      Value rowsSummed = op.getOperand(0);
+      if (rowsSummed.getParentBlock() != &body ||
+          !llvm::is_contained(terminator->getOperands(), rowsSummed) ||
+          llvm::any_of(op.getResult(0).getUsers(),
+                       [&](Operation *user) { return user != terminator; }))
+        return nullptr;
+      any = true;
+      continue;
+    }
     if (auto constant = dyn_cast<ConstantOp>(op)) {
       auto value = dyn_cast<DenseElementsAttr>(constant.getValue());
       if (!value || !value.isSplat() ||
@@ -2340,6 +2391,10 @@ public:
       buffers.get(v);
     for (Value v : rowOp->getResults().drop_front(prologue ? 0 : 1))
       buffers.get(v);
+    for (Operation &op : body.without_terminator())
+      if (isColumnSumOf(&op, rowOp))
+        columnSums.push_back(
+            {buffers.lookup(op.getOperand(0)), buffers.get(op.getResult(0))});
     if (isSum(rowOp))
       emitSumWithPrologue();
     else if (prologue)
@@ -2449,12 +2504,12 @@ private:
           emitLayerNormGrad(e, op, operand(0), operand(1), operand(2),
                             buffers.get(op.getResult(1)),
                             buffers.get(op.getResult(2)), rows, n, vectorRows,
-                            epilogue);
+                            epilogue, columnSums);
         })
         .Case([&](RmsNormGradOp op) {
           emitRmsNormGrad(e, op, operand(0), operand(1), operand(2),
                           buffers.get(op.getResult(1)), rows, n, vectorRows,
-                          epilogue);
+                          epilogue, columnSums);
         })
         .Case([&](SoftmaxGradOp) {
           emitSoftmaxGrad(e, operand(0), operand(1), rows, n, epilogue);
@@ -2466,7 +2521,8 @@ private:
   /// buffers at their broadcast position.
   void computeElement(Position at, IRMapping &scalars) {
     for (Operation &op : body.without_terminator()) {
-      if (&op == rowOp || scalars.contains(op.getResult(0)))
+      if (&op == rowOp || scalars.contains(op.getResult(0)) ||
+          isColumnSumOf(&op, rowOp))
         continue;
       if (!isa<ConstantOp>(op) &&
           takesRowPrologue(rowOp) != op.isBeforeInBlock(rowOp))
@@ -2502,6 +2558,7 @@ private:
   Emitter e;
   FlatBuffers buffers;
   ValueRange yielded;
+  SmallVector<ColumnSum> columnSums; // the group's, for the column pass
   int64_t rows = 0, n = 0;
   Operation *unknown = nullptr;
   Operation *unstored = nullptr;

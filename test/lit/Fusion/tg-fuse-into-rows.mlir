@@ -79,6 +79,83 @@ func.func @layer_norm_grad_residual(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %dy:
 
 // -----
 
+// The bias gradient of the projection before the residual add sums the
+// residual gradient's rows: its region moves up and joins the norm
+// gradient's, whose column pass sums them beside dw and db. The GEMM-like
+// reader in between still reads the rows, which the kernel stores.
+// CHECK-LABEL: func.func @layer_norm_grad_bias_sum
+// CHECK: %[[R:.*]]:4 = exec.dispatch_region -> (tensor<8xf32>, tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) {
+// CHECK-NEXT: %[[DX:.*]], %[[DW:.*]], %[[DB:.*]] = tg.layer_norm_grad %arg0, %arg1, %arg2
+// CHECK-NEXT: %[[SUM:.*]] = tg.add %arg3, %[[DX]]
+// CHECK-NEXT: %[[BIAS:.*]] = tg.reduce_sum %[[SUM]] [0, 1]
+// CHECK-NEXT: exec.yield %[[BIAS]], %[[SUM]], %[[DW]], %[[DB]]
+// CHECK: %[[READ:.*]] = exec.dispatch_region
+// CHECK-NEXT: tg.matmul %[[R]]#1
+// CHECK-NOT: exec.dispatch_region
+// CHECK: return %[[READ]], %[[R]]#2, %[[R]]#3, %[[R]]#0
+// REMARK: remark: fused into the column pass of 'tg.layer_norm_grad', which reads the 256 bytes of rows it sums: a kernel fewer
+func.func @layer_norm_grad_bias_sum(%x: tensor<2x4x8xf32>, %w: tensor<8xf32>, %dy: tensor<2x4x8xf32>, %dh: tensor<2x4x8xf32>, %m: tensor<8x8xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) {
+  %g:3 = exec.dispatch_region -> (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) {
+    %dx, %dw, %db = tg.layer_norm_grad %x, %w, %dy {epsilon = 1.0e-5 : f64} : tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x8xf32> -> tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>
+    exec.yield %dx, %dw, %db : tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>
+  }
+  %sum = exec.dispatch_region -> (tensor<2x4x8xf32>) {
+    %0 = tg.add %dh, %g#0 : tensor<2x4x8xf32>, tensor<2x4x8xf32> -> tensor<2x4x8xf32>
+    exec.yield %0 : tensor<2x4x8xf32>
+  }
+  %read = exec.dispatch_region -> (tensor<2x4x8xf32>) {
+    %0 = tg.matmul %sum, %m : tensor<2x4x8xf32>, tensor<8x8xf32> -> tensor<2x4x8xf32>
+    exec.yield %0 : tensor<2x4x8xf32>
+  }
+  %bias = exec.dispatch_region -> (tensor<8xf32>) {
+    %0 = tg.reduce_sum %sum [0, 1] : tensor<2x4x8xf32> -> tensor<8xf32>
+    exec.yield %0 : tensor<8xf32>
+  }
+  return %read, %g#1, %g#2, %bias : tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// Not a column sum to fuse: rows that nothing else reads (the kernel would
+// store them for the sum alone).
+// CHECK-LABEL: func.func @rows_read_by_the_sum_alone
+// CHECK-COUNT-2: exec.dispatch_region
+// CHECK-NOT: exec.dispatch_region
+// REMARK: remark: not fused into the column pass of 'tg.rms_norm_grad': nothing else reads the rows, which the kernel would store for the sum alone
+func.func @rows_read_by_the_sum_alone(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %dy: tensor<4x8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %g:2 = exec.dispatch_region -> (tensor<4x8xf32>, tensor<8xf32>) {
+    %dx, %dw = tg.rms_norm_grad %x, %w, %dy {epsilon = 1.0e-5 : f64} : tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>, tensor<8xf32>
+    exec.yield %dx, %dw : tensor<4x8xf32>, tensor<8xf32>
+  }
+  %cols = exec.dispatch_region -> (tensor<8xf32>) {
+    %0 = tg.reduce_sum %g#0 [0] : tensor<4x8xf32> -> tensor<8xf32>
+    exec.yield %0 : tensor<8xf32>
+  }
+  return %g#1, %cols : tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// Not a column sum at all: each row's sum (over the last dim) of a norm
+// gradient's dx, which is returned too. No remark.
+// CHECK-LABEL: func.func @row_sums_of_dx
+// CHECK-COUNT-2: exec.dispatch_region
+// CHECK-NOT: exec.dispatch_region
+// REMARK-NOT: column pass
+func.func @row_sums_of_dx(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %dy: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<4xf32>) {
+  %g:2 = exec.dispatch_region -> (tensor<4x8xf32>, tensor<8xf32>) {
+    %dx, %dw = tg.rms_norm_grad %x, %w, %dy {epsilon = 1.0e-5 : f64} : tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>, tensor<8xf32>
+    exec.yield %dx, %dw : tensor<4x8xf32>, tensor<8xf32>
+  }
+  %each = exec.dispatch_region -> (tensor<4xf32>) {
+    %0 = tg.reduce_sum %g#0 [1] : tensor<4x8xf32> -> tensor<4xf32>
+    exec.yield %0 : tensor<4xf32>
+  }
+  return %g#0, %g#1, %each : tensor<4x8xf32>, tensor<8xf32>, tensor<4xf32>
+}
+
+// -----
+
 // dx read later as well stays a result; softmax_grad's scale is its
 // epilogue too.
 // CHECK-LABEL: func.func @kept_dx

@@ -407,6 +407,39 @@ module @kernels {
 
 // -----
 
+// A column sum in the group (tg-fuse-into-rows): the residual gradient's
+// rows, stored by the row pass, are summed by the column pass with dw and
+// db, three sums a column (a block of 8 columns on the CPU: 24 sums; a
+// column a task for CUDA), not by a pass of their own.
+// CHECK-LABEL: func.func @k9_layer_norm_grad_to_reduce_sum(
+// CHECK-SAME:      %[[BIAS:[^:]+]]: memref<1x1x8xf32>, %[[SUM:[^:]+]]: memref<2x4x8xf32>, %{{[^:]+}}: memref<8xf32>, %{{[^:]+}}: memref<8xf32>)
+// CHECK-DAG:     %[[SUMF:.+]] = memref.collapse_shape %[[SUM]]
+// CHECK-DAG:     %[[BIASF:.+]] = memref.collapse_shape %[[BIAS]]
+// CHECK:         scf.parallel
+// CHECK:           memref.store %{{.*}}, %[[SUMF]]
+// CHECK:         scf.parallel
+// CHECK:           scf.for {{.*}} -> (f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64)
+// CHECK:             memref.load %[[SUMF]]
+// CHECK:           memref.store %{{.*}}, %[[BIASF]]
+// CHECK-NOT:     scf.parallel
+// CHECK:         return
+// SCALAR-LABEL: func.func @k9_layer_norm_grad_to_reduce_sum(
+// SCALAR:         scf.parallel
+// SCALAR:         scf.parallel
+// SCALAR:           scf.for %{{.*}} = %c0{{.*}} to %c8{{.*}} step %c1{{.*}} iter_args(%{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}) -> (f64, f64, f64)
+// SCALAR:         } {tg.thread_rows}
+// SCALAR-NOT:     scf.parallel
+module @kernels {
+  func.func @k9_layer_norm_grad_to_reduce_sum(%x: tensor<2x4x8xf32>, %w: tensor<8xf32>, %dy: tensor<2x4x8xf32>, %dh: tensor<2x4x8xf32>) -> (tensor<1x1x8xf32>, tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) {
+    %dx, %dw, %db = tg.layer_norm_grad %x, %w, %dy {epsilon = 1.0e-5 : f64} : tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x8xf32> -> tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>
+    %sum = tg.add %dh, %dx : tensor<2x4x8xf32>, tensor<2x4x8xf32> -> tensor<2x4x8xf32>
+    %bias = tg.reduce_sum %sum [0, 1] {keep_dims = true} : tensor<2x4x8xf32> -> tensor<1x1x8xf32>
+    return %bias, %sum, %dw, %db : tensor<1x1x8xf32>, tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>
+  }
+}
+
+// -----
+
 // layer_norm_grad's weight and bias gradients in the CUDA form: a column a
 // task (tg.thread_rows), its two sums together.
 // SCALAR-LABEL: func.func @k7_layer_norm_grad(

@@ -395,6 +395,20 @@ const FusedCase kFusedCases[] = {
   %sum = tg.add %dh, %dx : tensor<6x16xT>, tensor<6x16xT> -> tensor<6x16xT>
   return %sum, %dw, %db : tensor<6x16xT>, tensor<16xT>, tensor<16xT>
 })", 64},
+  // Column sums in a norm gradient's column pass (tg-fuse-into-rows): the
+  // residual gradient's rows summed (a bias gradient), and an RMS norm
+  // gradient's dx summed as it is returned.
+  {"layer_norm_grad_residual_bias_sum", R"(func.func @NAME(%x: tensor<2x3x16xT>, %w: tensor<16xT>, %dy: tensor<2x3x16xT>, %dh: tensor<2x3x16xT>) -> (tensor<2x3x16xT>, tensor<16xT>, tensor<16xT>, tensor<16xT>) {
+  %dx, %dw, %db = tg.layer_norm_grad %x, %w, %dy {epsilon = 1.0e-5 : f64} : tensor<2x3x16xT>, tensor<16xT>, tensor<2x3x16xT> -> tensor<2x3x16xT>, tensor<16xT>, tensor<16xT>
+  %sum = tg.add %dh, %dx : tensor<2x3x16xT>, tensor<2x3x16xT> -> tensor<2x3x16xT>
+  %bias = tg.reduce_sum %sum [0, 1] : tensor<2x3x16xT> -> tensor<16xT>
+  return %sum, %dw, %db, %bias : tensor<2x3x16xT>, tensor<16xT>, tensor<16xT>, tensor<16xT>
+})", 64},
+  {"rms_norm_grad_dx_sum", R"(func.func @NAME(%x: tensor<7x16xT>, %w: tensor<16xT>, %dy: tensor<7x16xT>) -> (tensor<7x16xT>, tensor<16xT>, tensor<16xT>) {
+  %dx, %dw = tg.rms_norm_grad %x, %w, %dy {epsilon = 1.0e-5 : f64} : tensor<7x16xT>, tensor<16xT>, tensor<7x16xT> -> tensor<7x16xT>, tensor<16xT>
+  %s = tg.reduce_sum %dx [0] : tensor<7x16xT> -> tensor<16xT>
+  return %dx, %dw, %s : tensor<7x16xT>, tensor<16xT>, tensor<16xT>
+})", 64},
   {"rms_norm_grad_scaled", R"(func.func @NAME(%x: tensor<6x16xT>, %w: tensor<16xT>, %dy: tensor<6x16xT>) -> (tensor<6x16xT>, tensor<16xT>, tensor<6x16xT>) {
   %dx, %dw = tg.rms_norm_grad %x, %w, %dy {epsilon = 1.0e-5 : f64} : tensor<6x16xT>, tensor<16xT>, tensor<6x16xT> -> tensor<6x16xT>, tensor<16xT>
   %c = tg.constant dense<2.5> : tensor<T>

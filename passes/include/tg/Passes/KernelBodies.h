@@ -63,12 +63,22 @@ bool isSum(Operation *op);
 /// after them (an epilogue): layer_norm_grad, rms_norm_grad, softmax_grad.
 bool takesRowEpilogue(Operation *op);
 
+/// Whether `op` is a sum over the rows of norm gradient `rowOp`'s row space
+/// (reduce_sum over every dim but the last, in its element type), which a
+/// row group's column pass computes beside the weight and bias gradients:
+/// a bias gradient of the projection whose output the residual stream's
+/// gradient is, read back as the column pass reads dy and x rather than by
+/// a kernel of its own.
+bool isColumnSumOf(Operation *op, Operation *rowOp);
+
 /// The row op of a row group, or null: a block (a kernel's or a dispatch
 /// region's) of one row op, elementwise ops of the row op's input shape and
 /// rank-0 splat tg.constants, where the elementwise ops either all come
 /// before the row op and compute its row input (its operand 0; its other
 /// operands come from outside), or all come after a row gradient and read
-/// none of its results but dx.
+/// none of its results but dx; after a norm gradient, also column sums
+/// (isColumnSumOf) of dx or of an epilogue value that the block yields,
+/// whose sums nothing in the block reads.
 Operation *rowGroupOp(Block &body);
 
 /// Emits row group `body` (see rowGroupOp) as one loop over the rows: a row

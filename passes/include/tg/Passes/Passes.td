@@ -399,6 +399,14 @@ def TgFuseIntoRows : Pass<"tg-fuse-into-rows", "func::FuncOp"> {
       residual stream's gradient add, attention's scale): each dx element
       goes through the epilogue as it is computed, and dx is written only if
       something else reads it.
+    - column sums: a region that is a tg.reduce_sum over the rows (every
+      dim but the last) of a value a tg.layer_norm_grad's or
+      tg.rms_norm_grad's region yields in its row space (dx, or the
+      residual stream's gradient its epilogue adds: the bias gradient of the
+      projection before that add) joins that region, moved up to it (it
+      reads nothing else); the kernel's column pass sums those rows beside
+      the weight and bias gradients instead of a kernel of its own. Only
+      rows something else reads too, which the kernel stores anyway.
     - sums: the elementwise region whose values only a tg.reduce_sum or
       tg.reduce_mean reads (each gradient's squares for the global norm)
       joins the sum's region; the sum computes each element as it reads it.
