@@ -223,16 +223,28 @@ private:
   /// reads nothing else, so it may move up to `region`.
   void fuseColumnSums(exec::DispatchRegionOp region, Operation *rowOp) {
     SmallVector<exec::DispatchRegionOp> sums;
-    for (OpResult rows : region->getResults())
-      for (Operation *user : rows.getUsers()) {
+    for (OpResult rows : region->getResults()) {
+      // The column sums of these rows; the rows are stored only if
+      // something else reads them too (another sum of them does not count:
+      // it would be fused as well).
+      auto columnSumRegion = [&](Operation *user) -> exec::DispatchRegionOp {
         auto sumRegion = dyn_cast<exec::DispatchRegionOp>(
             region->getBlock()->findAncestorOpInBlock(*user));
         if (!sumRegion || soleOp(sumRegion) != user ||
             !isColumnSumOf(user, rowOp))
-          continue;
-        bool stored = readElsewhere(rows, sumRegion);
+          return nullptr;
+        return sumRegion;
+      };
+      SmallVector<exec::DispatchRegionOp> ofRows;
+      for (Operation *user : rows.getUsers())
+        if (exec::DispatchRegionOp sumRegion = columnSumRegion(user))
+          ofRows.push_back(sumRegion);
+      bool stored = llvm::any_of(rows.getUsers(), [&](Operation *user) {
+        return !columnSumRegion(user);
+      });
+      for (exec::DispatchRegionOp sumRegion : ofRows) {
         if (remarks) {
-          InFlightDiagnostic remark = user->emitRemark();
+          InFlightDiagnostic remark = soleOp(sumRegion)->emitRemark();
           if (stored)
             remark << "fused into the column pass of '"
                    << rowOp->getName().getStringRef() << "', which reads the "
@@ -242,11 +254,12 @@ private:
             remark << "not fused into the column pass of '"
                    << rowOp->getName().getStringRef() << "': nothing else "
                    << "reads the rows, which the kernel would store for the "
-                   << "sum alone";
+                   << "sums alone";
         }
         if (stored)
           sums.push_back(sumRegion);
       }
+    }
     for (exec::DispatchRegionOp sumRegion : sums) {
       sumRegion->moveAfter(region);
       region = absorb(sumRegion, region);

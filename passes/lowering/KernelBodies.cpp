@@ -2207,7 +2207,11 @@ bool isColumnSumOf(Operation *op, Operation *rowOp) {
   auto sum = dyn_cast<ReduceSumOp>(op);
   if (!sum || !isa<LayerNormGradOp, RmsNormGradOp>(rowOp))
     return false;
+  // Rows of a rank-1 space are one row: no columns to sum, and the weight
+  // and bias gradients would have the row's shape.
   ArrayRef<int64_t> space = shapeOf(rowOp->getOperand(0));
+  if (space.size() < 2)
+    return false;
   llvm::SmallDenseSet<int64_t> axes = sum.getReducedAxes();
   for (int64_t d = 0; d < (int64_t)space.size(); ++d)
     if (axes.contains(d) != (d + 1 < (int64_t)space.size()))

@@ -84,7 +84,7 @@ func.func @layer_norm_grad_residual(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %dy:
 // gradient's, whose column pass sums them beside dw and db. The GEMM-like
 // reader in between still reads the rows, which the kernel stores.
 // CHECK-LABEL: func.func @layer_norm_grad_bias_sum
-// CHECK: %[[R:.*]]:4 = exec.dispatch_region -> (tensor<8xf32>, tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) {
+// CHECK: %[[R:.*]]:4 = exec.dispatch_region -> (tensor<1x1x8xf32>, tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) {
 // CHECK-NEXT: %[[DX:.*]], %[[DW:.*]], %[[DB:.*]] = tg.layer_norm_grad %arg0, %arg1, %arg2
 // CHECK-NEXT: %[[SUM:.*]] = tg.add %arg3, %[[DX]]
 // CHECK-NEXT: %[[BIAS:.*]] = tg.reduce_sum %[[SUM]] [0, 1]
@@ -94,7 +94,7 @@ func.func @layer_norm_grad_residual(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %dy:
 // CHECK-NOT: exec.dispatch_region
 // CHECK: return %[[READ]], %[[R]]#2, %[[R]]#3, %[[R]]#0
 // REMARK: remark: fused into the column pass of 'tg.layer_norm_grad', which reads the 256 bytes of rows it sums: a kernel fewer
-func.func @layer_norm_grad_bias_sum(%x: tensor<2x4x8xf32>, %w: tensor<8xf32>, %dy: tensor<2x4x8xf32>, %dh: tensor<2x4x8xf32>, %m: tensor<8x8xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) {
+func.func @layer_norm_grad_bias_sum(%x: tensor<2x4x8xf32>, %w: tensor<8xf32>, %dy: tensor<2x4x8xf32>, %dh: tensor<2x4x8xf32>, %m: tensor<8x8xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<1x1x8xf32>) {
   %g:3 = exec.dispatch_region -> (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) {
     %dx, %dw, %db = tg.layer_norm_grad %x, %w, %dy {epsilon = 1.0e-5 : f64} : tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x8xf32> -> tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>
     exec.yield %dx, %dw, %db : tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>
@@ -107,22 +107,23 @@ func.func @layer_norm_grad_bias_sum(%x: tensor<2x4x8xf32>, %w: tensor<8xf32>, %d
     %0 = tg.matmul %sum, %m : tensor<2x4x8xf32>, tensor<8x8xf32> -> tensor<2x4x8xf32>
     exec.yield %0 : tensor<2x4x8xf32>
   }
-  %bias = exec.dispatch_region -> (tensor<8xf32>) {
-    %0 = tg.reduce_sum %sum [0, 1] : tensor<2x4x8xf32> -> tensor<8xf32>
-    exec.yield %0 : tensor<8xf32>
+  %bias = exec.dispatch_region -> (tensor<1x1x8xf32>) {
+    %0 = tg.reduce_sum %sum [0, 1] {keep_dims = true} : tensor<2x4x8xf32> -> tensor<1x1x8xf32>
+    exec.yield %0 : tensor<1x1x8xf32>
   }
-  return %read, %g#1, %g#2, %bias : tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
+  return %read, %g#1, %g#2, %bias : tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<1x1x8xf32>
 }
 
 // -----
 
-// Not a column sum to fuse: rows that nothing else reads (the kernel would
-// store them for the sum alone).
-// CHECK-LABEL: func.func @rows_read_by_the_sum_alone
-// CHECK-COUNT-2: exec.dispatch_region
+// Not column sums to fuse: rows that nothing but the sums read (the kernel
+// would store them for the sums alone; two sums, as autodiff may leave
+// them, one keeping its dims).
+// CHECK-LABEL: func.func @rows_read_by_the_sums_alone
+// CHECK-COUNT-3: exec.dispatch_region
 // CHECK-NOT: exec.dispatch_region
-// REMARK: remark: not fused into the column pass of 'tg.rms_norm_grad': nothing else reads the rows, which the kernel would store for the sum alone
-func.func @rows_read_by_the_sum_alone(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %dy: tensor<4x8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+// REMARK-COUNT-2: remark: not fused into the column pass of 'tg.rms_norm_grad': nothing else reads the rows, which the kernel would store for the sums alone
+func.func @rows_read_by_the_sums_alone(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %dy: tensor<4x8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<1x8xf32>) {
   %g:2 = exec.dispatch_region -> (tensor<4x8xf32>, tensor<8xf32>) {
     %dx, %dw = tg.rms_norm_grad %x, %w, %dy {epsilon = 1.0e-5 : f64} : tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>, tensor<8xf32>
     exec.yield %dx, %dw : tensor<4x8xf32>, tensor<8xf32>
@@ -131,7 +132,31 @@ func.func @rows_read_by_the_sum_alone(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %d
     %0 = tg.reduce_sum %g#0 [0] : tensor<4x8xf32> -> tensor<8xf32>
     exec.yield %0 : tensor<8xf32>
   }
-  return %g#1, %cols : tensor<8xf32>, tensor<8xf32>
+  %kept = exec.dispatch_region -> (tensor<1x8xf32>) {
+    %0 = tg.reduce_sum %g#0 [0] {keep_dims = true} : tensor<4x8xf32> -> tensor<1x8xf32>
+    exec.yield %0 : tensor<1x8xf32>
+  }
+  return %g#1, %cols, %kept : tensor<8xf32>, tensor<8xf32>, tensor<1x8xf32>
+}
+
+// -----
+
+// Not a column sum: a sum over the batch only (a position embedding's
+// gradient), of rows that are returned too. No remark.
+// CHECK-LABEL: func.func @sum_over_some_rows
+// CHECK-COUNT-2: exec.dispatch_region
+// CHECK-NOT: exec.dispatch_region
+// REMARK-NOT: column pass
+func.func @sum_over_some_rows(%x: tensor<2x4x8xf32>, %w: tensor<8xf32>, %dy: tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) {
+  %g:2 = exec.dispatch_region -> (tensor<2x4x8xf32>, tensor<8xf32>) {
+    %dx, %dw = tg.rms_norm_grad %x, %w, %dy {epsilon = 1.0e-5 : f64} : tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x8xf32> -> tensor<2x4x8xf32>, tensor<8xf32>
+    exec.yield %dx, %dw : tensor<2x4x8xf32>, tensor<8xf32>
+  }
+  %pos = exec.dispatch_region -> (tensor<4x8xf32>) {
+    %0 = tg.reduce_sum %g#0 [0] : tensor<2x4x8xf32> -> tensor<4x8xf32>
+    exec.yield %0 : tensor<4x8xf32>
+  }
+  return %g#0, %g#1, %pos : tensor<2x4x8xf32>, tensor<8xf32>, tensor<4x8xf32>
 }
 
 // -----

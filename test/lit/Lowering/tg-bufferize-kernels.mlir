@@ -429,12 +429,50 @@ module @kernels {
 // SCALAR:           scf.for %{{.*}} = %c0{{.*}} to %c8{{.*}} step %c1{{.*}} iter_args(%{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}) -> (f64, f64, f64)
 // SCALAR:         } {tg.thread_rows}
 // SCALAR-NOT:     scf.parallel
+// SCALAR:         return
 module @kernels {
   func.func @k9_layer_norm_grad_to_reduce_sum(%x: tensor<2x4x8xf32>, %w: tensor<8xf32>, %dy: tensor<2x4x8xf32>, %dh: tensor<2x4x8xf32>) -> (tensor<1x1x8xf32>, tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) {
     %dx, %dw, %db = tg.layer_norm_grad %x, %w, %dy {epsilon = 1.0e-5 : f64} : tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x8xf32> -> tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>
     %sum = tg.add %dh, %dx : tensor<2x4x8xf32>, tensor<2x4x8xf32> -> tensor<2x4x8xf32>
     %bias = tg.reduce_sum %sum [0, 1] {keep_dims = true} : tensor<2x4x8xf32> -> tensor<1x1x8xf32>
     return %bias, %sum, %dw, %db : tensor<1x1x8xf32>, tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>
+  }
+}
+
+// -----
+
+// A group of a norm gradient and a column sum of its dx alone (no
+// epilogue: the final norm's dx, summed into the last projection's bias
+// gradient): dx is stored by the row pass and summed by the column pass
+// with dw. A sum whose rows the kernel does not return is no group: each
+// op then runs on its own, the sum a pass of its own.
+// CHECK-LABEL: func.func @k10_rms_norm_grad_to_reduce_sum(
+// CHECK-SAME:      %{{[^:]+}}: memref<4x8xf32>, %{{[^:]+}}: memref<8xf32>, %{{[^:]+}}: memref<4x8xf32>, %[[SUMS:[^:]+]]: memref<8xf32>, %[[DX:[^:]+]]: memref<4x8xf32>, %{{[^:]+}}: memref<8xf32>)
+// CHECK:         %[[DXF:.+]] = memref.collapse_shape %[[DX]]
+// CHECK:         scf.parallel
+// CHECK:           memref.store %{{.*}}, %[[DXF]]
+// CHECK:         scf.parallel
+// CHECK:           scf.for {{.*}} -> (f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64)
+// CHECK:             memref.load %[[DXF]]
+// CHECK:           memref.store %{{.*}}, %[[SUMS]]
+// CHECK-NOT:     scf.parallel
+// CHECK:         return
+// CHECK-LABEL: func.func @k11_rms_norm_grad_to_reduce_sum(
+// CHECK:         memref.alloc() : memref<4x8xf32>
+// CHECK:         scf.parallel
+// CHECK:         scf.parallel
+// CHECK:         scf.parallel
+// CHECK:         return
+module @kernels {
+  func.func @k10_rms_norm_grad_to_reduce_sum(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %dy: tensor<4x8xf32>) -> (tensor<8xf32>, tensor<4x8xf32>, tensor<8xf32>) {
+    %dx, %dw = tg.rms_norm_grad %x, %w, %dy {epsilon = 1.0e-5 : f64} : tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>, tensor<8xf32>
+    %s = tg.reduce_sum %dx [0] : tensor<4x8xf32> -> tensor<8xf32>
+    return %s, %dx, %dw : tensor<8xf32>, tensor<4x8xf32>, tensor<8xf32>
+  }
+  func.func @k11_rms_norm_grad_to_reduce_sum(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %dy: tensor<4x8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+    %dx, %dw = tg.rms_norm_grad %x, %w, %dy {epsilon = 1.0e-5 : f64} : tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>, tensor<8xf32>
+    %s = tg.reduce_sum %dx [0] : tensor<4x8xf32> -> tensor<8xf32>
+    return %s, %dw : tensor<8xf32>, tensor<8xf32>
   }
 }
 
