@@ -34,6 +34,13 @@ class CudaTarget(unittest.TestCase):
     def path(self, *names):
         return os.path.join(self.tmp.name, *names)
 
+    def assert_refused(self, args, message):
+        """tgc compile of GPT-2 tiny with `args` exits 1 saying `message`."""
+        code, _, err = run_status("tgc", "compile", example("models", "gpt2-tiny"), "--train",
+                                  example("train", "tiny"), *args, "-o", self.path("refused.tgx"))
+        self.assertEqual(code, 1, err)
+        self.assertIn(message, err)
+
     @unittest.skipUnless(PTXAS, "skipped: ptxas not found (install the CUDA toolkit)")
     def test_ptx_assembles_for_sm90a_without_spills(self):
         for model in MODELS + ["gpt3-175b"]:
@@ -166,10 +173,8 @@ class CudaTarget(unittest.TestCase):
         self.assertIn("ex2.approx.f32", approximate)
         self.assertNotIn("ex2.approx.f32", exact)
         self.assertLess(approximate.count("\n"), exact.count("\n"))
-        code, _, err = run_status("tgc", "compile", example("models", "gpt2-tiny"), "--train",
-                                  example("train", "tiny"), "--cuda-half-math=exact", "-o", self.path("cpu.tgx"))
-        self.assertEqual(code, 1, err)
-        self.assertIn("--cuda-half-math chooses how GPU kernels compute: add --target cuda", err)
+        self.assert_refused(["--cuda-half-math=exact"],
+                            "--cuda-half-math chooses how GPU kernels compute: add --target cuda")
 
     def test_row_registers(self):
         """--cuda-row-registers caps the registers of row kernels (the norms'
@@ -187,14 +192,10 @@ class CudaTarget(unittest.TestCase):
         self.assertTrue(capped and all(ptx["80"][name] == "80" for name in capped), ptx["80"])
         self.assertTrue(any("layer_norm" in name for name in capped), capped)
         self.assertTrue(any(ptx["80"][name] == "255" for name in ptx["80"]), ptx["80"])
-        for args, message in ((["--target", "cuda", "--cuda-row-registers=300"],
-                               "--cuda-row-registers=300 is out of range: give 32 to 255"),
-                              (["--cuda-row-registers=80"], "--cuda-row-registers caps GPU kernels' registers: "
-                                                           "add --target cuda")):
-            code, _, err = run_status("tgc", "compile", example("models", "gpt2-tiny"), "--train",
-                                      example("train", "tiny"), *args, "-o", self.path("refused.tgx"))
-            self.assertEqual(code, 1, err)
-            self.assertIn(message, err)
+        self.assert_refused(["--target", "cuda", "--cuda-row-registers=300"],
+                            "--cuda-row-registers=300 is out of range: give 32 to 255")
+        self.assert_refused(["--cuda-row-registers=80"],
+                            "--cuda-row-registers caps GPU kernels' registers: add --target cuda")
 
     def test_f32_partial_terms(self):
         """--cuda-f32-partial-terms: a thread sums its share of a float64
@@ -210,15 +211,10 @@ class CudaTarget(unittest.TestCase):
             with open(os.path.join(out, "kernels.ptx")) as f:
                 conversions[terms] = len(re.findall(r"cvt\.f64\.(?:bf16|f32)", f.read()))
         self.assertGreater(conversions["0"], 3 * conversions["256"], conversions)
-        for args, message in ((["--target", "cuda", "--cuda-f32-partial-terms=-1"],
-                               "--cuda-f32-partial-terms=-1 is out of range: give 0 (float64 "
-                               "throughout) to 65536"),
-                              (["--cuda-f32-partial-terms=64"], "--cuda-f32-partial-terms chooses how GPU "
-                                                                "kernels sum: add --target cuda")):
-            code, _, err = run_status("tgc", "compile", example("models", "gpt2-tiny"), "--train",
-                                      example("train", "tiny"), *args, "-o", self.path("refused.tgx"))
-            self.assertEqual(code, 1, err)
-            self.assertIn(message, err)
+        self.assert_refused(["--target", "cuda", "--cuda-f32-partial-terms=-1"],
+                            "--cuda-f32-partial-terms=-1 is out of range: give 0 (float64 throughout) to 65536")
+        self.assert_refused(["--cuda-f32-partial-terms=64"],
+                            "--cuda-f32-partial-terms chooses how GPU kernels sum: add --target cuda")
 
     def test_tgrun_needs_a_gpu(self):
         """On a machine without the NVIDIA driver, a CUDA artifact is verified and
