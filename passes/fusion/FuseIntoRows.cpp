@@ -72,8 +72,9 @@ struct FuseIntoRowsPass : impl::TgFuseIntoRowsBase<FuseIntoRowsPass> {
     // The norm gradients' regions, with or without an epilogue now.
     SmallVector<std::pair<exec::DispatchRegionOp, Operation *>> normGrads;
     for (auto region : block.getOps<exec::DispatchRegionOp>()) {
-      Block &body = region.getBody().front();
-      Operation *rowOp = soleOp(region) ? soleOp(region) : rowGroupOp(body);
+      Operation *rowOp = soleOp(region);
+      if (!rowOp)
+        rowOp = rowGroupOp(region.getBody().front());
       if (isa_and_nonnull<LayerNormGradOp, RmsNormGradOp>(rowOp))
         normGrads.push_back({region, rowOp});
     }

@@ -792,6 +792,24 @@ struct ColumnSum {
   Value input, output;
 };
 
+/// A norm gradient's column pass: Emitter::columnSums of `outs`, whose terms
+/// at (r, c) are terms(r, c, at) with `at` the flat index r * n + c, and of
+/// `alsoSummed`'s rows.
+template <typename Fn>
+void normColumnSums(Emitter &e, int64_t rows, int64_t n,
+                    SmallVector<Value> outs, ArrayRef<ColumnSum> alsoSummed,
+                    bool vectorRows, Fn &&terms) {
+  for (const ColumnSum &sum : alsoSummed)
+    outs.push_back(sum.output);
+  e.columnSums(rows, n, outs, vectorRows, [&](Value r, Value c) {
+    Value at = e.addIndex(e.mulIndex(r, n), c);
+    SmallVector<Value> all = terms(r, c, at);
+    for (const ColumnSum &sum : alsoSummed)
+      all.push_back(e.load(sum.input, at));
+    return all;
+  });
+}
+
 /// The weight and bias gradients sum over every row (thousands), after dx:
 /// a row pass computes each row's mean and 1/std, keeps them in a local
 /// buffer (2 values a row) and computes the row's dx over them; a column
@@ -835,20 +853,15 @@ void emitLayerNormGrad(Emitter &e, LayerNormGradOp op, Value x, Value w,
       dx(e.mul(rstd, v), r, i);
     });
   });
-  SmallVector<Value> outs = {dw, db};
-  for (const ColumnSum &sum : alsoSummed)
-    outs.push_back(sum.output);
-  e.columnSums(rows, n, outs, vectorRows, [&](Value r, Value c) {
-    Value at = e.addIndex(e.mulIndex(r, n), c);
-    Value statsAt = e.mulIndex(r, 2);
-    Value mean = e.load(stats, statsAt);
-    Value rstd = e.load(stats, e.addIndex(statsAt, e.index(1)));
-    Value dyi = e.load(dy, at);
-    SmallVector<Value> terms = {e.mul(dyi, xhatOf(at, mean, rstd)), dyi};
-    for (const ColumnSum &sum : alsoSummed)
-      terms.push_back(e.load(sum.input, at));
-    return terms;
-  });
+  normColumnSums(
+      e, rows, n, {dw, db}, alsoSummed, vectorRows,
+      [&](Value r, Value, Value at) {
+        Value statsAt = e.mulIndex(r, 2);
+        Value mean = e.load(stats, statsAt);
+        Value rstd = e.load(stats, e.addIndex(statsAt, e.index(1)));
+        Value dyi = e.load(dy, at);
+        return SmallVector<Value>{e.mul(dyi, xhatOf(at, mean, rstd)), dyi};
+      });
   memref::DeallocOp::create(e.b, e.loc, stats);
 }
 
@@ -888,17 +901,11 @@ void emitRmsNormGrad(Emitter &e, RmsNormGradOp op, Value x, Value w, Value dy,
          i);
     });
   });
-  SmallVector<Value> outs = {dw};
-  for (const ColumnSum &sum : alsoSummed)
-    outs.push_back(sum.output);
-  e.columnSums(rows, n, outs, vectorRows, [&](Value r, Value c) {
-    Value at = e.addIndex(e.mulIndex(r, n), c);
-    Value xhat = e.mul(e.load(x, at), e.load(rstds, r));
-    SmallVector<Value> terms = {e.mul(e.load(dy, at), xhat)};
-    for (const ColumnSum &sum : alsoSummed)
-      terms.push_back(e.load(sum.input, at));
-    return terms;
-  });
+  normColumnSums(e, rows, n, {dw}, alsoSummed, vectorRows,
+                 [&](Value r, Value, Value at) {
+                   Value xhat = e.mul(e.load(x, at), e.load(rstds, r));
+                   return SmallVector<Value>{e.mul(e.load(dy, at), xhat)};
+                 });
   memref::DeallocOp::create(e.b, e.loc, rstds);
 }
 
