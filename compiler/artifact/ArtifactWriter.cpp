@@ -57,6 +57,8 @@ std::string slotName(ResourceOp r) {
     return "adam_m:" + name;
   if (r.getKind() == ResourceKind::adam_v)
     return "adam_v:" + name;
+  if (r.getKind() == ResourceKind::compute_copy)
+    return "compute:" + name;
   return name;
 }
 
@@ -268,10 +270,12 @@ private:
                                              stateByName.lookup("adam_v:" + name));
       if (failed(shard) || failed(optimizerShard))
         return failure();
+      auto copy = slotByName.find("compute:" + name);
       parameters.push_back(tgx::CreateParameterDirect(
           fbb, name.c_str(), init->first, init->second, slotByName[name],
           slotOf("adam_m:" + name), slotOf("adam_v:" + name), *shard,
-          *optimizerShard));
+          *optimizerShard,
+          copy == slotByName.end() ? -1 : int32_t(copy->second)));
     }
     return success();
   }

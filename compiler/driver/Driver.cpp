@@ -116,6 +116,10 @@ constexpr FusionFlag kFusionFlags[] = {
       "exec-fuse-horizontal: a small kernel's dispatches over like buffers "
       "(each parameter's cast, gradient square, AdamW update) in one launch"},
      &FusionOptions::horizontal},
+    {{"compute-copies",
+      "tg-carry-compute-copies: each parameter's bf16/f16 copy kept between "
+      "steps, written by its AdamW kernel, instead of a cast every step"},
+     &FusionOptions::computeCopies},
 };
 } // namespace
 

@@ -23,6 +23,8 @@ void buildTrainingStage(OpPassManager &pm, const TrainStepOptions &options,
 }
 
 void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options) {
+  if (options.fusion.computeCopies)
+    pm.addPass(createTgCarryComputeCopies());
   pm.addPass(createTgUnrollMicroBatches());
   if (options.fusion.attention) {
     TgFuseAttentionOptions attention;

@@ -390,6 +390,9 @@ static void printStatsTable(const llvm::json::Object &stats, llvm::StringRef mes
   };
   row("parameters", bytesText(number("param_bytes")));
   row("optimizer state (AdamW)", bytesText(number("optimizer_bytes")));
+  if (number("compute_copy_bytes"))
+    row("compute copies", bytesText(number("compute_copy_bytes")),
+        "the parameters in the compute precision, kept between steps");
   row("activations (peak)", bytesText(number("peak_activation_bytes")),
       "gradients and temporaries at the plan's peak");
   std::string device = llvm::formatv("{0} GB", llvm::format("%g", double(deviceMemoryOpt)));
@@ -426,8 +429,8 @@ static void printStatsTable(const llvm::json::Object &stats, llvm::StringRef mes
 static void printStats(ModuleOp module, double planSeconds,
                        llvm::raw_ostream &os) {
   auto program = module.lookupSymbol<tg::exec::ProgramOp>("train_step");
-  int64_t params = 0, moments = 0, commands = 0, launches = 0, gemms = 0,
-          attentionCalls = 0, kernelBytes = 0;
+  int64_t params = 0, moments = 0, copies = 0, commands = 0, launches = 0,
+          gemms = 0, attentionCalls = 0, kernelBytes = 0;
   for (auto r : program.getBlock().getOps<tg::exec::ResourceOp>()) {
     using tg::exec::ResourceKind;
     if (!tg::exec::getPackMembers(r).empty()) // counted as its members
@@ -437,6 +440,8 @@ static void printStats(ModuleOp module, double planSeconds,
     if (r.getKind() == ResourceKind::adam_m ||
         r.getKind() == ResourceKind::adam_v)
       moments += r.getByteSize();
+    if (r.getKind() == ResourceKind::compute_copy)
+      copies += r.getByteSize();
   }
   // GPU launches of each kernel (its phases; a CPU kernel is one call).
   llvm::StringMap<int64_t> launchesOf;
@@ -511,6 +516,7 @@ static void printStats(ModuleOp module, double planSeconds,
   llvm::json::Object stats{
       {"param_bytes", params},
       {"optimizer_bytes", moments},
+      {"compute_copy_bytes", copies},
       {"peak_activation_bytes", arena - program.getStateSize().value_or(0)},
       {"arena_bytes", arena},
       {"kernels", kernels},

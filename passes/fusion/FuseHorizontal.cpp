@@ -234,6 +234,10 @@ struct PackedOperand {
   ResourceKind kind = ResourceKind::scratch;
   Value updates;
   int updatesOperand = -1;
+  /// Or the new pack of these state resources, which no pack holds and no
+  /// member reads (a copy of other state, such as a parameter's compute
+  /// copy, which the members write from the parameter).
+  SmallVector<ResourceOp> stateRows;
   /// The members' in-place all-reduces, which become one of the pack, where
   /// the last of them was (and so a gradient bucket's member).
   SmallVector<exec::AllReduceOp> allReduces;
@@ -479,6 +483,21 @@ private:
           packed.updatesOperand = j;
           return packed;
         }
+      SmallVector<ResourceOp> rows = llvm::map_to_vector(
+          updated, [](Value v) { return v.getDefiningOp<ResourceOp>(); });
+      bool unpacked = llvm::all_of(rows, [&](ResourceOp r) {
+        return r && !r.getPack() && exec::getPackMembers(r).empty() &&
+               r.getKind() == rows.front().getKind() &&
+               exec::isPackableKind(r.getKind()) && otherCommands(r).empty();
+      });
+      if (unpacked && llvm::none_of(columns, [&](ArrayRef<Value> column) {
+            return llvm::any_of(rows, [&](ResourceOp r) {
+              return llvm::is_contained(rowsOf(column), r);
+            });
+          })) {
+        packed.stateRows = std::move(rows);
+        return packed;
+      }
     }
     why = "its buffers update state that is not one pack of their rows";
     return failure();
@@ -607,6 +626,13 @@ private:
     for (auto [i, how] : llvm::enumerate(plan)) {
       if (how.updatesOperand >= 0)
         how.updates = packed[how.updatesOperand];
+      if (!how.stateRows.empty()) {
+        PackedOperand state;
+        state.kind = how.stateRows.front().getKind();
+        SmallVector<Value> rows = llvm::map_to_vector(
+            how.stateRows, [](ResourceOp r) -> Value { return r.getResult(); });
+        how.updates = pack(rows, state);
+      }
       if (!how.existing) {
         packed.push_back(pack(columns[i], how));
         continue;

@@ -15,6 +15,8 @@ exec::ResourceKind resourceKindOf(StateKind kind) {
     return exec::ResourceKind::adam_m;
   case StateKind::AdamV:
     return exec::ResourceKind::adam_v;
+  case StateKind::Compute:
+    return exec::ResourceKind::compute_copy;
   }
   llvm_unreachable("unknown state kind");
 }

@@ -49,6 +49,8 @@ bool slotTensor(const tg_session &session, const tgx::Slot &slot,
 bool writeSlot(tg_session &session, const tgx::Slot &slot, const void *data,
                uint64_t size, uint64_t byteOffset, std::string &error) {
   ++session.stateVersion;
+  if (&slot != session.stepSlot && &slot != session.tokens && &slot != session.targets)
+    session.computeCopiesCurrent = false;
   return session.backend->write(slot.range()->offset() + byteOffset, data, size, error);
 }
 
@@ -266,10 +268,10 @@ bool step(tg_session &session, const int32_t *tokens, const int32_t *targets,
   tg_step_result result;
   result.step = session.stepsDone + 1;
   setCurrentStep(result.step);
-  if (!writeSlot(session, *session.stepSlot, &step, sizeof(step), 0, error) ||
+  if (!updateComputeCopies(session, error) ||
+      !writeSlot(session, *session.stepSlot, &step, sizeof(step), 0, error) ||
       !writeSlot(session, *session.tokens, tokens, session.tokens->range()->size(), 0, error) ||
-      !writeSlot(session, *session.targets, targets, session.targets->range()->size(), 0,
-                 error) ||
+      !writeSlot(session, *session.targets, targets, session.targets->range()->size(), 0, error) ||
       !runCommands(session, error) || !readScalar(session, *session.loss, result.loss, error) ||
       !readScalar(session, *session.gradNorm, result.grad_norm, error) ||
       !readScalar(session, *session.lr, result.lr, error))

@@ -46,6 +46,11 @@ struct tg_session_s {
   // Bumped by every write to the training step's arena and every run of
   // it: the functions below copy the parameters again when it moved on.
   uint64_t stateVersion = 1;
+  // Whether the parameters' compute-precision copies (Parameter.compute_slot)
+  // hold the parameters rounded: a step keeps them so, a write of any slot
+  // but the step's inputs clears it, and the next step writes them first
+  // (ComputeCopies.cpp).
+  bool computeCopiesCurrent = false;
   // The artifact's functions beside the training step (Program.functions:
   // "eval_step", "logits"), by name; each runs on its own backend, made at
   // first use, with a copy of the parameters (Functions.cpp).
@@ -125,6 +130,10 @@ bool writeMeshCoordinate(const tgx::Program &program, Backend &backend, int rank
 /// lie in the vocabulary. `function` and `what` name them in the message.
 bool checkTokens(const tg_session &session, const int32_t *values, int64_t rows,
                  const char *function, const char *what, std::string &error);
+
+/// Writes each parameter's compute-precision copy from the parameter (its
+/// value rounded to nearest, ties to even), unless they are current.
+bool updateComputeCopies(tg_session &session, std::string &error);
 
 /// Runs every command of the program: timed into `session.profile` when
 /// profiling is on, untimed otherwise.

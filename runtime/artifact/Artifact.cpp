@@ -253,7 +253,35 @@ private:
       }
       if (p.shard() && !checkShard(*p.shard(), value, field + ".shard"))
         return false;
+      if (p.compute_slot() != -1 && !checkComputeSlot(p, field + ".compute_slot"))
+        return false;
     }
+    return true;
+  }
+
+  /// A parameter's compute-precision copy: its own bf16 or f16 slot of the
+  /// f32 parameter's shape, which no other parameter uses.
+  bool checkComputeSlot(const tgx::Parameter &p, const std::string &field) {
+    uint32_t numSlots = program.slots()->size();
+    if (p.compute_slot() < 0 || uint32_t(p.compute_slot()) >= numSlots)
+      return fail(field, "is " + std::to_string(p.compute_slot()) +
+                             ", neither -1 (no copy) nor a slot index below " +
+                             std::to_string(numSlots));
+    auto copy = uint32_t(p.compute_slot());
+    for (const tgx::Parameter *other : *program.parameters())
+      if (copy == other->slot() || copy == other->adam_m_slot() || copy == other->adam_v_slot() ||
+          (other != &p && copy == uint32_t(other->compute_slot())))
+        return fail(field, "is slot " + std::to_string(copy) + ", which parameter '" +
+                               other->name()->str() + "' uses too");
+    const tgx::Slot &value = *program.slots()->Get(p.slot());
+    const tgx::Slot &slot = *program.slots()->Get(copy);
+    if (value.dtype() != tgx::DType_F32 ||
+        (slot.dtype() != tgx::DType_BF16 && slot.dtype() != tgx::DType_F16))
+      return fail(field, "is slot '" + slot.name()->str() +
+                             "': a compute copy is bf16 or f16 of an f32 parameter");
+    if (!sameShape(value, slot))
+      return fail(field,
+                  "is slot '" + slot.name()->str() + "', whose shape differs from the parameter's");
     return true;
   }
 

@@ -76,6 +76,9 @@ struct FusionOptions {
   /// CUDA target, whose every launch costs microseconds (the CPU's steps
   /// ran the same with them).
   bool horizontalLargeRows = false;
+  /// tg-carry-compute-copies: each parameter's compute-precision copy is
+  /// state the optimizer's kernel writes, not a cast at every step's start.
+  bool computeCopies = true;
   /// Each fusion decision and its reason as a remark (`--fusion-remarks`).
   bool remarks = false;
 };
@@ -110,7 +113,8 @@ struct LoweringOptions {
 };
 
 /// @train_step (tg) -> exec.program with planned resources, timepoints and
-/// a kernel module on memrefs: tg-unroll-micro-batches, tg-fuse-attention
+/// a kernel module on memrefs: tg-carry-compute-copies (with fusion),
+/// tg-unroll-micro-batches, tg-fuse-attention
 /// (with fusion, where `flashKernels`: the target has them),
 /// tg-decompose-attention, tg-align-gemm-rows (where `alignGemmRows` and
 /// GEMMs are library calls), tg-form-dispatch-regions, tg-fuse-elementwise

@@ -27,7 +27,8 @@ int64_t getElementByteSize(Type element) {
 
 bool isPackableKind(ResourceKind kind) {
   return kind == ResourceKind::scratch || kind == ResourceKind::parameter ||
-         kind == ResourceKind::adam_m || kind == ResourceKind::adam_v;
+         kind == ResourceKind::adam_m || kind == ResourceKind::adam_v ||
+         kind == ResourceKind::compute_copy;
 }
 
 MemRefType getBufferType(Type tensorType) {

@@ -276,7 +276,8 @@ static LogicalResult verifyTgTensorType(Operation *op, StringRef what,
 
 /// Checks what needs the whole signature: names unique per function
 /// (tg.param, tg.input, tg.state among arguments; tg.output, tg.updates
-/// among results) and every tg.updates naming an argument of its type.
+/// among results), every compute copy the 16-bit shape of a parameter
+/// argument and every tg.updates naming an argument of its type.
 static LogicalResult verifyFunctionAttrs(FunctionOpInterface func) {
   Operation *op = func.getOperation();
   llvm::StringMap<unsigned> params, inputs, outputs;
@@ -309,6 +310,22 @@ static LogicalResult verifyFunctionAttrs(FunctionOpInterface func) {
       if (!inserted)
         return duplicate("argument", i, kStateAttr, state, it->second);
     }
+  }
+  for (auto [state, i] : states) {
+    auto copy = cast<StateAttr>(state);
+    if (copy.getKind() != StateKind::Compute)
+      continue;
+    auto param = params.find(copy.getName().getValue());
+    auto type = dyn_cast<RankedTensorType>(argTypes[i]);
+    if (param == params.end() || !type ||
+        !isa<BFloat16Type, Float16Type>(type.getElementType()) ||
+        cast<ShapedType>(argTypes[param->second]).getShape() != type.getShape())
+      return op->emitOpError()
+             << "argument #" << i << ": the compute copy " << copy
+             << " needs an argument with tg.param = \""
+             << copy.getName().getValue()
+             << "\" of its shape, and a bf16 or f16 element type (has "
+             << argTypes[i] << ")";
   }
   for (unsigned i = 0; i < resultTypes.size(); ++i) {
     DictionaryAttr attrs = func.getResultAttrDict(i);
@@ -487,8 +504,9 @@ LogicalResult TgDialect::verifyRegionArgAttribute(Operation *op,
     if (!state || state.getKind() == StateKind::Param)
       return op->emitOpError()
              << "argument #" << argIndex << ": '" << kStateAttr
-             << "' must be #tg.state<adam_m, \"NAME\"> or "
-                "#tg.state<adam_v, \"NAME\"> (parameters carry tg.param), got "
+             << "' must be #tg.state<adam_m, \"NAME\">, "
+                "#tg.state<adam_v, \"NAME\"> or #tg.state<compute, \"NAME\"> "
+                "(parameters carry tg.param), got "
              << attr.getValue();
   } else {
     return op->emitOpError() << "argument #" << argIndex

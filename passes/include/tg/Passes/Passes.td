@@ -188,6 +188,30 @@ def TgBuildLogits : Pass<"tg-build-logits", "ModuleOp"> {
   ];
 }
 
+def TgCarryComputeCopies : Pass<"tg-carry-compute-copies", "ModuleOp"> {
+  let summary = "Keep each parameter's bf16/f16 copy between steps, written "
+                "with the parameter's update, instead of casting the f32 "
+                "master at the start of every step";
+  let description = [{
+    In a mixed-precision step the forward reads each parameter through a
+    `tg.cast` of its f32 master to the compute type (bf16 or f16): a pass
+    over every parameter (6 bytes an element) before the first GEMM. Here
+    that copy becomes training state: an argument `#tg.state<compute,
+    "NAME">` the step reads instead of the cast, and a result with
+    `tg.updates` of the same state holding the cast of the updated master,
+    which tg-fuse-elementwise merges into the parameter's AdamW kernel (2
+    bytes an element more there). The step computes the same values: the
+    copy is the master rounded once, as the cast was, and the runtime
+    writes it from the master whenever the master is written from outside
+    (initialisation, weights, a checkpoint).
+
+    Applies to functions that update the parameter (`tg.updates`); every
+    narrowing cast of one parameter must be to one type, else it is left
+    alone, as are functions that already carry a copy. Turned off by
+    `tgc --no-fuse=compute-copies` or `--no-fusion`.
+  }];
+}
+
 def TgUnrollMicroBatches : Pass<"tg-unroll-micro-batches", "ModuleOp"> {
   let summary = "Lower tg.micro_batches loops to one clone of the body per "
                 "micro-batch";

@@ -156,15 +156,37 @@ func.func @state_empty_name(%m: tensor<4xf32> {tg.state = #tg.state<adam_m, "">}
 
 // -----
 
-// expected-error @+1 {{'func.func' op argument #0: 'tg.state' must be #tg.state<adam_m, "NAME"> or #tg.state<adam_v, "NAME"> (parameters carry tg.param), got #tg.state<param, "w">}}
+// expected-error @+1 {{'func.func' op argument #0: 'tg.state' must be #tg.state<adam_m, "NAME">, #tg.state<adam_v, "NAME"> or #tg.state<compute, "NAME"> (parameters carry tg.param), got #tg.state<param, "w">}}
 func.func @state_param(%w: tensor<4xf32> {tg.state = #tg.state<param, "w">}) {
   return
 }
 
 // -----
 
-// expected-error @+1 {{'func.func' op argument #0: 'tg.state' must be #tg.state<adam_m, "NAME"> or #tg.state<adam_v, "NAME"> (parameters carry tg.param), got "adam_m:w"}}
+// expected-error @+1 {{'func.func' op argument #0: 'tg.state' must be #tg.state<adam_m, "NAME">, #tg.state<adam_v, "NAME"> or #tg.state<compute, "NAME"> (parameters carry tg.param), got "adam_m:w"}}
 func.func @state_string(%m: tensor<4xf32> {tg.state = "adam_m:w"}) {
+  return
+}
+
+// -----
+
+// A compute copy is the 16-bit copy of a parameter argument of its shape.
+// expected-error @+1 {{'func.func' op argument #1: the compute copy #tg.state<compute, "v"> needs an argument with tg.param = "v" of its shape, and a bf16 or f16 element type (has 'tensor<4xbf16>')}}
+func.func @compute_copy_of_no_parameter(%w: tensor<4xf32> {tg.param = "w"}, %c: tensor<4xbf16> {tg.state = #tg.state<compute, "v">}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #1: the compute copy #tg.state<compute, "w"> needs an argument with tg.param = "w" of its shape, and a bf16 or f16 element type (has 'tensor<4xf32>')}}
+func.func @compute_copy_f32(%w: tensor<4xf32> {tg.param = "w"}, %c: tensor<4xf32> {tg.state = #tg.state<compute, "w">}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #1: the compute copy #tg.state<compute, "w"> needs an argument with tg.param = "w" of its shape, and a bf16 or f16 element type (has 'tensor<2x2xf16>')}}
+func.func @compute_copy_other_shape(%w: tensor<4xf32> {tg.param = "w"}, %c: tensor<2x2xf16> {tg.state = #tg.state<compute, "w">}) {
   return
 }
 

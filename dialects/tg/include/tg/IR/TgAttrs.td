@@ -28,7 +28,10 @@ def Tg_InitKind : I32EnumAttr<"InitKind", "initialisation rule of a parameter", 
 def Tg_StateKind : I32EnumAttr<"StateKind", "kind of training state", [
     I32EnumAttrCase<"Param", 0, "param">,
     I32EnumAttrCase<"AdamM", 1, "adam_m">,
-    I32EnumAttrCase<"AdamV", 2, "adam_v">]> {
+    I32EnumAttrCase<"AdamV", 2, "adam_v">,
+    // A parameter's copy in the compute precision (bf16 or f16), which the
+    // step reads instead of casting the f32 master (tg-carry-compute-copies).
+    I32EnumAttrCase<"Compute", 3, "compute">]> {
   let cppNamespace = "::mlir::tg";
   let genSpecializedAttr = 0;
 }
@@ -73,12 +76,15 @@ def Tg_InitAttr : Tg_Attr<"Init", "init"> {
 }
 
 def Tg_StateAttr : Tg_Attr<"State", "state"> {
-  let summary = "A piece of training state: a parameter or an AdamW moment";
+  let summary = "A piece of training state: a parameter, an AdamW moment or "
+                "a parameter's compute copy";
   let description = [{
-    `#tg.state<param, "NAME">`, `#tg.state<adam_m, "NAME">` or
-    `#tg.state<adam_v, "NAME">`, where NAME is the Hugging Face name of the
-    parameter. Moment arguments carry it as `tg.state`; results that hold
-    the new value of a state argument carry it as `tg.updates`.
+    `#tg.state<param, "NAME">`, `#tg.state<adam_m, "NAME">`,
+    `#tg.state<adam_v, "NAME">` or `#tg.state<compute, "NAME">` (the
+    parameter rounded to the step's compute precision, kept between steps),
+    where NAME is the Hugging Face name of the parameter. Moment and copy
+    arguments carry it as `tg.state`; results that hold the new value of a
+    state argument carry it as `tg.updates`.
   }];
   let parameters = (ins EnumParameter<Tg_StateKind>:$kind,
                         "::mlir::StringAttr":$name);

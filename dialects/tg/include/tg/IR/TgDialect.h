@@ -35,8 +35,9 @@ inline constexpr llvm::StringLiteral kMeshCoordinateInput = "mesh_coordinate";
 inline constexpr llvm::StringLiteral kInputAttr = "tg.input";
 /// Result attribute naming a function result ("loss", "logits", ...).
 inline constexpr llvm::StringLiteral kOutputAttr = "tg.output";
-/// Argument attribute of optimizer state other than parameters, a StateAttr:
-/// #tg.state<adam_m, "NAME"> or #tg.state<adam_v, "NAME">.
+/// Argument attribute of training state other than parameters, a StateAttr:
+/// #tg.state<adam_m, "NAME">, #tg.state<adam_v, "NAME"> or
+/// #tg.state<compute, "NAME">.
 inline constexpr llvm::StringLiteral kStateAttr = "tg.state";
 /// Result attribute of a result holding the new value of a state argument
 /// of the same function, a StateAttr: #tg.state<param, "NAME"> names the
@@ -71,13 +72,14 @@ void setMesh(Operation *module, llvm::ArrayRef<llvm::StringRef> axes,
 
 /// The external (safetensors / artifact) name of a function argument, from
 /// its attribute dictionary: the tg.param or tg.input name, or
-/// "adam_m:NAME" / "adam_v:NAME" for a tg.state moment; "" when none.
+/// "adam_m:NAME" / "adam_v:NAME" / "compute:NAME" for a tg.state argument;
+/// "" when none.
 std::string externalArgumentName(DictionaryAttr argAttrs);
-/// The external name of a function result: "param:NAME", "adam_m:NAME" or
-/// "adam_v:NAME" for a tg.updates result, else its tg.output name; "" when
-/// none.
+/// The external name of a function result: "param:NAME", "adam_m:NAME",
+/// "adam_v:NAME" or "compute:NAME" for a tg.updates result, else its
+/// tg.output name; "" when none.
 std::string externalResultName(DictionaryAttr resultAttrs);
-/// "param:NAME", "adam_m:NAME" or "adam_v:NAME".
+/// "param:NAME", "adam_m:NAME", "adam_v:NAME" or "compute:NAME".
 std::string externalStateName(StateAttr state);
 
 /// A short SSA-friendly name for a parameter:

@@ -19,8 +19,10 @@ namespace tg::runtime {
 /// runtime reads exactly this version. History: 1 the first; 2 added the
 /// checksum trailer and KernelModule.kernel_operand_bytes (both required);
 /// 3 strided GEMM operands; 4 GEMM activations (Gemm.activation, an aux
-/// operand), which a reader of 3 would ignore.
-constexpr uint32_t kFormatVersion = 5;
+/// operand), which a reader of 3 would ignore; 5 the bias gradient epilogue
+/// and rotary embeddings in attention; 6 Parameter.compute_slot, a copy a
+/// reader of 5 would leave unwritten.
+constexpr uint32_t kFormatVersion = 6;
 
 /// A .tgx file is the FlatBuffers image of tg.tgx.Program (a multiple of 8
 /// bytes) followed by a 16-byte trailer:

@@ -50,7 +50,7 @@ int64_t getByteSize(MemRefType type);
 /// Bytes of one element of `element` type in a buffer.
 int64_t getElementByteSize(Type element);
 /// Whether resources of `kind` may be packed (`exec.resource ... in %pack`):
-/// parameters, moments and scratch.
+/// parameters, moments, compute copies and scratch.
 bool isPackableKind(ResourceKind kind);
 /// The buffer a ranked tensor of `tensorType` is stored in (identity layout).
 MemRefType getBufferType(Type tensorType);

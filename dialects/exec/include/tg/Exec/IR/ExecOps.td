@@ -54,6 +54,8 @@ def Exec_ResourceKind : I32EnumAttr<"ResourceKind", "the role of a resource", [
     I32EnumAttrCase<"output", 4>,    // read by the host after a step
     I32EnumAttrCase<"constant", 5>,  // loaded once with the program
     I32EnumAttrCase<"scratch", 6>,   // lives within one step
+    // a parameter rounded to the compute precision, kept between steps
+    I32EnumAttrCase<"compute_copy", 7>,
   ]> {
   let cppNamespace = "::mlir::tg::exec";
 }
