@@ -58,17 +58,17 @@ std::string verifyBytes(const std::vector<uint8_t> &bytes) {
 }
 
 TEST(Artifact, RejectsUnsupportedVersion) {
-  EXPECT_EQ(runtime::kFormatVersion, 5u);
-  expectRejected([](ProgramSpec &s) { s.formatVersion = 4; },
-                 "format_version 4 is not supported by this runtime, which reads version 5 "
+  EXPECT_EQ(runtime::kFormatVersion, 6u);
+  expectRejected([](ProgramSpec &s) { s.formatVersion = 5; },
+                 "format_version 5 is not supported by this runtime, which reads version 6 "
                  "only; re-compile the model with the tgc that matches this runtime");
   // A version 1 file (no checksum trailer, as tgc wrote them before) gets the
   // version message too, not a checksum complaint.
   expectRejected([](ProgramSpec &s) { s.formatVersion = 1; s.seal = false; },
                  "model.tgx: format_version 1 is not supported by this runtime, which reads "
-                 "version 5 only");
+                 "version 6 only");
   expectRejected([](ProgramSpec &s) { s.formatVersion = 1; },
-                 "format_version 1 is not supported by this runtime, which reads version 5 only");
+                 "format_version 1 is not supported by this runtime, which reads version 6 only");
 }
 
 // Issue 8: 76 of 1,511 mutated artifacts passed verification and trained to
@@ -116,6 +116,33 @@ TEST(Artifact, RejectsInconsistentSlotsAndParameters) {
                  "parameters[0] 'transformer.wte.weight' refers to a slot index outside");
   expectRejected([](ProgramSpec &s) { s.constants[0].data.pop_back(); },
                  "constants[0] holds 39 bytes for a range of 40");
+}
+
+// A compute copy (format version 6): the bf16 or f16 slot of an f32
+// parameter's shape that no other parameter uses.
+TEST(Artifact, ChecksComputeCopies) {
+  auto withCopy = [](tgx::DType dtype, std::vector<int64_t> shape) {
+    return [=](ProgramSpec &s) {
+      s.parameters[0].computeSlot =
+          int32_t(s.addSlot("compute:transformer.wte.weight", dtype, shape));
+    };
+  };
+  EXPECT_EQ(verifyError(withCopy(tgx::DType_BF16, {5, 2})), "");
+  EXPECT_EQ(verifyError(withCopy(tgx::DType_F16, {5, 2})), "");
+  expectRejected(withCopy(tgx::DType_F32, {5, 2}),
+                 "parameters[0] 'transformer.wte.weight'.compute_slot is slot "
+                 "'compute:transformer.wte.weight': a compute copy is bf16 or f16 of an f32 "
+                 "parameter");
+  expectRejected(withCopy(tgx::DType_BF16, {2, 5}),
+                 "compute_slot is slot 'compute:transformer.wte.weight', whose shape differs "
+                 "from the parameter's");
+  expectRejected([](ProgramSpec &s) { s.parameters[0].computeSlot = 999; },
+                 "compute_slot is 999, neither -1 (no copy) nor a slot index below");
+  expectRejected([](ProgramSpec &s) { s.parameters[0].computeSlot = -2; },
+                 "compute_slot is -2, neither -1");
+  expectRejected(
+      [](ProgramSpec &s) { s.parameters[0].computeSlot = int32_t(s.parameters[1].adamM); },
+      "which parameter 'transformer.ln_f.weight' uses too");
 }
 
 TEST(Artifact, RejectsBadCommands) {

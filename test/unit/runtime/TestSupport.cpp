@@ -131,7 +131,8 @@ flatbuffers::Offset<tgx::Program> writeProgram(flatbuffers::FlatBufferBuilder &b
       optimizerShard =
           tgx::CreateOptimizerShard(b, p.optimizerShard->axis, p.optimizerShard->chunk);
     parameters.push_back(tgx::CreateParameter(b, b.CreateString(p.name), p.init, p.initStd,
-                                              p.slot, p.adamM, p.adamV, shard, optimizerShard));
+                                              p.slot, p.adamM, p.adamV, shard, optimizerShard,
+                                              p.computeSlot));
   }
   std::vector<flatbuffers::Offset<tgx::Constant>> constants;
   for (const ConstantSpec &c : spec.constants) {

@@ -48,6 +48,7 @@ struct ParameterSpec {
   uint32_t slot, adamM, adamV;
   std::optional<ShardSpec> shard; // none: replicated
   std::optional<OptimizerShardSpec> optimizerShard; // none: whole moments
+  int32_t computeSlot = -1;                          // -1: no compute copy
 };
 
 struct MeshAxisSpec {
