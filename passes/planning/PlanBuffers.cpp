@@ -167,6 +167,24 @@ private:
     return last;
   }
 
+  /// The commands before `position` touching the bytes of `buffer` (in
+  /// `storage`): what a command at `position` overwriting them must follow.
+  /// Not the whole storage's: a pack's later commands may touch its other
+  /// members, and the writer cannot await a command after it.
+  SmallVector<Operation *> touchesBefore(ResourceOp storage, Value buffer,
+                                         int64_t position) {
+    uint64_t begin = exec::getByteOffset(buffer);
+    uint64_t end =
+        begin + exec::getByteSize(cast<MemRefType>(buffer.getType()));
+    SmallVector<Operation *> before;
+    for (const Touch &touch : touches.lookup(storage))
+      if (touch.position < position && touch.begin < end &&
+          begin < touch.end &&
+          !llvm::is_contained(before, commands[touch.position]))
+        before.push_back(commands[touch.position]);
+    return before;
+  }
+
   /// The new value of state buffer `stateBuffer` (in storage `state`: a
   /// pack's member lives in its pack), first written by `writer`, may be
   /// written over it: nothing reads the old value's bytes afterwards, or
@@ -214,7 +232,7 @@ private:
       if (writer && canOverwrite(state, stateBuffer, update, writer)) {
         setOffset(update,
                   *state.getOffset() + exec::getByteOffset(stateBuffer));
-        awaitOthers(writer, uses[state].commands);
+        awaitOthers(writer, touchesBefore(state, stateBuffer, u.firstWrite));
         continue;
       }
       copiesBack.push_back({update, stateBuffer});

@@ -174,6 +174,37 @@ module @kernels {
 
 // -----
 
+// A member's new value written in place on another stream (as a ZeRO-1
+// all-gather writes a new parameter on 1) awaits the earlier commands on
+// its bytes (t0), not the pack's later ones on another member (t2), which
+// it could not await.
+// CHECK-LABEL: exec.program @pack_member_on_another_stream
+// CHECK:         %[[T0:.+]] = exec.dispatch @kernels::@k_neg(%{{.+}}) -> (%{{.+}}) :
+// CHECK:         exec.resource scratch updates(%{{.+}} : memref<16xf32>) at 64 : memref<16xf32>
+// CHECK-NEXT:    exec.dispatch @kernels::@k_neg(%{{.+}}) -> (%{{.+}}) await(%[[T0]]) on 1 :
+// CHECK-NEXT:    exec.dispatch @kernels::@k_neg(%{{.+}}) -> (%{{.+}}) :
+// CHECK-NOT:     exec.copy
+exec.program @pack_member_on_another_stream attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>} {
+  %p = exec.resource parameter : memref<2x16xf32>
+  %x = exec.resource input "x" : memref<16xf32>
+  %y = exec.resource output "y" : memref<16xf32>
+  %z = exec.resource output "z" : memref<16xf32>
+  %a = exec.resource parameter "a" in %p[0] : memref<2x16xf32> {init = #tg.init<zeros>} : memref<16xf32>
+  %b = exec.resource parameter "b" in %p[16] : memref<2x16xf32> {init = #tg.init<zeros>} : memref<16xf32>
+  %t0 = exec.dispatch @kernels::@k_neg(%b) -> (%y) : (memref<16xf32>) -> (memref<16xf32>)
+  %b_new = exec.resource scratch updates(%b : memref<16xf32>) : memref<16xf32>
+  %t1 = exec.dispatch @kernels::@k_neg(%x) -> (%b_new) on 1 : (memref<16xf32>) -> (memref<16xf32>)
+  %t2 = exec.dispatch @kernels::@k_neg(%a) -> (%z) : (memref<16xf32>) -> (memref<16xf32>)
+}
+module @kernels {
+  func.func @k_neg(%x: tensor<16xf32>) -> tensor<16xf32> {
+    %y = tg.neg %x : tensor<16xf32>
+    return %y : tensor<16xf32>
+  }
+}
+
+// -----
+
 // Two streams: %b reuses %a's bytes [256, 384), but its writer t2 runs on
 // stream 1 while %a's writer and reader (t0, t1) ran on stream 0, so t2
 // must await both; the stream order alone would not keep them apart.
