@@ -98,6 +98,49 @@ module @kernels {
 
 // -----
 
+// Updates that also write each parameter's bf16 compute copy, state no
+// member reads (the forward reads it): the group packs the copies too (a bf16 row of
+// 32 elements keeps the next one 64-byte aligned), and
+// the new copies' pack updates theirs. A forward reader of a copy keeps
+// reading its member.
+// REMARK: remark: fused horizontally: 2 dispatches of k0_update in one, over packs of 2 rows
+// CHECK-LABEL: exec.program @compute_copies
+// CHECK-NEXT:  %[[P:[0-9]+]] = exec.resource parameter : memref<2x32xf32>
+// CHECK-NEXT:  %[[N:[0-9]+]] = exec.resource scratch updates(%[[P]] : memref<2x32xf32>) : memref<2x32xf32>
+// CHECK-NEXT:  %[[C:[0-9]+]] = exec.resource compute_copy : memref<2x32xbf16>
+// CHECK-NEXT:  %[[NC:[0-9]+]] = exec.resource scratch updates(%[[C]] : memref<2x32xbf16>) : memref<2x32xbf16>
+// CHECK:       %[[CA:[0-9]+]] = exec.resource compute_copy "a" in %[[C]][0] : memref<2x32xbf16> : memref<32xbf16>
+// CHECK:       exec.dispatch @kernels::@k1_read(%[[CA]])
+// CHECK:       exec.dispatch @kernels::@k0_update_x2(%{{[0-9]+}}, %[[P]]) -> (%[[N]], %[[NC]])
+exec.program @compute_copies attributes {batch_size = 1 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>, seed = 0 : i64, seq_len = 1 : i64, vocab_size = 1 : i64} {
+  %lr = exec.resource input "lr" : memref<f32>
+  %a = exec.resource parameter "a" {init = #tg.init<zeros>} : memref<32xf32>
+  %b = exec.resource parameter "b" {init = #tg.init<zeros>} : memref<32xf32>
+  %ca = exec.resource compute_copy "a" : memref<32xbf16>
+  %cb = exec.resource compute_copy "b" : memref<32xbf16>
+  %y = exec.resource output "y" : memref<32xbf16>
+  %t0 = exec.dispatch @kernels::@k1_read(%ca) -> (%y) : (memref<32xbf16>) -> memref<32xbf16>
+  %na = exec.resource scratch updates(%a : memref<32xf32>) : memref<32xf32>
+  %nca = exec.resource scratch updates(%ca : memref<32xbf16>) : memref<32xbf16>
+  %nb = exec.resource scratch updates(%b : memref<32xf32>) : memref<32xf32>
+  %ncb = exec.resource scratch updates(%cb : memref<32xbf16>) : memref<32xbf16>
+  %t1 = exec.dispatch @kernels::@k0_update(%lr, %a) -> (%na, %nca) : (memref<f32>, memref<32xf32>) -> (memref<32xf32>, memref<32xbf16>)
+  %t2 = exec.dispatch @kernels::@k0_update(%lr, %b) -> (%nb, %ncb) : (memref<f32>, memref<32xf32>) -> (memref<32xf32>, memref<32xbf16>)
+}
+module @kernels {
+  func.func @k0_update(%arg0: tensor<f32>, %arg1: tensor<32xf32>) -> (tensor<32xf32>, tensor<32xbf16>) {
+    %0 = tg.mul %arg1, %arg0 : tensor<32xf32>, tensor<f32> -> tensor<32xf32>
+    %1 = tg.cast %0 : tensor<32xf32> -> tensor<32xbf16>
+    return %0, %1 : tensor<32xf32>, tensor<32xbf16>
+  }
+  func.func @k1_read(%arg0: tensor<32xbf16>) -> tensor<32xbf16> {
+    %0 = tg.neg %arg0 : tensor<32xbf16>
+    return %0 : tensor<32xbf16>
+  }
+}
+
+// -----
+
 // What must not fuse: the second dispatch reads what the first writes (a
 // chain); a command between the two writes what the second reads (it
 // cannot run where the first ran); different shared operands (two learning

@@ -647,8 +647,8 @@ def ExecFuseHorizontal : Pass<"exec-fuse-horizontal", "ModuleOp"> {
   let description = [{
     Before timepoints and planning, after the GEMM fusions. A training step
     runs a few kernels once per parameter: the cast of each parameter to the
-    compute type, the square sum of each gradient for the global norm, the
-    AdamW update. For the many small parameters (biases, norm weights) each
+    compute type (with tg-carry-compute-copies, in the update), the square
+    sum of each gradient for the global norm, the AdamW update. For the many small parameters (biases, norm weights) each
     such launch is mostly the launch's fixed cost. Dispatches of one kernel
     whose buffers have at most `max-elements` elements each, that read the
     same buffers where they read shared ones (rank 0: a clipping factor, a
@@ -656,8 +656,11 @@ def ExecFuseHorizontal : Pass<"exec-fuse-horizontal", "ModuleOp"> {
     kernel batched over a leading dimension of N: each like operand is a
     pack (`exec.resource ... in %pack[i x size]`) whose row i is member i's
     buffer, so the members keep their names, slots and other readers and
-    writers. State packs with state (parameters, moments), scratch with
-    scratch; the packed update `updates` the packed state.
+    writers. State packs with state (parameters, moments, compute copies),
+    scratch with scratch; the packed update `updates` the packed state: one
+    packed already, one the group reads, or state the group only writes
+    (the compute copies the AdamW kernels write, which the forward reads),
+    which it packs.
 
     A group forms only where it computes what its dispatches did: the
     kernel's body is elementwise ops (numpy broadcasting of unbatched
