@@ -38,7 +38,13 @@ bool isComputeType(Type type) {
   return tensor && isa<BFloat16Type, Float16Type>(tensor.getElementType());
 }
 
-/// The parameters of `func` to carry a copy of, in argument order.
+/// The parameters of `func` to carry a copy of, in argument order: f32
+/// masters whose narrowing casts are all to one type and whose new value an
+/// elementwise op computes, so that the cast of it joins that op's kernel.
+/// Not a new value that comes from elsewhere (ZeRO-1's all-gather of the
+/// updated chunks): its cast would stay a kernel of its own, moving the
+/// same bytes at the end of the step, and the copy would cost memory for
+/// nothing.
 SmallVector<Carried> findCarried(func::FuncOp func) {
   llvm::StringMap<unsigned> updateOf;
   for (unsigned i = 0; i < func.getNumResults(); ++i)
@@ -61,7 +67,17 @@ SmallVector<Carried> findCarried(func::FuncOp func) {
   for (unsigned i = 0; i < func.getNumArguments(); ++i) {
     auto name = func.getArgAttrOfType<StringAttr>(i, kParamAttr);
     if (!name || carriedAlready.contains(name.getValue()) ||
-        !updateOf.contains(name.getValue()))
+        !updateOf.contains(name.getValue()) ||
+        !cast<RankedTensorType>(func.getArgument(i).getType())
+             .getElementType()
+             .isF32())
+      continue;
+    Operation *update = func.getBody()
+                            .back()
+                            .getTerminator()
+                            ->getOperand(updateOf.lookup(name.getValue()))
+                            .getDefiningOp();
+    if (!update || !update->hasTrait<TgOpTrait::Elementwise>())
       continue;
     SmallVector<CastOp> casts = castsOf.lookup(func.getArgument(i));
     if (!casts.empty() && llvm::all_of(casts, [&](CastOp cast) {
@@ -76,19 +92,15 @@ LogicalResult carry(func::FuncOp func) {
   SmallVector<Carried> carried = findCarried(func);
   if (carried.empty())
     return success();
-  // The copies go after the other state: before the first input argument
-  // and the first output result.
-  unsigned argAt = func.getNumArguments(), resultAt = func.getNumResults();
+  // The copies go after the other state: the last parameter or state
+  // argument, the last result that updates state.
+  unsigned argAt = 0, resultAt = 0;
   for (unsigned i = 0; i < func.getNumArguments(); ++i)
-    if (func.getArgAttr(i, kInputAttr)) {
-      argAt = i;
-      break;
-    }
+    if (func.getArgAttr(i, kParamAttr) || func.getArgAttr(i, kStateAttr))
+      argAt = i + 1;
   for (unsigned i = 0; i < func.getNumResults(); ++i)
-    if (func.getResultAttr(i, kOutputAttr)) {
-      resultAt = i;
-      break;
-    }
+    if (func.getResultAttr(i, kUpdatesAttr))
+      resultAt = i + 1;
 
   MLIRContext *ctx = func.getContext();
   auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());

@@ -114,6 +114,10 @@ bool findNonFiniteState(const tg_session &session, std::string &name, int64_t &i
     order.push_back(p->adam_m_slot());
     order.push_back(p->adam_v_slot());
   }
+  // A finite f32 parameter may round to an infinite f16 copy.
+  for (const tgx::Parameter *p : *session.program->parameters())
+    if (p->compute_slot() >= 0)
+      order.push_back(uint32_t(p->compute_slot()));
   std::vector<uint8_t> bytes;
   for (uint32_t i : order) {
     const tgx::Slot &slot = slotAt(session, i);

@@ -891,6 +891,12 @@ private:
       if (slot.name()->string_view() != rootSlot.name()->string_view() ||
           slot.dtype() != rootSlot.dtype() || !sameShape(slot, rootSlot))
         return fail(field, "has a slot other than the training step's (name, dtype or shape)");
+      // Only the training step rewrites a copy with its parameter, so only
+      // its copies are written by the runtime.
+      if (p.compute_slot() != -1)
+        return fail(field + ".compute_slot",
+                    "is " + std::to_string(p.compute_slot()) +
+                        ": a function casts the parameters it reads itself (-1)");
       auto sameShard = [](const tgx::ParameterShard *a, const tgx::ParameterShard *b) {
         if (!a || !b)
           return a == b;

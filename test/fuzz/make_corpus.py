@@ -145,6 +145,21 @@ def main():
     for c in cuda['commands']:
         c['awaits'] = [a for a in c.get('awaits', []) if a < 24]
     write(os.path.join(C, 'artifact', 'short-cuda.tgx'), seal(flatc_to_binary(tmp, cuda)))
+    # bf16: the parameters' compute copies (Parameter.compute_slot, format
+    # version 6), short with a stand-in PTX image as above.
+    bf16_tgx = os.path.join(tmp, 'micro-bf16-cuda.tgx')
+    subprocess.check_call([os.path.join(BIN, 'tgc'), 'compile', model, '--train', train,
+                           '--target', 'cuda', '--dtype=bf16', '-o', bf16_tgx])
+    bf16 = flatc_to_json(tmp, bf16_tgx)
+    assert all(p.get('compute_slot', -1) >= 0 for p in bf16['parameters']), \
+        'expected a compute copy of every parameter'
+    bf16['modules'][0]['image'] = list(ptx)
+    bf16['modules'][0]['image_fnv1a64'] = fnv(ptx)
+    bf16.pop('functions', None)
+    bf16['commands'] = bf16['commands'][:24]
+    for c in bf16['commands']:
+        c['awaits'] = [a for a in c.get('awaits', []) if a < 24]
+    write(os.path.join(C, 'artifact', 'short-bf16-cuda.tgx'), seal(flatc_to_binary(tmp, bf16)))
 
     # The runtime's flash attention (--cuda-attention=flash: bf16, head dim 64):
     # the Attention commands of such a CUDA artifact alone, forward and

@@ -169,7 +169,7 @@ class PythonBindings(unittest.TestCase):
             self.assertTrue(any(d.message.startswith(decision) for d in remarks), decision)
         self.assertEqual(default.diagnostics, [])
         with self.assertRaisesRegex(tgc.CompileError, "tgc_options.no_fuse: 'bogus' is not a fusion pass; use "
-                                    "one of: elementwise, rows, .*horizontal, or \"all\""):
+                                    "one of: elementwise, rows, .*horizontal, compute-copies, or \"all\""):
             tgc.compile(FAMILIES[family], train=TRAIN, no_fuse="horizontal,bogus")
         # --fuse: GELU's epilogue on the CPU (the runtime's pass over the rows),
         # the same losses up to rounding; an unknown name refused by name.
@@ -288,6 +288,36 @@ t.close()
             self.assertEqual(t.load_checkpoint(ckpt), 2)
             self.assertEqual(t.steps_done, 2)
             self.assertEqual(t.step(*self.batch(family, 2)), third)
+
+    def test_compute_copies_follow_every_write(self):
+        # A bf16 step reads each parameter's bf16 copy, which its AdamW kernel
+        # writes; the runtime must write the copies again after every write
+        # of the state from outside within a session (a weight, a
+        # checkpoint), or the next step would read the old weights' copies.
+        # Against the program that casts the parameters every step, the
+        # losses are the same bits.
+        family = "gpt2"
+        programs = {}
+        for tag, flags in (("copies", ()), ("casts", ("--no-fuse=compute-copies",))):
+            programs[tag] = self.path(f"{family}-bf16-{tag}.tgx")
+            run("tgc", "compile", self.path(family + ".json"), "--train", self.path("train.json"),
+                "--dtype=bf16", "--gemm=generated", *flags, "-o", programs[tag])
+        losses = {}
+        for tag, program in programs.items():
+            ckpt = self.path(f"{family}-bf16-{tag}.safetensors")
+            with tgc.Trainer(tgc.Program(program), init=self.init[family]) as t:
+                run_steps = lambda first: [t.step(*self.batch(family, s)) for s in range(first, first + 2)]
+                losses[tag] = run_steps(0)
+                t.save_checkpoint(ckpt, data_position=2)
+                name = "transformer.h.0.mlp.c_fc.weight"
+                t.set_weight(name, t.weight(name) * 0.5)
+                losses[tag] += run_steps(2)
+                t.load_checkpoint(ckpt)
+                losses[tag] += run_steps(2)
+        self.assertEqual(losses["copies"], losses["casts"])
+        # The halved weight changed the steps after it, and the checkpoint
+        # undid it.
+        self.assertNotEqual(losses["copies"][2:4], losses["copies"][4:6])
 
     def example(self, language):
         """The ```language block of docs/embedding.md, and a directory holding

@@ -615,6 +615,14 @@ TEST(Artifact, ChecksFunctionsAgainstTheTrainingStep) {
                  withFunction("eval_step"));
   expectRejected([](ProgramSpec &s) { s.functions[0].parameters.pop_back(); },
                  "functions[0] 'eval_step'.parameters has", withFunction("eval_step"));
+  // A function's compute copy would never be written: functions cast.
+  expectRejected(
+      [](ProgramSpec &s) {
+        ProgramSpec &f = s.functions[0];
+        f.parameters[0].computeSlot =
+            int32_t(f.addSlot("compute:transformer.wte.weight", tgx::DType_BF16, {5, 2}));
+      },
+      "functions[0] 'eval_step'.parameters[0].compute_slot is", withFunction("eval_step"));
   expectRejected([](ProgramSpec &s) { s.functions[0].mesh = {{"e", 1}}; },
                  "functions[0] 'eval_step'.mesh is e=1, not the training step's d=1",
                  withFunction("eval_step"));

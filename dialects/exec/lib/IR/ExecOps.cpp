@@ -233,7 +233,8 @@ static LogicalResult verifyMember(ResourceOp member) {
   if (!isPackableKind(member.getKind()))
     return member.emitOpError("of kind '")
            << stringifyResourceKind(member.getKind())
-           << "' cannot be packed (only parameters, moments and scratch)";
+           << "' cannot be packed (only parameters, moments, compute copies "
+              "and scratch)";
   if (type.getElementType() != packType.getElementType())
     return member.emitOpError("cannot be packed into ")
            << packType << ": element types differ";

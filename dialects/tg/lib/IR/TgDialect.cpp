@@ -311,9 +311,9 @@ static LogicalResult verifyFunctionAttrs(FunctionOpInterface func) {
         return duplicate("argument", i, kStateAttr, state, it->second);
     }
   }
-  for (auto [state, i] : states) {
-    auto copy = cast<StateAttr>(state);
-    if (copy.getKind() != StateKind::Compute)
+  for (unsigned i = 0; i < argTypes.size(); ++i) {
+    auto copy = func.getArgAttrOfType<StateAttr>(i, kStateAttr);
+    if (!copy || copy.getKind() != StateKind::Compute)
       continue;
     auto param = params.find(copy.getName().getValue());
     auto type = dyn_cast<RankedTensorType>(argTypes[i]);

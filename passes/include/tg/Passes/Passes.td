@@ -205,9 +205,12 @@ def TgCarryComputeCopies : Pass<"tg-carry-compute-copies", "ModuleOp"> {
     writes it from the master whenever the master is written from outside
     (initialisation, weights, a checkpoint).
 
-    Applies to functions that update the parameter (`tg.updates`); every
-    narrowing cast of one parameter must be to one type, else it is left
-    alone, as are functions that already carry a copy. Turned off by
+    Applies to f32 parameters whose function updates them (`tg.updates`)
+    with the result of an elementwise op (the AdamW update), so that the
+    cast joins its kernel; not under ZeRO-1, where the new value is
+    all-gathered and the cast would stay a kernel of its own. Every narrowing
+    cast of one parameter must be to one type, else it is left alone, as is
+    a parameter that has its copy already. Turned off by
     `tgc --no-fuse=compute-copies` or `--no-fusion`.
   }];
 }
@@ -678,9 +681,10 @@ def ExecFuseHorizontal : Pass<"exec-fuse-horizontal", "ModuleOp"> {
     With `large-rows` (the CUDA target), buffers of any size pack where that
     keeps the planned arena: the rest of the lowering runs on two copies of
     the module, one fused with them and one without, and they pack only
-    where no program's arena grows (a trial that fails keeps them apart) (a pack of a layer's gradients holds every row from the first
-    one's write: no change for GPT-2 medium, which then runs 512 -> 233
-    launches a step; Llama 2 7B at 256 tokens a step would grow 14%).
+    where no program's arena grows (a trial that fails keeps them apart)
+    (a pack of a layer's gradients holds every row from the first one's
+    write: no change for GPT-2 medium, which then runs 512 -> 233 launches a
+    step; Llama 2 7B at 256 tokens a step would grow 14%).
     With `remarks`, each group formed and each refused, with why, and the
     large-rows decision with both arenas. Turned off
     by `tgc --no-fusion` or `--no-fuse=horizontal`.

@@ -494,7 +494,7 @@ exec.program @p attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size 
 
 exec.program @p attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>} {
   %p = exec.resource input : memref<2x16xf32>
-  // expected-error @+1 {{'exec.resource' op of kind 'input' cannot be packed (only parameters, moments and scratch)}}
+  // expected-error @+1 {{'exec.resource' op of kind 'input' cannot be packed (only parameters, moments, compute copies and scratch)}}
   %m = exec.resource input "x" in %p[0] : memref<2x16xf32> : memref<16xf32>
 }
 
