@@ -13,7 +13,8 @@ must give bitwise the steps of the casts as kernels of their own
 (`--no-fuse=loss`: they round the same values once each). So must the
 parameters' bf16 copies kept between steps (tg-carry-compute-copies): the
 step reads the copy its AdamW kernel wrote, or that the runtime wrote from
-weights or a checkpoint, instead of casting each parameter first.
+weights or a checkpoint, instead of casting each parameter first (on one
+rank and on two data-parallel ones).
 """
 import json
 import os
@@ -110,6 +111,12 @@ class Bf16Kernels(unittest.TestCase):
                     self.assertEqual(len(losses("carried")), STEPS)
                     self.assertEqual(losses("carried"), losses("cast"))
                     self.assertEqual(losses("resumed"), losses("carried")[STEPS // 2:])
+                    # Two data-parallel ranks: each writes its own copies.
+                    for tag, flags in (("dp-carried", ()), ("dp-cast", ("--no-fuse=compute-copies",))):
+                        run("tgc", "compile", model, "--train", TRAIN, "--dtype=bf16",
+                            "--gemm=generated", "--mesh", "dp=2", *flags, "-o", path(f"{tag}.tgx"))
+                        train(tag, "-n", 2, "--steps", STEPS // 2,
+                              "--save-weights", path(f"{tag}.safetensors"))
                     carried = safetensors_io.load(path("carried.safetensors"))
                     for tag in ("cast", "resumed"):
                         other = safetensors_io.load(path(f"{tag}.safetensors"))
@@ -117,6 +124,10 @@ class Bf16Kernels(unittest.TestCase):
                         for key in carried:
                             np.testing.assert_array_equal(carried[key].numpy(), other[key].numpy(),
                                                           err_msg=f"{tag} {key}")
+                    dp = [safetensors_io.load(path(f"{tag}.safetensors")) for tag in ("dp-carried", "dp-cast")]
+                    for key in carried:
+                        np.testing.assert_array_equal(dp[0][key].numpy(), dp[1][key].numpy(),
+                                                      err_msg=f"dp=2 {key}")
 
 
 if __name__ == "__main__":
