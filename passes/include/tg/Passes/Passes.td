@@ -651,8 +651,9 @@ def ExecFuseHorizontal : Pass<"exec-fuse-horizontal", "ModuleOp"> {
     Before timepoints and planning, after the GEMM fusions. A training step
     runs a few kernels once per parameter: the cast of each parameter to the
     compute type (with tg-carry-compute-copies, in the update), the square
-    sum of each gradient for the global norm, the AdamW update. For the many small parameters (biases, norm weights) each
-    such launch is mostly the launch's fixed cost. Dispatches of one kernel
+    sum of each gradient for the global norm, the AdamW update. For the many
+    small parameters (biases, norm weights) each such launch is mostly the
+    launch's fixed cost. Dispatches of one kernel
     whose buffers have at most `max-elements` elements each, that read the
     same buffers where they read shared ones (rank 0: a clipping factor, a
     learning rate) and like ones elsewhere, become one dispatch of the
