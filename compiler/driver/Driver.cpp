@@ -472,6 +472,7 @@ llvm::Error buildPipeline(OpPassManager &pm, const Options &o, const Compilation
   lowering.fusion.horizontalLargeRows = bool(cuda);
   lowering.libraryAttention = cuda && o.cudaFlashAttention;
   lowering.cudnnAttention = lowering.libraryAttention && o.cudaCudnnAttention;
+  lowering.weightGradientStream = cuda && o.cudaWeightGradientStream;
   if (cuda) {
     // Attention is decomposed unless the runtime's flash kernels take it; its
     // gradient recomputing P costs a batched GEMM and a softmax (~11% of a

@@ -77,9 +77,11 @@ void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options) {
     // Its large-rows trials plan as the passes that follow here.
     horizontal.largeRows = options.fusion.horizontalLargeRows;
     horizontal.bucketBytes = options.bucketBytes;
+    horizontal.weightGradientStream = options.weightGradientStream;
     pm.addPass(createExecFuseHorizontal(horizontal));
   }
-  addSchedulingAndPlanningPasses(pm, options.bucketBytes);
+  addSchedulingAndPlanningPasses(pm, options.bucketBytes,
+                                 options.weightGradientStream);
   pm.addPass(createTgBufferizeKernels({options.vectorRows}));
 }
 

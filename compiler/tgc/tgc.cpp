@@ -171,6 +171,12 @@ static cl::opt<int64_t> cudaF32PartialTermsOpt(
              "most N terms, 0 to 65536, then joins the rest in float64; 0: "
              "float64 throughout"),
     cl::init(256), cl::sub(compileCommand), cl::cat(tgcCategory));
+static cl::opt<bool> cudaWeightGradientStreamOpt(
+    "cuda-weight-gradient-stream",
+    cl::desc("Run the --target cuda GEMMs whose products only the optimizer "
+             "reads (the weight gradients) on a stream of their own, beside "
+             "the backward pass; opt-in, not yet timed on a GPU"),
+    cl::init(false), cl::sub(compileCommand), cl::cat(tgcCategory));
 enum class Stats { None, Table, Json };
 static EnumOption<Stats> statsOpt(
     "stats",
@@ -670,6 +676,7 @@ static llvm::Expected<tg::driver::Options> driverOptions() {
   o.cudaCudnnAttention = cudaAttentionOpt == CudaAttention::Cudnn;
   o.cudaRowRegisters = cudaRowRegistersOpt;
   o.cudaF32PartialTerms = cudaF32PartialTermsOpt;
+  o.cudaWeightGradientStream = cudaWeightGradientStreamOpt;
   o.libraryGemm = gemmOpt == GemmLowering::Library;
   if (alignGemmRowsOpt != cl::BOU_UNSET)
     o.alignGemmRows = alignGemmRowsOpt == cl::BOU_TRUE;
@@ -751,6 +758,9 @@ static int compile(MLIRContext &ctx, const char *argv0) {
                 "255), or 0 for what one block may have");
   if (cudaF32PartialTermsOpt.getNumOccurrences() && targetOpt != Target::Cuda)
     return fail("--cuda-f32-partial-terms chooses how GPU kernels sum: add "
+                "--target cuda, or drop it");
+  if (cudaWeightGradientStreamOpt && targetOpt != Target::Cuda)
+    return fail("--cuda-weight-gradient-stream schedules GPU streams: add "
                 "--target cuda, or drop it");
   if (cudaF32PartialTermsOpt < 0 || cudaF32PartialTermsOpt > 65536)
     return fail(

@@ -7,10 +7,13 @@
 
 namespace mlir::tg {
 
-void addSchedulingAndPlanningPasses(OpPassManager &pm, int64_t bucketBytes) {
+void addSchedulingAndPlanningPasses(OpPassManager &pm, int64_t bucketBytes,
+                                    bool weightGradientStream) {
   pm.addPass(createExecScheduleCollectives());
   pm.addPass(createExecBucketGradients({bucketBytes}));
   pm.addPass(createExecInsertTimepoints());
+  if (weightGradientStream)
+    pm.addPass(createExecStreamWeightGradients());
   pm.addPass(createExecPlanBuffers());
 }
 

@@ -216,6 +216,32 @@ class CudaTarget(unittest.TestCase):
         self.assert_refused(["--cuda-f32-partial-terms=64"],
                             "--cuda-f32-partial-terms chooses how GPU kernels sum: add --target cuda")
 
+    def test_weight_gradient_stream(self):
+        """--cuda-weight-gradient-stream: the weight gradients' GEMMs, which
+        only the optimizer reads, run on stream 2 beside the backward pass
+        (every layer's but the last product's), in the same planned arena;
+        without --target cuda it is refused by name."""
+        args = [example("models", "gpt2-tiny"), "--train", example("train", "tiny"), "--target",
+                "cuda", "--dtype=bf16", "--stats=json"]
+        arenas = {}
+        for flag in ([], ["--cuda-weight-gradient-stream"]):
+            code, out, err = run_status(
+                "tgc", "compile", *args, *flag, "--mlir-print-ir-after=exec-plan-buffers",
+                "--mlir-print-debuginfo")
+            self.assertEqual(code, 0, err)
+            arenas[bool(flag)] = json.loads(out.splitlines()[0])["arena_bytes"]
+            names = dict(re.findall(r'^(#loc\d+) = loc\("([^"]+)"', err, re.M))
+            side = [names.get(loc) for loc in
+                    re.findall(r"exec\.gemm\(.* on 2 .* loc\((#loc\d+)\)$", err, re.M)]
+            if not flag:
+                self.assertEqual(side, [])
+        weights = [f"grad_h{layer}_{w}_compute" for layer in (0, 1)
+                   for w in ("mlp_c_proj_w", "mlp_c_fc_w", "attn_c_proj_w", "attn_c_attn_w")]
+        self.assertEqual(set(weights) - set(side), {"grad_h0_attn_c_attn_w_compute"}, side)
+        self.assertEqual(arenas[True], arenas[False])
+        self.assert_refused(["--cuda-weight-gradient-stream"],
+                            "--cuda-weight-gradient-stream schedules GPU streams: add --target cuda")
+
     def test_tgrun_needs_a_gpu(self):
         """On a machine without the NVIDIA driver, a CUDA artifact is verified and
         refused with a message saying what it needs; never a crash."""

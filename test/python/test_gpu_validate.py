@@ -260,7 +260,8 @@ class GpuValidate(unittest.TestCase):
                           {"name": "rows80", "flags": "--cuda-row-registers=80"},
                           {"name": "bias-grad", "flags": "--fuse=gemm-bias-grad"},
                           {"name": "f64sums", "flags": "--cuda-f32-partial-terms=0"},
-                          {"name": "casts", "flags": "--no-fuse=compute-copies"}])
+                          {"name": "casts", "flags": "--no-fuse=compute-copies"},
+                          {"name": "wgrad-stream", "flags": "--cuda-weight-gradient-stream"}])
         gelu = os.path.join(self.bundle, "artifacts", "gpt2-medium-bf16-variant-gelu.tgx")
         this = os.path.join(self.bundle, "artifacts", "gpt2-medium-bf16.tgx")
         self.assertGreater(os.path.getsize(gelu), 0)

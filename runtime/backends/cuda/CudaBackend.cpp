@@ -81,8 +81,9 @@ public:
       driver->cuModuleUnload(m);
     if (staging)
       driver->cuMemFreeHost(staging);
-    if (workspace)
-      driver->cuMemFree(workspace);
+    for (CUdeviceptr workspace : gemmWorkspaces)
+      if (workspace)
+        driver->cuMemFree(workspace);
     if (arena)
       driver->cuMemFree(arena);
     if (context)
@@ -360,7 +361,9 @@ private:
     for (auto [plan, first] : commandsOf) {
       auto [step, count] = first;
       cuda::Gemms::Timing timing;
-      if (!gemms->tune(*driver, plan, steps[step].buffers, workspace, streams[0], timing, error)) {
+      // Timed alone, on stream 0, with the workspace of the stream it runs on.
+      if (!gemms->tune(*driver, plan, steps[step].buffers, gemmWorkspaces[steps[step].stream],
+                       streams[0], timing, error)) {
         error = commandName(program, step, "gemm") + ": " + error;
         return false;
       }
@@ -450,9 +453,14 @@ private:
             error = source + ": " + error;
             return false;
           }
-          if (!check("cuMemAlloc", driver->cuMemAlloc(&workspace, kGemmWorkspaceBytes), error))
-            return false;
         }
+        // A workspace for each stream GEMMs run on: GEMMs of two streams
+        // may run at once (exec-stream-weight-gradients).
+        gemmWorkspaces.resize(streams.size(), 0);
+        if (!gemmWorkspaces[step.stream] &&
+            !check("cuMemAlloc",
+                   driver->cuMemAlloc(&gemmWorkspaces[step.stream], kGemmWorkspaceBytes), error))
+          return false;
         step.gemmPlan = gemms->plan(*c.gemm(), step.buffers, error);
         if (step.gemmPlan < 0) {
           error = commandName(program, i, "gemm") + ": " + error;
@@ -635,7 +643,7 @@ private:
           return false;
       return true;
     case tgx::CommandKind_Gemm:
-      if (!gemms->run(step.gemmPlan, step.buffers, workspace, stream, error)) {
+      if (!gemms->run(step.gemmPlan, step.buffers, gemmWorkspaces[step.stream], stream, error)) {
         error = source + ": " + error;
         return false;
       }
@@ -682,7 +690,8 @@ private:
   std::string source;
   CUdevice device = 0;
   CUcontext context = nullptr;
-  CUdeviceptr arena = 0, workspace = 0;
+  CUdeviceptr arena = 0;
+  std::vector<CUdeviceptr> gemmWorkspaces; // cuBLASLt's, one a stream ([stream])
   void *staging = nullptr;
   CUevent stagingFree = nullptr, fork = nullptr;
   std::vector<CUstream> streams;

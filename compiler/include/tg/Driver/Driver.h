@@ -71,6 +71,9 @@ struct Options {
   /// A GPU thread adds its share of a float64 sum in float32 where the share
   /// is at most this many terms (0: float64 throughout).
   int64_t cudaF32PartialTerms = 256;
+  /// The weight gradients' GEMMs on a stream of their own, beside the
+  /// backward pass (exec-stream-weight-gradients).
+  bool cudaWeightGradientStream = false;
   bool libraryGemm = true;
   /// Pad library GEMMs to 16-byte aligned rows (tg-align-gemm-rows); unset:
   /// the target's need (CUDA yes, the CPU no).

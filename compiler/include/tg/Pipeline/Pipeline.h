@@ -110,6 +110,9 @@ struct LoweringOptions {
   /// With libraryAttention: by cuDNN's fused attention (tg-fuse-attention's
   /// cudnn).
   bool cudnnAttention = false;
+  /// The GEMMs whose products only the optimizer reads on a stream of their
+  /// own (exec-stream-weight-gradients).
+  bool weightGradientStream = false;
 };
 
 /// @train_step (tg) -> exec.program with planned resources, timepoints and
@@ -123,6 +126,7 @@ struct LoweringOptions {
 /// exec-fuse-gemm-activation (with fusion),
 /// exec-schedule-collectives,
 /// exec-bucket-gradients, exec-insert-timepoints,
+/// exec-stream-weight-gradients (with `weightGradientStream`),
 /// exec-plan-buffers, tg-bufferize-kernels.
 void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options);
 

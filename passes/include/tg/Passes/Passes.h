@@ -15,9 +15,11 @@ namespace tg {
 
 /// The exec program's schedule and arena plan, after fusion:
 /// exec-schedule-collectives, exec-bucket-gradients (buckets of
-/// `bucketBytes`), exec-insert-timepoints, exec-plan-buffers. tgc's
-/// lowering runs them, and exec-fuse-horizontal's large-rows trials too.
-void addSchedulingAndPlanningPasses(OpPassManager &pm, int64_t bucketBytes);
+/// `bucketBytes`), exec-insert-timepoints, exec-stream-weight-gradients
+/// (with `weightGradientStream`), exec-plan-buffers. tgc's lowering runs
+/// them, and exec-fuse-horizontal's large-rows trials too.
+void addSchedulingAndPlanningPasses(OpPassManager &pm, int64_t bucketBytes,
+                                    bool weightGradientStream);
 
 /// Registers every TGC pass with the global registry (for tg-opt and for
 /// textual pipelines).

@@ -707,6 +707,10 @@ def ExecFuseHorizontal : Pass<"exec-fuse-horizontal", "ModuleOp"> {
            /*default=*/"25 << 20",
            "The gradient bucket size the large-rows trials plan with "
            "(exec-bucket-gradients' bucket-bytes)">,
+    Option<"weightGradientStream", "weight-gradient-stream", "bool",
+           /*default=*/"false",
+           "The large-rows trials plan with exec-stream-weight-gradients, "
+           "as the lowering that follows does">,
     Option<"mergeAllReduces", "merge-all-reduces", "bool", /*default=*/"true",
            "Pack buffers that are each all-reduced in place (data-parallel "
            "gradients), reducing the pack once where the last was; off, "
@@ -758,6 +762,37 @@ def ExecBucketGradients : Pass<"exec-bucket-gradients", "ModuleOp"> {
   let options = [
     Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"26214400",
            "Largest bucket in bytes (PyTorch DDP's 25 MiB by default)">,
+  ];
+}
+
+def ExecStreamWeightGradients
+    : Pass<"exec-stream-weight-gradients", "ModuleOp"> {
+  let summary = "Run the GEMMs whose products only the optimizer reads on a "
+                "stream of their own, beside the backward pass";
+  let description = [{
+    After exec-insert-timepoints, which makes every command await all the
+    commands it depends on whatever their streams. A single-device step runs
+    every kernel and GEMM on stream 0, one after another, though the weight
+    gradients' GEMMs (a product of an activation and an output gradient
+    that nothing reads before the gradient norm and the optimizer) depend
+    on nothing the backward pass computes after them: a GEMM of few tiles
+    (a 1024 x 1024 weight's gradient fills a quarter of an H100's SMs)
+    leaves the rest of the device idle while the next commands wait. Here
+    each GEMM on stream 0 whose results nothing reads or writes before the
+    program's last GEMM or attention command moves to stream `stream`, so
+    that it runs beside the commands after it. The main stream joins each
+    such GEMM right after the next one is issued (it awaits it there), so
+    that its operands' bytes return to the arena's plan soon after (the
+    planner frees a buffer a side-stream command reads only once a command
+    awaits that command) and at most two run ahead. The same values: no
+    command moves in program order, and the dependencies stay awaited.
+    Opt-in (`tgc --cuda-weight-gradient-stream`): whether it pays depends
+    on how the GEMMs share the device.
+  }];
+  let options = [
+    Option<"stream", "stream", "int64_t", /*default=*/"2",
+           "The stream the weight gradients' GEMMs run on (not 0 or 1: the "
+           "main and communication streams)">,
   ];
 }
 

@@ -1,0 +1,91 @@
+// exec-stream-weight-gradients: the GEMMs whose products only the optimizer
+// reads (the weight gradients) run on a stream of their own, beside the
+// backward pass, joined by the main stream one GEMM later.
+#include "tg/Exec/IR/ExecOps.h"
+#include "tg/Passes/Passes.h"
+
+namespace mlir::tg {
+#define GEN_PASS_DEF_EXECSTREAMWEIGHTGRADIENTS
+#include "tg/Passes/Passes.h.inc"
+
+namespace {
+int64_t streamOf(Operation *command) {
+  return cast<IntegerAttr>(command->getAttr("stream")).getInt();
+}
+
+/// A command's bytes of a storage.
+struct Touch {
+  int64_t position;
+  uint64_t begin, end;
+};
+
+Touch touchOf(Value buffer, int64_t position) {
+  uint64_t begin = exec::getByteOffset(buffer);
+  return {position, begin,
+          begin + exec::getByteSize(cast<MemRefType>(buffer.getType()))};
+}
+
+void streamWeightGradients(exec::ProgramOp program, int64_t stream) {
+  SmallVector<Operation *> commands;
+  // The commands touching each storage, in order, with their bytes of it
+  // (a pack's members are rows of one storage).
+  DenseMap<Operation *, SmallVector<Touch>> touches;
+  int64_t lastProduct = -1;
+  for (Operation &op : program.getBlock()) {
+    if (!exec::isCommand(&op))
+      continue;
+    int64_t position = commands.size();
+    commands.push_back(&op);
+    if (isa<exec::GemmOp, exec::AttentionOp>(op))
+      lastProduct = position;
+    for (Value buffer : llvm::concat<Value>(exec::getReadBuffers(&op),
+                                            exec::getWrittenBuffers(&op)))
+      touches[exec::getStorage(buffer)].push_back(touchOf(buffer, position));
+  }
+  // A GEMM on the main stream before the last product whose products
+  // nothing touches again before it: nothing the backward pass computes
+  // after the GEMM waits for it.
+  auto readLate = [&](exec::GemmOp gemm, int64_t position) {
+    return position < lastProduct && llvm::all_of(exec::getWrittenBuffers(gemm), [&](Value buffer) {
+      Touch mine = touchOf(buffer, position);
+      return llvm::none_of(
+          touches.lookup(exec::getStorage(buffer)), [&](const Touch &t) {
+            return t.position > position && t.position <= lastProduct &&
+                   t.begin < mine.end && mine.begin < t.end;
+          });
+    });
+  };
+  SmallVector<std::pair<exec::GemmOp, int64_t>> side;
+  for (auto [position, command] : llvm::enumerate(commands))
+    if (auto gemm = dyn_cast<exec::GemmOp>(command);
+        gemm && streamOf(gemm) == 0 && readLate(gemm, position))
+      side.push_back({gemm, int64_t(position)});
+  Builder b(program.getContext());
+  for (auto [gemm, position] : side)
+    gemm->setAttr("stream", b.getI64IntegerAttr(stream));
+  // The main stream joins each one once the next is issued.
+  for (size_t i = 0; i + 1 < side.size(); ++i)
+    for (int64_t at = side[i + 1].second + 1; at < int64_t(commands.size());
+         ++at)
+      if (streamOf(commands[at]) == 0) {
+        exec::addAwaits(commands[at], side[i].first.getDone());
+        break;
+      }
+}
+
+struct StreamWeightGradientsPass
+    : impl::ExecStreamWeightGradientsBase<StreamWeightGradientsPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    if (stream < 2) {
+      getOperation().emitError()
+          << "exec-stream-weight-gradients: stream " << int64_t(stream)
+          << " is the main or the communication stream; give 2 or more";
+      return signalPassFailure();
+    }
+    getOperation().walk(
+        [&](exec::ProgramOp program) { streamWeightGradients(program, stream); });
+  }
+};
+} // namespace
+} // namespace mlir::tg
