@@ -98,11 +98,12 @@ def write_reference(metrics_path, out):
 # Checks of MODEL run another way, each against MODEL's CPU run:
 # MODEL-cudnn, cuDNN's attention (an artifact of its own); MODEL-summed,
 # MODEL's artifact with the flash backward's dQ summed by the key blocks (a
-# setting); MODEL-bgrad, the MLP's first bias gradient summed by the GEMM
-# applying GELU's derivative (an artifact compiled with these flags).
+# setting); artifacts compiled with opt-in flags: MODEL-bgrad, the MLP's
+# first bias gradient summed by the GEMM applying GELU's derivative, and
+# MODEL-wgrad, the weight gradients' GEMMs on a stream of their own.
 CUDNN_SUFFIX = "-cudnn"
 SUMMED_SUFFIX, SUMMED_SETTING = "-summed", "TG_CUDA_FLASH_BACKWARD=summed"
-BIAS_GRAD_SUFFIX, BIAS_GRAD_FLAGS = "-bgrad", "--fuse=gemm-bias-grad"
+FLAG_SUFFIXES = {"-bgrad": "--fuse=gemm-bias-grad", "-wgrad": "--cuda-weight-gradient-stream"}
 # What the runtime prints where an Attention command compiled for cuDNN runs
 # on its own kernels (CudaBackend.cpp).
 CUDNN_FALLBACK = "compiled for cuDNN run on the runtime's flash kernels instead"
@@ -119,15 +120,15 @@ def write_manifest(args):
     for name in args.checks:
         model, dtype = name.rsplit("-", 1)
         tolerance, why = TOLERANCES[dtype]
-        suffix = next((s for s in (CUDNN_SUFFIX, SUMMED_SUFFIX, BIAS_GRAD_SUFFIX) if model.endswith(s)), "")
+        suffix = next((s for s in (CUDNN_SUFFIX, SUMMED_SUFFIX, *FLAG_SUFFIXES) if model.endswith(s)), "")
         reference = model[:len(model) - len(suffix)]
         check = {"name": name, "model": model, "dtype": dtype, "steps": args.steps,
                  "reference": f"reference/{reference}.json", "tolerance": tolerance, "why": why,
                  "cudnn": suffix == CUDNN_SUFFIX}
         if suffix == SUMMED_SUFFIX:
             check["setting"] = SUMMED_SETTING
-        if suffix == BIAS_GRAD_SUFFIX:
-            check["flags"] = BIAS_GRAD_FLAGS
+        if suffix in FLAG_SUFFIXES:
+            check["flags"] = FLAG_SUFFIXES[suffix]
         checks.append(check)
     model, train = load("models", args.medium + ".json"), load("models", f"train-{args.medium}.json")
     stats = load("stats", args.medium + "-bf16.json")

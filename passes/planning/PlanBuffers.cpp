@@ -242,11 +242,12 @@ private:
   }
 
   /// The position after which a resource's range is free again: its last
-  /// use, and for a use on a stream other than the main one (0: a
-  /// collective on the communication stream) no earlier than the first
-  /// command that awaits it. A reuse before that would be correct (the
-  /// reusing command awaits it, below) but would stall the main stream
-  /// until the collective completes, which is the overlap lost.
+  /// use, and for a use on a stream other than the main one (a collective
+  /// on the communication stream, a weight gradient's GEMM on its own) no
+  /// earlier than the first command that awaits it. A reuse before that
+  /// would be correct (the reusing command awaits it, below) but would
+  /// stall the main stream until that command completes, which is the
+  /// overlap lost.
   int64_t releasePosition(const Uses &u) {
     int64_t at = u.last;
     for (Operation *command : u.commands)

@@ -25,7 +25,13 @@ Touch touchOf(Value buffer, int64_t position) {
           begin + exec::getByteSize(cast<MemRefType>(buffer.getType()))};
 }
 
-void streamWeightGradients(exec::ProgramOp program, int64_t stream) {
+LogicalResult streamWeightGradients(exec::ProgramOp program, int64_t stream) {
+  // The planner lets the commands of one stream rely on their order: a
+  // command that changes streams after planning could race with a reuse.
+  if (program.getArenaSize())
+    return program.emitOpError(
+        "is already planned: run exec-stream-weight-gradients before "
+        "exec-plan-buffers");
   SmallVector<Operation *> commands;
   // The commands touching each storage, in order, with their bytes of it
   // (a pack's members are rows of one storage).
@@ -63,14 +69,19 @@ void streamWeightGradients(exec::ProgramOp program, int64_t stream) {
   Builder b(program.getContext());
   for (auto [gemm, position] : side)
     gemm->setAttr("stream", b.getI64IntegerAttr(stream));
-  // The main stream joins each one once the next is issued.
-  for (size_t i = 0; i + 1 < side.size(); ++i)
-    for (int64_t at = side[i + 1].second + 1; at < int64_t(commands.size());
-         ++at)
+  // The main stream joins each one once the next is issued, the last once
+  // the last product is: the planner frees what a GEMM on another stream
+  // read only where a command awaits it.
+  for (auto [i, entry] : llvm::enumerate(side)) {
+    int64_t after = i + 1 < side.size() ? side[i + 1].second
+                                        : std::max(entry.second, lastProduct);
+    for (int64_t at = after + 1; at < int64_t(commands.size()); ++at)
       if (streamOf(commands[at]) == 0) {
-        exec::addAwaits(commands[at], side[i].first.getDone());
+        exec::addAwaits(commands[at], entry.first.getDone());
         break;
       }
+  }
+  return success();
 }
 
 struct StreamWeightGradientsPass
@@ -83,8 +94,13 @@ struct StreamWeightGradientsPass
           << " is the main or the communication stream; give 2 or more";
       return signalPassFailure();
     }
-    getOperation().walk(
-        [&](exec::ProgramOp program) { streamWeightGradients(program, stream); });
+    auto result = getOperation().walk([&](exec::ProgramOp program) {
+      return failed(streamWeightGradients(program, stream))
+                 ? WalkResult::interrupt()
+                 : WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      signalPassFailure();
   }
 };
 } // namespace

@@ -189,6 +189,10 @@ class GpuValidate(unittest.TestCase):
               "".join(json.dumps({"step": s + 1, "loss": loss + (0.5 if s == len(gpt2) - 1 else 0)}) + "\n"
                       for s, loss in enumerate(gpt2)))
         write(os.path.join(cls.bundle, "results", "gpt2-flash-bgrad-bf16.rc"), "0\n")
+        # The weight gradients' stream: the CPU run's losses.
+        write(os.path.join(cls.bundle, "results", "gpt2-flash-wgrad-bf16.jsonl"),
+              "".join(json.dumps({"step": s + 1, "loss": loss}) + "\n" for s, loss in enumerate(gpt2)))
+        write(os.path.join(cls.bundle, "results", "gpt2-flash-wgrad-bf16.rc"), "0\n")
         cls.report = subprocess.run([sys.executable, VALIDATE, "report", cls.bundle], capture_output=True, text=True)
         cls.rows = [line for line in cls.report.stdout.splitlines() if line.startswith("| attention |")]
         cls.kernel_rows = [line for line in cls.report.stdout.splitlines()
@@ -207,7 +211,7 @@ class GpuValidate(unittest.TestCase):
                           "gpt2-vocab-f32", "gpt2-vocab-bf16", "gpt2-flash-bf16", "gpt2-flash-cudnn-bf16", "gpt2-flash-summed-bf16",
                           "llama-flash-bf16", "llama-flash-cudnn-bf16", "llama-flash-summed-bf16",
                           "mistral-flash-bf16", "mistral-flash-cudnn-bf16", "mistral-flash-summed-bf16",
-                          "gpt2-flash-bgrad-bf16"])
+                          "gpt2-flash-bgrad-bf16", "gpt2-flash-wgrad-bf16"])
         # cuDNN's and the summed backward's checks compare with their model's CPU run.
         checks = {c["name"]: c for c in self.manifest["correctness"]}
         cudnn = checks["llama-flash-cudnn-bf16"]
@@ -226,6 +230,15 @@ class GpuValidate(unittest.TestCase):
         self.assertEqual(stats["gpt2-flash-bgrad-bf16"]["kernels"], stats["gpt2-flash-bf16"]["kernels"] - 1)
         self.assertLess(stats["gpt2-flash-bgrad-bf16"]["kernel_launches"],
                         stats["gpt2-flash-bf16"]["kernel_launches"])
+        # The weight gradients' stream: the same kernels and arena, another
+        # schedule.
+        wgrad = checks["gpt2-flash-wgrad-bf16"]
+        self.assertEqual((wgrad["reference"], wgrad["flags"]),
+                         ("reference/gpt2-flash.json", "--cuda-weight-gradient-stream"))
+        stats["gpt2-flash-wgrad-bf16"] = json.load(
+            open(os.path.join(self.bundle, "stats", "gpt2-flash-wgrad-bf16.json")))
+        for key in ("kernels", "commands", "arena_bytes"):
+            self.assertEqual(stats["gpt2-flash-wgrad-bf16"][key], stats["gpt2-flash-bf16"][key], key)
         # The flash checks' models go through the runtime's flash kernels.
         for model in ("gpt2-flash", "llama-flash", "mistral-flash"):
             stats = json.load(open(os.path.join(self.bundle, "stats", model + "-bf16.json")))

@@ -1,5 +1,6 @@
 // RUN: tg-opt %s --split-input-file --exec-insert-timepoints --exec-stream-weight-gradients | FileCheck %s
 // RUN: not tg-opt %s --split-input-file --exec-insert-timepoints --exec-stream-weight-gradients="stream=1" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not tg-opt %s --split-input-file --exec-insert-timepoints --exec-plan-buffers --exec-stream-weight-gradients 2>&1 | FileCheck %s --check-prefix=PLANNED
 
 // A backward pass: the forward product %y, an input gradient %dx that the
 // next kernel reads, two weight gradients %gw and %gv that only the update
@@ -48,6 +49,8 @@ module @kernels {
   }
 }
 // BAD: error: exec-stream-weight-gradients: stream 1 is the main or the communication stream; give 2 or more
+// A planned program's commands of one stream may rely on their order.
+// PLANNED: error: 'exec.program' op is already planned: run exec-stream-weight-gradients before exec-plan-buffers
 
 // -----
 
@@ -63,4 +66,36 @@ exec.program @read_soon attributes {batch_size = 1 : i64, seq_len = 1 : i64, voc
   %out = exec.resource output "out" : memref<4x4xf32>
   %t0 = exec.gemm(%x, %w) -> %y2 {m = 4, n = 4, k = 4, batch = 1, stride_a = 0, stride_b = 0, stride_c = 0} : memref<4x4xf32>, memref<4x4xf32> -> memref<4x4xf32>
   %t1 = exec.gemm(%y2, %w) -> %out {m = 4, n = 4, k = 4, batch = 1, stride_a = 0, stride_b = 0, stride_c = 0} : memref<4x4xf32>, memref<4x4xf32> -> memref<4x4xf32>
+}
+
+// -----
+
+// Rows of one pack: the GEMM writes %ga, row 0 of %g, which nothing
+// touches again before the last product; t1 writes row 1 (%gb) in between,
+// which does not keep the GEMM on the main stream (t1 awaits it: the pack
+// is one storage to the dependencies). The last moved GEMM is joined at the
+// main stream's first command after the last product (t3).
+// CHECK-LABEL: exec.program @pack_rows
+// CHECK:         %[[T0:.+]] = exec.gemm(%{{.+}}, %{{.+}}) -> %{{[^ ]+}} on 2 {
+// CHECK:         exec.dispatch @kernels::@k_neg(%{{.+}}) -> (%{{.+}}) await(%[[T0]])
+// CHECK:         %[[T2:.+]] = exec.gemm(%{{.+}}, %{{.+}}) -> %{{[^ ]+}} {
+// CHECK:         exec.dispatch @kernels::@k_neg(%{{.+}}) -> (%{{.+}}) await(%[[T2]], %[[T0]])
+exec.program @pack_rows attributes {batch_size = 1 : i64, seq_len = 1 : i64, vocab_size = 1 : i64, seed = 0 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>} {
+  %w = exec.resource parameter "w" : memref<4x4xf32>
+  %x = exec.resource input "x" : memref<4x4xf32>
+  %g = exec.resource scratch : memref<2x16xf32>
+  %ga = exec.resource scratch in %g[0] : memref<2x16xf32> : memref<4x4xf32>
+  %gb = exec.resource scratch in %g[16] : memref<2x16xf32> : memref<4x4xf32>
+  %y = exec.resource scratch : memref<4x4xf32>
+  %out = exec.resource output "out" : memref<4x4xf32>
+  %t0 = exec.gemm(%x, %w) -> %ga {m = 4, n = 4, k = 4, batch = 1, stride_a = 0, stride_b = 0, stride_c = 0, transpose_a} : memref<4x4xf32>, memref<4x4xf32> -> memref<4x4xf32>
+  %t1 = exec.dispatch @kernels::@k_neg(%x) -> (%gb) : (memref<4x4xf32>) -> (memref<4x4xf32>)
+  %t2 = exec.gemm(%x, %w) -> %y {m = 4, n = 4, k = 4, batch = 1, stride_a = 0, stride_b = 0, stride_c = 0} : memref<4x4xf32>, memref<4x4xf32> -> memref<4x4xf32>
+  %t3 = exec.dispatch @kernels::@k_neg(%y) -> (%out) : (memref<4x4xf32>) -> (memref<4x4xf32>)
+}
+module @kernels {
+  func.func @k_neg(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+    %y = tg.neg %x : tensor<4x4xf32>
+    return %y : tensor<4x4xf32>
+  }
 }

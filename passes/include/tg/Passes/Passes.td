@@ -781,11 +781,12 @@ def ExecStreamWeightGradients
     each GEMM on stream 0 whose results nothing reads or writes before the
     program's last GEMM or attention command moves to stream `stream`, so
     that it runs beside the commands after it. The main stream joins each
-    such GEMM right after the next one is issued (it awaits it there), so
-    that its operands' bytes return to the arena's plan soon after (the
-    planner frees a buffer a side-stream command reads only once a command
-    awaits that command) and at most two run ahead. The same values: no
-    command moves in program order, and the dependencies stay awaited.
+    such GEMM at its first command after the next one is issued (the last
+    after the last product), so that its operands' bytes return to the
+    arena's plan soon after: the planner frees a buffer a side-stream
+    command reads only once a command awaits that command. The same
+    values: no command moves in program order, and the dependencies stay
+    awaited. Before exec-plan-buffers (a planned program is refused).
     Opt-in (`tgc --cuda-weight-gradient-stream`): whether it pays depends
     on how the GEMMs share the device.
   }];
