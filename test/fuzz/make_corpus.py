@@ -88,6 +88,37 @@ def checkpoint_checksum(header, data, meta):
     return '%016x' % h
 
 
+# A stand-in for a CUDA module's PTX: the verifier checks only the image's
+# checksum, and the seeds stay small.
+PTX = b'.version 8.0\n.target sm_90a\n'
+
+
+def stand_in_ptx(program):
+    program['modules'][0]['image'] = list(PTX)
+    program['modules'][0]['image_fnv1a64'] = fnv(PTX)
+
+
+def keep_first_commands(program, count):
+    """The first `count` commands only: a short program verifies faster, so
+    the fuzzer mutates it at a higher rate."""
+    program['commands'] = program['commands'][:count]
+    for c in program['commands']:
+        c['awaits'] = [a for a in c.get('awaits', []) if a < count]
+
+
+def short_cuda(tmp, model, train, *flags):
+    """The micro model's CUDA training step (tgc `flags`) without its
+    functions, its first 24 commands, with a stand-in PTX image."""
+    tgx = os.path.join(tmp, 'micro-cuda.tgx')
+    subprocess.check_call([os.path.join(BIN, 'tgc'), 'compile', model, '--train', train,
+                           '--target', 'cuda', *flags, '-o', tgx])
+    program = flatc_to_json(tmp, tgx)
+    stand_in_ptx(program)
+    program.pop('functions', None)
+    keep_first_commands(program, 24)
+    return program
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix='tg-fuzz-corpus-')
     model = os.path.join(C, 'model_config', 'gpt2-micro.json')
@@ -114,14 +145,11 @@ def main():
     small_tgx = seal(flatc_to_binary(tmp, small))
     write(os.path.join(C, 'artifact', 'small-image.tgx'), small_tgx)
     write(os.path.join(C, 'artifact', 'truncated.tgx'), small_tgx[:2048])
-    # The first 24 commands only: a short program verifies faster, so the
-    # fuzzer mutates it at a higher rate.
+    # The first 24 commands only.
     short = copy.deepcopy(small)
     # (small-image.tgx keeps the functions beside the step.)
     short.pop('functions', None)
-    short['commands'] = short['commands'][:24]
-    for c in short['commands']:
-        c['awaits'] = [a for a in c.get('awaits', []) if a < 24]
+    keep_first_commands(short, 24)
     write(os.path.join(C, 'artifact', 'short.tgx'), seal(flatc_to_binary(tmp, short)))
     bad = copy.deepcopy(short)
     bad['commands'][2]['kernel'] = 1  # a kernel command pointing at another kernel
@@ -133,32 +161,13 @@ def main():
 
     # A CUDA artifact (PTX module with its launches), short and with a stand-in
     # PTX image like the CPU ones.
-    cuda_tgx = os.path.join(tmp, 'micro-cuda.tgx')
-    subprocess.check_call([os.path.join(BIN, 'tgc'), 'compile', model, '--train', train,
-                           '--target', 'cuda', '-o', cuda_tgx])
-    cuda = flatc_to_json(tmp, cuda_tgx)
-    ptx = b'.version 8.0\n.target sm_90a\n'
-    cuda['modules'][0]['image'] = list(ptx)
-    cuda['modules'][0]['image_fnv1a64'] = fnv(ptx)
-    cuda.pop('functions', None)
-    cuda['commands'] = cuda['commands'][:24]
-    for c in cuda['commands']:
-        c['awaits'] = [a for a in c.get('awaits', []) if a < 24]
+    cuda = short_cuda(tmp, model, train)
     write(os.path.join(C, 'artifact', 'short-cuda.tgx'), seal(flatc_to_binary(tmp, cuda)))
     # bf16: the parameters' compute copies (Parameter.compute_slot, format
-    # version 6), short with a stand-in PTX image as above.
-    bf16_tgx = os.path.join(tmp, 'micro-bf16-cuda.tgx')
-    subprocess.check_call([os.path.join(BIN, 'tgc'), 'compile', model, '--train', train,
-                           '--target', 'cuda', '--dtype=bf16', '-o', bf16_tgx])
-    bf16 = flatc_to_json(tmp, bf16_tgx)
+    # version 6).
+    bf16 = short_cuda(tmp, model, train, '--dtype=bf16')
     assert all(p.get('compute_slot', -1) >= 0 for p in bf16['parameters']), \
         'expected a compute copy of every parameter'
-    bf16['modules'][0]['image'] = list(ptx)
-    bf16['modules'][0]['image_fnv1a64'] = fnv(ptx)
-    bf16.pop('functions', None)
-    bf16['commands'] = bf16['commands'][:24]
-    for c in bf16['commands']:
-        c['awaits'] = [a for a in c.get('awaits', []) if a < 24]
     write(os.path.join(C, 'artifact', 'short-bf16-cuda.tgx'), seal(flatc_to_binary(tmp, bf16)))
 
     # The runtime's flash attention (--cuda-attention=flash: bf16, head dim 64):
@@ -171,8 +180,7 @@ def main():
                            '--target', 'cuda', '--dtype=bf16', '--cuda-attention=flash',
                            '-o', flash_tgx])
     flash = flatc_to_json(tmp, flash_tgx)
-    flash['modules'][0]['image'] = list(ptx)
-    flash['modules'][0]['image_fnv1a64'] = fnv(ptx)
+    stand_in_ptx(flash)
     flash.pop('functions', None)
     flash['commands'] = [dict(c, awaits=[]) for c in flash['commands']
                          if c.get('kind') == 'Attention']
