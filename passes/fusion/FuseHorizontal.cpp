@@ -731,8 +731,9 @@ struct FuseHorizontalPass : impl::ExecFuseHorizontalBase<FuseHorizontalPass> {
 
   /// Each program's arena (in program order) once `module` is scheduled
   /// and planned as the rest of the lowering does (exec-schedule-
-  /// collectives to exec-plan-buffers); none if that fails, its diagnostics kept from the
-  /// user (the module is a trial's copy: the real one is planned later).
+  /// collectives to exec-plan-buffers); none if that fails, its diagnostics
+  /// kept from the user (the module is a trial's copy: the real one is planned
+  /// later).
   std::optional<SmallVector<uint64_t>> plannedArenas(ModuleOp module) {
     PassManager pm(&getContext());
     addSchedulingAndPlanningPasses(pm, bucketBytes, weightGradientStream);

@@ -178,8 +178,7 @@ private:
         begin + exec::getByteSize(cast<MemRefType>(buffer.getType()));
     SmallVector<Operation *> before;
     for (const Touch &touch : touches.lookup(storage))
-      if (touch.position < position && touch.begin < end &&
-          begin < touch.end &&
+      if (touch.position < position && touch.begin < end && begin < touch.end &&
           !llvm::is_contained(before, commands[touch.position]))
         before.push_back(commands[touch.position]);
     return before;

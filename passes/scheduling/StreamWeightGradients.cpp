@@ -52,14 +52,15 @@ LogicalResult streamWeightGradients(exec::ProgramOp program, int64_t stream) {
   // nothing touches again before it: nothing the backward pass computes
   // after the GEMM waits for it.
   auto readLate = [&](exec::GemmOp gemm, int64_t position) {
-    return position < lastProduct && llvm::all_of(exec::getWrittenBuffers(gemm), [&](Value buffer) {
-      Touch mine = touchOf(buffer, position);
-      return llvm::none_of(
-          touches.lookup(exec::getStorage(buffer)), [&](const Touch &t) {
-            return t.position > position && t.position <= lastProduct &&
-                   t.begin < mine.end && mine.begin < t.end;
-          });
-    });
+    return position < lastProduct &&
+           llvm::all_of(exec::getWrittenBuffers(gemm), [&](Value buffer) {
+             Touch mine = touchOf(buffer, position);
+             return llvm::none_of(
+                 touches.lookup(exec::getStorage(buffer)), [&](const Touch &t) {
+                   return t.position > position && t.position <= lastProduct &&
+                          t.begin < mine.end && mine.begin < t.end;
+                 });
+           });
   };
   SmallVector<std::pair<exec::GemmOp, int64_t>> side;
   for (auto [position, command] : llvm::enumerate(commands))
