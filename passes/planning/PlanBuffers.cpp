@@ -113,13 +113,10 @@ private:
       if (!exec::isCommand(&op))
         continue;
       commands.push_back(&op);
-      multiStream |= streamOf(&op) != 0;
+      multiStream |= exec::getStream(&op) != 0;
       auto note = [&](Value buffer, bool write) {
         ResourceOp storage = exec::getStorage(buffer);
-        uint64_t begin = exec::getByteOffset(buffer);
-        touches[storage].push_back(
-            {position, begin,
-             begin + exec::getByteSize(cast<MemRefType>(buffer.getType()))});
+        touches[storage].push_back({position, exec::getByteRange(buffer)});
         Uses &u = uses[storage];
         if (u.first < 0)
           u.first = position;
@@ -140,10 +137,6 @@ private:
     hasSeveralStreams = multiStream;
   }
 
-  static int64_t streamOf(Operation *command) {
-    return cast<IntegerAttr>(command->getAttr("stream")).getInt();
-  }
-
   void setOffset(ResourceOp resource, uint64_t offset) {
     resource.setOffsetAttr(i64(offset));
   }
@@ -158,11 +151,11 @@ private:
       }
   }
 
-  /// The last command touching bytes [begin, end) of `storage`, or -1.
-  int64_t lastTouch(ResourceOp storage, uint64_t begin, uint64_t end) {
+  /// The last command touching `bytes` of `storage`, or -1.
+  int64_t lastTouch(ResourceOp storage, exec::ByteRange bytes) {
     int64_t last = -1;
     for (const Touch &touch : touches.lookup(storage))
-      if (touch.begin < end && begin < touch.end)
+      if (touch.bytes.overlaps(bytes))
         last = std::max(last, touch.position);
     return last;
   }
@@ -173,12 +166,10 @@ private:
   /// members, and the writer cannot await a command after it.
   SmallVector<Operation *> touchesBefore(ResourceOp storage, Value buffer,
                                          int64_t position) {
-    uint64_t begin = exec::getByteOffset(buffer);
-    uint64_t end =
-        begin + exec::getByteSize(cast<MemRefType>(buffer.getType()));
+    exec::ByteRange bytes = exec::getByteRange(buffer);
     SmallVector<Operation *> before;
     for (const Touch &touch : touches.lookup(storage))
-      if (touch.position < position && touch.begin < end && begin < touch.end &&
+      if (touch.position < position && touch.bytes.overlaps(bytes) &&
           !llvm::is_contained(before, commands[touch.position]))
         before.push_back(commands[touch.position]);
     return before;
@@ -192,10 +183,7 @@ private:
   /// first).
   bool canOverwrite(ResourceOp state, Value stateBuffer, ResourceOp update,
                     Operation *writer) {
-    uint64_t begin = exec::getByteOffset(stateBuffer);
-    int64_t last = lastTouch(
-        state, begin,
-        begin + exec::getByteSize(cast<MemRefType>(stateBuffer.getType())));
+    int64_t last = lastTouch(state, exec::getByteRange(stateBuffer));
     int64_t at = uses[update].firstWrite;
     if (last < at)
       return true;
@@ -250,7 +238,7 @@ private:
   int64_t releasePosition(const Uses &u) {
     int64_t at = u.last;
     for (Operation *command : u.commands)
-      if (streamOf(command) != 0) {
+      if (exec::getStream(command) != 0) {
         auto awaiter = firstAwaiter.find(command);
         at = std::max<int64_t>(at, awaiter == firstAwaiter.end()
                                        ? int64_t(commands.size())
@@ -334,7 +322,8 @@ private:
   void awaitOthers(Operation *command, ArrayRef<Operation *> others) {
     SmallVector<Value> timepoints;
     for (Operation *other : others)
-      if (other != command && streamOf(other) != streamOf(command))
+      if (other != command &&
+          exec::getStream(other) != exec::getStream(command))
         timepoints.push_back(other->getResult(0));
     exec::addAwaits(command, timepoints);
   }
@@ -362,7 +351,7 @@ private:
   /// Each command's bytes of each resource it touches.
   struct Touch {
     int64_t position;
-    uint64_t begin, end;
+    exec::ByteRange bytes;
   };
   DenseMap<Operation *, SmallVector<Touch>> touches; // by resource
   DenseMap<Operation *, int64_t> firstAwaiter; // command -> position

@@ -9,22 +9,6 @@ namespace mlir::tg {
 #include "tg/Passes/Passes.h.inc"
 
 namespace {
-int64_t streamOf(Operation *command) {
-  return cast<IntegerAttr>(command->getAttr("stream")).getInt();
-}
-
-/// A command's bytes of a storage.
-struct Touch {
-  int64_t position;
-  uint64_t begin, end;
-};
-
-Touch touchOf(Value buffer, int64_t position) {
-  uint64_t begin = exec::getByteOffset(buffer);
-  return {position, begin,
-          begin + exec::getByteSize(cast<MemRefType>(buffer.getType()))};
-}
-
 LogicalResult streamWeightGradients(exec::ProgramOp program, int64_t stream) {
   // The planner lets the commands of one stream rely on their order: a
   // command that changes streams after planning could race with a reuse.
@@ -35,7 +19,8 @@ LogicalResult streamWeightGradients(exec::ProgramOp program, int64_t stream) {
   SmallVector<Operation *> commands;
   // The commands touching each storage, in order, with their bytes of it
   // (a pack's members are rows of one storage).
-  DenseMap<Operation *, SmallVector<Touch>> touches;
+  DenseMap<Operation *, SmallVector<std::pair<int64_t, exec::ByteRange>>>
+      touches;
   int64_t lastProduct = -1;
   for (Operation &op : program.getBlock()) {
     if (!exec::isCommand(&op))
@@ -46,7 +31,8 @@ LogicalResult streamWeightGradients(exec::ProgramOp program, int64_t stream) {
       lastProduct = position;
     for (Value buffer : llvm::concat<Value>(exec::getReadBuffers(&op),
                                             exec::getWrittenBuffers(&op)))
-      touches[exec::getStorage(buffer)].push_back(touchOf(buffer, position));
+      touches[exec::getStorage(buffer)].push_back(
+          {position, exec::getByteRange(buffer)});
   }
   // A GEMM on the main stream before the last product whose products
   // nothing touches again before it: nothing the backward pass computes
@@ -54,18 +40,19 @@ LogicalResult streamWeightGradients(exec::ProgramOp program, int64_t stream) {
   auto readLate = [&](exec::GemmOp gemm, int64_t position) {
     return position < lastProduct &&
            llvm::all_of(exec::getWrittenBuffers(gemm), [&](Value buffer) {
-             Touch mine = touchOf(buffer, position);
-             return llvm::none_of(
-                 touches.lookup(exec::getStorage(buffer)), [&](const Touch &t) {
-                   return t.position > position && t.position <= lastProduct &&
-                          t.begin < mine.end && mine.begin < t.end;
-                 });
+             exec::ByteRange mine = exec::getByteRange(buffer);
+             return llvm::none_of(touches.lookup(exec::getStorage(buffer)),
+                                  [&](auto touch) {
+                                    auto [at, bytes] = touch;
+                                    return at > position && at <= lastProduct &&
+                                           bytes.overlaps(mine);
+                                  });
            });
   };
   SmallVector<std::pair<exec::GemmOp, int64_t>> side;
   for (auto [position, command] : llvm::enumerate(commands))
     if (auto gemm = dyn_cast<exec::GemmOp>(command);
-        gemm && streamOf(gemm) == 0 && readLate(gemm, position))
+        gemm && exec::getStream(gemm) == 0 && readLate(gemm, position))
       side.push_back({gemm, int64_t(position)});
   Builder b(program.getContext());
   for (auto [gemm, position] : side)
@@ -77,7 +64,7 @@ LogicalResult streamWeightGradients(exec::ProgramOp program, int64_t stream) {
     int64_t after = i + 1 < side.size() ? side[i + 1].second
                                         : std::max(entry.second, lastProduct);
     for (int64_t at = after + 1; at < int64_t(commands.size()); ++at)
-      if (streamOf(commands[at]) == 0) {
+      if (exec::getStream(commands[at]) == 0) {
         exec::addAwaits(commands[at], entry.first.getDone());
         break;
       }
@@ -95,12 +82,9 @@ struct StreamWeightGradientsPass
           << " is the main or the communication stream; give 2 or more";
       return signalPassFailure();
     }
-    auto result = getOperation().walk([&](exec::ProgramOp program) {
-      return failed(streamWeightGradients(program, stream))
-                 ? WalkResult::interrupt()
-                 : WalkResult::advance();
-    });
-    if (result.wasInterrupted())
+    if (failed(exec::forEachProgram(getOperation(), [&](exec::ProgramOp p) {
+          return streamWeightGradients(p, stream);
+        })))
       signalPassFailure();
   }
 };

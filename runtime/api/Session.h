@@ -111,7 +111,8 @@ double elementAt(tgx::DType dtype, const uint8_t *data, int64_t index);
 std::string valueText(double value);
 
 /// The first state slot (parameters in program order, then each one's AdamW
-/// moments, then the compute copies) holding a non-finite value: its name, element index and value.
+/// moments, then the compute copies) holding a non-finite value: its name,
+/// element index and value.
 /// Returns false when every state slot is finite (or on a read error, which
 /// sets `error`).
 bool findNonFiniteState(const tg_session &session, std::string &name, int64_t &index,

@@ -117,6 +117,15 @@ int64_t getByteOffset(Value buffer) {
   return bytes;
 }
 
+ByteRange getByteRange(Value buffer) {
+  uint64_t begin = getByteOffset(buffer);
+  return {begin, begin + getByteSize(cast<MemRefType>(buffer.getType()))};
+}
+
+int64_t getStream(Operation *command) {
+  return cast<IntegerAttr>(command->getAttr("stream")).getInt();
+}
+
 LogicalResult forEachProgram(Operation *root,
                              function_ref<LogicalResult(ProgramOp)> fn) {
   return failure(root->walk([&](ProgramOp program) {

@@ -41,6 +41,17 @@ SmallVector<ResourceOp> getPackMembers(ResourceOp pack);
 /// Where a buffer starts in its storage, in bytes (the views' offsets and
 /// a packed resource's place in its pack).
 int64_t getByteOffset(Value buffer);
+/// Bytes [begin, end) of a storage.
+struct ByteRange {
+  uint64_t begin, end;
+  bool overlaps(ByteRange other) const {
+    return begin < other.end && other.begin < end;
+  }
+};
+/// The bytes of its storage a buffer covers.
+ByteRange getByteRange(Value buffer);
+/// The stream a command runs on.
+int64_t getStream(Operation *command);
 /// Runs `fn` on every exec.program under `root`, stopping at the first
 /// failure (a pass over programs).
 LogicalResult forEachProgram(Operation *root,
