@@ -162,7 +162,8 @@ class GpuValidate(unittest.TestCase):
             write(os.path.join(cls.bundle, "results", name + ".rc"), "0\n")
         write(os.path.join(cls.bundle, "results", "medium-gemm-autotune.log"),
               "bundle/artifacts/gpt2-medium-bf16.tgx: GEMM autotuning (TG_CUDA_GEMM_AUTOTUNE=8): 20 shapes, "
-              "18 with more than one algorithm to time; 5 now run another than cuBLASLt's first choice: "
+              "18 with more than one algorithm to time; 5 now run another than cuBLASLt's first choice "
+              "(1 of them split over K): "
               "3.100 ms less a step over their 120 commands, of 25.000 ms in all GEMMs timed (tuning took "
               "0.40 s)\nstep 1/25 ...\n")
         # cuDNN's attention checks: the GPT-2 one fell back to the runtime's

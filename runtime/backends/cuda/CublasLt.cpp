@@ -9,15 +9,26 @@
 #include <limits>
 
 namespace tg::runtime::cuda {
+namespace {
+/// Tuning also times K splits of a product summing this many terms or more.
+constexpr int64_t kSplitKMinTerms = 2048;
+/// ... of the heuristic's first this many algorithms ...
+constexpr size_t kSplitKBases = 2;
+/// ... into these many parts, each of at least kSplitKMinPartTerms terms.
+constexpr int32_t kSplitKParts[] = {2, 4, 8};
+constexpr int64_t kSplitKMinPartTerms = 1024;
+} // namespace
 
-#define TG_LT_FUNCTIONS(X)                                                      \
-  X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtGetStatusString)              \
-  X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy)                     \
-  X(cublasLtMatmulDescSetAttribute) X(cublasLtMatrixLayoutCreate)              \
-  X(cublasLtMatrixLayoutDestroy) X(cublasLtMatrixLayoutSetAttribute)           \
-  X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy)         \
-  X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic)    \
-  X(cublasLtMatmul)
+#define TG_LT_FUNCTIONS(X)                                                                         \
+  X(cublasLtCreate)                                                                                \
+  X(cublasLtDestroy) X(cublasLtGetStatusString) X(cublasLtMatmulDescCreate)                        \
+      X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute) X(cublasLtMatrixLayoutCreate) \
+          X(cublasLtMatrixLayoutDestroy) X(cublasLtMatrixLayoutSetAttribute)                       \
+              X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy)                 \
+                  X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic)        \
+                      X(cublasLtMatmulAlgoCapGetAttribute) X(cublasLtMatmulAlgoConfigGetAttribute) \
+                          X(cublasLtMatmulAlgoConfigSetAttribute) X(cublasLtMatmulAlgoCheck)       \
+                              X(cublasLtMatmul)
 
 struct LtApi {
 #define TG_LT_DECLARE(name) decltype(&::name) name = nullptr;
@@ -55,8 +66,11 @@ struct Gemms::Plan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo{};
-  // The heuristic's algorithms, its first first: what tune() times.
+  // The heuristic's algorithms, its first first, then their variants split
+  // over K (addSplitKCandidates): what tune() times. splits[i]: candidate
+  // i's K splits (1: none).
   std::vector<cublasLtMatmulAlgo_t> candidates;
+  std::vector<int32_t> splits;
   bool f64 = false;
   bool bias = false;
   bool aux = false;
@@ -228,8 +242,12 @@ int Gemms::plan(const tgx::Gemm &g, const std::vector<CUdeviceptr> &operands, st
       handle, p->desc, p->a, p->b, p->c, p->c, preference, candidates, results.data(), &returned);
   api->cublasLtMatmulPreferenceDestroy(preference);
   for (int i = 0; s == CUBLAS_STATUS_SUCCESS && i < returned; ++i)
-    if (results[size_t(i)].state == CUBLAS_STATUS_SUCCESS)
+    if (results[size_t(i)].state == CUBLAS_STATUS_SUCCESS) {
       p->candidates.push_back(results[size_t(i)].algo);
+      p->splits.push_back(1);
+    }
+  if (candidates > 1 && p->calls == 1 && batch == 1)
+    addSplitKCandidates(*p, g.m(), g.n(), g.k());
   if (p->candidates.empty()) {
     error = "cuBLASLt has no algorithm for a " + std::to_string(g.m()) + "x" +
             std::to_string(g.n()) + "x" + std::to_string(g.k()) + " GEMM (batch " +
@@ -251,6 +269,52 @@ int Gemms::plan(const tgx::Gemm &g, const std::vector<CUdeviceptr> &operands, st
   int index = int(plans.size()) - 1;
   planOf.emplace(shape, index);
   return index;
+}
+
+void Gemms::addSplitKCandidates(Plan &p, int64_t m, int64_t n, int64_t k) const {
+  // Only a product whose sum is at least as long as either side of its
+  // output and 2048 terms or more: a weight gradient, which sums over every
+  // token into a weight-sized output. (GPT-2 medium's attention projection:
+  // 1024 x 1024, 32 of cuBLASLt's 128 x 256 tiles for 132 SMs, ran at 0.64 of
+  // the GEMM ceiling on an H200.) Its K splits fill the SMs that its tiles
+  // leave idle; the forward's and the input gradients' products, thousands of
+  // rows long, have tiles enough.
+  if (k < kSplitKMinTerms || k < std::max(m, n))
+    return;
+  size_t bases = std::min(p.candidates.size(), kSplitKBases);
+  for (size_t i = 0; i < bases; ++i) {
+    cublasLtMatmulAlgo_t base = p.candidates[i];
+    int32_t supported = 0, splits = 1;
+    uint32_t schemes = 0;
+    size_t written = 0;
+    if (api->cublasLtMatmulAlgoCapGetAttribute(&base, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &supported,
+                                               sizeof(supported), &written) ||
+        api->cublasLtMatmulAlgoCapGetAttribute(&base, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK,
+                                               &schemes, sizeof(schemes), &written) ||
+        api->cublasLtMatmulAlgoConfigGetAttribute(&base, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits,
+                                                  sizeof(splits), &written))
+      continue;
+    // The parts are added in float32 in the workspace (the compute type),
+    // never in place in the bf16 output, which would round each part.
+    if (!supported || splits != 1 || !(schemes & CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE))
+      continue;
+    for (int32_t parts : kSplitKParts) {
+      if (k / parts < kSplitKMinPartTerms)
+        break;
+      cublasLtMatmulAlgo_t split = base;
+      uint32_t scheme = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+      cublasLtMatmulHeuristicResult_t checked{};
+      if (api->cublasLtMatmulAlgoConfigSetAttribute(&split, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &parts,
+                                                    sizeof(parts)) ||
+          api->cublasLtMatmulAlgoConfigSetAttribute(&split, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
+                                                    &scheme, sizeof(scheme)) ||
+          api->cublasLtMatmulAlgoCheck(handle, p.desc, p.a, p.b, p.c, p.c, &split, &checked) ||
+          checked.workspaceSize > workspaceBytes)
+        continue;
+      p.candidates.push_back(split);
+      p.splits.push_back(parts);
+    }
+  }
 }
 
 bool Gemms::run(int index, const std::vector<CUdeviceptr> &operands, CUdeviceptr workspace,
@@ -359,6 +423,7 @@ bool Gemms::tune(const Driver &driver, int index, const std::vector<CUdeviceptr>
   timing.keptSeconds = seconds[fastest];
   timing.timed = int(std::count(refused.begin(), refused.end(), false));
   timing.changed = fastest != 0;
+  timing.keptSplits = p.splits[fastest];
   return true;
 }
 

@@ -2,8 +2,9 @@
 // shape is planned once at load time: the heuristic's first algorithm for
 // it under the workspace limit, cached and reused by every command of that
 // shape and by the captured CUDA graph. Asked for more candidates, the plan
-// keeps the heuristic's first few, and tune() times them on the GPU and
-// keeps the fastest (the heuristic ranks by a model, not by the clock).
+// keeps the heuristic's first few (and, for a weight gradient's long sum,
+// their variants split over K), and tune() times them on the GPU and keeps
+// the fastest (the heuristic ranks by a model, not by the clock).
 #ifndef TG_RUNTIME_CUDA_CUBLASLT_H
 #define TG_RUNTIME_CUDA_CUBLASLT_H
 
@@ -45,11 +46,13 @@ public:
            CUstream stream, std::string &error) const;
 
   /// What tune() found for one shape: seconds a call with the heuristic's
-  /// first algorithm and with the one kept, and how many it timed.
+  /// first algorithm and with the one kept, how many it timed, and the K
+  /// splits of the one kept.
   struct Timing {
     double firstSeconds = 0, keptSeconds = 0;
     int timed = 0;
     bool changed = false;
+    int keptSplits = 1;
   };
   /// Times plan `index`'s candidates on `operands` (a command's, which it
   /// overwrites: c and aux) and keeps the fastest where it beats the
@@ -66,6 +69,9 @@ private:
   using Shape = std::tuple<int, bool, bool, int64_t, int64_t, int64_t, int64_t, int,
                            std::array<int64_t, 9>, int64_t, int, std::array<uint32_t, 3>>;
   Gemms() = default;
+  /// Adds to `plan`'s candidates the first few's variants split over K
+  /// (kSplitKParts), where the product is a long sum into a small output.
+  void addSplitKCandidates(Plan &plan, int64_t m, int64_t n, int64_t k) const;
   bool matmul(const Plan &plan, const cublasLtMatmulAlgo_t &algo,
               const std::vector<CUdeviceptr> &operands, CUdeviceptr workspace, CUstream stream,
               std::string &error) const;

@@ -356,7 +356,7 @@ private:
         ++at->second.second;
       }
     auto began = std::chrono::steady_clock::now();
-    int timed = 0, changed = 0, changedCommands = 0;
+    int timed = 0, changed = 0, changedCommands = 0, split = 0;
     double savedSeconds = 0, stepSeconds = 0;
     for (auto [plan, first] : commandsOf) {
       auto [step, count] = first;
@@ -371,6 +371,7 @@ private:
       stepSeconds += timing.firstSeconds * count;
       if (timing.changed) {
         ++changed;
+        split += timing.keptSplits > 1;
         changedCommands += count;
         savedSeconds += (timing.firstSeconds - timing.keptSeconds) * count;
       }
@@ -378,10 +379,10 @@ private:
     double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     std::fprintf(stderr,
                  "%s: GEMM autotuning (TG_CUDA_GEMM_AUTOTUNE=%d): %zu shapes, %d with more than "
-                 "one algorithm to time; %d now run another than cuBLASLt's first choice: "
-                 "%.3f ms less a step over their %d commands, of %.3f ms in all GEMMs timed "
-                 "(tuning took %.2f s)\n",
-                 source.c_str(), gemmCandidates, commandsOf.size(), timed, changed,
+                 "one algorithm to time; %d now run another than cuBLASLt's first choice "
+                 "(%d of them split over K): %.3f ms less a step over their %d commands, of "
+                 "%.3f ms in all GEMMs timed (tuning took %.2f s)\n",
+                 source.c_str(), gemmCandidates, commandsOf.size(), timed, changed, split,
                  savedSeconds * 1e3, changedCommands, stepSeconds * 1e3, took);
     arenaWritten = true;
     return true;
