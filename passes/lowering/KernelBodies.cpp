@@ -256,8 +256,24 @@ public:
                   return SmallVector<Value>{max(acc[0], x(i))};
                 })[0];
   }
-  Value rowMax(Value flat, Value base, int64_t n) {
-    return maxOf(n, [&](Value i) { return load(flat, addIndex(base, i)); });
+  /// A row's maximum of x(i) over i < n and the sum of exp(x(i) - max),
+  /// in one pass (kMaxSumExpAttr): a GPU's row then reads its elements once
+  /// for both. Sequential in its iterations (no reassociation), so the CPU,
+  /// whose vector units fold a maximum and then a sum fast, keeps maxOf and
+  /// sum. The sum is in f64, as `sum`'s, and rounded to the element type.
+  template <typename Fn>
+  std::pair<Value, Value> maxAndSumExp(int64_t n, Fn &&x) {
+    SmallVector<Value> folds =
+        fold(n,
+             {constant(-std::numeric_limits<double>::infinity()),
+              constant(b.getF64Type(), 0.0)},
+             [&](Value i, ValueRange acc) {
+               auto [m, s] =
+                   combineMaxSumExp(b, loc, acc[0], acc[1], x(i), nullptr);
+               return SmallVector<Value>{m, s};
+             });
+    folds[0].getDefiningOp()->setAttr(kMaxSumExpAttr, b.getUnitAttr());
+    return {folds[0], narrow(folds[1])};
   }
 };
 
@@ -677,24 +693,30 @@ void emitMatmul(OpBuilder &b, Location loc, MatmulOp op, Value lhs, Value rhs,
 
 /// Writes the softmax of a row, whose element i is x(i), into row `base` of
 /// `out` (max subtracted first); returns the row's max and its sum of
-/// exponentials. With `storeExponentials` (the CPU) the exponentials are
-/// stored, then summed: one loop for both would run the exponentials at the
-/// width of the f64 sum (half the float32 lanes). Without (the CUDA target)
-/// x(i) and its exponential are computed again in each of three passes and
-/// `out` is written once: a warp's row stays in L1 for its passes only while
-/// nothing writes it, and the five passes over stored values of a GPT-2
-/// attention softmax moved four times the bytes through L2. Both round the
-/// same values the same way. With `scale`, each probability is multiplied by
-/// it (rounded) as it is written; into an `out` of a narrower type (a fused
-/// cast) it is converted then, and the exponentials are not stored.
+/// exponentials. With `vectorRows` (the CPU) the max is found first, then
+/// the exponentials are stored, then summed: one loop for both would run the
+/// exponentials at the width of the f64 sum (half the float32 lanes). Without
+/// (the CUDA target) the max and the sum are folded in one pass
+/// (Emitter::maxAndSumExp), then x(i) and its exponential are computed again
+/// as `out` is written once: a warp's row stays in L1 for its passes only
+/// while nothing writes it, and the five passes over stored values of a GPT-2
+/// attention softmax moved four times the bytes through L2; and the loss's
+/// rows, 50,257 logits long, are read twice rather than three times. With
+/// `scale`, each probability is multiplied by it (rounded) as it is written;
+/// into an `out` of a narrower type (a fused cast) it is converted then, and
+/// the exponentials are not stored.
 std::pair<Value, Value> softmaxRow(Emitter &e, function_ref<Value(Value)> x,
                                    Value out, Value base, int64_t n,
-                                   bool storeExponentials, Value scale = nullptr) {
-  Value max = e.maxOf(n, x);
+                                   bool vectorRows, Value scale = nullptr) {
+  Value max, sum;
+  if (vectorRows)
+    max = e.maxOf(n, x);
+  else
+    std::tie(max, sum) = e.maxAndSumExp(n, x);
   auto exponential = [&](Value i) { return e.exp(e.sub(x(i), max)); };
   auto scaled = [&](Value p) { return scale ? e.mul(p, scale) : p; };
-  Value sum;
-  if (storeExponentials && cast<MemRefType>(out.getType()).getElementType() == max.getType()) {
+  if (vectorRows &&
+      cast<MemRefType>(out.getType()).getElementType() == max.getType()) {
     e.loop(n, [&](Value i) {
       e.store(exponential(i), out, e.addIndex(base, i));
     });
@@ -704,7 +726,8 @@ std::pair<Value, Value> softmaxRow(Emitter &e, function_ref<Value(Value)> x,
       e.store(scaled(e.div(e.load(out, at), sum)), out, at);
     });
   } else {
-    sum = e.sum(n, exponential);
+    if (vectorRows)
+      sum = e.sum(n, exponential);
     e.loop(n, [&](Value i) {
       e.storeConverted(scaled(e.div(exponential(i), sum)), out, e.addIndex(base, i));
     });
@@ -714,16 +737,16 @@ std::pair<Value, Value> softmaxRow(Emitter &e, function_ref<Value(Value)> x,
 
 /// softmaxRow of row `base` of `in`.
 std::pair<Value, Value> softmaxRow(Emitter &e, Value in, Value out, Value base,
-                                   int64_t n, bool storeExponentials) {
+                                   int64_t n, bool vectorRows) {
   return softmaxRow(
-      e, [&](Value i) { return e.load(in, e.addIndex(base, i)); }, out, base,
-      n, storeExponentials);
+      e, [&](Value i) { return e.load(in, e.addIndex(base, i)); }, out, base, n,
+      vectorRows);
 }
 
 void emitSoftmax(Emitter &e, Value x, Value y, int64_t rows, int64_t n,
                  bool vectorRows) {
   e.rows(rows, [&](Value r) {
-    softmaxRow(e, x, y, e.mulIndex(r, n), n, /*storeExponentials=*/vectorRows);
+    softmaxRow(e, x, y, e.mulIndex(r, n), n, vectorRows);
   });
 }
 
@@ -926,16 +949,21 @@ void storeMeanLoss(Emitter &e, int64_t rows, Value loss,
           loss, e.index(0));
 }
 
+/// The mean loss over the rows; each row's max and sum of exponentials in
+/// two passes with `vectorRows` (the CPU), else in one (Emitter::maxAndSumExp).
 void emitCrossEntropy(Emitter &e, Value logits, Value targets, Value loss,
-                      int64_t rows, int64_t vocab) {
+                      int64_t rows, int64_t vocab, bool vectorRows) {
   storeMeanLoss(e, rows, loss, [&](Value r) {
     Value base = e.mulIndex(r, vocab);
-    Value max = e.rowMax(logits, base, vocab);
-    Value sum = e.sum(vocab, [&](Value i) {
-      return e.exp(e.sub(e.load(logits, e.addIndex(base, i)), max));
-    });
-    return rowLoss(
-        e, [&](Value i) { return e.load(logits, e.addIndex(base, i)); }, targets, r, max, sum);
+    auto x = [&](Value i) { return e.load(logits, e.addIndex(base, i)); };
+    Value max, sum;
+    if (vectorRows) {
+      max = e.maxOf(vocab, x);
+      sum = e.sum(vocab, [&](Value i) { return e.exp(e.sub(x(i), max)); });
+    } else {
+      std::tie(max, sum) = e.maxAndSumExp(vocab, x);
+    }
+    return rowLoss(e, x, targets, r, max, sum);
   });
 }
 
@@ -956,7 +984,7 @@ void emitCrossEntropyGrad(Emitter &e, function_ref<Value(Value, Value)> logit,
   e.rows(rows, [&](Value r) {
     Value base = e.mulIndex(r, dxStride);
     auto x = [&](Value i) { return logit(r, i); };
-    auto [max, sum] = softmaxRow(e, x, dx, base, vocab, /*storeExponentials=*/vectorRows, factor);
+    auto [max, sum] = softmaxRow(e, x, dx, base, vocab, vectorRows, factor);
     if (rowLosses)
       e.store(rowLoss(e, x, targets, r, max, sum), rowLosses, r);
     Value target = e.toIndex(e.load(targets, r));
@@ -2433,7 +2461,7 @@ private:
     if (!xRows)
       xRows = buffers.get(rowOp->getResult(0));
     // A softmax whose prologue yields nothing computes its row on the fly in
-    // each pass where it stores no exponentials (softmaxRow).
+    // each of its two passes where it stores no exponentials (softmaxRow).
     bool onTheFly = isa<SoftmaxOp>(rowOp) && !vectorRows &&
                     llvm::all_of(yielded, [&](Value v) {
                       return v.getDefiningOp() == rowOp;
@@ -2448,8 +2476,7 @@ private:
               computeElement({r, i, e.addIndex(base, i)}, scalars);
               return scalars.lookup(x);
             },
-            buffers.get(rowOp->getResult(0)), base, n,
-            /*storeExponentials=*/false);
+            buffers.get(rowOp->getResult(0)), base, n, /*vectorRows=*/false);
         return;
       }
       e.loop(n, [&](Value i) {
@@ -2472,7 +2499,7 @@ private:
           })
           .Case([&](SoftmaxOp op) {
             softmaxRow(e, xRows, buffers.get(op.getResult()), base, n,
-                       /*storeExponentials=*/vectorRows);
+                       vectorRows);
           });
     });
   }
@@ -2885,6 +2912,36 @@ bool hasKernelBody(Operation *op) {
   return op->hasTrait<TgOpTrait::HasKernelBody>();
 }
 
+std::pair<Value, Value> combineMaxSumExp(OpBuilder &b, Location loc, Value m1,
+                                         Value s1, Value m2, Value s2) {
+  auto constant = [&](Type type, double v) -> Value {
+    Type element = getElementTypeOrSelf(type);
+    Attribute value = b.getFloatAttr(element, v);
+    if (auto vector = dyn_cast<VectorType>(type))
+      value = DenseElementsAttr::get(vector, value);
+    return arith::ConstantOp::create(b, loc, type, cast<TypedAttr>(value));
+  };
+  Value larger2 =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, m2, m1);
+  Value same = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, m1, m2);
+  Value gap =
+      math::AbsFOp::create(b, loc, arith::SubFOp::create(b, loc, m1, m2));
+  Value scale = arith::SelectOp::create(
+      b, loc, same, constant(m1.getType(), 1.0),
+      math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, gap)));
+  if (scale.getType() != s1.getType())
+    scale = arith::ExtFOp::create(b, loc, s1.getType(), scale);
+  // m2 larger: s1 counts relative to m1, so it shrinks; else s2 does. A
+  // null s2 is one element's: 1.
+  Value sumIf2 =
+      arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, s1, scale),
+                            s2 ? s2 : constant(s1.getType(), 1.0));
+  Value sumIf1 = arith::AddFOp::create(
+      b, loc, s1, s2 ? arith::MulFOp::create(b, loc, s2, scale) : scale);
+  return {arith::MaximumFOp::create(b, loc, m1, m2),
+          arith::SelectOp::create(b, loc, larger2, sumIf2, sumIf1)};
+}
+
 LogicalResult emitKernelBody(OpBuilder &b, Operation *op, ValueRange operands,
                              ValueRange results, bool vectorRows) {
   Location loc = op->getLoc();
@@ -2986,7 +3043,7 @@ LogicalResult emitKernelBody(OpBuilder &b, Operation *op, ValueRange operands,
                         intoDx);
       })
       .Case([&](CrossEntropyOp) {
-        emitCrossEntropy(e, in[0], in[1], out[0], rows, n);
+        emitCrossEntropy(e, in[0], in[1], out[0], rows, n, vectorRows);
       })
       .Case([&](CrossEntropyGradOp) {
         emitCrossEntropyGrad(e,

@@ -4,6 +4,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace mlir::tg::cuda {
 
@@ -81,6 +82,85 @@ SmallVector<bool> narrowPartialSums(scf::ForOp loop,
     narrowed[k] = true;
   }
   return narrowed;
+}
+
+bool narrowMaxSumExp(scf::ForOp loop, std::optional<int64_t> terms,
+                     int64_t mostTerms) {
+  if (!terms || mostTerms <= 0 || *terms > mostTerms)
+    return false;
+  BlockArgument sum = loop.getRegionIterArgs()[1];
+  if (!getElementTypeOrSelf(sum.getType()).isF64() ||
+      !isZero(loop.getInitArgs()[1]))
+    return false;
+  Type narrow = withElement(sum.getType(), Float32Type::get(loop.getContext()));
+  // The float64 values the sum's ops take from outside them: the
+  // exponential's extension (whose source they take instead) and the
+  // constant 1.0 (scalar or broadcast).
+  auto extension = [&](Value v) {
+    auto extend = v.getDefiningOp<arith::ExtFOp>();
+    return extend && getElementTypeOrSelf(extend.getIn().getType())
+                             .getIntOrFloatBitWidth() <= 32
+               ? extend
+               : arith::ExtFOp();
+  };
+  auto constantOf = [](Value v) -> std::optional<double> {
+    if (auto broadcast = v.getDefiningOp<vector::BroadcastOp>())
+      v = broadcast.getSource();
+    FloatAttr value;
+    if (!matchPattern(v, m_Constant(&value)))
+      return std::nullopt;
+    return value.getValueAsDouble();
+  };
+  // The ops the sum flows through to its yield, in order: each float64
+  // result becomes float32, and so must every float64 operand.
+  llvm::SetVector<Operation *> chain;
+  DenseSet<Value> reached{sum};
+  for (Operation &op : loop.getBody()->without_terminator())
+    if (llvm::any_of(op.getOperands(),
+                     [&](Value v) { return reached.contains(v); })) {
+      chain.insert(&op);
+      reached.insert(op.getResults().begin(), op.getResults().end());
+    }
+  auto outsideWide = [&](Value v) {
+    return !reached.contains(v) && getElementTypeOrSelf(v.getType()).isF64();
+  };
+  for (Operation *op : chain) {
+    if (!isa<arith::AddFOp, arith::MulFOp, arith::SelectOp>(op) ||
+        op->getResult(0).getType() != sum.getType())
+      return false;
+    for (Value v : op->getOperands())
+      if (outsideWide(v) && !extension(v) && !constantOf(v))
+        return false;
+  }
+  OpBuilder b(loop.getContext());
+  for (Operation *op : chain) {
+    b.setInsertionPoint(op);
+    for (OpOperand &operand : op->getOpOperands()) {
+      Value v = operand.get();
+      if (!outsideWide(v))
+        continue;
+      Value narrowed;
+      if (arith::ExtFOp extend = extension(v)) {
+        narrowed = extend.getIn();
+        if (narrowed.getType() != narrow)
+          narrowed = arith::ExtFOp::create(b, op->getLoc(), narrow, narrowed);
+      } else {
+        narrowed = arith::ConstantOp::create(
+            b, op->getLoc(), b.getF32FloatAttr(float(*constantOf(v))));
+        if (isa<VectorType>(narrow))
+          narrowed =
+              vector::BroadcastOp::create(b, op->getLoc(), narrow, narrowed);
+      }
+      operand.set(narrowed);
+    }
+    op->getResult(0).setType(narrow);
+  }
+  sum.setType(narrow);
+  loop.getResult(1).setType(narrow);
+  b.setInsertionPoint(loop);
+  loop.getInitArgsMutable()[1].assign(
+      arith::ConstantOp::create(b, loop.getLoc(), b.getZeroAttr(narrow)));
+  return true;
 }
 
 SmallVector<Value> widenPartialSums(OpBuilder &b, Location loc,

@@ -26,6 +26,13 @@ SmallVector<bool> narrowPartialSums(scf::ForOp loop,
                                     std::optional<int64_t> terms,
                                     int64_t mostTerms);
 
+/// narrowPartialSums for a fold of a row's maximum and sum of exponentials
+/// (kMaxSumExpAttr; fold 1 the float64 sum): the sum's ops, each iteration's
+/// exponential extended to float64 and the partial sums scaled by it, in
+/// float32 instead. Returns whether it narrowed.
+bool narrowMaxSumExp(scf::ForOp loop, std::optional<int64_t> terms,
+                     int64_t mostTerms);
+
 /// The fold's results from `results` (of the loop narrowed by
 /// narrowPartialSums, of a loop that continues it, or their vectors
 /// reduced): the narrowed ones extended to float64, and added to the loop's

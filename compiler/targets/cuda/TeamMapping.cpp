@@ -81,8 +81,8 @@ void TeamEmitter::synchronize() {
     gpu::BarrierOp::create(b, loc);
 }
 
-Value TeamEmitter::sharedScratch(Type element) {
-  auto found = scratch.find(element);
+Value TeamEmitter::sharedScratch(Type element, int slot) {
+  auto found = scratch.find({element, slot});
   if (found != scratch.end())
     return found->second;
   auto space = gpu::AddressSpaceAttr::get(b.getContext(),
@@ -90,7 +90,7 @@ Value TeamEmitter::sharedScratch(Type element) {
   auto type = MemRefType::get({kWarpSize}, element, MemRefLayoutAttrInterface(),
                               space);
   Value slots = func.addWorkgroupAttribution(type, func.getLoc());
-  scratch[element] = slots;
+  scratch[{element, slot}] = slots;
   return slots;
 }
 
@@ -138,6 +138,77 @@ Value TeamEmitter::reduceAcrossTeam(Value value, StringRef combiner) {
   return value;
 }
 
+std::pair<Value, Value> TeamEmitter::reduceMaxSumExpVectors(Value max,
+                                                            Value sum) {
+  Location loc = max.getLoc();
+  int64_t width = cast<VectorType>(max.getType()).getNumElements();
+  auto element = [&](Value vector, int64_t k) -> Value {
+    return vector::ExtractOp::create(b, loc, vector, k);
+  };
+  // The lane's elements joined in order, as its scalar iterations would be.
+  Value totalMax = element(max, 0), totalSum = element(sum, 0);
+  for (int64_t k = 1; k < width; ++k)
+    std::tie(totalMax, totalSum) = combineMaxSumExp(
+        b, loc, totalMax, totalSum, element(max, k), element(sum, k));
+  return {totalMax, totalSum};
+}
+
+std::pair<Value, Value> TeamEmitter::reduceMaxSumExpAcrossTeam(Value max,
+                                                               Value sum) {
+  Location loc = max.getLoc();
+  Type maxType = max.getType();
+  // Shuffles move 32- and 64-bit values; narrower floats travel as f32.
+  bool widen = !maxType.isF32() && !maxType.isF64();
+  if (widen)
+    max = arith::ExtFOp::create(b, loc, b.getF32Type(), max);
+  Value width = arith::ConstantIntOp::create(b, loc, b.getI32Type(), kWarpSize);
+  // A butterfly, as reduceAcrossTeam's: the join is symmetric, so both
+  // lanes of a pair end with the same bits.
+  for (int64_t offset = kWarpSize / 2; offset >= 1; offset /= 2)
+    std::tie(max, sum) =
+        combineMaxSumExp(b, loc, max, sum, shuffleXor(max, offset, width),
+                         shuffleXor(sum, offset, width));
+  if (team.kind == Team::Kind::Block) {
+    // The warps' pairs through shared memory (a slot pair a warp), joined by
+    // every thread in warp order.
+    Value maxSlots = sharedScratch(max.getType(), 0);
+    Value sumSlots = sharedScratch(sum.getType(), 1);
+    Value warpSize = arith::ConstantIndexOp::create(b, loc, kWarpSize);
+    Value warp = arith::DivUIOp::create(b, loc, team.lane, warpSize);
+    Value laneInWarp = arith::RemUIOp::create(b, loc, team.lane, warpSize);
+    Value first =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, laneInWarp,
+                              arith::ConstantIndexOp::create(b, loc, 0));
+    auto ifFirst = scf::IfOp::create(b, loc, first, /*withElse=*/false);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifFirst.thenBlock());
+      memref::StoreOp::create(b, loc, max, maxSlots, ValueRange{warp});
+      memref::StoreOp::create(b, loc, sum, sumSlots, ValueRange{warp});
+    }
+    gpu::BarrierOp::create(b, loc);
+    Value totalMax, totalSum;
+    for (int64_t w = 0; w < team.size / kWarpSize; ++w) {
+      Value slot = arith::ConstantIndexOp::create(b, loc, w);
+      Value partMax =
+          memref::LoadOp::create(b, loc, maxSlots, ValueRange{slot});
+      Value partSum =
+          memref::LoadOp::create(b, loc, sumSlots, ValueRange{slot});
+      if (!totalMax)
+        std::tie(totalMax, totalSum) = std::pair{partMax, partSum};
+      else
+        std::tie(totalMax, totalSum) =
+            combineMaxSumExp(b, loc, totalMax, totalSum, partMax, partSum);
+    }
+    gpu::BarrierOp::create(b, loc);
+    max = totalMax;
+    sum = totalSum;
+  }
+  if (widen)
+    max = arith::TruncFOp::create(b, loc, maxType, max);
+  return {max, sum};
+}
+
 Value TeamEmitter::shuffleXor(Value value, int64_t offset, Value width) {
   Location loc = value.getLoc();
   Value distance = arith::ConstantIntOp::create(b, loc, b.getI32Type(), offset);
@@ -165,6 +236,11 @@ FailureOr<SmallVector<Value>> TeamEmitter::foldOverTeam(
                              map, combiners);
   if (failed(laneParts))
     return failure();
+  if (loop->hasAttr(kMaxSumExpAttr)) {
+    auto [max, sum] =
+        reduceMaxSumExpAcrossTeam((*laneParts)[0], (*laneParts)[1]);
+    return SmallVector<Value>{max, sum};
+  }
   SmallVector<Value> totals;
   for (auto [part, combiner] : llvm::zip(*laneParts, combiners))
     totals.push_back(reduceAcrossTeam(part, combiner));
@@ -175,6 +251,8 @@ FailureOr<TeamEmitter::HeldTotals> TeamEmitter::foldOverWarpHeld(
     scf::ForOp loop, Value lower, Value upper, int64_t startMultiple,
     std::optional<int64_t> mostIterations, IRMapping &map) {
   assert(team.kind == Team::Kind::Warp && "halving trades within a warp");
+  assert(!loop->hasAttr(kMaxSumExpAttr) &&
+         "a split fold's folds combine one op each (splitFoldOf)");
   Location loc = loop.getLoc();
   SmallVector<StringRef> combiners;
   auto laneParts = foldLanes(loop, lower, upper, startMultiple, mostIterations,
@@ -280,9 +358,14 @@ TeamEmitter::foldLanes(scf::ForOp loop, Value lower, Value upper,
   LaneVectors vectors = laneVectorsOf(loop, startMultiple);
   SmallVector<Value> identities;
   auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  bool maxSumExp = loop->hasAttr(kMaxSumExpAttr);
   for (auto [acc, yielded] :
        llvm::zip(loop.getRegionIterArgs(), yield.getOperands())) {
-    StringRef combiner = foldCombiner(acc, yielded);
+    // A maximum and its sum of exponentials start from the identities of a
+    // maximum and of a sum; they combine as a pair (combineMaxSumExp).
+    StringRef combiner = !maxSumExp           ? foldCombiner(acc, yielded)
+                         : identities.empty() ? "arith.maximumf"
+                                              : "arith.addf";
     if (combiner.empty())
       return loop.emitOpError("folds a value the CUDA target cannot combine "
                               "across the lanes of a warp (an add, mul, max "
@@ -347,7 +430,9 @@ TeamEmitter::foldLanes(scf::ForOp loop, Value lower, Value upper,
     if (laneTrips && *laneTrips * width > 1)
       laneTerms = *laneTrips * width;
     SmallVector<bool> narrowed =
-        narrowPartialSums(strided, laneTerms, f32Terms);
+        maxSumExp ? SmallVector<bool>{false, narrowMaxSumExp(strided, laneTerms,
+                                                             f32Terms)}
+                  : narrowPartialSums(strided, laneTerms, f32Terms);
     scf::ForOp last = strided;
     if (!trips && range && *laneTrips >= kMinUnrolled) {
       // The lane's start depends on the lane, so its trips are not known
@@ -360,7 +445,9 @@ TeamEmitter::foldLanes(scf::ForOp loop, Value lower, Value upper,
     }
     b.setInsertionPointAfter(last);
     SmallVector<Value> parts(last.getResults());
-    if (width > 1)
+    if (width > 1 && maxSumExp)
+      std::tie(parts[0], parts[1]) = reduceMaxSumExpVectors(parts[0], parts[1]);
+    else if (width > 1)
       for (auto [part, combiner] : llvm::zip(parts, combiners))
         part =
             vector::ReductionOp::create(b, loc, reductionKind(combiner), part);
@@ -416,6 +503,15 @@ LogicalResult TeamEmitter::cloneStridedLoop(Operation *op, IRMapping &map) {
   if (failed(totals))
     return failure();
   auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  if (loop->hasAttr(kMaxSumExpAttr)) {
+    auto [max, sum] = combineMaxSumExp(
+        b, loop.getLoc(), map.lookupOrDefault(loop.getInitArgs()[0]),
+        map.lookupOrDefault(loop.getInitArgs()[1]), (*totals)[0], (*totals)[1]);
+    map.map(loop.getResult(0), max);
+    map.map(loop.getResult(1), sum);
+    synchronize();
+    return success();
+  }
   for (auto [i, result] : llvm::enumerate(loop.getResults())) {
     StringRef combiner =
         foldCombiner(loop.getRegionIterArgs()[i], yield.getOperand(i));

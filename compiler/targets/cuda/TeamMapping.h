@@ -45,6 +45,9 @@ public:
   /// The fold combining `value` over the lanes of the team, available to
   /// every lane. `combiner` names the arith op (addf, maximumf, minimumf).
   Value reduceAcrossTeam(Value value, StringRef combiner);
+  /// A row's maximum and sum of exponentials (kMaxSumExpAttr) over the
+  /// lanes of the team, joined by combineMaxSumExp; every lane gets them.
+  std::pair<Value, Value> reduceMaxSumExpAcrossTeam(Value max, Value sum);
   /// The folds of `loop`'s iterations from `lower` (inclusive) to `upper`
   /// (exclusive), strided over the lanes and combined across the team,
   /// each started from its combiner's identity rather than the loop's init:
@@ -100,15 +103,21 @@ private:
   LogicalResult cloneStridedLoop(Operation *loop, IRMapping &map);
   /// `loop` run by every lane alike, its body at team level.
   LogicalResult cloneInOrder(scf::ForOp loop, IRMapping &map);
+  /// A lane's vectors of maxima and sums of exponentials joined into one
+  /// pair, element by element in order.
+  std::pair<Value, Value> reduceMaxSumExpVectors(Value max, Value sum);
   void synchronize();
   void clearBody(scf::ForOp loop);
-  Value sharedScratch(Type element);
+  /// Shared memory of a slot a warp in `element`; `slot` tells apart the
+  /// scratch of the folds one reduction combines together.
+  Value sharedScratch(Type element, int slot = 0);
 
   OpBuilder &b;
   gpu::GPUFuncOp func;
   Team team;
   int64_t f32Terms;
-  DenseMap<Type, Value> scratch; // per element type, one slot per warp
+  // Per element type and slot, one element per warp.
+  DenseMap<std::pair<Type, int>, Value> scratch;
 };
 
 /// The arith op that folds iteration values into the loop-carried `acc`

@@ -252,8 +252,10 @@ module @kernels {
 
 // Softmax rows. The CPU stores the exponentials, sums them back and divides
 // them in place: four loops over the row after the max. With
-// vector-rows=false (the CUDA target) the exponentials are computed again
-// in the sum and the last loop, and the result row is written once.
+// vector-rows=false (the CUDA target) the max and the sum of exponentials
+// are one fold (tg.max_sum_exp: a pair of iter_args, the sum in f64, each
+// element joined with one exponential), the exponentials are computed again
+// in the last loop, and the result row is written once: two loops.
 // CHECK-LABEL: func.func @k5_softmax(
 // CHECK:         scf.parallel
 // CHECK:           scf.for {{.*}} -> (f32)
@@ -269,11 +271,18 @@ module @kernels {
 // CHECK:             memref.store
 // SCALAR-LABEL: func.func @k5_softmax(
 // SCALAR:         scf.parallel
-// SCALAR:           scf.for {{.*}} -> (f32)
-// SCALAR:             arith.maximumf
-// SCALAR:           scf.for {{.*}} -> (f64)
+// SCALAR:           %[[FOLD:.*]]:2 = scf.for {{.*}} iter_args(%[[MAX:.*]] = %{{.*}}, %[[SUM:.*]] = %{{.*}}) -> (f32, f64)
 // SCALAR-NOT:         memref.store
+// SCALAR:             %[[X:.*]] = memref.load
+// SCALAR:             %[[LARGER:.*]] = arith.cmpf ogt, %[[X]], %[[MAX]] : f32
 // SCALAR:             math.exp
+// SCALAR:             %[[WIDE:.*]] = arith.extf
+// SCALAR:             arith.mulf %[[SUM]], %[[WIDE]] : f64
+// SCALAR:             arith.addf %[[SUM]], %[[WIDE]] : f64
+// SCALAR:             %[[NEXT:.*]] = arith.maximumf %[[MAX]], %[[X]] : f32
+// SCALAR:             arith.select %[[LARGER]]
+// SCALAR:           } {tg.max_sum_exp}
+// SCALAR-NOT:       scf.for {{.*}} -> (f64)
 // SCALAR:           scf.for
 // SCALAR:             math.exp
 // SCALAR:             arith.divf

@@ -33,6 +33,24 @@ constexpr llvm::StringLiteral kInOrderAttr = "tg.in_order";
 /// need no shuffles.
 constexpr llvm::StringLiteral kThreadRowsAttr = "tg.thread_rows";
 
+/// Marks an scf.for folding a row's maximum and the sum of its exponentials
+/// in one pass (the online softmax): iter_args (max, sum), max in the
+/// element type and sum in f64, from (-inf, 0), each iteration's x joined as
+/// combineMaxSumExp((max, sum), (x, 1)). Folds of a loop so marked combine
+/// by combineMaxSumExp, not one op each: a GPU target joins the lanes' pairs
+/// with it.
+constexpr llvm::StringLiteral kMaxSumExpAttr = "tg.max_sum_exp";
+
+/// The pair (max(m1, m2), s) of two partial folds (m1, s1) and (m2, s2) of a
+/// row's maximum and its sum of exponentials, s1 and s2 relative to m1 and
+/// m2: the smaller side's sum scaled by exp(-|m1 - m2|) (computed in the
+/// max's type, then extended to the sum's), so one exponential a join. Equal
+/// maxima (-inf and -inf included: no NaN from their difference) scale by 1.
+/// A null s2 stands for 1 (one element, x = m2). Works on scalars and on
+/// vectors alike.
+std::pair<Value, Value> combineMaxSumExp(OpBuilder &b, Location loc, Value m1,
+                                         Value s1, Value m2, Value s2);
+
 /// True if emitKernelBody knows `op`: the op declares Tg_HasKernelBody (or
 /// Tg_Elementwise, which implies it) in ODS.
 bool hasKernelBody(Operation *op);

@@ -1126,3 +1126,127 @@ module @consecutive_loads {
     return
   }
 }
+
+// -----
+
+// A row's maximum and sum of exponentials in one fold (tg.max_sum_exp, the
+// CUDA form of a softmax or loss row): each lane folds its vectors of 4
+// elements as pairs (the sum narrowed to f32: 32 terms a lane), joins its
+// vector's pairs in order (no per-fold vector.reduction: the two folds
+// combine together), widens the sum, and the lanes join their pairs by a
+// butterfly shuffling both values at each step, with one exponential a join.
+// CHECK-LABEL: module @row_max_sum_exp
+// CHECK: gpu.func @k0_0
+// CHECK: %[[FOLD:.*]]:2 = scf.for %{{.*}} = %c0{{.*}} to %c8{{.*}} step %c1{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %cst{{.*}}) -> (vector<4xf32>, vector<4xf32>)
+// CHECK: vector.load %{{.*}} : memref<65536xf32>, vector<4xf32>
+// CHECK: math.exp %{{.*}} : vector<4xf32>
+// CHECK: arith.select %{{.*}} : vector<4xi1>, vector<4xf32>
+// CHECK-NOT: vector.reduction
+// CHECK: vector.extract %[[FOLD]]#0[3]
+// CHECK: %[[WIDE:.*]] = arith.extf %{{.*}} : f32 to f64
+// CHECK: gpu.shuffle  xor %[[WIDE]], %c16_i32, %c32_i32 : f64
+// CHECK: gpu.shuffle  xor %{{.*}}, %c16_i32{{.*}}, %c32_i32 : f32
+// CHECK: math.exp
+// CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32, %c32_i32 : f64
+// CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32{{.*}}, %c32_i32 : f32
+// CHECK: nvvm.bar.warp.sync
+// F64-LABEL: module @row_max_sum_exp
+// F64: scf.for {{.*}} -> (vector<4xf32>, vector<4xf64>)
+module @row_max_sum_exp {
+  func.func @k0(%x: memref<65536xf32>, %y: memref<128xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c64 = arith.constant 64 : index
+    %c1024 = arith.constant 1024 : index
+    scf.parallel (%r) = (%c0) to (%c64) step (%c1) {
+      %base = arith.muli %r, %c1024 : index
+      %ninf = arith.constant 0xFF800000 : f32
+      %zero = arith.constant 0.0 : f64
+      %one = arith.constant 1.0 : f32
+      %oned = arith.constant 1.0 : f64
+      %fold:2 = scf.for %i = %c0 to %c1024 step %c1 iter_args(%m = %ninf, %s = %zero) -> (f32, f64) {
+        %at = arith.addi %base, %i : index
+        %v = memref.load %x[%at] : memref<65536xf32>
+        %larger = arith.cmpf ogt, %v, %m : f32
+        %same = arith.cmpf oeq, %m, %v : f32
+        %d = arith.subf %m, %v : f32
+        %a = math.absf %d : f32
+        %n = arith.negf %a : f32
+        %e = math.exp %n : f32
+        %scale = arith.select %same, %one, %e : f32
+        %wide = arith.extf %scale : f32 to f64
+        %shrunk = arith.mulf %s, %wide : f64
+        %ifLarger = arith.addf %shrunk, %oned : f64
+        %ifNot = arith.addf %s, %wide : f64
+        %m2 = arith.maximumf %m, %v : f32
+        %s2 = arith.select %larger, %ifLarger, %ifNot : f64
+        scf.yield %m2, %s2 : f32, f64
+      } {tg.max_sum_exp}
+      %sum = arith.truncf %fold#1 : f64 to f32
+      %at0 = arith.muli %r, %c2 : index
+      %at1 = arith.addi %at0, %c1 : index
+      memref.store %fold#0, %y[%at0] : memref<128xf32>
+      memref.store %sum, %y[%at1] : memref<128xf32>
+      scf.reduce
+    }
+    return
+  }
+}
+
+// -----
+
+// The same fold over rows of 20,000 elements (kLongRow): a block of 512
+// threads a row, whose warps' pairs meet in shared memory, the maxima's
+// slots (f32) apart from the sums' (f64), joined in warp order.
+// CHECK-LABEL: module @long_row_max_sum_exp
+// CHECK: gpu.func @k0_0(%{{.*}}) workgroup(%[[MAXES:.*]] : memref<32xf32, #gpu.address_space<workgroup>>, %[[SUMS:.*]] : memref<32xf64, #gpu.address_space<workgroup>>)
+// CHECK-SAME: known_block_size = array<i32: 512, 1, 1>
+// CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32{{.*}}, %c32_i32 : f32
+// CHECK: scf.if
+// CHECK: memref.store %{{.*}}, %[[MAXES]]
+// CHECK: memref.store %{{.*}}, %[[SUMS]]
+// CHECK: gpu.barrier
+// CHECK-COUNT-16: memref.load %[[SUMS]]
+// CHECK: gpu.barrier
+module @long_row_max_sum_exp {
+  func.func @k0(%x: memref<80000xf32>, %y: memref<8xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c64 = arith.constant 4 : index
+    %c1024 = arith.constant 20000 : index
+    scf.parallel (%r) = (%c0) to (%c64) step (%c1) {
+      %base = arith.muli %r, %c1024 : index
+      %ninf = arith.constant 0xFF800000 : f32
+      %zero = arith.constant 0.0 : f64
+      %one = arith.constant 1.0 : f32
+      %oned = arith.constant 1.0 : f64
+      %fold:2 = scf.for %i = %c0 to %c1024 step %c1 iter_args(%m = %ninf, %s = %zero) -> (f32, f64) {
+        %at = arith.addi %base, %i : index
+        %v = memref.load %x[%at] : memref<80000xf32>
+        %larger = arith.cmpf ogt, %v, %m : f32
+        %same = arith.cmpf oeq, %m, %v : f32
+        %d = arith.subf %m, %v : f32
+        %a = math.absf %d : f32
+        %n = arith.negf %a : f32
+        %e = math.exp %n : f32
+        %scale = arith.select %same, %one, %e : f32
+        %wide = arith.extf %scale : f32 to f64
+        %shrunk = arith.mulf %s, %wide : f64
+        %ifLarger = arith.addf %shrunk, %oned : f64
+        %ifNot = arith.addf %s, %wide : f64
+        %m2 = arith.maximumf %m, %v : f32
+        %s2 = arith.select %larger, %ifLarger, %ifNot : f64
+        scf.yield %m2, %s2 : f32, f64
+      } {tg.max_sum_exp}
+      %sum = arith.truncf %fold#1 : f64 to f32
+      %at0 = arith.muli %r, %c2 : index
+      %at1 = arith.addi %at0, %c1 : index
+      memref.store %fold#0, %y[%at0] : memref<8xf32>
+      memref.store %sum, %y[%at1] : memref<8xf32>
+      scf.reduce
+    }
+    return
+  }
+}
