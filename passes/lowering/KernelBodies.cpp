@@ -2921,13 +2921,24 @@ std::pair<Value, Value> combineMaxSumExp(OpBuilder &b, Location loc, Value m1,
       value = DenseElementsAttr::get(vector, value);
     return arith::ConstantOp::create(b, loc, type, cast<TypedAttr>(value));
   };
+  Value max1 = m1, max2 = m2;
   Value larger2 =
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, m2, m1);
   Value same = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, m1, m2);
+  // The scale in f32 at least: a bf16 one (2^-9) would round the running
+  // sum again at every new maximum.
+  Type scaleType = m1.getType();
+  if (getElementTypeOrSelf(scaleType).getIntOrFloatBitWidth() < 32) {
+    scaleType = isa<VectorType>(scaleType)
+                    ? Type(cast<VectorType>(scaleType).clone(b.getF32Type()))
+                    : Type(b.getF32Type());
+    m1 = arith::ExtFOp::create(b, loc, scaleType, m1);
+    m2 = arith::ExtFOp::create(b, loc, scaleType, m2);
+  }
   Value gap =
       math::AbsFOp::create(b, loc, arith::SubFOp::create(b, loc, m1, m2));
   Value scale = arith::SelectOp::create(
-      b, loc, same, constant(m1.getType(), 1.0),
+      b, loc, same, constant(scaleType, 1.0),
       math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, gap)));
   if (scale.getType() != s1.getType())
     scale = arith::ExtFOp::create(b, loc, s1.getType(), scale);
@@ -2938,7 +2949,7 @@ std::pair<Value, Value> combineMaxSumExp(OpBuilder &b, Location loc, Value m1,
                             s2 ? s2 : constant(s1.getType(), 1.0));
   Value sumIf1 = arith::AddFOp::create(
       b, loc, s1, s2 ? arith::MulFOp::create(b, loc, s2, scale) : scale);
-  return {arith::MaximumFOp::create(b, loc, m1, m2),
+  return {arith::MaximumFOp::create(b, loc, max1, max2),
           arith::SelectOp::create(b, loc, larger2, sumIf2, sumIf1)};
 }
 

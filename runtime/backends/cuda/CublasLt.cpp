@@ -19,16 +19,18 @@ constexpr int32_t kSplitKParts[] = {2, 4, 8};
 constexpr int64_t kSplitKMinPartTerms = 1024;
 } // namespace
 
-#define TG_LT_FUNCTIONS(X)                                                                         \
-  X(cublasLtCreate)                                                                                \
-  X(cublasLtDestroy) X(cublasLtGetStatusString) X(cublasLtMatmulDescCreate)                        \
-      X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute) X(cublasLtMatrixLayoutCreate) \
-          X(cublasLtMatrixLayoutDestroy) X(cublasLtMatrixLayoutSetAttribute)                       \
-              X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy)                 \
-                  X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic)        \
-                      X(cublasLtMatmulAlgoCapGetAttribute) X(cublasLtMatmulAlgoConfigGetAttribute) \
-                          X(cublasLtMatmulAlgoConfigSetAttribute) X(cublasLtMatmulAlgoCheck)       \
-                              X(cublasLtMatmul)
+// clang-format off
+#define TG_LT_FUNCTIONS(X)                                                      \
+  X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtGetStatusString)              \
+  X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy)                     \
+  X(cublasLtMatmulDescSetAttribute) X(cublasLtMatrixLayoutCreate)              \
+  X(cublasLtMatrixLayoutDestroy) X(cublasLtMatrixLayoutSetAttribute)           \
+  X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy)         \
+  X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic)    \
+  X(cublasLtMatmulAlgoCapGetAttribute) X(cublasLtMatmulAlgoConfigGetAttribute) \
+  X(cublasLtMatmulAlgoConfigSetAttribute) X(cublasLtMatmulAlgoCheck)           \
+  X(cublasLtMatmul)
+// clang-format on
 
 struct LtApi {
 #define TG_LT_DECLARE(name) decltype(&::name) name = nullptr;
