@@ -949,11 +949,15 @@ void storeMeanLoss(Emitter &e, int64_t rows, Value loss,
           loss, e.index(0));
 }
 
-/// The mean loss over the rows; each row's max and sum of exponentials in
-/// two passes with `vectorRows` (the CPU), else in one (Emitter::maxAndSumExp).
+/// The mean loss over the rows: each row's loss in a row loop (a warp or a
+/// block a row on a GPU, the threads' rows on the CPU), kept in a local
+/// buffer, then summed in row order (storeMeanLoss, as the loss with its
+/// gradient does). A row's max and sum of exponentials take two passes with
+/// `vectorRows` (the CPU), else one (Emitter::maxAndSumExp).
 void emitCrossEntropy(Emitter &e, Value logits, Value targets, Value loss,
                       int64_t rows, int64_t vocab, bool vectorRows) {
-  storeMeanLoss(e, rows, loss, [&](Value r) {
+  Value rowLosses = localBuffer(e, rows);
+  e.rows(rows, [&](Value r) {
     Value base = e.mulIndex(r, vocab);
     auto x = [&](Value i) { return e.load(logits, e.addIndex(base, i)); };
     Value max, sum;
@@ -963,8 +967,10 @@ void emitCrossEntropy(Emitter &e, Value logits, Value targets, Value loss,
     } else {
       std::tie(max, sum) = e.maxAndSumExp(vocab, x);
     }
-    return rowLoss(e, x, targets, r, max, sum);
+    e.store(rowLoss(e, x, targets, r, max, sum), rowLosses, r);
   });
+  storeMeanLoss(e, rows, loss, [&](Value r) { return e.load(rowLosses, r); });
+  memref::DeallocOp::create(e.b, e.loc, rowLosses);
 }
 
 /// The gradient of the mean loss, (p - onehot(target)) x lossGrad / rows,

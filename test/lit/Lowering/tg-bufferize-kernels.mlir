@@ -365,6 +365,36 @@ module @kernels {
 
 // -----
 
+// The loss alone (an eval step's): each row's loss in a row loop, kept in a
+// local buffer, then the buffer summed in row order in f64: the rows run on
+// the CPU's threads and a GPU's warps, not in one sequential fold. The CUDA
+// form folds a row's max and sum of exponentials in one pass.
+// CHECK-LABEL: func.func @k0_loss(
+// CHECK: %[[ROWS:.*]] = memref.alloc() : memref<4xf32>
+// CHECK: scf.parallel (%[[R:.*]]) =
+// CHECK: scf.for {{.*}} -> (f32)
+// CHECK: scf.for {{.*}} -> (f64)
+// CHECK: memref.store %{{.*}}, %[[ROWS]][%[[R]]] : memref<4xf32>
+// CHECK: scf.reduce
+// CHECK: scf.for {{.*}} -> (f64)
+// CHECK: memref.load %[[ROWS]]
+// CHECK: memref.dealloc %[[ROWS]]
+// SCALAR-LABEL: func.func @k0_loss(
+// SCALAR: scf.parallel
+// SCALAR: scf.for {{.*}} -> (f32, f64)
+// SCALAR: } {tg.max_sum_exp}
+// SCALAR-NOT: scf.for {{.*}} -> (f64)
+// SCALAR: memref.store
+// SCALAR: scf.reduce
+module @kernels {
+  func.func @k0_loss(%w: tensor<4x10xf32>, %t: tensor<4xi64>) -> tensor<f32> {
+    %loss = tg.cross_entropy %w, %t : tensor<4x10xf32>, tensor<4xi64> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// -----
+
 // The same through rows padded to 16 for their GEMMs: the logits read at
 // row x 16 from the padded buffer, the gradient written at row x 16, each
 // row's last 6 elements zeros.
