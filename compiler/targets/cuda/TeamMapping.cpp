@@ -94,23 +94,32 @@ Value TeamEmitter::sharedScratch(Type element, int slot) {
   return slots;
 }
 
-Value TeamEmitter::reduceAcrossTeam(Value value, StringRef combiner) {
-  Location loc = value.getLoc();
-  Type type = value.getType();
+SmallVector<Value> TeamEmitter::joinAcrossTeam(ValueRange values,
+                                               const Join &join) {
+  Location loc = func.getLoc();
+  SmallVector<Type> types(values.getTypes());
   // Shuffles move 32- and 64-bit values; narrower floats travel as f32.
-  bool widen = !type.isF32() && !type.isF64();
-  if (widen)
-    value = arith::ExtFOp::create(b, loc, b.getF32Type(), value);
+  SmallVector<Value> parts(values);
+  for (Value &part : parts)
+    if (!part.getType().isF32() && !part.getType().isF64())
+      part = arith::ExtFOp::create(b, loc, b.getF32Type(), part);
   Value width = arith::ConstantIntOp::create(b, loc, b.getI32Type(), kWarpSize);
-  // A butterfly: every lane ends with the same value, since each step
-  // combines the same two operands on both lanes of a pair.
-  for (int64_t offset = kWarpSize / 2; offset >= 1; offset /= 2)
-    value = combine(b, loc, combiner, value, shuffleXor(value, offset, width));
+  // A butterfly: every lane ends with the same values, since each step
+  // joins the same two operands on both lanes of a pair (the joins are
+  // symmetric).
+  for (int64_t offset = kWarpSize / 2; offset >= 1; offset /= 2) {
+    SmallVector<Value> other;
+    for (Value part : parts)
+      other.push_back(shuffleXor(part, offset, width));
+    parts = join(parts, other);
+  }
   if (team.kind == Team::Kind::Block) {
-    // Warp totals through shared memory, combined by every thread in warp
-    // order (deterministic); the second barrier frees the slots for the next
-    // reduction.
-    Value slots = sharedScratch(value.getType());
+    // Warp totals through shared memory (a slot a warp for each value),
+    // joined by every thread in warp order (deterministic); the second
+    // barrier frees the slots for the next reduction.
+    SmallVector<Value> slots;
+    for (auto [k, part] : llvm::enumerate(parts))
+      slots.push_back(sharedScratch(part.getType(), k));
     Value warpSize = arith::ConstantIndexOp::create(b, loc, kWarpSize);
     Value warp = arith::DivUIOp::create(b, loc, team.lane, warpSize);
     Value laneInWarp = arith::RemUIOp::create(b, loc, team.lane, warpSize);
@@ -121,21 +130,32 @@ Value TeamEmitter::reduceAcrossTeam(Value value, StringRef combiner) {
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(ifFirst.thenBlock());
-      memref::StoreOp::create(b, loc, value, slots, ValueRange{warp});
+      for (auto [part, slot] : llvm::zip(parts, slots))
+        memref::StoreOp::create(b, loc, part, slot, ValueRange{warp});
     }
     gpu::BarrierOp::create(b, loc);
-    Value total;
+    SmallVector<Value> totals;
     for (int64_t w = 0; w < team.size / kWarpSize; ++w) {
-      Value slot = arith::ConstantIndexOp::create(b, loc, w);
-      Value part = memref::LoadOp::create(b, loc, slots, ValueRange{slot});
-      total = total ? combine(b, loc, combiner, total, part) : part;
+      Value at = arith::ConstantIndexOp::create(b, loc, w);
+      SmallVector<Value> warpParts;
+      for (Value slot : slots)
+        warpParts.push_back(
+            memref::LoadOp::create(b, loc, slot, ValueRange{at}));
+      totals = totals.empty() ? warpParts : join(totals, warpParts);
     }
     gpu::BarrierOp::create(b, loc);
-    value = total;
+    parts = totals;
   }
-  if (widen)
-    value = arith::TruncFOp::create(b, loc, type, value);
-  return value;
+  for (auto [part, type] : llvm::zip(parts, types))
+    if (part.getType() != type)
+      part = arith::TruncFOp::create(b, loc, type, part);
+  return parts;
+}
+
+Value TeamEmitter::reduceAcrossTeam(Value value, StringRef combiner) {
+  return joinAcrossTeam(value, [&](ValueRange x, ValueRange y) {
+    return SmallVector<Value>{combine(b, value.getLoc(), combiner, x[0], y[0])};
+  })[0];
 }
 
 std::pair<Value, Value> TeamEmitter::reduceMaxSumExpVectors(Value max,
@@ -155,58 +175,12 @@ std::pair<Value, Value> TeamEmitter::reduceMaxSumExpVectors(Value max,
 
 std::pair<Value, Value> TeamEmitter::reduceMaxSumExpAcrossTeam(Value max,
                                                                Value sum) {
-  Location loc = max.getLoc();
-  Type maxType = max.getType();
-  // Shuffles move 32- and 64-bit values; narrower floats travel as f32.
-  bool widen = !maxType.isF32() && !maxType.isF64();
-  if (widen)
-    max = arith::ExtFOp::create(b, loc, b.getF32Type(), max);
-  Value width = arith::ConstantIntOp::create(b, loc, b.getI32Type(), kWarpSize);
-  // A butterfly, as reduceAcrossTeam's: the join is symmetric, so both
-  // lanes of a pair end with the same bits.
-  for (int64_t offset = kWarpSize / 2; offset >= 1; offset /= 2)
-    std::tie(max, sum) =
-        combineMaxSumExp(b, loc, max, sum, shuffleXor(max, offset, width),
-                         shuffleXor(sum, offset, width));
-  if (team.kind == Team::Kind::Block) {
-    // The warps' pairs through shared memory (a slot pair a warp), joined by
-    // every thread in warp order.
-    Value maxSlots = sharedScratch(max.getType(), 0);
-    Value sumSlots = sharedScratch(sum.getType(), 1);
-    Value warpSize = arith::ConstantIndexOp::create(b, loc, kWarpSize);
-    Value warp = arith::DivUIOp::create(b, loc, team.lane, warpSize);
-    Value laneInWarp = arith::RemUIOp::create(b, loc, team.lane, warpSize);
-    Value first =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, laneInWarp,
-                              arith::ConstantIndexOp::create(b, loc, 0));
-    auto ifFirst = scf::IfOp::create(b, loc, first, /*withElse=*/false);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(ifFirst.thenBlock());
-      memref::StoreOp::create(b, loc, max, maxSlots, ValueRange{warp});
-      memref::StoreOp::create(b, loc, sum, sumSlots, ValueRange{warp});
-    }
-    gpu::BarrierOp::create(b, loc);
-    Value totalMax, totalSum;
-    for (int64_t w = 0; w < team.size / kWarpSize; ++w) {
-      Value slot = arith::ConstantIndexOp::create(b, loc, w);
-      Value partMax =
-          memref::LoadOp::create(b, loc, maxSlots, ValueRange{slot});
-      Value partSum =
-          memref::LoadOp::create(b, loc, sumSlots, ValueRange{slot});
-      if (!totalMax)
-        std::tie(totalMax, totalSum) = std::pair{partMax, partSum};
-      else
-        std::tie(totalMax, totalSum) =
-            combineMaxSumExp(b, loc, totalMax, totalSum, partMax, partSum);
-    }
-    gpu::BarrierOp::create(b, loc);
-    max = totalMax;
-    sum = totalSum;
-  }
-  if (widen)
-    max = arith::TruncFOp::create(b, loc, maxType, max);
-  return {max, sum};
+  SmallVector<Value> totals =
+      joinAcrossTeam({max, sum}, [&](ValueRange x, ValueRange y) {
+        auto [m, s] = combineMaxSumExp(b, max.getLoc(), x[0], x[1], y[0], y[1]);
+        return SmallVector<Value>{m, s};
+      });
+  return {totals[0], totals[1]};
 }
 
 Value TeamEmitter::shuffleXor(Value value, int64_t offset, Value width) {

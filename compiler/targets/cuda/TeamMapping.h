@@ -103,6 +103,11 @@ private:
   LogicalResult cloneStridedLoop(Operation *loop, IRMapping &map);
   /// `loop` run by every lane alike, its body at team level.
   LogicalResult cloneInOrder(scf::ForOp loop, IRMapping &map);
+  /// Joins folds that combine together (`join` of two lanes' values, in
+  /// order, symmetric) over the lanes of the team: a butterfly of shuffles,
+  /// then a block's warps through shared memory. Every lane gets the totals.
+  using Join = llvm::function_ref<SmallVector<Value>(ValueRange, ValueRange)>;
+  SmallVector<Value> joinAcrossTeam(ValueRange values, const Join &join);
   /// A lane's vectors of maxima and sums of exponentials joined into one
   /// pair, element by element in order.
   std::pair<Value, Value> reduceMaxSumExpVectors(Value max, Value sum);

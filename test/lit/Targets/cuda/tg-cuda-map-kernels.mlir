@@ -1144,11 +1144,11 @@ module @consecutive_loads {
 // CHECK-NOT: vector.reduction
 // CHECK: vector.extract %[[FOLD]]#0[3]
 // CHECK: %[[WIDE:.*]] = arith.extf %{{.*}} : f32 to f64
-// CHECK: gpu.shuffle  xor %[[WIDE]], %c16_i32, %c32_i32 : f64
-// CHECK: gpu.shuffle  xor %{{.*}}, %c16_i32{{.*}}, %c32_i32 : f32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c16_i32, %c32_i32 : f32
+// CHECK: gpu.shuffle  xor %[[WIDE]], %c16_i32{{.*}}, %c32_i32 : f64
 // CHECK: math.exp
-// CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32, %c32_i32 : f64
-// CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32{{.*}}, %c32_i32 : f32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32, %c32_i32 : f32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32{{.*}}, %c32_i32 : f64
 // CHECK: nvvm.bar.warp.sync
 // F64-LABEL: module @row_max_sum_exp
 // F64: scf.for {{.*}} -> (vector<4xf32>, vector<4xf64>)
