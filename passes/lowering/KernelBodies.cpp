@@ -2934,7 +2934,8 @@ std::pair<Value, Value> combineMaxSumExp(OpBuilder &b, Location loc, Value m1,
   // The scale in f32 at least: a bf16 one (2^-9) would round the running
   // sum again at every new maximum.
   Type scaleType = m1.getType();
-  if (getElementTypeOrSelf(scaleType).getIntOrFloatBitWidth() < 32) {
+  bool widened = getElementTypeOrSelf(scaleType).getIntOrFloatBitWidth() < 32;
+  if (widened) {
     scaleType = isa<VectorType>(scaleType)
                     ? Type(cast<VectorType>(scaleType).clone(b.getF32Type()))
                     : Type(b.getF32Type());
@@ -2943,9 +2944,11 @@ std::pair<Value, Value> combineMaxSumExp(OpBuilder &b, Location loc, Value m1,
   }
   Value gap =
       math::AbsFOp::create(b, loc, arith::SubFOp::create(b, loc, m1, m2));
-  Value scale = arith::SelectOp::create(
-      b, loc, same, constant(scaleType, 1.0),
-      math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, gap)));
+  auto exp = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, gap));
+  if (widened) // the exponential the 16-bit row's sum pass took
+    exp->setAttr(kForHalfFloatsAttr, b.getUnitAttr());
+  Value scale =
+      arith::SelectOp::create(b, loc, same, constant(scaleType, 1.0), exp);
   if (scale.getType() != s1.getType())
     scale = arith::ExtFOp::create(b, loc, s1.getType(), scale);
   // m2 larger: s1 counts relative to m1, so it shrinks; else s2 does. A

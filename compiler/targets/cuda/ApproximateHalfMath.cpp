@@ -1,6 +1,7 @@
 // tg-cuda-approximate-half-math: 16-bit float exp, tanh and division through
 // the fast f32 approximations (the pass description in Passes.td says why
 // their error cannot show in a 16-bit result).
+#include "tg/Passes/KernelBodies.h"
 #include "tg/Passes/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -23,7 +24,8 @@ struct ApproximateHalfMathPass
   void runOnOperation() override {
     getOperation().walk([](Operation *op) {
       if (!isa<math::ExpOp, math::Exp2Op, math::TanhOp, arith::DivFOp>(op) ||
-          !isHalfWidthFloat(op->getResult(0).getType()))
+          !(isHalfWidthFloat(op->getResult(0).getType()) ||
+            op->hasAttr(kForHalfFloatsAttr)))
         return;
       auto fastmath = cast<arith::ArithFastMathInterface>(op);
       arith::FastMathFlags flags = fastmath.getFastMathFlagsAttr().getValue();

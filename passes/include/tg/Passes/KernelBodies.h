@@ -41,11 +41,17 @@ constexpr llvm::StringLiteral kThreadRowsAttr = "tg.thread_rows";
 /// with it.
 constexpr llvm::StringLiteral kMaxSumExpAttr = "tg.max_sum_exp";
 
+/// Marks an f32 op the kernel bodies compute in place of a 16-bit one, from
+/// 16-bit values (a bf16 row's online softmax scale, combineMaxSumExp): a GPU
+/// target may approximate it as it does 16-bit math
+/// (tg-cuda-approximate-half-math).
+constexpr llvm::StringLiteral kForHalfFloatsAttr = "tg.for_half_floats";
+
 /// The pair (max(m1, m2), s) of two partial folds (m1, s1) and (m2, s2) of a
 /// row's maximum and its sum of exponentials, s1 and s2 relative to m1 and
 /// m2: the smaller side's sum scaled by exp(-|m1 - m2|) (computed in the
-/// max's type, f32 at least, then extended to the sum's), so one exponential
-/// a join. Equal
+/// max's type, f32 at least, marked kForHalfFloatsAttr where that widened a
+/// 16-bit max, then extended to the sum's), so one exponential a join. Equal
 /// maxima (-inf and -inf included: no NaN from their difference) scale by 1.
 /// A null s2 stands for 1 (one element, x = m2). Works on scalars and on
 /// vectors alike.

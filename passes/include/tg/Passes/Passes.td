@@ -981,7 +981,11 @@ def TgCudaApproximateHalfMath
     of the bf16 GPT-2-medium step was bound by these instructions (72% of
     issue slots busy, 40% of DRAM bandwidth), not by memory. The pass marks
     those ops `afn` (approximate functions), which the NVVM lowering and the
-    NVPTX backend honour; f32 and f64 math is left exact.
+    NVPTX backend honour; so it does f32 ops the kernel bodies marked
+    `tg.for_half_floats` (computed in f32 in place of a 16-bit op: a bf16
+    softmax row's rescaling exponential, whose approximation error, below
+    2^-17 a rescale, stays far below the row's 16-bit rounding). Other f32
+    and f64 math is left exact.
   }];
 }
 

@@ -45,3 +45,24 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// An f32 exp the kernel bodies compute in place of a bf16 one (a bf16 softmax
+// row's rescaling, tg.for_half_floats) is approximated too; its unmarked
+// neighbour stays exact.
+// CHECK-LABEL: gpu.func @for_half_floats
+// CHECK: math.exp %{{.*}} fastmath<afn> {tg.for_half_floats} : vector<8xf32>
+// CHECK-NOT: afn
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @for_half_floats(%v: vector<8xf32>, %x: f32, %m: memref<4xvector<8xf32>>, %n: memref<4xf32>) kernel {
+      %c0 = arith.constant 0 : index
+      %s = math.exp %v {tg.for_half_floats} : vector<8xf32>
+      %e = math.exp %x : f32
+      memref.store %s, %m[%c0] : memref<4xvector<8xf32>>
+      memref.store %e, %n[%c0] : memref<4xf32>
+      gpu.return
+    }
+  }
+}
