@@ -951,8 +951,7 @@ void storeMeanLoss(Emitter &e, int64_t rows, Value loss,
 
 /// The mean loss over the rows: each row's loss in a row loop (a warp or a
 /// block a row on a GPU, the threads' rows on the CPU), kept in a local
-/// buffer, then summed in row order (storeMeanLoss, as the loss with its
-/// gradient does). A row's max and sum of exponentials take two passes with
+/// buffer, then summed (storeMeanLoss, as the loss with its gradient does). A row's max and sum of exponentials take two passes with
 /// `vectorRows` (the CPU), else one (Emitter::maxAndSumExp).
 void emitCrossEntropy(Emitter &e, Value logits, Value targets, Value loss,
                       int64_t rows, int64_t vocab, bool vectorRows) {

@@ -1214,15 +1214,15 @@ module @long_row_max_sum_exp {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c2 = arith.constant 2 : index
-    %c64 = arith.constant 4 : index
-    %c1024 = arith.constant 20000 : index
-    scf.parallel (%r) = (%c0) to (%c64) step (%c1) {
-      %base = arith.muli %r, %c1024 : index
+    %c4 = arith.constant 4 : index
+    %c20000 = arith.constant 20000 : index
+    scf.parallel (%r) = (%c0) to (%c4) step (%c1) {
+      %base = arith.muli %r, %c20000 : index
       %ninf = arith.constant 0xFF800000 : f32
       %zero = arith.constant 0.0 : f64
       %one = arith.constant 1.0 : f32
       %oned = arith.constant 1.0 : f64
-      %fold:2 = scf.for %i = %c0 to %c1024 step %c1 iter_args(%m = %ninf, %s = %zero) -> (f32, f64) {
+      %fold:2 = scf.for %i = %c0 to %c20000 step %c1 iter_args(%m = %ninf, %s = %zero) -> (f32, f64) {
         %at = arith.addi %base, %i : index
         %v = memref.load %x[%at] : memref<80000xf32>
         %larger = arith.cmpf ogt, %v, %m : f32
