@@ -451,8 +451,7 @@ private:
       std::string label = labelOf(op);
       commands.push_back(tgx::CreateCommandDirect(
           fbb, kind, moduleIndex, kernel, gemm, &operands, label.c_str(),
-          uint32_t(cast<IntegerAttr>(op.getAttr("stream")).getInt()),
-          &awaits, collective, attention));
+          uint32_t(exec::getStream(&op)), &awaits, collective, attention));
       indexOf[op.getResult(0)] = commands.size() - 1;
     }
     return success();

@@ -13,6 +13,7 @@
 #include "tg/IR/TgOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -2919,12 +2920,9 @@ bool hasKernelBody(Operation *op) {
 
 std::pair<Value, Value> combineMaxSumExp(OpBuilder &b, Location loc, Value m1,
                                          Value s1, Value m2, Value s2) {
-  auto constant = [&](Type type, double v) -> Value {
-    Type element = getElementTypeOrSelf(type);
-    Attribute value = b.getFloatAttr(element, v);
-    if (auto vector = dyn_cast<VectorType>(type))
-      value = DenseElementsAttr::get(vector, value);
-    return arith::ConstantOp::create(b, loc, type, cast<TypedAttr>(value));
+  auto constant = [&](Type type, double v) {
+    return createScalarOrSplatConstant(
+        b, loc, type, b.getFloatAttr(getElementTypeOrSelf(type), v).getValue());
   };
   Value max1 = m1, max2 = m2;
   Value larger2 =

@@ -1,6 +1,7 @@
 #include "PartialSums.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -145,11 +146,8 @@ bool narrowMaxSumExp(scf::ForOp loop, std::optional<int64_t> terms,
         if (narrowed.getType() != narrow)
           narrowed = arith::ExtFOp::create(b, op->getLoc(), narrow, narrowed);
       } else {
-        narrowed = arith::ConstantOp::create(
-            b, op->getLoc(), b.getF32FloatAttr(float(*constantOf(v))));
-        if (isa<VectorType>(narrow))
-          narrowed =
-              vector::BroadcastOp::create(b, op->getLoc(), narrow, narrowed);
+        narrowed = createScalarOrSplatConstant(b, op->getLoc(), narrow,
+                                               APFloat(float(*constantOf(v))));
       }
       operand.set(narrowed);
     }

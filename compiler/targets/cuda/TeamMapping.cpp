@@ -333,13 +333,14 @@ TeamEmitter::foldLanes(scf::ForOp loop, Value lower, Value upper,
   SmallVector<Value> identities;
   auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
   bool maxSumExp = loop->hasAttr(kMaxSumExpAttr);
-  for (auto [acc, yielded] :
-       llvm::zip(loop.getRegionIterArgs(), yield.getOperands())) {
-    // A maximum and its sum of exponentials start from the identities of a
-    // maximum and of a sum; they combine as a pair (combineMaxSumExp).
-    StringRef combiner = !maxSumExp           ? foldCombiner(acc, yielded)
-                         : identities.empty() ? "arith.maximumf"
-                                              : "arith.addf";
+  for (auto [k, acc, yielded] :
+       llvm::enumerate(loop.getRegionIterArgs(), yield.getOperands())) {
+    // A maximum (fold 0) and its sum of exponentials (fold 1) start from the
+    // identities of a maximum and of a sum; they combine as a pair
+    // (combineMaxSumExp).
+    StringRef combiner = !maxSumExp ? foldCombiner(acc, yielded)
+                         : k == 0   ? "arith.maximumf"
+                                    : "arith.addf";
     if (combiner.empty())
       return loop.emitOpError("folds a value the CUDA target cannot combine "
                               "across the lanes of a warp (an add, mul, max "
