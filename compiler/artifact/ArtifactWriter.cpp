@@ -50,6 +50,16 @@ tgx::GemmActivation activationOf(exec::GemmActivation activation) {
   llvm_unreachable("an exec.gemm activation the format does not know");
 }
 
+/// What a GEMM adds as it writes c (its operands after c: the bias or its
+/// gradient, then the addend).
+tgx::GemmEpilogue epilogueOf(exec::GemmOp gemm) {
+  if (gemm.getBiasGrad())
+    return tgx::GemmEpilogue_BiasGrad;
+  if (gemm.getAddend())
+    return gemm.getBias() ? tgx::GemmEpilogue_BiasAddend : tgx::GemmEpilogue_Addend;
+  return gemm.getBias() ? tgx::GemmEpilogue_Bias : tgx::GemmEpilogue_None;
+}
+
 /// The slot name the runtime and checkpoints know a state resource by.
 std::string slotName(ResourceOp r) {
   std::string name = r.getName()->str();
@@ -392,9 +402,7 @@ private:
             fbb, *dtype, g.getTransposeA(), g.getTransposeB(), g.getM(),
             g.getN(), g.getK(), g.getBatch(), g.getStrideA(), g.getStrideB(),
             g.getStrideC(),
-            g.getBias()       ? tgx::GemmEpilogue_Bias
-            : g.getBiasGrad() ? tgx::GemmEpilogue_BiasGrad
-                              : tgx::GemmEpilogue_None,
+            epilogueOf(g),
             g.getLda(), g.getLdb(), g.getLdc(), g.getInnerBatch(),
             g.getInnerStrideA(), g.getInnerStrideB(), g.getInnerStrideC(),
             activationOf(g.getActivation()));
@@ -403,6 +411,8 @@ private:
           buffers.push_back(g.getBias());
         if (g.getBiasGrad())
           buffers.push_back(g.getBiasGrad());
+        if (g.getAddend())
+          buffers.push_back(g.getAddend());
         if (g.getAux())
           buffers.push_back(g.getAux());
       } else if (auto a = dyn_cast<exec::AttentionOp>(op)) {

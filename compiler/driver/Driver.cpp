@@ -100,6 +100,11 @@ constexpr FusionFlag kFusionFlags[] = {
       "(a bias gradient) from the GEMM applying GELU's derivative (off "
       "unless asked: on an H200 the GPT-2-medium step ran 9% slower)"},
      &FusionOptions::gemmBiasGrad},
+    {{"gemm-residual",
+      "exec-fuse-gemm-residual: the residual stream's add after a "
+      "projection as the GEMM's addend (cuBLASLt's C, beta = 1), so the "
+      "next norm's kernel reads the sum alone"},
+     &FusionOptions::gemmResidual},
     {{"attention", "tg-fuse-attention: flash attention kernels"},
      &FusionOptions::attention},
     {{"attention-rope",

@@ -70,6 +70,8 @@ void buildLoweringStage(OpPassManager &pm, const LoweringOptions &options) {
     pm.addPass(createExecFuseGemmActivation({options.fusion.remarks,
                                              options.fusion.gemmActivationWide,
                                              options.fusion.gemmBiasGrad}));
+  if (options.fusion.gemmResidual)
+    pm.addPass(createExecFuseGemmResidual({options.fusion.remarks}));
   if (options.fusion.horizontal) {
     ExecFuseHorizontalOptions horizontal;
     horizontal.remarks = options.fusion.remarks;

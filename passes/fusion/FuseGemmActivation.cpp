@@ -20,28 +20,6 @@ namespace mlir::tg {
 
 namespace {
 
-/// The one GEMM writing `product`, a scratch buffer, before `dispatch`
-/// reads it; with `onlyReader`, null unless nothing but `dispatch` reads it.
-exec::GemmOp writerOf(Value product, exec::DispatchOp dispatch, bool onlyReader) {
-  auto resource = product.getDefiningOp<exec::ResourceOp>();
-  if (!resource || resource.getKind() != exec::ResourceKind::scratch || resource.getUpdates())
-    return nullptr;
-  exec::GemmOp gemm;
-  for (Operation *user : product.getUsers()) {
-    if (user == dispatch)
-      continue;
-    auto writer = dyn_cast<exec::GemmOp>(user);
-    if (writer && writer.getC() == product) {
-      if (gemm)
-        return nullptr;
-      gemm = writer;
-    } else if (onlyReader) {
-      return nullptr;
-    }
-  }
-  return gemm && gemm->isBeforeInBlock(dispatch) ? gemm : nullptr;
-}
-
 struct FuseGemmActivationPass
     : impl::ExecFuseGemmActivationBase<FuseGemmActivationPass> {
   using Base::Base;
@@ -121,7 +99,7 @@ private:
   void foldGelu(exec::DispatchOp dispatch, GeluOp gelu) {
     Value product = dispatch.getInputs()[0], out = dispatch.getOutputs()[0];
     // Others read the product too: the gradient reads it from aux.
-    exec::GemmOp gemm = writerOf(product, dispatch, /*onlyReader=*/false);
+    exec::GemmOp gemm = exec::getGemmWriter(product, dispatch, /*onlyReader=*/false);
     if (!gemm)
       return report(dispatch, "gelu", "its input is not written by one GEMM before it");
     if (std::string why = refusal(gemm, dispatch, out, gelu.getApproximate()); !why.empty())
@@ -138,7 +116,7 @@ private:
   void foldGeluGrad(exec::DispatchOp dispatch, GeluGradOp grad) {
     Value x = dispatch.getInputs()[0], product = dispatch.getInputs()[1];
     Value out = dispatch.getOutputs()[0];
-    exec::GemmOp gemm = writerOf(product, dispatch, /*onlyReader=*/true);
+    exec::GemmOp gemm = exec::getGemmWriter(product, dispatch, /*onlyReader=*/true);
     if (!gemm)
       return report(dispatch, "gelu_grad",
                     "its input is not the product of one GEMM before it, read by it alone");

@@ -74,27 +74,15 @@ struct FuseGemmBiasPass : impl::ExecFuseGemmBiasBase<FuseGemmBiasPass> {
   std::string fuse(exec::DispatchOp dispatch, int biasIndex) {
     Value product = dispatch.getInputs()[1 - biasIndex];
     Value bias = dispatch.getInputs()[biasIndex];
-    auto resource = product.getDefiningOp<exec::ResourceOp>();
-    if (!resource || resource.getKind() != exec::ResourceKind::scratch)
-      return "the product is not a scratch buffer of its own";
     // The product must be the GEMM's alone: written by it, read by the add.
-    exec::GemmOp gemm;
-    for (Operation *user : product.getUsers()) {
-      if (user == dispatch)
-        continue;
-      auto writer = dyn_cast<exec::GemmOp>(user);
-      if (!writer || writer.getC() != product || writer.getBias() || gemm)
-        return "the product is not written by one GEMM and read by the add "
-               "alone";
-      gemm = writer;
-    }
-    if (!gemm)
-      return "no GEMM writes the product";
+    exec::GemmOp gemm = exec::getGemmWriter(product, dispatch, /*onlyReader=*/true);
+    if (!gemm || gemm.getBias())
+      return "the product is not a scratch buffer written by one GEMM and read "
+             "by the add alone";
     // Contiguous batches (bias rows follow each other in c); no timepoint
     // yet awaits the add (the pass runs before exec-insert-timepoints).
     Value out = dispatch.getOutputs()[0];
     if (out.getType() != product.getType() ||
-        !gemm->isBeforeInBlock(dispatch) ||
         gemm.getStrideC() != gemm.getM() * gemm.getN() ||
         !dispatch.getDone().use_empty())
       return "the GEMM's output is not the add's output's layout, or is "
@@ -127,7 +115,7 @@ struct FuseGemmBiasPass : impl::ExecFuseGemmBiasBase<FuseGemmBiasPass> {
     gemm.getCMutable().assign(out);
     gemm.getBiasMutable().assign(bias);
     dispatch.erase();
-    resource.erase();
+    product.getDefiningOp()->erase();
     return "";
   }
 };

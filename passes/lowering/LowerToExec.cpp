@@ -47,6 +47,7 @@ exec::GemmOp createGemm(OpBuilder &b, MatmulOp op, Value lhs, Value rhs,
   return exec::GemmOp::create(
       b, op.getLoc(), exec::TimepointType::get(b.getContext()), lhs, rhs, out,
       /*bias=*/Value(), /*aux=*/Value(), /*bias_grad=*/Value(),
+      /*addend=*/Value(),
       /*awaits=*/ValueRange{}, op.getTransposeLhs(), op.getTransposeRhs(), m, n,
       k, batch, /*stride_a=*/m * k, strideB, /*stride_c=*/m * n,
       /*lda=*/0, /*ldb=*/0, /*ldc=*/0, /*inner_batch=*/1,

@@ -646,20 +646,25 @@ private:
     if (g->activation() < tgx::GemmActivation_MIN || g->activation() > tgx::GemmActivation_MAX)
       return fail(field + ".gemm.activation",
                   "has the unknown value " + std::to_string(int(g->activation())));
-    // Operand 3: the bias, or the bias gradient the GEMM writes.
-    bool bias = g->epilogue() != tgx::GemmEpilogue_None;
+    // After [a, b, c]: the bias or the bias gradient the GEMM writes, the
+    // addend, aux.
+    GemmExtraOperands extra = gemmExtraOperands(*g);
     bool biasGrad = g->epilogue() == tgx::GemmEpilogue_BiasGrad;
-    bool aux = g->activation() != tgx::GemmActivation_None;
+    bool aux = extra.aux >= 0, addend = extra.addend >= 0;
     if (biasGrad && g->activation() != tgx::GemmActivation_GeluTanhGrad)
       return fail(field + ".gemm.epilogue",
                   std::string("is BiasGrad, which needs the activation GeluTanhGrad, not ") +
                       tgx::EnumNameGemmActivation(g->activation()));
-    const char *vector = biasGrad ? "bias_grad" : "bias";
-    if (c.operands()->size() != 3u + bias + aux)
+    if (addend && aux)
+      return fail(field + ".gemm.epilogue",
+                  std::string("is ") + tgx::EnumNameGemmEpilogue(g->epilogue()) +
+                      ", which takes no activation, not " +
+                      tgx::EnumNameGemmActivation(g->activation()));
+    if (c.operands()->size() != uint32_t(extra.count))
       return fail(field + ".operands",
-                  "has " + std::to_string(c.operands()->size()) + " entries instead of " +
-                      (bias ? "[a, b, c, " + std::string(vector) + (aux ? ", aux]" : "]")
-                            : (aux ? "[a, b, c, aux]" : "[a, b, c]")));
+                  "has " + std::to_string(c.operands()->size()) + " entries instead of [a, b, c" +
+                      (extra.vector < 0 ? "" : biasGrad ? ", bias_grad" : ", bias") +
+                      (addend ? ", addend" : "") + (aux ? ", aux]" : "]"));
     constexpr int64_t kMaxDim = std::numeric_limits<int>::max(); // BLAS ints
     for (int64_t v : {g->m(), g->n(), g->k(), g->batch()})
       if (v < 1 || v > kMaxDim)
@@ -672,8 +677,24 @@ private:
     GemmOperand a = gemmOperand(*g, 0), b = gemmOperand(*g, 1), out = gemmOperand(*g, 2);
     if (!checkGemmOperand(c, 0, a, field) || !checkGemmOperand(c, 1, b, field) ||
         !checkGemmOperand(c, 2, out, field) ||
-        (bias && !checkGemmOperand(c, 3, GemmOperand{1, g->n(), g->n(), 0, 0}, field)))
+        (extra.vector >= 0 &&
+         !checkGemmOperand(c, uint32_t(extra.vector), GemmOperand{1, g->n(), g->n(), 0, 0}, field)))
       return false;
+    if (addend) {
+      if (g->batch() != 1 || out.ld != g->n())
+        return fail(field + ".gemm.epilogue",
+                    std::string("is ") + tgx::EnumNameGemmEpilogue(g->epilogue()) +
+                        ", which needs batch 1 and a packed c");
+      if (!checkGemmOperand(c, uint32_t(extra.addend), GemmOperand{g->m(), g->n(), g->n(), 0, 0},
+                            field))
+        return false;
+      // The library reads the addend as it writes c: apart, or a second run
+      // (autotuning's) would add it twice.
+      const tgx::BufferRange &rc = *c.operands()->Get(2), &rd = *c.operands()->Get(extra.addend);
+      if (rc.offset() < rd.offset() + rd.size() && rd.offset() < rc.offset() + rc.size())
+        return fail(field + ".operands", "has c " + rangeText(rc) + " and addend " +
+                                             rangeText(rd) + ", which overlap");
+    }
     if (aux) {
       const char *name = tgx::EnumNameGemmActivation(g->activation());
       if (g->batch() != 1 || out.ld != g->n())
@@ -682,12 +703,14 @@ private:
       if (g->dtype() == tgx::DType_F64 && program.target() == tgx::Target_Cuda)
         return fail(field + ".gemm.activation",
                     std::string("is ") + name + ", which cuBLASLt does not apply to F64");
-      if (bias && !biasGrad && g->activation() == tgx::GemmActivation_GeluTanhGrad)
+      if (extra.vector >= 0 && !biasGrad &&
+          g->activation() == tgx::GemmActivation_GeluTanhGrad)
         return fail(field + ".gemm.activation", "is GeluTanhGrad, which takes no bias");
-      if (!checkGemmOperand(c, 3 + bias, GemmOperand{g->m(), g->n(), g->n(), 0, 0}, field))
+      if (!checkGemmOperand(c, uint32_t(extra.aux), GemmOperand{g->m(), g->n(), g->n(), 0, 0},
+                            field))
         return false;
       // GeluTanh writes both c and aux.
-      const tgx::BufferRange &rc = *c.operands()->Get(2), &ra = *c.operands()->Get(3 + bias);
+      const tgx::BufferRange &rc = *c.operands()->Get(2), &ra = *c.operands()->Get(extra.aux);
       if (g->activation() == tgx::GemmActivation_GeluTanh &&
           rc.offset() < ra.offset() + ra.size() && ra.offset() < rc.offset() + rc.size())
         return fail(field + ".operands", "has c " + rangeText(rc) + " and aux " +

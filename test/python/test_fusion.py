@@ -38,6 +38,7 @@ VARIANTS = {"fused": ["--no-fuse=attention,loss"], "unfused": ["--no-fusion"],
             "no-rows": ["--no-fuse=rows,attention"],
             "no-gemm-bias": ["--no-fuse=gemm-bias,attention,loss"],
             "no-gemm-layouts": ["--no-fuse=gemm-layouts,attention,loss"],
+            "no-gemm-residual": ["--no-fuse=gemm-residual,attention,loss"],
             "no-horizontal": ["--no-fuse=horizontal,attention,loss"],
             "with-loss": ["--no-fuse=attention"]}
 
@@ -61,7 +62,7 @@ class Fusion(ScratchDirTest):
                 with self.subTest(model=name, dtype=dtype):
                     steps, weights = self.train(model, dtype, "fused")
                     for variant in ("unfused", "no-elementwise", "no-rows", "no-gemm-bias",
-                                    "no-gemm-layouts", "no-horizontal"):
+                                    "no-gemm-layouts", "no-gemm-residual", "no-horizontal"):
                         other_steps, other_weights = self.train(model, dtype, variant)
                         self.assertEqual(steps, other_steps, variant)
                         self.assertEqual(sorted(weights), sorted(other_weights))

@@ -165,19 +165,31 @@ template <typename T> struct GemmBlocks {
     gemm(CblasRowMajor, g.transpose_a() ? CblasTrans : CblasNoTrans,
          g.transpose_b() ? CblasTrans : CblasNoTrans, blasint(rows), blasint(g.n()),
          blasint(g.k()), T(1), a, blasint(la.ld), b, blasint(lb.ld), T(0), c, blasint(lc.ld));
-    // The bias epilogue: one pass over the rows just written (still in
-    // cache for small ones), rounding as a separate add kernel would.
-    bool biased = g.epilogue() == tgx::GemmEpilogue_Bias;
-    bool withVector = g.epilogue() != tgx::GemmEpilogue_None; // operand 3
-    if (biased && g.activation() == tgx::GemmActivation_None) {
-      auto *bias = static_cast<const T *>(buffers[3]);
-      for (int64_t row = 0; row < rows; ++row)
-        for (int64_t j = 0; j < g.n(); ++j)
-          c[row * lc.ld + j] += bias[j];
+    // The bias and addend epilogue: one pass over the rows just written
+    // (still in cache for small ones), rounding after each add as separate
+    // add kernels would.
+    GemmExtraOperands extra = gemmExtraOperands(g);
+    const T *bias = g.epilogue() == tgx::GemmEpilogue_BiasGrad || extra.vector < 0
+                        ? nullptr
+                        : static_cast<const T *>(buffers[extra.vector]);
+    if (g.activation() != tgx::GemmActivation_None) {
+      applyActivation(c, first, rows, bias, static_cast<T *>(buffers[extra.aux]));
+      return;
     }
-    if (g.activation() != tgx::GemmActivation_None)
-      applyActivation(c, first, rows, biased ? static_cast<const T *>(buffers[3]) : nullptr,
-                      static_cast<T *>(buffers[withVector ? 4 : 3]));
+    const T *addend =
+        extra.addend < 0 ? nullptr : static_cast<const T *>(buffers[extra.addend]) + first * g.n();
+    for (int64_t row = 0; row < rows && (bias || addend); ++row) {
+      T *out = c + row * lc.ld;
+      if (bias && addend) // (product + bias) + addend, each sum rounded to T
+        for (int64_t j = 0; j < g.n(); ++j)
+          out[j] = T(out[j] + bias[j]) + addend[row * g.n() + j];
+      else if (bias)
+        for (int64_t j = 0; j < g.n(); ++j)
+          out[j] += bias[j];
+      else
+        for (int64_t j = 0; j < g.n(); ++j)
+          out[j] += addend[row * g.n() + j];
+    }
   }
 
   /// The activation epilogue over `rows` rows of c from row `first` (batch

@@ -74,8 +74,9 @@ struct Gemms::Plan {
   std::vector<cublasLtMatmulAlgo_t> candidates;
   std::vector<int32_t> splits;
   bool f64 = false;
-  bool bias = false;
-  bool aux = false;
+  // The command's operands after c (GemmLayout.h): the bias pointer's (a
+  // bias or its gradient), the addend (C, with beta = 1), aux; -1: none.
+  GemmExtraOperands extra;
   size_t elementBytes = 4;
   // Outer products of a two-level batch: one call each, `callStride`
   // elements apart in a, b and c.
@@ -126,9 +127,13 @@ int Gemms::plan(const tgx::Gemm &g, const std::vector<CUdeviceptr> &operands, st
       bits |= uint64_t(callStride * elementBytes);
     return uint32_t(bits & (~bits + 1)); // the lowest set bit
   };
+  // The addend (C) is read as c (D) is written, in D's layout: one
+  // alignment serves both.
+  GemmExtraOperands extra = gemmExtraOperands(g);
+  CUdeviceptr cAndAddend = operands[2] | (extra.addend < 0 ? 0 : operands[size_t(extra.addend)]);
   std::array<uint32_t, 3> aligned{alignment(operands[0], la.stride),
                                   alignment(operands[1], lb.stride),
-                                  alignment(operands[2], lc.stride)};
+                                  alignment(cAndAddend, lc.stride)};
   Shape shape{int(g.dtype()),
               g.transpose_a(),
               g.transpose_b(),
@@ -187,17 +192,19 @@ int Gemms::plan(const tgx::Gemm &g, const std::vector<CUdeviceptr> &operands, st
   // bias pointer points, in D's type. GELU's aux (the sum before it) has
   // D's layout: n x m column-major, leading dimension n (a multiple of 8
   // for cuBLASLt; the compiler pads rows to 16 bytes).
-  p->bias = g.epilogue() != tgx::GemmEpilogue_None;
-  p->aux = g.activation() != tgx::GemmActivation_None;
-  cublasLtEpilogue_t epilogue = p->bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+  // The addend is cuBLASLt's C, added with beta = 1 before the bias
+  // (D = A B + C + bias, rounded once).
+  p->extra = extra;
+  bool vector = extra.vector >= 0;
+  cublasLtEpilogue_t epilogue = vector ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
   if (g.activation() == tgx::GemmActivation_GeluTanh)
-    epilogue = p->bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
+    epilogue = vector ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
   else if (g.activation() == tgx::GemmActivation_GeluTanhGrad)
-    epilogue = p->bias ? CUBLASLT_EPILOGUE_DGELU_BGRAD : CUBLASLT_EPILOGUE_DGELU;
+    epilogue = vector ? CUBLASLT_EPILOGUE_DGELU_BGRAD : CUBLASLT_EPILOGUE_DGELU;
   if (epilogue != CUBLASLT_EPILOGUE_DEFAULT)
     api->cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
                                         sizeof(epilogue));
-  if (p->aux) {
+  if (extra.aux >= 0) {
     int64_t auxLd = g.n();
     api->cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &auxLd,
                                         sizeof(auxLd));
@@ -261,6 +268,9 @@ int Gemms::plan(const tgx::Gemm &g, const std::vector<CUdeviceptr> &operands, st
                    "kernel)"
              : g.activation() != tgx::GemmActivation_None
                  ? " (recompile with --no-fuse=gemm-activation to keep GELU a kernel)"
+             : extra.addend >= 0
+                 ? " (recompile with --no-fuse=gemm-residual to keep the residual add in a "
+                   "kernel)"
                  : "") +
             (s != CUBLAS_STATUS_SUCCESS ? ": " + api->errorText("cublasLtMatmulAlgoGetHeuristic", s)
                                         : "");
@@ -335,21 +345,25 @@ bool Gemms::matmul(const Plan &p, const cublasLtMatmulAlgo_t &algo,
     const void *pointer = reinterpret_cast<const void *>(at);
     api->cublasLtMatmulDescSetAttribute(p.desc, attribute, &pointer, sizeof(pointer));
   };
-  if (p.bias)
-    setPointer(CUBLASLT_MATMUL_DESC_BIAS_POINTER, operands[3]);
-  if (p.aux)
-    setPointer(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, operands[p.bias ? 4 : 3]);
+  if (p.extra.vector >= 0)
+    setPointer(CUBLASLT_MATMUL_DESC_BIAS_POINTER, operands[size_t(p.extra.vector)]);
+  if (p.extra.aux >= 0)
+    setPointer(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, operands[size_t(p.extra.aux)]);
   float oneF = 1, zeroF = 0;
   double oneD = 1, zeroD = 0;
+  bool adds = p.extra.addend >= 0;
   const void *alpha = p.f64 ? static_cast<const void *>(&oneD) : &oneF;
-  const void *beta = p.f64 ? static_cast<const void *>(&zeroD) : &zeroF;
+  const void *beta = p.f64 ? static_cast<const void *>(adds ? &oneD : &zeroD)
+                           : static_cast<const void *>(adds ? &oneF : &zeroF);
+  // C: the addend (one call: batch 1), else c itself, read with beta = 0.
+  CUdeviceptr addend = adds ? operands[size_t(p.extra.addend)] : c;
   for (int64_t call = 0; call < p.calls; ++call) {
     auto at = [&](CUdeviceptr base, int operand) {
       return reinterpret_cast<void *>(base + call * p.callStride[operand] * p.elementBytes);
     };
     // Our b is cuBLASLt's A, our a its B (see plan()).
     cublasStatus_t s = api->cublasLtMatmul(
-        handle, p.desc, alpha, at(b, 1), p.a, at(a, 0), p.b, beta, at(c, 2), p.c, at(c, 2), p.c,
+        handle, p.desc, alpha, at(b, 1), p.a, at(a, 0), p.b, beta, at(addend, 2), p.c, at(c, 2), p.c,
         &algo, reinterpret_cast<void *>(workspace), workspaceBytes, stream);
     if (s != CUBLAS_STATUS_SUCCESS) {
       error = api->errorText("cublasLtMatmul", s);

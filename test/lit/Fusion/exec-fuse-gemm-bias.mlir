@@ -44,7 +44,7 @@ module @kernels {
 // CHECK: func.func @k1_bias_first
 // CHECK: func.func @k3_residual
 // REMARK: remark: bias add fused into the GEMM's epilogue
-// REMARK: remark: bias add not fused into a GEMM's epilogue: the product is not written by one GEMM and read by the add alone
+// REMARK: remark: bias add not fused into a GEMM's epilogue: the product is not a scratch buffer written by one GEMM and read by the add alone
 exec.program @partly attributes {batch_size = 1 : i64, flops_per_step = 0.0 : f64, mesh_axes = ["data"], mesh_shape = array<i64: 1>, seed = 0 : i64, seq_len = 1 : i64, vocab_size = 1 : i64} {
   %x = exec.resource input "x" : memref<2x4xf32>
   %w = exec.resource parameter "w" : memref<4x8xf32>

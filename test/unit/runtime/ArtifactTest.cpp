@@ -221,6 +221,38 @@ TEST(Artifact, RejectsBadCommands) {
         s.commands[0].operands.push_back(s.commands[0].operands[0]);
       },
       "and bias_grad");
+  // The addend (Addend, BiasAddend: added within format version 6): m x n
+  // packed after c and the bias, apart from c, and no activation.
+  EXPECT_EQ(verifyError([](ProgramSpec &s) {
+              s.commands[0].gemm.epilogue = tgx::GemmEpilogue_Addend;
+              s.commands[0].operands.push_back(s.commands[0].operands[0]);
+            }),
+            "");
+  expectRejected(
+      [](ProgramSpec &s) { s.commands[0].gemm.epilogue = tgx::GemmEpilogue_BiasAddend; },
+      "commands[0] ('matmul').operands has 3 entries instead of [a, b, c, bias, addend]");
+  expectRejected(
+      [](ProgramSpec &s) {
+        s.commands[0].gemm.epilogue = tgx::GemmEpilogue_Addend;
+        s.commands[0].operands.push_back(s.commands[0].operands[2]);
+      },
+      "and addend");
+  expectRejected(
+      [](ProgramSpec &s) {
+        s.commands[0].gemm.epilogue = tgx::GemmEpilogue_Addend;
+        auto a = s.commands[0].operands[0];
+        a.size = 4;
+        s.commands[0].operands.push_back(a);
+      },
+      "commands[0] ('matmul').operands[3]");
+  expectRejected(
+      [](ProgramSpec &s) {
+        s.commands[0].gemm.epilogue = tgx::GemmEpilogue_Addend;
+        s.commands[0].gemm.activation = tgx::GemmActivation_GeluTanh;
+        s.commands[0].operands.push_back(s.commands[0].operands[0]);
+        s.commands[0].operands.push_back(s.commands[0].operands[1]);
+      },
+      "commands[0] ('matmul').gemm.epilogue is Addend, which takes no activation, not GeluTanh");
   expectRejected([](ProgramSpec &s) { s.commands[0].gemm.dtype = tgx::DType_BF16; },
                  "commands[0] ('matmul').gemm.dtype is BF16, but the CPU target multiplies F32 "
                  "and F64 only");

@@ -283,6 +283,56 @@ TEST(CpuBackend, BiasGradSumsTheRowsWritten) {
   }
 }
 
+// The addend (exec-fuse-gemm-residual): c = (product + bias) + addend, each
+// sum rounded to f32 as the separate add kernels it replaces would, in each
+// of the bands of rows two threads cut the product into. Small integers in a
+// and b make every product exact, so c is compared bit for bit.
+TEST(CpuBackend, AddendEpilogueAddsAfterTheBias) {
+  constexpr int64_t m = 96, n = 128, k = 256;
+  runtime::setCpuThreads(2); // the results are the same for any count
+  ProgramSpec spec;
+  spec.addInterfaceSlots();
+  for (auto [name, size] :
+       {std::pair{"a", m * k}, {"b", k * n}, {"c", m * n}, {"bias", n}, {"addend", m * n}})
+    spec.addSlot(name, tgx::DType_F32, {size});
+  auto r = [&](const char *name) { return spec.slot(name).range; };
+  test::CommandSpec command{tgx::CommandKind_Gemm};
+  command.hasGemm = true;
+  command.gemm.dtype = tgx::DType_F32;
+  command.gemm.m = m, command.gemm.n = n, command.gemm.k = k;
+  command.gemm.epilogue = tgx::GemmEpilogue_BiasAddend;
+  command.operands = {r("a"), r("b"), r("c"), r("bias"), r("addend")};
+  spec.commands = {command};
+  std::vector<uint8_t> bytes;
+  std::unique_ptr<runtime::Backend> backend = cpuBackend(spec, bytes, "addend.tgx");
+  ASSERT_TRUE(backend);
+  std::string error;
+
+  std::vector<float> a(m * k), b(k * n), bias(n), addend(m * n);
+  for (std::size_t i = 0; i < a.size(); ++i)
+    a[i] = float(int(i % 5) - 2);
+  for (std::size_t i = 0; i < b.size(); ++i)
+    b[i] = float(int(i % 7) - 3);
+  for (int64_t j = 0; j < n; ++j)
+    bias[j] = float(std::sin(double(j))) * 3.3f;
+  for (std::size_t i = 0; i < addend.size(); ++i)
+    addend[i] = float(std::cos(double(i) * 0.1)) * 7.1f;
+  for (auto [slot, data] : {std::pair{"a", &a}, {"b", &b}, {"bias", &bias}, {"addend", &addend}})
+    ASSERT_TRUE(backend->write(spec.slot(slot).range.offset, data->data(),
+                               data->size() * sizeof(float), error));
+  ASSERT_TRUE(backend->run(error)) << error;
+  std::vector<float> c(m * n);
+  ASSERT_TRUE(backend->read(spec.slot("c").range.offset, c.data(), c.size() * sizeof(float), error));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double product = 0;
+      for (int64_t l = 0; l < k; ++l)
+        product += double(a[i * k + l]) * double(b[l * n + j]);
+      float withBias = float(product) + bias[j];
+      EXPECT_EQ(c[i * n + j], withBias + addend[i * n + j]) << "element (" << i << ", " << j << ")";
+    }
+}
+
 TEST(CpuBackend, MissingKernelSymbolIsNamed) {
   ProgramSpec spec = test::fixtureSpec();
   spec.modules[0].kernels[1] = "train_update_v2";

@@ -57,6 +57,9 @@ struct FusionOptions {
   /// 9% slower with cuBLASLt's epilogue, and where cuBLASLt has no
   /// algorithm for it the step cannot load.
   bool gemmBiasGrad = false;
+  /// exec-fuse-gemm-residual: the residual stream's add after a projection
+  /// as the GEMM's addend (cuBLASLt's C with beta = 1).
+  bool gemmResidual = true;
   /// tg-fuse-attention: flash attention where the cost model prefers it,
   /// and always where one score matrix would exceed `maxScoreMib`.
   bool attention = true;

@@ -77,6 +77,8 @@ SmallVector<Value> getReadBuffers(Operation *command) {
           read.push_back(op.getBias());
         if (op.getActivation() == GemmActivation::gelu_tanh_grad)
           read.push_back(op.getAux());
+        if (op.getAddend())
+          read.push_back(op.getAddend());
         return read;
       })
       .Case<CopyOp, AllReduceOp, ReduceScatterOp, AllGatherOp, SendOp>(
@@ -144,6 +146,26 @@ void eraseUndispatchedKernels(Operation *root, ArrayRef<Operation *> kernels) {
   for (Operation *kernel : kernels)
     if (kernel && !dispatched.contains(kernel))
       kernel->erase();
+}
+
+GemmOp getGemmWriter(Value product, DispatchOp reader, bool onlyReader) {
+  auto resource = product.getDefiningOp<ResourceOp>();
+  if (!resource || resource.getKind() != ResourceKind::scratch || resource.getUpdates())
+    return nullptr;
+  GemmOp gemm;
+  for (Operation *user : product.getUsers()) {
+    if (user == reader)
+      continue;
+    auto writer = dyn_cast<GemmOp>(user);
+    if (writer && writer.getC() == product) {
+      if (gemm)
+        return nullptr;
+      gemm = writer;
+    } else if (onlyReader) {
+      return nullptr;
+    }
+  }
+  return gemm && gemm->isBeforeInBlock(reader) ? gemm : nullptr;
 }
 
 Operation *getSoleKernelOp(DispatchOp dispatch, SymbolTableCollection &symbols) {
@@ -510,6 +532,20 @@ LogicalResult GemmOp::verify() {
             }))
       return emitOpError("writes its bias_grad into the storage of a, b, c "
                          "or aux");
+  }
+  if (Value addend = getAddend()) {
+    auto type = cast<MemRefType>(addend.getType());
+    if (type.getElementType() != element || type.getNumElements() != m * n)
+      return emitOpError("needs an addend of m x n = ")
+             << m * n << " elements of " << element << ", not " << type;
+    if (batch != 1 || !(getLdc() == 0 || int64_t(getLdc()) == n) ||
+        activation != GemmActivation::none)
+      return emitOpError("with an addend needs one product (batch 1), a "
+                         "packed c and no activation");
+    // The library reads the addend as it writes c; in the same storage a
+    // second run (autotuning's) would add it twice.
+    if (getStorage(addend) && getStorage(addend) == getStorage(getC()))
+      return emitOpError("adds an addend from the storage of c");
   }
   static constexpr StringLiteral names[] = {"a", "b", "c"};
   for (unsigned index = 0; index < 3; ++index) {

@@ -644,6 +644,33 @@ def ExecFuseGemmActivation : Pass<"exec-fuse-gemm-activation", "ModuleOp"> {
   ];
 }
 
+def ExecFuseGemmResidual : Pass<"exec-fuse-gemm-residual", "ModuleOp"> {
+  let summary = "Fold the residual stream's add after a projection into the "
+                "GEMM, as its addend";
+  let description = [{
+    Before timepoints and planning, after exec-fuse-gemm-activation. Where a
+    dispatch's kernel (on tensors) adds two of its arguments of one shape,
+    and one of them is the product of a single packed GEMM (batch 1, packed
+    c, no activation) read by that dispatch alone, the GEMM adds the other
+    (`addend`: cuBLASLt's C operand with beta = 1 on CUDA, the bias
+    epilogue's pass on the CPU) and so writes the sum: into the dispatch's
+    output for it where the kernel returns the sum (the residual stream a
+    norm kernel with the add as its prologue wrote), into the product's
+    buffer otherwise. The dispatch then runs a copy of its kernel without the
+    add, reading the sum in the product's place (and the addend no more if
+    nothing else reads it), or goes, where nothing is left of it. Per
+    residual add, an activation-sized read and write fewer. The addend must
+    hold its value from the GEMM on, the sum's buffer be untouched between
+    the two. Each fold, and why an add of a GEMM's product is not folded, as
+    a remark (`remarks`).
+  }];
+  let options = [
+    Option<"remarks", "remarks", "bool", /*default=*/"false",
+           "Report each fold, and each add of a GEMM's product not folded "
+           "and why, as a remark">,
+  ];
+}
+
 def ExecFuseHorizontal : Pass<"exec-fuse-horizontal", "ModuleOp"> {
   let summary = "Run the dispatches of one small kernel over like buffers "
                 "as one launch over packs of them";

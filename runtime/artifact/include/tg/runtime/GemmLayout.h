@@ -39,6 +39,27 @@ inline GemmOperand gemmOperand(const tgx::Gemm &g, int operand) {
   return o;
 }
 
+/// Where a Gemm command's operands after [a, b, c] are in its list, -1
+/// where absent: the bias (Bias, BiasAddend) or its gradient (BiasGrad),
+/// the addend (Addend, BiasAddend), GELU's aux (an activation); `count` in
+/// all.
+struct GemmExtraOperands {
+  int vector = -1, addend = -1, aux = -1, count = 3;
+};
+
+inline GemmExtraOperands gemmExtraOperands(const tgx::Gemm &g) {
+  GemmExtraOperands o;
+  tgx::GemmEpilogue e = g.epilogue();
+  if (e == tgx::GemmEpilogue_Bias || e == tgx::GemmEpilogue_BiasGrad ||
+      e == tgx::GemmEpilogue_BiasAddend)
+    o.vector = o.count++;
+  if (e == tgx::GemmEpilogue_Addend || e == tgx::GemmEpilogue_BiasAddend)
+    o.addend = o.count++;
+  if (g.activation() != tgx::GemmActivation_None)
+    o.aux = o.count++;
+  return o;
+}
+
 /// Elements from the start of product i's matrix of `o`.
 inline int64_t gemmOffset(const tgx::Gemm &g, const GemmOperand &o, int64_t i) {
   int64_t inner = gemmInnerBatch(g);

@@ -74,6 +74,10 @@ void eraseUndispatchedKernels(Operation *root, ArrayRef<Operation *> kernels);
 /// dispatch has one output; null otherwise. What the exec-level fusions look
 /// for around a GEMM (a layout op, an activation).
 Operation *getSoleKernelOp(DispatchOp dispatch, SymbolTableCollection &symbols);
+/// The one GEMM writing `product`, a scratch buffer of its own, before
+/// `reader` reads it; with `onlyReader`, null unless nothing but `reader`
+/// reads it. The GEMM whose epilogue an exec-level fusion extends.
+GemmOp getGemmWriter(Value product, DispatchOp reader, bool onlyReader);
 /// A kernel function still on tensors (inputs -> results), before
 /// tg-bufferize-kernels puts it on memrefs (inputs, then outputs).
 bool isKernelOnTensors(FunctionType kernel);

@@ -210,7 +210,7 @@ def Exec_DispatchOp : Exec_CommandOp<"dispatch",
 }
 
 def Exec_GemmOp : Exec_CommandOp<"gemm", [AttrSizedOperandSegments]> {
-  let summary = "c[i] = op(a[i]) x op(b[i]) (+ bias) for i < batch, through "
+  let summary = "c[i] = op(a[i]) x op(b[i]) (+ bias) (+ addend) for i < batch, through "
                 "a library";
   let description = [{
     Row-major m x k times k x n matrices (op = transpose when `transpose_a` /
@@ -234,6 +234,13 @@ def Exec_GemmOp : Exec_CommandOp<"gemm", [AttrSizedOperandSegments]> {
     before GELU. cuBLASLt's DGELU_BGRAD on CUDA; on the CPU a blockwise
     pass over c after the BLAS call.
 
+    `addend` (exec-fuse-gemm-residual; one packed product, batch 1, no
+    activation): m x n packed elements of c's type, in storage apart from
+    c's, that the GEMM adds as it writes c: c = (product + bias) + addend,
+    the residual stream's add after a projection. cuBLASLt's C operand with
+    beta = 1 on CUDA (one rounding); on the CPU the same pass as the bias,
+    rounding after each add as the separate kernels would.
+
     Strided operands (exec-fuse-gemm-layouts): a stored matrix's rows are
     `lda` / `ldb` / `ldc` elements apart (0: packed, as many as its columns),
     and the batch may be two-level: product i is (i / inner_batch,
@@ -243,7 +250,7 @@ def Exec_GemmOp : Exec_CommandOp<"gemm", [AttrSizedOperandSegments]> {
   }];
   let arguments = (ins Exec_Buffer:$a, Exec_Buffer:$b, Exec_Buffer:$c,
       Optional<Exec_Buffer>:$bias, Optional<Exec_Buffer>:$aux,
-      Optional<Exec_Buffer>:$bias_grad,
+      Optional<Exec_Buffer>:$bias_grad, Optional<Exec_Buffer>:$addend,
       Variadic<Exec_Timepoint>:$awaits, UnitAttr:$transpose_a,
       UnitAttr:$transpose_b, I64Attr:$m, I64Attr:$n, I64Attr:$k,
       I64Attr:$batch, I64Attr:$stride_a, I64Attr:$stride_b,
@@ -260,6 +267,7 @@ def Exec_GemmOp : Exec_CommandOp<"gemm", [AttrSizedOperandSegments]> {
     `(` $a `,` $b `)` `->` $c (`bias` `(` $bias^ `:` type($bias) `)`)?
     (`aux` `(` $aux^ `:` type($aux) `)`)? (`activation` $activation^)?
     (`bias_grad` `(` $bias_grad^ `:` type($bias_grad) `)`)?
+    (`addend` `(` $addend^ `:` type($addend) `)`)?
     (`await` `(` $awaits^ `)`)? (`on` $stream^)?
     attr-dict `:` type($a) `,` type($b) `->` type($c)
   }];

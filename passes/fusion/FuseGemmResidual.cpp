@@ -1,0 +1,257 @@
+// exec-fuse-gemm-residual: the residual stream's add after a projection,
+// x + product where one GEMM writes the product and the add alone reads it,
+// becomes the GEMM's addend (cuBLASLt's C operand with beta = 1 on CUDA, the
+// bias epilogue's pass on the CPU): the GEMM writes the sum. The kernel that
+// added, most often the next norm's with the add as its prologue
+// (tg-fuse-into-rows), reads the sum in the product's place and no longer
+// writes it: an activation-sized read and write fewer per residual add.
+#include "tg/Exec/IR/ExecOps.h"
+#include "tg/IR/TgOps.h"
+#include "tg/Passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <map>
+#include <tuple>
+
+namespace mlir::tg {
+#define GEN_PASS_DEF_EXECFUSEGEMMRESIDUAL
+#include "tg/Passes/Passes.h.inc"
+
+namespace {
+
+/// An add in a kernel of two of its arguments, `product` and `addend`, of
+/// the add's own type (no broadcast), where nothing else in the kernel
+/// reads `product`: once the GEMM writing the product adds the addend, the
+/// kernel may read the sum in the product's place.
+struct KernelAdd {
+  AddOp add;
+  unsigned product, addend; // argument numbers
+};
+
+SmallVector<KernelAdd> kernelAdds(func::FuncOp kernel) {
+  SmallVector<KernelAdd> adds;
+  for (auto add : kernel.getBody().front().getOps<AddOp>()) {
+    auto lhs = dyn_cast<BlockArgument>(add.getLhs());
+    auto rhs = dyn_cast<BlockArgument>(add.getRhs());
+    if (!lhs || !rhs || lhs == rhs || lhs.getType() != add.getType() ||
+        rhs.getType() != add.getType())
+      continue;
+    for (auto [product, addend] : {std::pair{rhs, lhs}, std::pair{lhs, rhs}})
+      if (product.hasOneUse())
+        adds.push_back({add, product.getArgNumber(), addend.getArgNumber()});
+  }
+  return adds;
+}
+
+/// The result number at which `kernel` returns `value`; nullopt if it does
+/// not, -1 if more than once.
+std::optional<int> returnedAt(func::FuncOp kernel, Value value) {
+  std::optional<int> at;
+  for (OpOperand &use : value.getUses()) {
+    if (!isa<func::ReturnOp>(use.getOwner()))
+      continue;
+    at = at ? -1 : int(use.getOperandNumber());
+  }
+  return at;
+}
+
+/// Whether a command strictly between `first` and `last` (one block)
+/// writes bytes of `buffer`'s storage that `buffer` covers, or, with
+/// `orReads`, reads them.
+bool touchedBetween(Operation *first, Operation *last, Value buffer,
+                    bool orReads) {
+  exec::ResourceOp storage = exec::getStorage(buffer);
+  exec::ByteRange range = exec::getByteRange(buffer);
+  auto touches = [&](ArrayRef<Value> buffers) {
+    return llvm::any_of(buffers, [&](Value other) {
+      return exec::getStorage(other) == storage &&
+             exec::getByteRange(other).overlaps(range);
+    });
+  };
+  for (Operation *op = first->getNextNode(); op && op != last;
+       op = op->getNextNode())
+    if (exec::isCommand(op) &&
+        (touches(exec::getWrittenBuffers(op)) ||
+         (orReads && touches(exec::getReadBuffers(op)))))
+      return true;
+  return false;
+}
+
+struct FuseGemmResidualPass
+    : impl::ExecFuseGemmResidualBase<FuseGemmResidualPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    SymbolTableCollection symbolTables;
+    symbols = &symbolTables;
+    replaced.clear();
+    rewritten.clear();
+    SmallVector<exec::DispatchOp> dispatches;
+    getOperation().walk(
+        [&](exec::DispatchOp dispatch) { dispatches.push_back(dispatch); });
+    for (exec::DispatchOp dispatch : dispatches) {
+      auto kernel = symbols->lookupNearestSymbolFrom<func::FuncOp>(
+          dispatch, dispatch.getKernel());
+      if (!kernel || kernel.isExternal() ||
+          !exec::isKernelOnTensors(kernel.getFunctionType()))
+        continue;
+      for (KernelAdd add : kernelAdds(kernel))
+        if (tryFold(dispatch, kernel, add))
+          break;
+    }
+    exec::eraseUndispatchedKernels(getOperation(), replaced.getArrayRef());
+  }
+
+private:
+  /// Folds `add` of `dispatch`'s kernel into the GEMM writing its product;
+  /// false (and a remark saying why, if the product is a GEMM's) if not.
+  bool tryFold(exec::DispatchOp dispatch, func::FuncOp kernel,
+               KernelAdd add) {
+    Value product = dispatch.getInputs()[add.product];
+    Value addend = dispatch.getInputs()[add.addend];
+    exec::GemmOp gemm =
+        exec::getGemmWriter(product, dispatch, /*onlyReader=*/true);
+    if (!gemm)
+      return false;
+    std::optional<int> result = returnedAt(kernel, add.add.getResult());
+    Value sum = result && *result >= 0 ? dispatch.getOutputs()[*result]
+                                       : product;
+    if (std::string why = refusal(gemm, dispatch, product, addend, sum, result);
+        !why.empty()) {
+      if (remarks)
+        dispatch.emitRemark()
+            << "add of a GEMM's product not folded into the GEMM: " << why;
+      return false;
+    }
+    if (remarks)
+      dispatch.emitRemark()
+          << "add of a GEMM's product folded into the GEMM, which adds the "
+             "other term as it writes the sum"
+          << (result ? "; the kernel reads the sum and writes it no more"
+                     : "; the kernel reads the sum");
+    // The sum's buffer is written where the GEMM runs; a resource declared
+    // later (it has no operands) moves up to it, as may the addend's.
+    for (Value v : {addend, sum})
+      if (Operation *def = v.getDefiningOp();
+          def->getBlock() == gemm->getBlock() && gemm->isBeforeInBlock(def))
+        def->moveBefore(gemm);
+    gemm.getCMutable().assign(sum);
+    gemm.getAddendMutable().assign(addend);
+    bool keepsAddend = !kernel.getArgument(add.addend).hasOneUse();
+    func::FuncOp rest = withoutAdd(kernel, add, result, keepsAddend);
+    replaced.insert(kernel);
+    if (!rest) { // nothing but the add: the GEMM does it all
+      dispatch.erase();
+    } else {
+      dispatch.getInputsMutable()[add.product].set(sum);
+      if (!keepsAddend)
+        dispatch.getInputsMutable().erase(add.addend);
+      if (result)
+        dispatch.getOutputsMutable().erase(*result);
+      dispatch.setKernelAttr(SymbolRefAttr::get(
+          dispatch.getKernel().getRootReference(),
+          {FlatSymbolRefAttr::get(rest.getSymNameAttr())}));
+    }
+    if (sum != product)
+      product.getDefiningOp()->erase(); // the dispatch was its last reader
+    return true;
+  }
+
+  /// Why `gemm` cannot add `addend` to `product` as it writes `sum` in
+  /// place of `dispatch`'s add, or "".
+  static std::string refusal(exec::GemmOp gemm, exec::DispatchOp dispatch,
+                             Value product, Value addend, Value sum,
+                             std::optional<int> result) {
+    if (gemm.getActivation() != exec::GemmActivation::none || gemm.getAddend())
+      return "the GEMM applies an activation or adds a matrix already";
+    if (gemm.getBatch() != 1 ||
+        !(gemm.getLdc() == 0 || int64_t(gemm.getLdc()) == int64_t(gemm.getN())))
+      return "the GEMM is batched or writes a strided product";
+    if (result && *result < 0)
+      return "the kernel returns the sum more than once";
+    if (llvm::count(dispatch.getInputs(), product) != 1)
+      return "the dispatch reads the product twice";
+    if (addend.getType() != product.getType() ||
+        sum.getType() != product.getType())
+      return "the other term or the sum is not stored as the product is";
+    if (!dispatch.getDone().use_empty())
+      return "a command awaits the add";
+    if (exec::getStorage(addend) == exec::getStorage(sum))
+      return "the other term and the sum share storage";
+    // Both must exist where the GEMM runs, the addend with its value then.
+    for (Value v : {addend, sum}) {
+      Operation *def = v.getDefiningOp();
+      if (!def || def->getBlock() != gemm->getBlock())
+        return "the other term or the sum is not a buffer of the program's";
+      if (gemm->isBeforeInBlock(def) &&
+          !(isa<exec::ResourceOp>(def) && def->getNumOperands() == 0))
+        return "the other term or the sum is made after the GEMM runs";
+    }
+    if (touchedBetween(gemm, dispatch, addend, /*orReads=*/false))
+      return "a command between the GEMM and the add writes the other term";
+    if (sum != product &&
+        touchedBetween(gemm, dispatch, sum, /*orReads=*/true))
+      return "a command between the GEMM and the add uses the sum's buffer";
+    return "";
+  }
+
+  /// `kernel` without `add`, reading the sum at the product's argument,
+  /// without its result `result` (the sum) and, unless `keepAddend`, the
+  /// addend's argument; null if nothing would be left. One copy for each
+  /// (kernel, add, result) however many dispatches run it.
+  func::FuncOp withoutAdd(func::FuncOp kernel, KernelAdd add,
+                          std::optional<int> result, bool keepAddend) {
+    if (result && kernel.getNumResults() == 1 && !keepAddend &&
+        kernel.getBody().front().getOperations().size() == 2)
+      return nullptr;
+    auto key = std::make_tuple(kernel.getOperation(), add.add.getOperation(),
+                               add.product);
+    if (auto it = rewritten.find(key); it != rewritten.end())
+      return it->second;
+    func::FuncOp rest = kernel.clone();
+    Block &body = rest.getBody().front();
+    auto at = std::distance(kernel.getBody().front().begin(),
+                            add.add->getIterator());
+    auto copy = cast<AddOp>(*std::next(body.begin(), at));
+    if (result) {
+      body.getTerminator()->eraseOperand(*result);
+      (void)rest.eraseResult(*result);
+    }
+    copy.getResult().replaceAllUsesWith(rest.getArgument(add.product));
+    copy.erase();
+    if (!keepAddend)
+      (void)rest.eraseArgument(add.addend);
+    rest.setSymName(kernelName(kernel, rest));
+    symbols->getSymbolTable(kernel->getParentOp())
+        .insert(rest, kernel->getIterator());
+    rewritten[key] = rest;
+    return rest;
+  }
+
+  /// `kernel`'s number and the ops `rest` computes, as tg-lower-to-exec
+  /// names kernels: k12_layer_norm for k12_add_to_layer_norm.
+  static std::string kernelName(func::FuncOp kernel, func::FuncOp rest) {
+    std::string name = kernel.getSymName().split('_').first.str();
+    SmallVector<Operation *> computing;
+    for (Operation &op : rest.getBody().front().without_terminator())
+      if (!isa<ConstantOp>(op))
+        computing.push_back(&op);
+    if (!computing.empty())
+      name += "_" + computing.front()->getName().stripDialect().str();
+    if (computing.size() > 1)
+      name += "_to_" + computing.back()->getName().stripDialect().str();
+    return name;
+  }
+
+  SymbolTableCollection *symbols = nullptr;
+  /// Kernels whose dispatches (some or all) now run a copy without the add.
+  llvm::SetVector<Operation *> replaced;
+  std::map<std::tuple<Operation *, Operation *, unsigned>, func::FuncOp>
+      rewritten;
+};
+
+} // namespace
+} // namespace mlir::tg
