@@ -56,7 +56,8 @@ tgx::GemmEpilogue epilogueOf(exec::GemmOp gemm) {
   if (gemm.getBiasGrad())
     return tgx::GemmEpilogue_BiasGrad;
   if (gemm.getAddend())
-    return gemm.getBias() ? tgx::GemmEpilogue_BiasAddend : tgx::GemmEpilogue_Addend;
+    return gemm.getBias() ? tgx::GemmEpilogue_BiasAddend
+                          : tgx::GemmEpilogue_Addend;
   return gemm.getBias() ? tgx::GemmEpilogue_Bias : tgx::GemmEpilogue_None;
 }
 
@@ -401,11 +402,9 @@ private:
         gemm = tgx::CreateGemm(
             fbb, *dtype, g.getTransposeA(), g.getTransposeB(), g.getM(),
             g.getN(), g.getK(), g.getBatch(), g.getStrideA(), g.getStrideB(),
-            g.getStrideC(),
-            epilogueOf(g),
-            g.getLda(), g.getLdb(), g.getLdc(), g.getInnerBatch(),
-            g.getInnerStrideA(), g.getInnerStrideB(), g.getInnerStrideC(),
-            activationOf(g.getActivation()));
+            g.getStrideC(), epilogueOf(g), g.getLda(), g.getLdb(), g.getLdc(),
+            g.getInnerBatch(), g.getInnerStrideA(), g.getInnerStrideB(),
+            g.getInnerStrideC(), activationOf(g.getActivation()));
         buffers = {g.getA(), g.getB(), g.getC()};
         if (g.getBias())
           buffers.push_back(g.getBias());

@@ -99,7 +99,8 @@ private:
   void foldGelu(exec::DispatchOp dispatch, GeluOp gelu) {
     Value product = dispatch.getInputs()[0], out = dispatch.getOutputs()[0];
     // Others read the product too: the gradient reads it from aux.
-    exec::GemmOp gemm = exec::getGemmWriter(product, dispatch, /*onlyReader=*/false);
+    exec::GemmOp gemm =
+        exec::getGemmWriter(product, dispatch, /*onlyReader=*/false);
     if (!gemm)
       return report(dispatch, "gelu", "its input is not written by one GEMM before it");
     if (std::string why = refusal(gemm, dispatch, out, gelu.getApproximate()); !why.empty())
@@ -116,7 +117,8 @@ private:
   void foldGeluGrad(exec::DispatchOp dispatch, GeluGradOp grad) {
     Value x = dispatch.getInputs()[0], product = dispatch.getInputs()[1];
     Value out = dispatch.getOutputs()[0];
-    exec::GemmOp gemm = exec::getGemmWriter(product, dispatch, /*onlyReader=*/true);
+    exec::GemmOp gemm =
+        exec::getGemmWriter(product, dispatch, /*onlyReader=*/true);
     if (!gemm)
       return report(dispatch, "gelu_grad",
                     "its input is not the product of one GEMM before it, read by it alone");

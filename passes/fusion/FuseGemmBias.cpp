@@ -75,7 +75,8 @@ struct FuseGemmBiasPass : impl::ExecFuseGemmBiasBase<FuseGemmBiasPass> {
     Value product = dispatch.getInputs()[1 - biasIndex];
     Value bias = dispatch.getInputs()[biasIndex];
     // The product must be the GEMM's alone: written by it, read by the add.
-    exec::GemmOp gemm = exec::getGemmWriter(product, dispatch, /*onlyReader=*/true);
+    exec::GemmOp gemm =
+        exec::getGemmWriter(product, dispatch, /*onlyReader=*/true);
     if (!gemm || gemm.getBias())
       return "the product is not a scratch buffer written by one GEMM and read "
              "by the add alone";

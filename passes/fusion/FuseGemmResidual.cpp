@@ -73,9 +73,8 @@ bool touchedBetween(Operation *first, Operation *last, Value buffer,
   };
   for (Operation *op = first->getNextNode(); op && op != last;
        op = op->getNextNode())
-    if (exec::isCommand(op) &&
-        (touches(exec::getWrittenBuffers(op)) ||
-         (orReads && touches(exec::getReadBuffers(op)))))
+    if (exec::isCommand(op) && (touches(exec::getWrittenBuffers(op)) ||
+                                (orReads && touches(exec::getReadBuffers(op)))))
       return true;
   return false;
 }
@@ -108,8 +107,7 @@ struct FuseGemmResidualPass
 private:
   /// Folds `add` of `dispatch`'s kernel into the GEMM writing its product;
   /// false (and a remark saying why, if the product is a GEMM's) if not.
-  bool tryFold(exec::DispatchOp dispatch, func::FuncOp kernel,
-               KernelAdd add) {
+  bool tryFold(exec::DispatchOp dispatch, func::FuncOp kernel, KernelAdd add) {
     Value product = dispatch.getInputs()[add.product];
     Value addend = dispatch.getInputs()[add.addend];
     exec::GemmOp gemm =
@@ -117,8 +115,8 @@ private:
     if (!gemm)
       return false;
     std::optional<int> result = returnedAt(kernel, add.add.getResult());
-    Value sum = result && *result >= 0 ? dispatch.getOutputs()[*result]
-                                       : product;
+    Value sum =
+        result && *result >= 0 ? dispatch.getOutputs()[*result] : product;
     if (std::string why = refusal(gemm, dispatch, product, addend, sum, result);
         !why.empty()) {
       if (remarks)
@@ -151,9 +149,9 @@ private:
         dispatch.getInputsMutable().erase(add.addend);
       if (result)
         dispatch.getOutputsMutable().erase(*result);
-      dispatch.setKernelAttr(SymbolRefAttr::get(
-          dispatch.getKernel().getRootReference(),
-          {FlatSymbolRefAttr::get(rest.getSymNameAttr())}));
+      dispatch.setKernelAttr(
+          SymbolRefAttr::get(dispatch.getKernel().getRootReference(),
+                             {FlatSymbolRefAttr::get(rest.getSymNameAttr())}));
     }
     if (sum != product)
       product.getDefiningOp()->erase(); // the dispatch was its last reader
@@ -192,8 +190,7 @@ private:
     }
     if (touchedBetween(gemm, dispatch, addend, /*orReads=*/false))
       return "a command between the GEMM and the add writes the other term";
-    if (sum != product &&
-        touchedBetween(gemm, dispatch, sum, /*orReads=*/true))
+    if (sum != product && touchedBetween(gemm, dispatch, sum, /*orReads=*/true))
       return "a command between the GEMM and the add uses the sum's buffer";
     return "";
   }
@@ -213,8 +210,8 @@ private:
       return it->second;
     func::FuncOp rest = kernel.clone();
     Block &body = rest.getBody().front();
-    auto at = std::distance(kernel.getBody().front().begin(),
-                            add.add->getIterator());
+    auto at =
+        std::distance(kernel.getBody().front().begin(), add.add->getIterator());
     auto copy = cast<AddOp>(*std::next(body.begin(), at));
     if (result) {
       body.getTerminator()->eraseOperand(*result);

@@ -656,15 +656,17 @@ private:
                   std::string("is BiasGrad, which needs the activation GeluTanhGrad, not ") +
                       tgx::EnumNameGemmActivation(g->activation()));
     if (addend && aux)
-      return fail(field + ".gemm.epilogue",
-                  std::string("is ") + tgx::EnumNameGemmEpilogue(g->epilogue()) +
-                      ", which takes no activation, not " +
-                      tgx::EnumNameGemmActivation(g->activation()));
+      return fail(field + ".gemm.epilogue", std::string("is ") +
+                                                tgx::EnumNameGemmEpilogue(g->epilogue()) +
+                                                ", which takes no activation, not " +
+                                                tgx::EnumNameGemmActivation(g->activation()));
     if (c.operands()->size() != uint32_t(extra.count))
-      return fail(field + ".operands",
-                  "has " + std::to_string(c.operands()->size()) + " entries instead of [a, b, c" +
-                      (extra.vector < 0 ? "" : biasGrad ? ", bias_grad" : ", bias") +
-                      (addend ? ", addend" : "") + (aux ? ", aux]" : "]"));
+      return fail(field + ".operands", "has " + std::to_string(c.operands()->size()) +
+                                           " entries instead of [a, b, c" +
+                                           (extra.vector < 0 ? ""
+                                            : biasGrad       ? ", bias_grad"
+                                                             : ", bias") +
+                                           (addend ? ", addend" : "") + (aux ? ", aux]" : "]"));
     constexpr int64_t kMaxDim = std::numeric_limits<int>::max(); // BLAS ints
     for (int64_t v : {g->m(), g->n(), g->k(), g->batch()})
       if (v < 1 || v > kMaxDim)
@@ -682,9 +684,9 @@ private:
       return false;
     if (addend) {
       if (g->batch() != 1 || out.ld != g->n())
-        return fail(field + ".gemm.epilogue",
-                    std::string("is ") + tgx::EnumNameGemmEpilogue(g->epilogue()) +
-                        ", which needs batch 1 and a packed c");
+        return fail(field + ".gemm.epilogue", std::string("is ") +
+                                                  tgx::EnumNameGemmEpilogue(g->epilogue()) +
+                                                  ", which needs batch 1 and a packed c");
       if (!checkGemmOperand(c, uint32_t(extra.addend), GemmOperand{g->m(), g->n(), g->n(), 0, 0},
                             field))
         return false;
@@ -692,8 +694,8 @@ private:
       // (autotuning's) would add it twice.
       const tgx::BufferRange &rc = *c.operands()->Get(2), &rd = *c.operands()->Get(extra.addend);
       if (rc.offset() < rd.offset() + rd.size() && rd.offset() < rc.offset() + rc.size())
-        return fail(field + ".operands", "has c " + rangeText(rc) + " and addend " +
-                                             rangeText(rd) + ", which overlap");
+        return fail(field + ".operands",
+                    "has c " + rangeText(rc) + " and addend " + rangeText(rd) + ", which overlap");
     }
     if (aux) {
       const char *name = tgx::EnumNameGemmActivation(g->activation());
@@ -703,8 +705,7 @@ private:
       if (g->dtype() == tgx::DType_F64 && program.target() == tgx::Target_Cuda)
         return fail(field + ".gemm.activation",
                     std::string("is ") + name + ", which cuBLASLt does not apply to F64");
-      if (extra.vector >= 0 && !biasGrad &&
-          g->activation() == tgx::GemmActivation_GeluTanhGrad)
+      if (extra.vector >= 0 && !biasGrad && g->activation() == tgx::GemmActivation_GeluTanhGrad)
         return fail(field + ".gemm.activation", "is GeluTanhGrad, which takes no bias");
       if (!checkGemmOperand(c, uint32_t(extra.aux), GemmOperand{g->m(), g->n(), g->n(), 0, 0},
                             field))

@@ -363,8 +363,8 @@ bool Gemms::matmul(const Plan &p, const cublasLtMatmulAlgo_t &algo,
     };
     // Our b is cuBLASLt's A, our a its B (see plan()).
     cublasStatus_t s = api->cublasLtMatmul(
-        handle, p.desc, alpha, at(b, 1), p.a, at(a, 0), p.b, beta, at(addend, 2), p.c, at(c, 2), p.c,
-        &algo, reinterpret_cast<void *>(workspace), workspaceBytes, stream);
+        handle, p.desc, alpha, at(b, 1), p.a, at(a, 0), p.b, beta, at(addend, 2), p.c, at(c, 2),
+        p.c, &algo, reinterpret_cast<void *>(workspace), workspaceBytes, stream);
     if (s != CUBLAS_STATUS_SUCCESS) {
       error = api->errorText("cublasLtMatmul", s);
       return false;

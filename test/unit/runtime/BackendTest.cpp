@@ -322,7 +322,8 @@ TEST(CpuBackend, AddendEpilogueAddsAfterTheBias) {
                                data->size() * sizeof(float), error));
   ASSERT_TRUE(backend->run(error)) << error;
   std::vector<float> c(m * n);
-  ASSERT_TRUE(backend->read(spec.slot("c").range.offset, c.data(), c.size() * sizeof(float), error));
+  ASSERT_TRUE(
+      backend->read(spec.slot("c").range.offset, c.data(), c.size() * sizeof(float), error));
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       double product = 0;

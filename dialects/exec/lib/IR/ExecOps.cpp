@@ -150,7 +150,8 @@ void eraseUndispatchedKernels(Operation *root, ArrayRef<Operation *> kernels) {
 
 GemmOp getGemmWriter(Value product, DispatchOp reader, bool onlyReader) {
   auto resource = product.getDefiningOp<ResourceOp>();
-  if (!resource || resource.getKind() != ResourceKind::scratch || resource.getUpdates())
+  if (!resource || resource.getKind() != ResourceKind::scratch ||
+      resource.getUpdates())
     return nullptr;
   GemmOp gemm;
   for (Operation *user : product.getUsers()) {
