@@ -660,13 +660,16 @@ private:
                                                 tgx::EnumNameGemmEpilogue(g->epilogue()) +
                                                 ", which takes no activation, not " +
                                                 tgx::EnumNameGemmActivation(g->activation()));
-    if (c.operands()->size() != uint32_t(extra.count))
+    if (c.operands()->size() != uint32_t(extra.count)) {
+      std::string expected = "[a, b, c";
+      if (extra.vector >= 0)
+        expected += biasGrad ? ", bias_grad" : ", bias";
+      if (addend)
+        expected += ", addend";
+      expected += aux ? ", aux]" : "]";
       return fail(field + ".operands", "has " + std::to_string(c.operands()->size()) +
-                                           " entries instead of [a, b, c" +
-                                           (extra.vector < 0 ? ""
-                                            : biasGrad       ? ", bias_grad"
-                                                             : ", bias") +
-                                           (addend ? ", addend" : "") + (aux ? ", aux]" : "]"));
+                                           " entries instead of " + expected);
+    }
     constexpr int64_t kMaxDim = std::numeric_limits<int>::max(); // BLAS ints
     for (int64_t v : {g->m(), g->n(), g->k(), g->batch()})
       if (v < 1 || v > kMaxDim)
