@@ -233,25 +233,36 @@ TEST(CpuBackend, GeluEpiloguesMatchTheFormulas) {
     }
 }
 
+/// A program of one f32 Gemm command, m x n x k with `epilogue` and
+/// `activation`, over new f32 slots of the given names and element counts,
+/// which are its operands in that order.
+ProgramSpec oneF32Gemm(int64_t m, int64_t n, int64_t k, tgx::GemmEpilogue epilogue,
+                       tgx::GemmActivation activation,
+                       std::initializer_list<std::pair<const char *, int64_t>> operands) {
+  ProgramSpec spec;
+  spec.addInterfaceSlots();
+  test::CommandSpec command{tgx::CommandKind_Gemm};
+  command.hasGemm = true;
+  command.gemm.dtype = tgx::DType_F32;
+  command.gemm.m = m, command.gemm.n = n, command.gemm.k = k;
+  command.gemm.epilogue = epilogue;
+  command.gemm.activation = activation;
+  for (auto [name, size] : operands) {
+    spec.addSlot(name, tgx::DType_F32, {size});
+    command.operands.push_back(spec.slot(name).range);
+  }
+  spec.commands = {command};
+  return spec;
+}
+
 // The bias gradient with GELU's derivative (BiasGrad): the sums of the rows
 // the epilogue wrote, against double sums of them, over more rows than a
 // block of the blockwise sum (64) and columns split between threads.
 TEST(CpuBackend, BiasGradSumsTheRowsWritten) {
   constexpr int64_t m = 150, n = 70, k = 3;
-  ProgramSpec spec;
-  spec.addInterfaceSlots();
-  for (auto [name, size] :
-       {std::pair{"a", m * k}, {"b", k * n}, {"pre", m * n}, {"dpre", m * n}, {"sums", n}})
-    spec.addSlot(name, tgx::DType_F32, {size});
-  auto r = [&](const char *name) { return spec.slot(name).range; };
-  test::CommandSpec command{tgx::CommandKind_Gemm};
-  command.hasGemm = true;
-  command.gemm.dtype = tgx::DType_F32;
-  command.gemm.m = m, command.gemm.n = n, command.gemm.k = k;
-  command.gemm.epilogue = tgx::GemmEpilogue_BiasGrad;
-  command.gemm.activation = tgx::GemmActivation_GeluTanhGrad;
-  command.operands = {r("a"), r("b"), r("dpre"), r("sums"), r("pre")};
-  spec.commands = {command};
+  ProgramSpec spec = oneF32Gemm(
+      m, n, k, tgx::GemmEpilogue_BiasGrad, tgx::GemmActivation_GeluTanhGrad,
+      {{"a", m * k}, {"b", k * n}, {"dpre", m * n}, {"sums", n}, {"pre", m * n}});
   std::vector<uint8_t> bytes;
   std::unique_ptr<runtime::Backend> backend = cpuBackend(spec, bytes, "bgrad.tgx");
   ASSERT_TRUE(backend);
@@ -290,19 +301,9 @@ TEST(CpuBackend, BiasGradSumsTheRowsWritten) {
 TEST(CpuBackend, AddendEpilogueAddsAfterTheBias) {
   constexpr int64_t m = 96, n = 128, k = 256;
   runtime::setCpuThreads(2); // the results are the same for any count
-  ProgramSpec spec;
-  spec.addInterfaceSlots();
-  for (auto [name, size] :
-       {std::pair{"a", m * k}, {"b", k * n}, {"c", m * n}, {"bias", n}, {"addend", m * n}})
-    spec.addSlot(name, tgx::DType_F32, {size});
-  auto r = [&](const char *name) { return spec.slot(name).range; };
-  test::CommandSpec command{tgx::CommandKind_Gemm};
-  command.hasGemm = true;
-  command.gemm.dtype = tgx::DType_F32;
-  command.gemm.m = m, command.gemm.n = n, command.gemm.k = k;
-  command.gemm.epilogue = tgx::GemmEpilogue_BiasAddend;
-  command.operands = {r("a"), r("b"), r("c"), r("bias"), r("addend")};
-  spec.commands = {command};
+  ProgramSpec spec =
+      oneF32Gemm(m, n, k, tgx::GemmEpilogue_BiasAddend, tgx::GemmActivation_None,
+                 {{"a", m * k}, {"b", k * n}, {"c", m * n}, {"bias", n}, {"addend", m * n}});
   std::vector<uint8_t> bytes;
   std::unique_ptr<runtime::Backend> backend = cpuBackend(spec, bytes, "addend.tgx");
   ASSERT_TRUE(backend);
