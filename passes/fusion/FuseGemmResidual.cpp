@@ -4,7 +4,8 @@
 // bias epilogue's pass on the CPU): the GEMM writes the sum. The kernel that
 // added, most often the next norm's with the add as its prologue
 // (tg-fuse-into-rows), reads the sum in the product's place and no longer
-// writes it: an activation-sized read and write fewer per residual add.
+// reads x or writes the sum: per residual add an activation-sized read and
+// write fewer, against one more read by the GEMM.
 #include "tg/Exec/IR/ExecOps.h"
 #include "tg/IR/TgOps.h"
 #include "tg/Passes/Passes.h"
@@ -115,21 +116,27 @@ private:
     if (!gemm)
       return false;
     std::optional<int> result = returnedAt(kernel, add.add.getResult());
-    Value sum =
-        result && *result >= 0 ? dispatch.getOutputs()[*result] : product;
-    if (std::string why = refusal(gemm, dispatch, product, addend, sum, result);
+    if (std::string why = refusal(gemm, dispatch, kernel, add, result);
         !why.empty()) {
       if (remarks)
         dispatch.emitRemark()
             << "add of a GEMM's product not folded into the GEMM: " << why;
       return false;
     }
+    Value sum = dispatch.getOutputs()[*result];
+    // Nothing left of the kernel but the add, which it returned.
+    bool whole = kernel.getNumResults() == 1 &&
+                 kernel.getBody().front().getOperations().size() == 2;
+    // The kernel no longer reads the addend or writes the sum (nor reads
+    // the product, where it goes); the GEMM reads the addend.
+    int64_t bytes = exec::getByteSize(cast<MemRefType>(product.getType()));
     if (remarks)
       dispatch.emitRemark()
           << "add of a GEMM's product folded into the GEMM, which adds the "
-             "other term as it writes the sum"
-          << (result ? "; the kernel reads the sum and writes it no more"
-                     : "; the kernel reads the sum");
+             "other term as it writes the sum: "
+          << (whole ? "the kernel goes, " : "the kernel moves ")
+          << bytes * (whole ? 3 : 2) << " bytes fewer, the GEMM reads "
+          << bytes << " more";
     // The sum's buffer is written where the GEMM runs; a resource declared
     // later (it has no operands) moves up to it, as may the addend's.
     for (Value v : {addend, sum})
@@ -138,38 +145,47 @@ private:
         def->moveBefore(gemm);
     gemm.getCMutable().assign(sum);
     gemm.getAddendMutable().assign(addend);
-    bool keepsAddend = !kernel.getArgument(add.addend).hasOneUse();
-    func::FuncOp rest = withoutAdd(kernel, add, result, keepsAddend);
     replaced.insert(kernel);
-    if (!rest) { // nothing but the add: the GEMM does it all
+    if (whole) {
       dispatch.erase();
     } else {
+      func::FuncOp rest = withoutAdd(kernel, add, *result);
       dispatch.getInputsMutable()[add.product].set(sum);
-      if (!keepsAddend)
-        dispatch.getInputsMutable().erase(add.addend);
-      if (result)
-        dispatch.getOutputsMutable().erase(*result);
+      dispatch.getInputsMutable().erase(add.addend);
+      dispatch.getOutputsMutable().erase(*result);
       dispatch.setKernelAttr(
           SymbolRefAttr::get(dispatch.getKernel().getRootReference(),
                              {FlatSymbolRefAttr::get(rest.getSymNameAttr())}));
     }
-    if (sum != product)
-      product.getDefiningOp()->erase(); // the dispatch was its last reader
+    product.getDefiningOp()->erase(); // the dispatch was its last reader
     return true;
   }
 
-  /// Why `gemm` cannot add `addend` to `product` as it writes `sum` in
-  /// place of `dispatch`'s add, or "".
+  /// Why the GEMM writing `add`'s product cannot add the addend as it
+  /// writes the sum, result `result` of `dispatch`'s `kernel`, in place of
+  /// the add, or "".
   static std::string refusal(exec::GemmOp gemm, exec::DispatchOp dispatch,
-                             Value product, Value addend, Value sum,
+                             func::FuncOp kernel, KernelAdd add,
                              std::optional<int> result) {
+    // The kernel reads the sum where it read the product, so the fold pays
+    // only where the kernel stops reading the addend and writing the sum:
+    // the GEMM's read of the addend costs one of the two back.
+    if (!result)
+      return "the kernel does not store the sum, so it would move no fewer "
+             "bytes than the GEMM's added read of the other term";
+    if (*result < 0)
+      return "the kernel returns the sum more than once";
+    if (!kernel.getArgument(add.addend).hasOneUse())
+      return "the kernel reads the other term again, so it would move no "
+             "fewer bytes than the GEMM's added read of it";
     if (gemm.getActivation() != exec::GemmActivation::none || gemm.getAddend())
       return "the GEMM applies an activation or adds a matrix already";
     if (gemm.getBatch() != 1 ||
         !(gemm.getLdc() == 0 || int64_t(gemm.getLdc()) == int64_t(gemm.getN())))
       return "the GEMM is batched or writes a strided product";
-    if (result && *result < 0)
-      return "the kernel returns the sum more than once";
+    Value product = dispatch.getInputs()[add.product];
+    Value addend = dispatch.getInputs()[add.addend];
+    Value sum = dispatch.getOutputs()[*result];
     if (llvm::count(dispatch.getInputs(), product) != 1)
       return "the dispatch reads the product twice";
     if (addend.getType() != product.getType() ||
@@ -190,20 +206,15 @@ private:
     }
     if (touchedBetween(gemm, dispatch, addend, /*orReads=*/false))
       return "a command between the GEMM and the add writes the other term";
-    if (sum != product && touchedBetween(gemm, dispatch, sum, /*orReads=*/true))
+    if (touchedBetween(gemm, dispatch, sum, /*orReads=*/true))
       return "a command between the GEMM and the add uses the sum's buffer";
     return "";
   }
 
   /// `kernel` without `add`, reading the sum at the product's argument,
-  /// without its result `result` (the sum) and, unless `keepAddend`, the
-  /// addend's argument; null if nothing would be left. One copy for each
-  /// (kernel, add, result) however many dispatches run it.
-  func::FuncOp withoutAdd(func::FuncOp kernel, KernelAdd add,
-                          std::optional<int> result, bool keepAddend) {
-    if (result && kernel.getNumResults() == 1 && !keepAddend &&
-        kernel.getBody().front().getOperations().size() == 2)
-      return nullptr;
+  /// without the addend's argument and its result `result` (the sum). One
+  /// copy for each (kernel, add) however many dispatches run it.
+  func::FuncOp withoutAdd(func::FuncOp kernel, KernelAdd add, int result) {
     auto key = std::make_tuple(kernel.getOperation(), add.add.getOperation(),
                                add.product);
     if (auto it = rewritten.find(key); it != rewritten.end())
@@ -213,14 +224,11 @@ private:
     auto at =
         std::distance(kernel.getBody().front().begin(), add.add->getIterator());
     auto copy = cast<AddOp>(*std::next(body.begin(), at));
-    if (result) {
-      body.getTerminator()->eraseOperand(*result);
-      (void)rest.eraseResult(*result);
-    }
+    body.getTerminator()->eraseOperand(result);
+    (void)rest.eraseResult(result);
     copy.getResult().replaceAllUsesWith(rest.getArgument(add.product));
     copy.erase();
-    if (!keepAddend)
-      (void)rest.eraseArgument(add.addend);
+    (void)rest.eraseArgument(add.addend);
     rest.setSymName(kernelName(kernel, rest));
     symbols->getSymbolTable(kernel->getParentOp())
         .insert(rest, kernel->getIterator());

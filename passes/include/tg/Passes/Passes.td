@@ -650,19 +650,20 @@ def ExecFuseGemmResidual : Pass<"exec-fuse-gemm-residual", "ModuleOp"> {
   let description = [{
     Before timepoints and planning, after exec-fuse-gemm-activation. Where a
     dispatch's kernel (on tensors) adds two of its arguments of one shape,
-    and one of them is the product of a single packed GEMM (batch 1, packed
-    c, no activation) read by that dispatch alone, the GEMM adds the other
-    (`addend`: cuBLASLt's C operand with beta = 1 on CUDA, the bias
-    epilogue's pass on the CPU) and so writes the sum: into the dispatch's
-    output for it where the kernel returns the sum (the residual stream a
-    norm kernel with the add as its prologue wrote), into the product's
-    buffer otherwise. The dispatch then runs a copy of its kernel without the
-    add, reading the sum in the product's place (and the addend no more if
-    nothing else reads it), or goes, where nothing is left of it. Per
-    residual add, an activation-sized read and write fewer. The addend must
-    hold its value from the GEMM on, the sum's buffer be untouched between
-    the two. Each fold, and why an add of a GEMM's product is not folded, as
-    a remark (`remarks`).
+    one of them the product of a single packed GEMM (batch 1, packed c, no
+    activation) read by that dispatch alone, and returns the sum (the
+    residual stream, which a norm kernel with the add as its prologue
+    writes), the GEMM adds the other term (`addend`: cuBLASLt's C operand
+    with beta = 1 on CUDA, the bias epilogue's pass on the CPU) and writes
+    the sum into the dispatch's output for it. The dispatch then runs a copy
+    of its kernel without the add, reading the sum in the product's place,
+    or goes, where the add was all of it. Per residual add, the kernel reads
+    one activation and writes one fewer and the GEMM reads one more; where
+    the kernel would read the other term anyway, or does not store the sum,
+    that is no saving, and nothing is folded. The other term must hold its
+    value from the GEMM on, the sum's buffer be untouched between the two.
+    Each fold, and why an add of a GEMM's product is not folded, as a remark
+    (`remarks`).
   }];
   let options = [
     Option<"remarks", "remarks", "bool", /*default=*/"false",
