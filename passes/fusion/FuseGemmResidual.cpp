@@ -98,35 +98,44 @@ struct FuseGemmResidualPass
       if (!kernel || kernel.isExternal() ||
           !exec::isKernelOnTensors(kernel.getFunctionType()))
         continue;
-      for (KernelAdd add : kernelAdds(kernel))
-        if (tryFold(dispatch, kernel, add))
+      // Each add is tried with either term as the product: a remark says
+      // why not only where no add folds.
+      std::string firstWhy;
+      bool folded = false;
+      for (KernelAdd add : kernelAdds(kernel)) {
+        std::optional<std::string> why = tryFold(dispatch, kernel, add);
+        folded = why && why->empty();
+        if (folded)
           break;
+        if (why && firstWhy.empty())
+          firstWhy = *why;
+      }
+      if (!folded && remarks && !firstWhy.empty())
+        dispatch.emitRemark()
+            << "add of a GEMM's product not folded into the GEMM: " << firstWhy;
     }
     exec::eraseUndispatchedKernels(getOperation(), replaced.getArrayRef());
   }
 
 private:
-  /// Folds `add` of `dispatch`'s kernel into the GEMM writing its product;
-  /// false (and a remark saying why, if the product is a GEMM's) if not.
-  bool tryFold(exec::DispatchOp dispatch, func::FuncOp kernel, KernelAdd add) {
+  /// Folds `add` of `dispatch`'s kernel into the GEMM writing its product:
+  /// "" if it did, why not if not, nullopt where no GEMM writes the product.
+  std::optional<std::string> tryFold(exec::DispatchOp dispatch,
+                                     func::FuncOp kernel, KernelAdd add) {
     Value product = dispatch.getInputs()[add.product];
     Value addend = dispatch.getInputs()[add.addend];
     exec::GemmOp gemm =
         exec::getGemmWriter(product, dispatch, /*onlyReader=*/true);
     if (!gemm)
-      return false;
+      return std::nullopt;
     std::optional<int> result = returnedAt(kernel, add.add.getResult());
     if (std::string why = refusal(gemm, dispatch, kernel, add, result);
-        !why.empty()) {
-      if (remarks)
-        dispatch.emitRemark()
-            << "add of a GEMM's product not folded into the GEMM: " << why;
-      return false;
-    }
+        !why.empty())
+      return why;
     Value sum = dispatch.getOutputs()[*result];
-    // Nothing left of the kernel but the add, which it returned.
-    bool whole = kernel.getNumResults() == 1 &&
-                 kernel.getBody().front().getOperations().size() == 2;
+    // Nothing left of the kernel but the add: the sum was its one result
+    // (its other ops, on tensors, computed nothing it returned).
+    bool whole = kernel.getNumResults() == 1;
     // The kernel no longer reads the addend or writes the sum (nor reads
     // the product, where it goes); the GEMM reads the addend.
     int64_t bytes = exec::getByteSize(cast<MemRefType>(product.getType()));
@@ -158,7 +167,7 @@ private:
                              {FlatSymbolRefAttr::get(rest.getSymNameAttr())}));
     }
     product.getDefiningOp()->erase(); // the dispatch was its last reader
-    return true;
+    return std::string();
   }
 
   /// Why the GEMM writing `add`'s product cannot add the addend as it
@@ -193,7 +202,12 @@ private:
       return "the other term or the sum is not stored as the product is";
     if (!dispatch.getDone().use_empty())
       return "a command awaits the add";
-    if (exec::getStorage(addend) == exec::getStorage(sum))
+    // The GEMM writes the sum as it reads a, b, the bias and the addend.
+    exec::ResourceOp sumStorage = exec::getStorage(sum);
+    for (Value read : exec::getReadBuffers(gemm))
+      if (exec::getStorage(read) == sumStorage)
+        return "the sum's buffer is one the GEMM reads";
+    if (exec::getStorage(addend) == sumStorage)
       return "the other term and the sum share storage";
     // Both must exist where the GEMM runs, the addend with its value then.
     for (Value v : {addend, sum}) {

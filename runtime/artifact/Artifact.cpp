@@ -693,8 +693,8 @@ private:
       if (!checkGemmOperand(c, uint32_t(extra.addend), GemmOperand{g->m(), g->n(), g->n(), 0, 0},
                             field))
         return false;
-      // The library reads the addend as it writes c: apart, or a second run
-      // (autotuning's) would add it twice.
+      // Apart: the CPU's BLAS call overwrites c before its epilogue reads the
+      // addend, and cuBLASLt's kernels would race on a partial overlap.
       const tgx::BufferRange &rc = *c.operands()->Get(2), &rd = *c.operands()->Get(extra.addend);
       if (rc.offset() < rd.offset() + rd.size() && rd.offset() < rc.offset() + rc.size())
         return fail(field + ".operands",

@@ -63,6 +63,7 @@ std::unique_ptr<Backend> createBackend(const tgx::Program &program,
 
 #ifndef TG_HAVE_CPU_BACKEND
 void setCpuThreads(int) {}
+int getCpuThreads() { return 1; }
 std::string betterBlasCore() { return ""; }
 #endif
 

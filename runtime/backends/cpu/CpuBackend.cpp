@@ -424,4 +424,6 @@ void setCpuThreads(int threads) {
     openblas_set_num_threads(threads);
 }
 
+int getCpuThreads() { return int(cpuThreads().size()); }
+
 } // namespace tg::runtime

@@ -228,9 +228,25 @@ TEST(Artifact, RejectsBadCommands) {
               s.commands[0].operands.push_back(s.commands[0].operands[0]);
             }),
             "");
+  EXPECT_EQ(verifyError([](ProgramSpec &s) {
+              s.commands[0].gemm.epilogue = tgx::GemmEpilogue_BiasAddend;
+              auto bias = s.commands[0].operands[0];
+              bias.size = 2 * 4; // n f32 elements
+              s.commands[0].operands.push_back(bias);
+              s.commands[0].operands.push_back(s.commands[0].operands[0]);
+            }),
+            "");
   expectRejected(
       [](ProgramSpec &s) { s.commands[0].gemm.epilogue = tgx::GemmEpilogue_BiasAddend; },
       "commands[0] ('matmul').operands has 3 entries instead of [a, b, c, bias, addend]");
+  expectRejected(
+      [](ProgramSpec &s) {
+        s.commands[0].gemm.epilogue = tgx::GemmEpilogue_Addend;
+        s.commands[0].gemm.batch = 2;
+        s.commands[0].gemm.strideA = s.commands[0].gemm.strideB = s.commands[0].gemm.strideC = 0;
+        s.commands[0].operands.push_back(s.commands[0].operands[0]);
+      },
+      "commands[0] ('matmul').gemm.epilogue is Addend, which needs batch 1 and a packed c");
   expectRejected(
       [](ProgramSpec &s) {
         s.commands[0].gemm.epilogue = tgx::GemmEpilogue_Addend;

@@ -543,8 +543,8 @@ LogicalResult GemmOp::verify() {
         activation != GemmActivation::none)
       return emitOpError("with an addend needs one product (batch 1), a "
                          "packed c and no activation");
-    // The library reads the addend as it writes c; in the same storage a
-    // second run (autotuning's) would add it twice.
+    // Apart: the CPU's BLAS call overwrites c before its epilogue reads the
+    // addend, and cuBLASLt's kernels would race on a partial overlap.
     if (getStorage(addend) && getStorage(addend) == getStorage(getC()))
       return emitOpError("adds an addend from the storage of c");
   }

@@ -225,6 +225,37 @@ exec.binary @kernels elf {image = "", kernels = [], operand_counts = array<i64>,
 
 // -----
 
+// An addend has c's m x n elements...
+%a = exec.resource scratch : memref<2x4xf32>
+%b = exec.resource scratch : memref<4x8xf32>
+%c = exec.resource scratch : memref<2x8xf32>
+%x = exec.resource scratch : memref<8xf32>
+// expected-error @+1 {{'exec.gemm' op needs an addend of m x n = 16 elements of 'f32', not 'memref<8xf32>'}}
+%t = exec.gemm(%a, %b) -> %c addend(%x : memref<8xf32>) {m = 2, n = 8, k = 4, batch = 1, stride_a = 8, stride_b = 0, stride_c = 16} : memref<2x4xf32>, memref<4x8xf32> -> memref<2x8xf32>
+
+// -----
+
+// ... for one packed product without an activation...
+%a = exec.resource scratch : memref<2x4xf32>
+%b = exec.resource scratch : memref<4x8xf32>
+%c = exec.resource scratch : memref<2x8xf32>
+%x = exec.resource scratch : memref<2x8xf32>
+%y = exec.resource scratch : memref<2x8xf32>
+// expected-error @+1 {{'exec.gemm' op with an addend needs one product (batch 1), a packed c and no activation}}
+%t = exec.gemm(%a, %b) -> %c aux(%y : memref<2x8xf32>) activation gelu_tanh addend(%x : memref<2x8xf32>) {m = 2, n = 8, k = 4, batch = 1, stride_a = 8, stride_b = 0, stride_c = 16} : memref<2x4xf32>, memref<4x8xf32> -> memref<2x8xf32>
+
+// -----
+
+// ... in storage apart from c's.
+%a = exec.resource scratch : memref<2x4xf32>
+%b = exec.resource scratch : memref<4x8xf32>
+%c = exec.resource scratch : memref<2x8xf32>
+%x = exec.view %c[0] : memref<2x8xf32> to memref<16xf32>
+// expected-error @+1 {{'exec.gemm' op adds an addend from the storage of c}}
+%t = exec.gemm(%a, %b) -> %c addend(%x : memref<16xf32>) {m = 2, n = 8, k = 4, batch = 1, stride_a = 8, stride_b = 0, stride_c = 16} : memref<2x4xf32>, memref<4x8xf32> -> memref<2x8xf32>
+
+// -----
+
 // ... within its buffers.
 %a = exec.resource scratch : memref<3x2x4xf32>
 %b = exec.resource scratch : memref<4x8xf32>

@@ -52,6 +52,8 @@ std::unique_ptr<Backend> createBackend(const tgx::Program &program,
 /// single-threaded on blocks of them). Until this is called, as many as
 /// OpenBLAS would have used itself (OPENBLAS_NUM_THREADS, or one per core).
 void setCpuThreads(int threads);
+/// The threads of that pool now (1 without the CPU backend).
+int getCpuThreads();
 
 /// The OpenBLAS core type (OPENBLAS_CORETYPE) this process should have
 /// loaded OpenBLAS with, where OpenBLAS did not know this CPU and chose
