@@ -41,11 +41,15 @@ template <typename Shape> std::string shapeText(const Shape &shape) {
   return text + "]";
 }
 
+bool readsFormatVersion(uint32_t version) {
+  return version >= kOldestFormatVersion && version <= kFormatVersion;
+}
+
 std::string versionError(const std::string &source, uint32_t version) {
   return source + ": format_version " + std::to_string(version) +
-         " is not supported by this runtime, which reads version " +
-         std::to_string(kFormatVersion) +
-         " only; re-compile the model with the tgc that matches this runtime";
+         " is not supported by this runtime, which reads versions " +
+         std::to_string(kOldestFormatVersion) + " to " + std::to_string(kFormatVersion) +
+         "; re-compile the model with the tgc that matches this runtime";
 }
 
 uint64_t readU64(const uint8_t *p) {
@@ -104,7 +108,7 @@ private:
   }
 
   bool checkHeader() {
-    if (program.format_version() != kFormatVersion) {
+    if (!readsFormatVersion(program.format_version())) {
       error = versionError(source, program.format_version());
       return false;
     }
@@ -1043,7 +1047,7 @@ bool verifyArtifact(const uint8_t *bytes, std::size_t size,
     // An artifact of an older format (version 1 had no trailer) gets the
     // version message, which says what to do; anything else is damaged.
     if (size % 8 == 0 && verifies(size) &&
-        tgx::GetProgram(bytes)->format_version() != kFormatVersion) {
+        !readsFormatVersion(tgx::GetProgram(bytes)->format_version())) {
       error = versionError(sourceName, tgx::GetProgram(bytes)->format_version());
       return false;
     }

@@ -59,16 +59,29 @@ std::string verifyBytes(const std::vector<uint8_t> &bytes) {
 
 TEST(Artifact, RejectsUnsupportedVersion) {
   EXPECT_EQ(runtime::kFormatVersion, 6u);
-  expectRejected([](ProgramSpec &s) { s.formatVersion = 5; },
-                 "format_version 5 is not supported by this runtime, which reads version 6 "
-                 "only; re-compile the model with the tgc that matches this runtime");
+  EXPECT_EQ(runtime::kOldestFormatVersion, 5u);
+  expectRejected([](ProgramSpec &s) { s.formatVersion = 4; },
+                 "format_version 4 is not supported by this runtime, which reads versions 5 "
+                 "to 6; re-compile the model with the tgc that matches this runtime");
+  expectRejected([](ProgramSpec &s) { s.formatVersion = 7; },
+                 "format_version 7 is not supported by this runtime, which reads versions 5 "
+                 "to 6");
   // A version 1 file (no checksum trailer, as tgc wrote them before) gets the
   // version message too, not a checksum complaint.
   expectRejected([](ProgramSpec &s) { s.formatVersion = 1; s.seal = false; },
                  "model.tgx: format_version 1 is not supported by this runtime, which reads "
-                 "version 6 only");
+                 "versions 5 to 6");
   expectRejected([](ProgramSpec &s) { s.formatVersion = 1; },
-                 "format_version 1 is not supported by this runtime, which reads version 6 only");
+                 "format_version 1 is not supported by this runtime, which reads versions 5 to 6");
+  // An unsealed artifact of a version it reads is truncated, not old.
+  expectRejected([](ProgramSpec &s) { s.formatVersion = 5; s.seal = false; },
+                 "the artifact is truncated");
+}
+
+// A version 5 artifact (before compute copies: Parameter.compute_slot
+// absent) is a version 6 one without copies: it loads and runs.
+TEST(Artifact, ReadsVersion5) {
+  EXPECT_EQ(verifyError([](ProgramSpec &s) { s.formatVersion = 5; }), "");
 }
 
 // Issue 8: 76 of 1,511 mutated artifacts passed verification and trained to

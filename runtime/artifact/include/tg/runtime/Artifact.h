@@ -23,6 +23,11 @@ namespace tg::runtime {
 /// and rotary embeddings in attention; 6 Parameter.compute_slot, a copy a
 /// reader of 5 would leave unwritten.
 constexpr uint32_t kFormatVersion = 6;
+/// The oldest version this runtime still reads: version 6 only added
+/// Parameter.compute_slot (absent: -1, no copy), so a version 5 artifact is
+/// a version 6 one without compute copies and runs as it was compiled (the
+/// same run can time an earlier build's step beside this one's).
+constexpr uint32_t kOldestFormatVersion = 5;
 
 /// A .tgx file is the FlatBuffers image of tg.tgx.Program (a multiple of 8
 /// bytes) followed by a 16-byte trailer:
