@@ -417,6 +417,8 @@ static void printStatsTable(const llvm::json::Object &stats, llvm::StringRef mes
   row("kernel bytes per step", bytesText(number("kernel_bytes")),
       "read and written by the kernels (GEMMs aside)");
   row("library calls (GEMMs)", std::to_string(number("library_calls")));
+  row("library bytes per step", bytesText(number("library_bytes")),
+      "read and written by the GEMMs and attention calls (each matrix once)");
   if (number("attention_calls"))
     row("attention calls", std::to_string(number("attention_calls")),
         "Attention commands: the runtime's flash kernels or cuDNN's");
@@ -431,12 +433,43 @@ static void printStatsTable(const llvm::json::Object &stats, llvm::StringRef mes
   row("planned in", llvm::formatv("{0:f2} s", *stats.getNumber("plan_seconds")).str());
 }
 
+/// What a GEMM or attention call reads and writes: each matrix of a GEMM
+/// once (one a or b for the products its zero strides share) with its bias,
+/// addend, aux or bias gradient, an attention call's operands whole; 0 for
+/// other commands.
+static int64_t libraryCallBytes(Operation *op) {
+  auto bytesOf = [](Value buffer) {
+    return tg::exec::getByteSize(cast<MemRefType>(buffer.getType()));
+  };
+  if (auto attention = dyn_cast<tg::exec::AttentionOp>(op)) {
+    int64_t bytes = 0;
+    for (Value buffer : llvm::concat<Value>(attention.getInputs(), attention.getOutputs()))
+      bytes += bytesOf(buffer);
+    return bytes;
+  }
+  auto gemm = dyn_cast<tg::exec::GemmOp>(op);
+  if (!gemm)
+    return 0;
+  int64_t element = tg::exec::getElementByteSize(gemm.getC().getType().getElementType());
+  int64_t bytes = 0;
+  int64_t inner = gemm.getInnerBatch(), outer = gemm.getBatch() / inner;
+  for (unsigned operand = 0; operand < 3; ++operand) {
+    tg::exec::GemmOp::Operand o = gemm.getOperandLayout(operand);
+    int64_t copies = (o.stride == 0 ? 1 : outer) * (o.innerStride == 0 ? 1 : inner);
+    bytes += o.rows * o.cols * copies * element;
+  }
+  for (Value extra : {gemm.getBias(), gemm.getAddend(), gemm.getAux(), gemm.getBiasGrad()})
+    if (extra)
+      bytes += bytesOf(extra);
+  return bytes;
+}
+
 /// The memory plan and command counts of the compiled program, as JSON.
 static void printStats(ModuleOp module, double planSeconds,
                        llvm::raw_ostream &os) {
   auto program = module.lookupSymbol<tg::exec::ProgramOp>("train_step");
   int64_t params = 0, moments = 0, copies = 0, commands = 0, launches = 0,
-          gemms = 0, attentionCalls = 0, kernelBytes = 0;
+          gemms = 0, attentionCalls = 0, kernelBytes = 0, libraryBytes = 0;
   for (auto r : program.getBlock().getOps<tg::exec::ResourceOp>()) {
     using tg::exec::ResourceKind;
     if (!tg::exec::getPackMembers(r).empty()) // counted as its members
@@ -474,6 +507,7 @@ static void printStats(ModuleOp module, double planSeconds,
     }
     gemms += isa<tg::exec::GemmOp>(op);
     attentionCalls += isa<tg::exec::AttentionOp>(op);
+    libraryBytes += libraryCallBytes(&op);
   }
   int64_t kernels = 0;
   for (auto kernelModule : module.getOps<ModuleOp>())
@@ -529,6 +563,7 @@ static void printStats(ModuleOp module, double planSeconds,
       {"kernel_launches", launches},
       {"kernel_bytes", kernelBytes},
       {"library_calls", gemms},
+      {"library_bytes", libraryBytes},
       {"attention_calls", attentionCalls},
       {"commands", commands},
       {"flops_per_step", (int64_t)program.getFlopsPerStep().convertToDouble()},
