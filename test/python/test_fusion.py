@@ -118,6 +118,15 @@ class Fusion(ScratchDirTest):
                 self.assertLessEqual(fused["kernel_bytes"], horizontal_off["kernel_bytes"])
                 self.assertGreater(fused["kernel_bytes"], 0.999 * horizontal_off["kernel_bytes"])
                 self.assertLessEqual(fused["arena_bytes"], 1.1 * horizontal_off["arena_bytes"])
+                # exec-fuse-gemm-residual: each block's two residual adds
+                # in the projections' GEMMs (2 layers): the norm kernels no
+                # longer read x or write the stream, the GEMMs read x.
+                residual_off = self.stats(model, "--no-fuse=gemm-residual")
+                activation = 8 * 32 * 64 * 4  # batch x tokens x hidden, f32
+                self.assertEqual(residual_off["kernel_bytes"] - fused["kernel_bytes"],
+                                 4 * 2 * activation + (2 * 3 * activation if name == "llama-tiny" else 0))
+                self.assertEqual(fused["library_bytes"] - residual_off["library_bytes"],
+                                 4 * activation + (2 * activation if name == "llama-tiny" else 0))
                 # (Llama has no biases for exec-fuse-gemm-bias.)
                 self.assertLessEqual(elementwise_off["kernel_launches"],
                                      unfused["kernel_launches"])
