@@ -323,10 +323,12 @@ void checkAddendEpilogue(bool withBias) {
     bias[j] = float(std::sin(double(j))) * 3.3f;
   for (std::size_t i = 0; i < addend.size(); ++i)
     addend[i] = float(std::cos(double(i) * 0.1)) * 7.1f;
-  for (auto [slot, data] : {std::pair{"a", &a}, {"b", &b}, {"bias", &bias}, {"addend", &addend}})
-    if (withBias || std::string(slot) != "bias")
+  for (auto [slot, data] : {std::pair{"a", &a}, {"b", &b}, {"bias", &bias}, {"addend", &addend}}) {
+    if (withBias || std::string(slot) != "bias") {
       ASSERT_TRUE(backend->write(spec.slot(slot).range.offset, data->data(),
                                  data->size() * sizeof(float), error));
+    }
+  }
   ASSERT_TRUE(backend->run(error)) << error;
   std::vector<float> c(m * n);
   ASSERT_TRUE(
