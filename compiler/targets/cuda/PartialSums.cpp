@@ -25,6 +25,25 @@ bool isZero(Value v) {
   return matchPattern(v, m_AnyZeroFloat());
 }
 
+/// `v` if it extends a value of 32 bits or fewer (to float64), else null.
+arith::ExtFOp narrowExtension(Value v) {
+  auto extend = v.getDefiningOp<arith::ExtFOp>();
+  return extend && getElementTypeOrSelf(extend.getIn().getType())
+                           .getIntOrFloatBitWidth() <= 32
+             ? extend
+             : arith::ExtFOp();
+}
+
+/// The source of `extend` (narrowExtension's) as `narrow`, float32 or a
+/// vector of it: itself, or extended to it from a 16-bit float.
+Value narrowSource(OpBuilder &b, Location loc, arith::ExtFOp extend,
+                   Type narrow) {
+  Value source = extend.getIn();
+  return source.getType() == narrow
+             ? source
+             : arith::ExtFOp::create(b, loc, narrow, source).getResult();
+}
+
 /// The float32 term that fold `k` of `loop` adds, extended to float64, where
 /// it is such a fold: the add and the extension.
 std::optional<std::pair<arith::AddFOp, arith::ExtFOp>>
@@ -39,10 +58,8 @@ narrowableSum(scf::ForOp loop, unsigned k) {
   if (add.getLhs() != acc && add.getRhs() != acc)
     return std::nullopt;
   Value term = add.getLhs() == acc ? add.getRhs() : add.getLhs();
-  auto extend = term.getDefiningOp<arith::ExtFOp>();
-  if (term == acc || !extend ||
-      getElementTypeOrSelf(extend.getIn().getType()).getIntOrFloatBitWidth() >
-          32)
+  arith::ExtFOp extend = narrowExtension(term);
+  if (term == acc || !extend)
     return std::nullopt;
   return std::pair{add, extend};
 }
@@ -71,9 +88,7 @@ SmallVector<bool> narrowPartialSums(scf::ForOp loop,
     Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(narrow));
     loop.getInitArgsMutable()[k].assign(zero);
     b.setInsertionPoint(add);
-    Value term = extend.getIn();
-    if (term.getType() != narrow)
-      term = arith::ExtFOp::create(b, loc, narrow, term);
+    Value term = narrowSource(b, loc, extend, narrow);
     Value next =
         arith::AddFOp::create(b, loc, acc, term, add.getFastmathAttr());
     yield->setOperand(k, next);
@@ -97,13 +112,6 @@ bool narrowMaxSumExp(scf::ForOp loop, std::optional<int64_t> terms,
   // The float64 values the sum's ops take from outside them: the
   // exponential's extension (whose source they take instead) and the
   // constant 1.0 (scalar or broadcast).
-  auto extension = [&](Value v) {
-    auto extend = v.getDefiningOp<arith::ExtFOp>();
-    return extend && getElementTypeOrSelf(extend.getIn().getType())
-                             .getIntOrFloatBitWidth() <= 32
-               ? extend
-               : arith::ExtFOp();
-  };
   auto constantOf = [](Value v) -> std::optional<double> {
     if (auto broadcast = v.getDefiningOp<vector::BroadcastOp>())
       v = broadcast.getSource();
@@ -130,7 +138,7 @@ bool narrowMaxSumExp(scf::ForOp loop, std::optional<int64_t> terms,
         op->getResult(0).getType() != sum.getType())
       return false;
     for (Value v : op->getOperands())
-      if (outsideWide(v) && !extension(v) && !constantOf(v))
+      if (outsideWide(v) && !narrowExtension(v) && !constantOf(v))
         return false;
   }
   OpBuilder b(loop.getContext());
@@ -140,16 +148,11 @@ bool narrowMaxSumExp(scf::ForOp loop, std::optional<int64_t> terms,
       Value v = operand.get();
       if (!outsideWide(v))
         continue;
-      Value narrowed;
-      if (arith::ExtFOp extend = extension(v)) {
-        narrowed = extend.getIn();
-        if (narrowed.getType() != narrow)
-          narrowed = arith::ExtFOp::create(b, op->getLoc(), narrow, narrowed);
-      } else {
-        narrowed = createScalarOrSplatConstant(b, op->getLoc(), narrow,
-                                               APFloat(float(*constantOf(v))));
-      }
-      operand.set(narrowed);
+      arith::ExtFOp extend = narrowExtension(v);
+      operand.set(extend ? narrowSource(b, op->getLoc(), extend, narrow)
+                         : createScalarOrSplatConstant(
+                               b, op->getLoc(), narrow,
+                               APFloat(float(*constantOf(v)))));
     }
     op->getResult(0).setType(narrow);
   }
