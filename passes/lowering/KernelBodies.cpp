@@ -203,15 +203,16 @@ public:
   }
   /// Per column c < width of a [height, width] layout, the sums over the
   /// rows of terms(r, c)[k] into outs[k][c], accumulated in f64 and rounded
-  /// once. With `vectorRows` (the CPU) columns go in blocks (columnBlock):
-  /// one loop over the rows keeps a block's sums, reading each row's block
-  /// contiguously, as vectors; the blocks are independent (`rows`).
-  /// Otherwise (a GPU) each column is a row task of its own, marked
-  /// kThreadRowsAttr: a thread each, a warp's lanes on adjacent columns.
+  /// once. Columns go in blocks (columnBlock): one loop over the rows keeps
+  /// a block's sums, reading each row's block contiguously, as vectors; the
+  /// blocks are independent (`rows`). Without `vectorRows` (a GPU) a block
+  /// is a thread's (kThreadColumns columns, marked kThreadRowsAttr), a
+  /// warp's lanes on adjacent blocks.
   template <typename Fn>
   void columnSums(int64_t height, int64_t width, ArrayRef<Value> outs,
                   bool vectorRows, Fn &&terms) {
-    int64_t w = vectorRows ? columnBlock(width) : 1, count = outs.size();
+    int64_t w = columnBlock(width, vectorRows ? 16 : kThreadColumns),
+            count = outs.size();
     scf::ParallelOp blocks = rows(width / w, [&](Value block) {
       Value first = mulIndex(block, w);
       SmallVector<Value> columns;
@@ -236,6 +237,11 @@ public:
     if (!vectorRows)
       blocks->setAttr(kThreadRowsAttr, b.getUnitAttr());
   }
+  /// The columns a GPU thread sums together: 16 bytes of bf16, so that its
+  /// loads of a row's columns become one vector (coalesceConsecutiveLoads).
+  /// A thread a column loaded 2 bytes at a time, and the bias and norm
+  /// gradients' column sums ran at 0.3-0.5 of the H200's copy bandwidth.
+  static constexpr int64_t kThreadColumns = 8;
   /// The columns summed together by `columnSums`: `most` (16: 64 bytes of
   /// float32) or the largest power of two below that divides `width`.
   static int64_t columnBlock(int64_t width, int64_t most = 16) {
@@ -505,8 +511,8 @@ void fillZero(OpBuilder &b, Location loc, Value memref) {
 /// halves the passes over a bias gradient's rows, 2x faster on the CPU), the
 /// kept groups before it pick the output row. Each (output row, column
 /// block) is one independent fold over the reduced elements. Without
-/// `vectorRows` (a GPU) a column block is one column, a thread's
-/// (kThreadRowsAttr), as in Emitter::columnSums.
+/// `vectorRows` (a GPU) a column block is a thread's, of up to
+/// Emitter::kThreadColumns (kThreadRowsAttr), as in Emitter::columnSums.
 void emitPartialSum(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
                     ElementReader read, Value result,
                     const llvm::SmallDenseSet<int64_t> &axes, int64_t count,
@@ -556,7 +562,8 @@ void emitPartialSum(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
 
   Emitter e(b, loc, getElementTypeOrSelf(result.getType()));
   Value out = flatten(b, loc, result);
-  int64_t w = vectorRows ? Emitter::columnBlock(inner, 32) : 1,
+  int64_t w = Emitter::columnBlock(inner,
+                                   vectorRows ? 32 : Emitter::kThreadColumns),
           blocks = inner / w;
   scf::ParallelOp tasks = e.rows(outputRows * blocks, [&](Value task) {
     Value row = blocks == 1 ? task : e.divIndex(task, blocks);

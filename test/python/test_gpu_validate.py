@@ -209,7 +209,7 @@ class GpuValidate(unittest.TestCase):
             self.assertTrue(os.path.getsize(os.path.join(self.bundle, "artifacts", name + ".tgx")) > 0, name)
         self.assertEqual([c["name"] for c in self.manifest["correctness"]],
                          ["gpt2-tiny-f32", "gpt2-tiny-bf16", "llama-tiny-f32", "llama-tiny-bf16",
-                          "gpt2-vocab-f32", "gpt2-vocab-bf16", "gpt2-flash-bf16", "gpt2-flash-cudnn-bf16", "gpt2-flash-summed-bf16",
+                          "gpt2-vocab-f32", "gpt2-vocab-bf16", "gpt2-wide-f32", "gpt2-wide-bf16", "gpt2-flash-bf16", "gpt2-flash-cudnn-bf16", "gpt2-flash-summed-bf16",
                           "llama-flash-bf16", "llama-flash-cudnn-bf16", "llama-flash-summed-bf16",
                           "mistral-flash-bf16", "mistral-flash-cudnn-bf16", "mistral-flash-summed-bf16",
                           "gpt2-flash-bgrad-bf16", "gpt2-flash-wgrad-bf16"])

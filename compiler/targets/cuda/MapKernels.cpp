@@ -33,6 +33,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -59,6 +60,8 @@ constexpr int64_t kMinShare = 256;
 constexpr int64_t kMinThreadShare = 32;
 /// A share's iterations, a multiple of this.
 constexpr int64_t kShareMultiple = 16;
+/// A thread's share of a column fold is unrolled by this factor.
+constexpr uint64_t kThreadUnroll = 4;
 /// Fewer shares than this are not worth a second launch.
 constexpr int64_t kMinShares = 4;
 /// A sequential phase's block (kSequentialBlock threads) folds fewer
@@ -106,6 +109,21 @@ struct SplitFold {
   int64_t rows = 1, shares = 1, chunk = 1;
   bool threadRows = false; // a thread, not a warp, per (row, share)
   SmallVector<Operation *> before, after;
+
+  /// Whether the first launch's blocks combine their threads' partials
+  /// (threadRows): a block's warps take the same 32 rows, a share each of
+  /// kBlockShares consecutive ones, so only one partial a block and row is
+  /// stored. A thread's column block of 8 has 8 partials a fold, and a norm
+  /// gradient's 3 folds 24: a partial a (row, share) would store about 1.5
+  /// bytes for every 2 the shares read.
+  bool blockCombines() const {
+    return threadRows && rows % kWarpSize == 0 && shares % kBlockShares == 0;
+  }
+  /// The partials launch 2 combines for each row.
+  int64_t partialsPerRow() const {
+    return blockCombines() ? shares / kBlockShares : shares;
+  }
+  static constexpr int64_t kBlockShares = kBlock / kWarpSize;
 };
 
 /// The GPU function of a kernel's `index`-th launch.
@@ -169,6 +187,13 @@ private:
                               ArrayRef<Operation *> prologue,
                               const SplitFold &fold,
                               SmallVector<cuda::Launch> &launches);
+  /// Combines each of `totals` (its fold's `combiners`) over the warps of a
+  /// block, lane by lane in warp order through shared memory: the lanes of
+  /// warp 0 (`isFirstWarp`) get the totals of their rows
+  /// (SplitFold::blockCombines).
+  void combineBlockShares(gpu::GPUFuncOp func, SmallVector<Value> &totals,
+                          ArrayRef<StringRef> combiners, Value isFirstWarp,
+                          Value lane);
   /// The launch of a phase that is not split.
   LogicalResult emitPhase(const Phase &phase, gpu::GPUFuncOp func,
                           IRMapping &map, cuda::Launch &launch);
@@ -676,6 +701,7 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
                                           const SplitFold &fold,
                                           SmallVector<cuda::Launch> &launches) {
   int64_t tasks = fold.rows * fold.shares;
+  int64_t partialsPerRow = fold.partialsPerRow();
   scf::ForOp loop = fold.loop;
   Value step = loop.getStep(), lowerBound = loop.getLowerBound(),
         upperBound = loop.getUpperBound();
@@ -683,14 +709,15 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
 
   // Launch 1: a warp (or a thread) per (row, share) folds the share's
   // iterations; partial k of (row, share) goes to slot row * shares + share
-  // of global k.
+  // of global k (row * partialsPerRow + share / kBlockShares where a block
+  // combines its shares first).
   cuda::Launch shares;
   shares.symbol = launchSymbol(kernel, launches.size());
   SmallVector<memref::GlobalOp> partials;
   for (auto [k, acc] : llvm::enumerate(loop.getRegionIterArgs()))
     partials.push_back(
         addGlobal((shares.symbol + "_partials" + Twine(k)).str(),
-                  MemRefType::get({tasks}, acc.getType())));
+                  MemRefType::get({fold.rows * partialsPerRow}, acc.getType())));
   // The iterations of `share`: [lower, upper).
   auto shareRange = [&](Value share, IRMapping &map) {
     Value span = arith::MulIOp::create(b, loc, index(fold.chunk),
@@ -706,14 +733,40 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
   if (fold.threadRows) {
     IRMapping map;
     gpu::GPUFuncOp func = startPhase(kernel, shares.symbol, prologue, map);
-    scf::ForOp tasksLoop = threadPerItem(tasks, shares);
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(tasksLoop.getBody()->getTerminator());
+    bool blockCombines = fold.blockCombines();
     // Adjacent threads take adjacent rows (columns) of one share: a warp's
-    // loads at each iteration are adjacent.
-    Value task = tasksLoop.getInductionVar();
-    Value row = arith::RemUIOp::create(b, loc, task, index(fold.rows));
-    Value share = arith::DivUIOp::create(b, loc, task, index(fold.rows));
+    // loads at each iteration are adjacent. Where the block combines, its
+    // warps take the same 32 rows, each its own share of the block's
+    // kBlockShares.
+    scf::ForOp tasksLoop;
+    Value row, share, warp, lane;
+    if (blockCombines) {
+      int64_t rowGroups = fold.rows / kWarpSize;
+      tasksLoop = blockPerItem(tasks / kBlock, kBlock, shares);
+      b.setInsertionPoint(tasksLoop.getBody()->getTerminator());
+      Value blockTask = tasksLoop.getInductionVar();
+      warp = arith::DivUIOp::create(b, loc, threadId, index(kWarpSize));
+      lane = arith::RemUIOp::create(b, loc, threadId, index(kWarpSize));
+      row = arith::AddIOp::create(
+          b, loc,
+          arith::MulIOp::create(
+              b, loc, arith::RemUIOp::create(b, loc, blockTask, index(rowGroups)),
+              index(kWarpSize)),
+          lane);
+      share = arith::AddIOp::create(
+          b, loc,
+          arith::MulIOp::create(
+              b, loc, arith::DivUIOp::create(b, loc, blockTask, index(rowGroups)),
+              index(SplitFold::kBlockShares)),
+          warp);
+    } else {
+      tasksLoop = threadPerItem(tasks, shares);
+      b.setInsertionPoint(tasksLoop.getBody()->getTerminator());
+      Value task = tasksLoop.getInductionVar();
+      row = arith::RemUIOp::create(b, loc, task, index(fold.rows));
+      share = arith::DivUIOp::create(b, loc, task, index(fold.rows));
+    }
     map.map(fold.row, row);
     for (Operation *op : fold.before)
       b.clone(*op, map);
@@ -741,13 +794,49 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
     }
     SmallVector<bool> narrowed =
         cuda::narrowPartialSums(partial, fold.chunk, f32Terms);
+    // Unrolled, so that a thread's loads of several rows are in flight at
+    // once: a trip's load is one vector of its column block, and LLVM does
+    // not unroll a body that large (the last share may be shorter, so the
+    // trips are not constant; those left over run after).
+    scf::ForOp last = partial;
+    if (fold.chunk >= int64_t(2 * kThreadUnroll)) {
+      auto unrolled = loopUnrollByFactor(partial, kThreadUnroll);
+      if (failed(unrolled) || !unrolled->epilogueLoopOp)
+        return loop.emitOpError("could not be unrolled for a thread's share");
+      last = *unrolled->epilogueLoopOp;
+    }
+    b.setInsertionPointAfter(last);
     SmallVector<Value> totals = cuda::widenPartialSums(
-        b, loc, partial.getResults(), identities, narrowed);
+        b, loc, last.getResults(), identities, narrowed);
+    Value isFirstWarp;
+    if (blockCombines) {
+      SmallVector<StringRef> combiners;
+      for (auto [acc, yielded] :
+           llvm::zip(loop.getRegionIterArgs(), yield.getOperands()))
+        combiners.push_back(cuda::foldCombiner(acc, yielded));
+      isFirstWarp = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                          warp, index(0));
+      combineBlockShares(func, totals, combiners, isFirstWarp, lane);
+      share = arith::DivUIOp::create(b, loc, share,
+                                     index(SplitFold::kBlockShares));
+    }
     Value slot = arith::AddIOp::create(
-        b, loc, arith::MulIOp::create(b, loc, row, index(fold.shares)), share);
-    for (auto [global, total] : llvm::zip(partials, totals))
-      memref::StoreOp::create(b, loc, total, addressOf(global),
-                              ValueRange{slot});
+        b, loc, arith::MulIOp::create(b, loc, row, index(partialsPerRow)),
+        share);
+    auto store = [&] {
+      for (auto [global, total] : llvm::zip(partials, totals))
+        memref::StoreOp::create(b, loc, total, addressOf(global),
+                                ValueRange{slot});
+    };
+    if (blockCombines) {
+      // The block's total is warp 0's.
+      auto ifFirst = scf::IfOp::create(b, loc, isFirstWarp, /*withElse=*/false);
+      OpBuilder::InsertionGuard inFirst(b);
+      b.setInsertionPointToStart(ifFirst.thenBlock());
+      store();
+    } else {
+      store();
+    }
     b.setInsertionPointAfter(tasksLoop);
     finishPhase(func, shares);
     if (llvm::all_of(narrowed, [](bool f32) { return f32; }))
@@ -815,14 +904,14 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
   if (failed(fold.row ? emitter.cloneTeamLevel(fold.before, map)
                       : emitter.cloneSequential(fold.before, map)))
     return failure();
-  Value base = arith::MulIOp::create(b, loc, row, index(fold.shares));
+  Value base = arith::MulIOp::create(b, loc, row, index(partialsPerRow));
   for (auto [k, global] : llvm::enumerate(partials)) {
     Value acc = loop.getRegionIterArgs()[k];
     StringRef combiner = cuda::foldCombiner(acc, yield.getOperand(k));
     Value slots = addressOf(global);
     Value start = arith::AddIOp::create(b, loc, base, team.lane);
     auto combineLoop = scf::ForOp::create(
-        b, loc, start, arith::AddIOp::create(b, loc, base, index(fold.shares)),
+        b, loc, start, arith::AddIOp::create(b, loc, base, index(partialsPerRow)),
         index(team.size),
         ValueRange{cuda::combinerIdentity(b, loc, combiner, acc.getType())});
     {
@@ -847,6 +936,46 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
   finishPhase(func, rest);
   launches.push_back(rest);
   return success();
+}
+
+void KernelMapper::combineBlockShares(gpu::GPUFuncOp func,
+                                      SmallVector<Value> &totals,
+                                      ArrayRef<StringRef> combiners,
+                                      Value isFirstWarp, Value lane) {
+  auto space = gpu::AddressSpaceAttr::get(b.getContext(),
+                                          gpu::AddressSpace::Workgroup);
+  DenseMap<Type, Value> scratch; // a slot a thread, per element type
+  for (auto [total, combiner] : llvm::zip(totals, combiners)) {
+    Value &slots = scratch[total.getType()];
+    if (!slots)
+      slots = func.addWorkgroupAttribution(
+          MemRefType::get({kBlock}, total.getType(),
+                          MemRefLayoutAttrInterface(), space),
+          func.getLoc());
+    memref::StoreOp::create(b, loc, total, slots, ValueRange{threadId});
+    gpu::BarrierOp::create(b, loc);
+    // Warp 0 joins the warps' values in order (deterministic); the others
+    // keep their own, which nothing stores.
+    auto ifFirst = scf::IfOp::create(b, loc, total.getType(), isFirstWarp,
+                                     /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifFirst.thenBlock());
+      Value joined = total;
+      for (int64_t w = 1; w < SplitFold::kBlockShares; ++w) {
+        Value at = arith::AddIOp::create(b, loc, index(w * kWarpSize), lane);
+        joined = cuda::combine(
+            b, loc, combiner, joined,
+            memref::LoadOp::create(b, loc, slots, ValueRange{at}));
+      }
+      scf::YieldOp::create(b, loc, joined);
+      b.setInsertionPointToStart(ifFirst.elseBlock());
+      scf::YieldOp::create(b, loc, total);
+    }
+    // The slots are free for the next fold's once warp 0 has read them.
+    gpu::BarrierOp::create(b, loc);
+    total = ifFirst.getResult(0);
+  }
 }
 
 LogicalResult KernelMapper::emitPhase(const Phase &phase, gpu::GPUFuncOp func,

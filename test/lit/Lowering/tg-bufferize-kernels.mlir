@@ -427,15 +427,16 @@ module @kernels {
 
 // A bias gradient's column sums (over 64 rows into 32 columns): on the CPU
 // a row task per block of 32 columns, vectors of them summed along the rows;
-// in the CUDA form a task per column, marked tg.thread_rows (a thread each,
-// so adjacent lanes read adjacent columns), folding its column alone.
+// in the CUDA form a task per block of 8 columns (16 bytes of bf16), marked
+// tg.thread_rows (a thread each, so adjacent lanes read adjacent blocks),
+// folding its block's 8 sums.
 // CHECK-LABEL: func.func @k6_reduce_sum(
 // CHECK:         scf.parallel (%{{.*}}) = (%c0{{.*}}) to (%c1{{.*}}) step
 // CHECK:           %{{.*}}:32 = scf.for %{{.*}} = %c0{{.*}} to %c64{{.*}} step %c1{{.*}} iter_args(
 // CHECK-NOT:     tg.thread_rows
 // SCALAR-LABEL: func.func @k6_reduce_sum(
-// SCALAR:         scf.parallel (%{{.*}}) = (%c0{{.*}}) to (%c32{{.*}}) step
-// SCALAR:           scf.for %{{.*}} = %c0{{.*}} to %c64{{.*}} step %c1{{.*}} iter_args(%{{[^,]+}}) -> (f64)
+// SCALAR:         scf.parallel (%{{.*}}) = (%c0{{.*}}) to (%c4{{.*}}) step
+// SCALAR:           scf.for %{{.*}} = %c0{{.*}} to %c64{{.*}} step %c1{{.*}} iter_args({{.*}}) -> (f64, f64, f64, f64, f64, f64, f64, f64)
 // SCALAR:         } {tg.thread_rows}
 module @kernels {
   func.func @k6_reduce_sum(%g: tensor<64x32xf32>) -> tensor<32xf32> {
@@ -448,8 +449,8 @@ module @kernels {
 
 // A column sum in the group (tg-fuse-into-rows): the residual gradient's
 // rows, stored by the row pass, are summed by the column pass with dw and
-// db, three sums a column (a block of 8 columns on the CPU: 24 sums; a
-// column a task for CUDA), not by a pass of their own.
+// db, three sums a column (a block of 8 columns a task, on the CPU and for
+// CUDA: 24 sums), not by a pass of their own.
 // CHECK-LABEL: func.func @k9_layer_norm_grad_to_reduce_sum(
 // CHECK-SAME:      %[[BIAS:[^:]+]]: memref<1x1x8xf32>, %[[SUM:[^:]+]]: memref<2x4x8xf32>, %{{[^:]+}}: memref<8xf32>, %{{[^:]+}}: memref<8xf32>)
 // CHECK-DAG:     %[[SUMF:.+]] = memref.collapse_shape %[[SUM]]
@@ -465,7 +466,7 @@ module @kernels {
 // SCALAR-LABEL: func.func @k9_layer_norm_grad_to_reduce_sum(
 // SCALAR:         scf.parallel
 // SCALAR:         scf.parallel
-// SCALAR:           scf.for %{{.*}} = %c0{{.*}} to %c8{{.*}} step %c1{{.*}} iter_args(%{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}) -> (f64, f64, f64)
+// SCALAR:           scf.for %{{.*}} = %c0{{.*}} to %c8{{.*}} step %c1{{.*}} iter_args({{.*}}) -> (f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64)
 // SCALAR:         } {tg.thread_rows}
 // SCALAR-NOT:     scf.parallel
 // SCALAR:         return
@@ -517,13 +518,14 @@ module @kernels {
 
 // -----
 
-// layer_norm_grad's weight and bias gradients in the CUDA form: a column a
-// task (tg.thread_rows), its two sums together.
+// layer_norm_grad's weight and bias gradients in the CUDA form: a block of
+// 8 columns a task (tg.thread_rows), here the one block, its 16 sums
+// together.
 // SCALAR-LABEL: func.func @k7_layer_norm_grad(
 // SCALAR:         scf.parallel
 // SCALAR-NOT:     tg.thread_rows
-// SCALAR:         scf.parallel (%{{.*}}) = (%c0{{.*}}) to (%c8{{.*}}) step
-// SCALAR:           scf.for %{{.*}} = %c0{{.*}} to %c4{{.*}} step %c1{{.*}} iter_args(%{{[^,]+}}, %{{[^,]+}}) -> (f64, f64)
+// SCALAR:         scf.parallel (%{{.*}}) = (%c0{{.*}}) to (%c1{{.*}}) step
+// SCALAR:           scf.for %{{.*}} = %c0{{.*}} to %c4{{.*}} step %c1{{.*}} iter_args({{.*}}) -> (f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64)
 // SCALAR:         } {tg.thread_rows}
 module @kernels {
   func.func @k7_layer_norm_grad(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %dy: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) {

@@ -20,8 +20,10 @@
 // F64: scf.for {{.*}} -> (vector<4xf64>)
 // F64: vector.reduction <add>, %{{.*}} : vector<4xf64> into f64
 // TERMS128-LABEL: module @bias_gradient_shares
-// TERMS128: %[[PART:.*]] = scf.for {{.*}} -> (f64)
-// TERMS128: memref.store %[[PART]], %{{.*}} : memref<131072xf64>
+// TERMS128: scf.for {{.*}} -> (f64)
+// TERMS128: %[[PART:.*]] = scf.for {{.*}} step %c1{{.*}} -> (f64)
+// TERMS128: memref.store %[[PART]], %{{.*}}[%thread_id_x] : memref<256xf64, #gpu.address_space<workgroup>>
+// TERMS128: memref.store %{{.*}}, %{{.*}} : memref<16384xf64>
 
 // An element-wise op whose operands are contiguous along the inner dim (or
 // constant along it) moves 16 bytes per access: 4 floats a thread, in a
@@ -324,24 +326,43 @@ module @thread_rows {
 
 // -----
 
-// Over 4096 rows a column's fold is split: launch 1 gives each (column,
-// share) a thread, adjacent threads adjacent columns of one share (128
-// shares of 32 rows), each storing its partial at column * 128 + share;
-// launch 2 folds a column's partials on a warp, as for warp rows.
+// Over 4096 rows a column's fold is split into 128 shares of 32 rows, a
+// thread each. A block's 8 warps take the same 32 columns (a lane each),
+// each warp one of 8 consecutive shares, so that the block combines its
+// threads' partials in shared memory, warp by warp in order, and warp 0
+// stores one partial a column, at column * 16 + share / 8. A thread's share
+// is unrolled by 4 (its loads in flight together), the rows left over after.
+// Launch 2 folds a column's 16 partials on a warp, as for warp rows.
 // CHECK-LABEL: module @thread_rows_split
 // CHECK-SAME: {block = 256 : i64, grid = 16 : i64, shared_bytes = 0 : i64, symbol = "k0_0"}
 // CHECK-SAME: {block = 256 : i64, grid = 4 : i64, shared_bytes = 0 : i64, symbol = "k0_1"}
-// CHECK: memref.global "private" @k0_0_partials0 : memref<4096xf32>
-// CHECK: gpu.func @k0_0(
-// CHECK: scf.for %[[TASK:.*]] = %{{.*}} to %c4096{{.*}} step
-// CHECK: %[[COL:.*]] = arith.remui %[[TASK]], %c32
-// CHECK: %[[SHARE:.*]] = arith.divui %[[TASK]], %c32
-// CHECK: %[[LOW:.*]] = arith.addi %c0{{.*}}, %{{.*}} : index
-// CHECK: %[[PART:.*]] = scf.for %{{.*}} = %[[LOW]] to %{{.*}} step %c1{{.*}} iter_args
+// CHECK: memref.global "private" @k0_0_partials0 : memref<512xf32>
+// CHECK: gpu.func @k0_0({{.*}}) workgroup(%[[SCRATCH:.*]] : memref<256xf32, #gpu.address_space<workgroup>>)
+// CHECK: scf.for %[[BLOCK:.*]] = %block_id_x to %c16{{.*}} step %c16
+// CHECK: %[[WARP:.*]] = arith.divui %thread_id_x, %c32
+// CHECK: %[[LANE:.*]] = arith.remui %thread_id_x, %c32
+// CHECK: %[[GROUP:.*]] = arith.remui %[[BLOCK]]
+// CHECK: %[[FIRSTCOL:.*]] = arith.muli %[[GROUP]], %c32
+// CHECK: %[[COL:.*]] = arith.addi %[[FIRSTCOL]], %[[LANE]]
+// CHECK: %[[FIRSTSHARE:.*]] = arith.muli %{{.*}}, %c8
+// CHECK: %[[SHARE:.*]] = arith.addi %[[FIRSTSHARE]], %[[WARP]]
+// CHECK: %[[MAIN:.*]] = scf.for {{.*}} step %{{.*}} iter_args
+// CHECK-COUNT-4: memref.load %arg0
+// CHECK: %[[PART:.*]] = scf.for {{.*}} step %c1{{.*}} iter_args(%{{.*}} = %[[MAIN]])
 // CHECK-NOT: gpu.shuffle
-// CHECK: %[[BASE:.*]] = arith.muli %[[COL]], %c128
-// CHECK: %[[SLOT:.*]] = arith.addi %[[BASE]], %[[SHARE]]
-// CHECK: memref.store %[[PART]], %{{.*}}[%[[SLOT]]]
+// CHECK: %[[ISFIRST:.*]] = arith.cmpi eq, %[[WARP]], %c0
+// CHECK: memref.store %[[PART]], %[[SCRATCH]][%thread_id_x]
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: %[[BLOCKPART:.*]] = scf.if %[[ISFIRST]] -> (f32)
+// CHECK-COUNT-7: memref.load %[[SCRATCH]]
+// CHECK: } else {
+// CHECK-NEXT: scf.yield %[[PART]] : f32
+// CHECK: gpu.barrier
+// CHECK: %[[SHAREGROUP:.*]] = arith.divui %[[SHARE]], %c8
+// CHECK: %[[BASE:.*]] = arith.muli %[[COL]], %c16
+// CHECK: %[[SLOT:.*]] = arith.addi %[[BASE]], %[[SHAREGROUP]]
+// CHECK: scf.if %[[ISFIRST]]
+// CHECK: memref.store %[[BLOCKPART]], %{{.*}}[%[[SLOT]]]
 // CHECK: gpu.func @k0_1(
 // CHECK: gpu.shuffle  xor
 // CHECK: scf.if
@@ -370,25 +391,69 @@ module @thread_rows_split {
 
 // -----
 
+// 24 columns are not a warp's 32: each thread stores its own partial (at
+// column * 128 + share), adjacent threads adjacent columns of one share.
+// CHECK-LABEL: module @thread_rows_split_per_thread
+// CHECK-SAME: {block = 256 : i64, grid = 12 : i64, shared_bytes = 0 : i64, symbol = "k0_0"}
+// CHECK: memref.global "private" @k0_0_partials0 : memref<3072xf32>
+// CHECK: gpu.func @k0_0(
+// CHECK-NOT: workgroup
+// CHECK: scf.for %[[TASK:.*]] = %{{.*}} to %c3072{{.*}} step
+// CHECK: %[[COL:.*]] = arith.remui %[[TASK]], %c24
+// CHECK: %[[SHARE:.*]] = arith.divui %[[TASK]], %c24
+// CHECK-NOT: gpu.barrier
+// CHECK: %[[BASE:.*]] = arith.muli %[[COL]], %c128
+// CHECK: %[[SLOT:.*]] = arith.addi %[[BASE]], %[[SHARE]]
+// CHECK-NOT: scf.if
+// CHECK: memref.store %{{.*}}, %{{.*}}[%[[SLOT]]]
+// CHECK: gpu.func @k0_1(
+module @thread_rows_split_per_thread {
+  func.func @k0(%x: memref<98304xf32>, %y: memref<24xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c24 = arith.constant 24 : index
+    %c4096 = arith.constant 4096 : index
+    %zero = arith.constant 0.0 : f32
+    scf.parallel (%c) = (%c0) to (%c24) step (%c1) {
+      %sum = scf.for %r = %c0 to %c4096 step %c1 iter_args(%acc = %zero) -> (f32) {
+        %base = arith.muli %r, %c24 : index
+        %at = arith.addi %base, %c : index
+        %v = memref.load %x[%at] : memref<98304xf32>
+        %s = arith.addf %acc, %v : f32
+        scf.yield %s : f32
+      }
+      memref.store %sum, %y[%c] : memref<24xf32>
+      scf.reduce
+    } {tg.thread_rows}
+    return
+  }
+}
+
+// -----
+
 // A bias gradient's column sums as the kernel bodies write them for a GPU
 // (bf16 terms, f64 sums; 4096 columns of 8192 rows) split into 32 shares of
 // 256 rows, a thread each: each thread sums its share in f32 (256 terms, at
-// most f32-partial-terms) and stores it widened to f64. The shares fill half
-// the device (512 blocks, 4 an SM), so launch 1 may use 64 registers a
-// thread, not the 76 ptxas took, and the device holds the grid at once.
+// most f32-partial-terms) and widens it to f64, and its block joins its 8
+// shares in f64 (4 partials a column stored). The shares fill half the
+// device (512 blocks, 4 an SM), so launch 1 may use 64 registers a thread,
+// not the 76 ptxas took, and the device holds the grid at once.
 // CHECK-LABEL: module @bias_gradient_shares
 // CHECK-SAME: {block = 256 : i64, grid = 512 : i64, shared_bytes = 0 : i64, symbol = "k0_0"}
-// CHECK: memref.global "private" @k0_0_partials0 : memref<131072xf64>
+// CHECK: memref.global "private" @k0_0_partials0 : memref<16384xf64>
 // CHECK: gpu.func @k0_0(
+// CHECK-SAME: workgroup(%[[SCRATCH:.*]] : memref<256xf64, #gpu.address_space<workgroup>>)
 // CHECK-SAME: nvvm.maxnreg = 64 : i32
 // CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
-// CHECK: %[[PART:.*]] = scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c1{{.*}} iter_args(%[[ACC:.*]] = %[[ZERO]]) -> (f32)
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %[[ZERO]]) -> (f32)
+// CHECK: %[[PART:.*]] = scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c1{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (f32)
 // CHECK: %[[TERM:.*]] = arith.extf %{{.*}} : bf16 to f32
 // CHECK-NEXT: %[[NEXT:.*]] = arith.addf %[[ACC]], %[[TERM]] fastmath<reassoc> : f32
 // CHECK-NEXT: scf.yield %[[NEXT]] : f32
 // CHECK: %[[WIDE:.*]] = arith.extf %[[PART]] : f32 to f64
-// CHECK-NOT: arith.addf
-// CHECK: memref.store %[[WIDE]], %{{.*}} : memref<131072xf64>
+// CHECK: memref.store %[[WIDE]], %[[SCRATCH]]
+// CHECK: arith.addf %[[WIDE]], %{{.*}} : f64
+// CHECK: memref.store %{{.*}}, %{{.*}} : memref<16384xf64>
 // CHECK: gpu.func @k0_1(
 // CHECK-SAME: nvvm.maxnreg = 255 : i32
 module @bias_gradient_shares {
