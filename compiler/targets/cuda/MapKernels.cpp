@@ -113,9 +113,10 @@ struct SplitFold {
   /// Whether the first launch's blocks combine their threads' partials
   /// (threadRows): a block's warps take the same 32 rows, a share each of
   /// kBlockShares consecutive ones, so only one partial a block and row is
-  /// stored. A thread's column block of 8 has 8 partials a fold, and a norm
-  /// gradient's 3 folds 24: a partial a (row, share) would store about 1.5
-  /// bytes for every 2 the shares read.
+  /// stored. A thread's column block of 8 has 8 float64 partials a fold (a
+  /// norm gradient's 3 folds 24) for a share of 32 rows of 16 bytes: a
+  /// partial a (row, share) would store 8 MB for GPT-2 medium's MLP bias
+  /// gradient, an eighth of what the shares read, and launch 2 read it back.
   bool blockCombines() const {
     return threadRows && rows % kWarpSize == 0 && shares % kBlockShares == 0;
   }
