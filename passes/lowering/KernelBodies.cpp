@@ -736,8 +736,23 @@ std::pair<Value, Value> softmaxRow(Emitter &e, function_ref<Value(Value)> x,
   } else {
     if (vectorRows)
       sum = e.sum(n, exponential);
+    // A probability a GPU writes to a 16-bit row (the loss's gradient in
+    // bf16) may take the fast exponential and division, as 16-bit math does
+    // (kForHalfFloatsAttr): their error, a few float32 ulps, cannot show
+    // once rounded to 16 bits. The row's max and sum stay exact: the loss is
+    // computed from them.
+    bool halfOut =
+        !vectorRows &&
+        cast<MemRefType>(out.getType()).getElementType().getIntOrFloatBitWidth() == 16 &&
+        getElementTypeOrSelf(max.getType()).getIntOrFloatBitWidth() > 16;
+    auto forHalfOut = [&](Value v) {
+      if (halfOut)
+        v.getDefiningOp()->setAttr(kForHalfFloatsAttr, e.b.getUnitAttr());
+      return v;
+    };
     e.loop(n, [&](Value i) {
-      e.storeConverted(scaled(e.div(exponential(i), sum)), out, e.addIndex(base, i));
+      Value p = forHalfOut(e.div(forHalfOut(exponential(i)), sum));
+      e.storeConverted(scaled(p), out, e.addIndex(base, i));
     });
   }
   return {max, sum};

@@ -410,6 +410,16 @@ module @kernels {
 // CHECK: %[[AT:.*]] = arith.addi %[[PAD]], %[[I]]
 // CHECK: %[[ZERO:.*]] = arith.truncf %cst{{.*}} : f32 to bf16
 // CHECK: memref.store %[[ZERO]], %{{.*}}[%[[AT]]] : memref<64xbf16>
+// In the CUDA form the probabilities written to the bf16 gradient take the
+// fast exponential and division (tg.for_half_floats); the row's max and sum,
+// which the loss is computed from, and the target's probability stay exact.
+// SCALAR-LABEL: func.func @k0_loss_through_padded_rows(
+// SCALAR-NOT: tg.for_half_floats
+// SCALAR: } {tg.max_sum_exp}
+// SCALAR: %[[E:.*]] = math.exp %{{.*}} {tg.for_half_floats} : f32
+// SCALAR-NEXT: %[[P:.*]] = arith.divf %[[E]], %{{.*}} {tg.for_half_floats} : f32
+// SCALAR: %[[TE:.*]] = math.exp %{{[0-9a-z_]+}} : f32
+// SCALAR-NEXT: arith.divf %[[TE]], %{{[0-9a-z_#]+}} : f32
 module @kernels {
   func.func @k0_loss_through_padded_rows(%lp: tensor<4x16xbf16>, %t: tensor<4xi64>) -> (tensor<4x16xbf16>, tensor<f32>) {
     %seed = tg.constant dense<1.0> : tensor<f32>

@@ -41,9 +41,10 @@ constexpr llvm::StringLiteral kThreadRowsAttr = "tg.thread_rows";
 /// with it.
 constexpr llvm::StringLiteral kMaxSumExpAttr = "tg.max_sum_exp";
 
-/// Marks an f32 op the kernel bodies compute in place of a 16-bit one, from
-/// 16-bit values (a bf16 row's online softmax scale, combineMaxSumExp): a GPU
-/// target may approximate it as it does 16-bit math
+/// Marks an f32 op the kernel bodies compute in place of a 16-bit one (a
+/// bf16 row's online softmax scale, combineMaxSumExp; a probability's
+/// exponential and division where it is written to a 16-bit row, softmaxRow):
+/// a GPU target may approximate it as it does 16-bit math
 /// (tg-cuda-approximate-half-math).
 constexpr llvm::StringLiteral kForHalfFloatsAttr = "tg.for_half_floats";
 

@@ -1012,8 +1012,10 @@ def TgCudaApproximateHalfMath
     NVPTX backend honour; so it does f32 ops the kernel bodies marked
     `tg.for_half_floats` (computed in f32 in place of a 16-bit op: a bf16
     softmax row's rescaling exponential, whose approximation error, below
-    2^-17 a rescale, stays far below the row's 16-bit rounding). Other f32
-    and f64 math is left exact.
+    2^-17 a rescale, stays far below the row's 16-bit rounding; a
+    probability's exponential and division where it is written to a 16-bit
+    row, the bf16 loss gradient's 50,257 a row). Other f32 and f64 math is
+    left exact.
   }];
 }
 
