@@ -7,14 +7,15 @@
 //   - row loops (scf.parallel from the kernel bodies): one row per warp, the
 //     row's loops strided over the lanes and its folds shuffled together
 //     (one row per block where rows are long: kLongRow);
-//     but column sums (kThreadRowsAttr): a thread per column, the lanes of a
-//     warp on adjacent columns;
+//     but column sums (kThreadRowsAttr): a thread per block of up to 8
+//     columns, the lanes of a warp on adjacent blocks;
 //   - what is left (loops whose iterations depend on each other): one block,
 //     the outer loop in order and the inner loops over its threads;
 //   - a long fold of a phase with few teams (a bias gradient's columns, a
 //     sum over a whole tensor): split into shares, a warp each (a thread
-//     each for columns), whose partial folds a second launch combines in
-//     order (SplitFold).
+//     each for columns, a block's threads joining their shares first where
+//     they can), whose partial folds a second launch combines in order
+//     (SplitFold).
 // Buffers a kernel keeps between its ops become globals of the GPU module.
 // Loads are made 16 bytes wide where a lane reads consecutive elements
 // (LaneVectors.h).

@@ -25,12 +25,13 @@ constexpr int64_t kFlashAttentionLanes = 16, kFlashForwardTile = 16,
 /// other loop of a row touches element i at its own index i only.
 constexpr llvm::StringLiteral kInOrderAttr = "tg.in_order";
 
-/// Marks a row loop (scf.parallel) whose rows are single columns of a
-/// row-major layout, each summed over the layout's rows by one fold (the
-/// CUDA form of column sums: a bias or norm weight gradient): a GPU target
-/// gives each row a thread rather than a warp, so that at each step of their
-/// folds the lanes of a warp read 32 adjacent elements, and a thread's sums
-/// need no shuffles.
+/// Marks a row loop (scf.parallel) whose rows are blocks of up to 8 adjacent
+/// columns of a row-major layout, each column summed over the layout's rows
+/// by a fold of its own (the CUDA form of column sums: a bias or norm weight
+/// gradient): a GPU target gives each row a thread rather than a warp, so
+/// that at each step of their folds the lanes of a warp read 32 adjacent
+/// blocks (a 16-byte vector each in bf16), and a thread's sums need no
+/// shuffles.
 constexpr llvm::StringLiteral kThreadRowsAttr = "tg.thread_rows";
 
 /// Marks an scf.for folding a row's maximum and the sum of its exponentials
