@@ -743,7 +743,9 @@ std::pair<Value, Value> softmaxRow(Emitter &e, function_ref<Value(Value)> x,
     // computed from them.
     bool halfOut =
         !vectorRows &&
-        cast<MemRefType>(out.getType()).getElementType().getIntOrFloatBitWidth() == 16 &&
+        cast<MemRefType>(out.getType())
+                .getElementType()
+                .getIntOrFloatBitWidth() == 16 &&
         getElementTypeOrSelf(max.getType()).getIntOrFloatBitWidth() > 16;
     auto forHalfOut = [&](Value v) {
       if (halfOut)

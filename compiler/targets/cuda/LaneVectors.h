@@ -42,8 +42,8 @@ SmallVector<Value> cloneVectorBody(OpBuilder &b, scf::ForOp loop, int64_t width,
 /// Replaces runs of scalar loads of consecutive elements of a flat buffer in
 /// one block (offsets b + j, b + j + 1, ... from one base b, j a multiple of
 /// the run, b known to be one) by 16-byte vector loads and extracts: the
-/// column blocks of a bias or norm gradient, whose lane reads 16 or 32
-/// neighbours of a row, then take 2 or 4 loads instead of 16 or 32.
+/// column blocks of a bias or norm gradient, whose thread reads 8 neighbours
+/// of a row, then take one load in bf16 (two in f32) instead of 8.
 void coalesceConsecutiveLoads(Operation *root);
 
 } // namespace mlir::tg::cuda

@@ -57,7 +57,7 @@ constexpr int64_t kSequentialBlock = 512;
 using cuda::kVectorBytes;
 /// A fold is split into shares of at least this many iterations (8 a lane).
 constexpr int64_t kMinShare = 256;
-/// A column's fold, a thread's, into shares of at least this many.
+/// A column block's fold, a thread's, into shares of at least this many.
 constexpr int64_t kMinThreadShare = 32;
 /// A share's iterations, a multiple of this.
 constexpr int64_t kShareMultiple = 16;
@@ -101,9 +101,12 @@ struct Phase {
 /// A fold too long for the teams of its phase (one block for a sequential
 /// phase, a warp a row for a row loop of few rows), split into `shares`
 /// ranges of `chunk` iterations per row. One launch gives each (row, share)
-/// a warp and keeps its partial folds in device globals; a second one
-/// combines each row's partials in share order (deterministic), then runs
-/// the rest of the phase. `before` only reads, so both launches run it.
+/// a warp (a thread for thread rows) and keeps its partial folds in device
+/// globals, a partial a (row, share) or, where its block combines them, a
+/// (row, kBlockShares shares); a second one combines each row's partials, in
+/// the same order every run (a lane's in order, then the lanes' by a
+/// butterfly), then runs the rest of the phase. `before` only reads, so both
+/// launches run it.
 struct SplitFold {
   scf::ForOp loop;
   Value row; // the row loop's induction variable; null in a sequential phase
@@ -208,7 +211,7 @@ private:
   /// a softmax row's vectors at 40.
   void allowBlockRegisters(gpu::GPUFuncOp func, const cuda::Launch &launch);
   /// Caps the registers of a split fold's first launch whose shares a
-  /// thread sums in float32 (a column's share of a bias gradient) so that
+  /// thread sums in float32 (a column block's share of a bias gradient) so that
   /// the device holds its whole grid at once, where that leaves 64 a thread
   /// or more: the shares are sized to half the device's threads, one wave,
   /// and ptxas, left to itself, took 76 registers for a bias gradient's
@@ -717,9 +720,9 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
   shares.symbol = launchSymbol(kernel, launches.size());
   SmallVector<memref::GlobalOp> partials;
   for (auto [k, acc] : llvm::enumerate(loop.getRegionIterArgs()))
-    partials.push_back(
-        addGlobal((shares.symbol + "_partials" + Twine(k)).str(),
-                  MemRefType::get({fold.rows * partialsPerRow}, acc.getType())));
+    partials.push_back(addGlobal(
+        (shares.symbol + "_partials" + Twine(k)).str(),
+        MemRefType::get({fold.rows * partialsPerRow}, acc.getType())));
   // The iterations of `share`: [lower, upper).
   auto shareRange = [&](Value share, IRMapping &map) {
     Value span = arith::MulIOp::create(b, loc, index(fold.chunk),
@@ -753,13 +756,15 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
       row = arith::AddIOp::create(
           b, loc,
           arith::MulIOp::create(
-              b, loc, arith::RemUIOp::create(b, loc, blockTask, index(rowGroups)),
+              b, loc,
+              arith::RemUIOp::create(b, loc, blockTask, index(rowGroups)),
               index(kWarpSize)),
           lane);
       share = arith::AddIOp::create(
           b, loc,
           arith::MulIOp::create(
-              b, loc, arith::DivUIOp::create(b, loc, blockTask, index(rowGroups)),
+              b, loc,
+              arith::DivUIOp::create(b, loc, blockTask, index(rowGroups)),
               index(SplitFold::kBlockShares)),
           warp);
     } else {
@@ -808,8 +813,8 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
       last = *unrolled->epilogueLoopOp;
     }
     b.setInsertionPointAfter(last);
-    SmallVector<Value> totals = cuda::widenPartialSums(
-        b, loc, last.getResults(), identities, narrowed);
+    SmallVector<Value> totals =
+        cuda::widenPartialSums(b, loc, last.getResults(), identities, narrowed);
     Value isFirstWarp;
     if (blockCombines) {
       SmallVector<StringRef> combiners;
@@ -819,8 +824,8 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
       isFirstWarp = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                           warp, index(0));
       combineBlockShares(func, totals, combiners, isFirstWarp, lane);
-      share = arith::DivUIOp::create(b, loc, share,
-                                     index(SplitFold::kBlockShares));
+      share =
+          arith::DivUIOp::create(b, loc, share, index(SplitFold::kBlockShares));
     }
     Value slot = arith::AddIOp::create(
         b, loc, arith::MulIOp::create(b, loc, row, index(partialsPerRow)),
@@ -913,7 +918,8 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
     Value slots = addressOf(global);
     Value start = arith::AddIOp::create(b, loc, base, team.lane);
     auto combineLoop = scf::ForOp::create(
-        b, loc, start, arith::AddIOp::create(b, loc, base, index(partialsPerRow)),
+        b, loc, start,
+        arith::AddIOp::create(b, loc, base, index(partialsPerRow)),
         index(team.size),
         ValueRange{cuda::combinerIdentity(b, loc, combiner, acc.getType())});
     {
@@ -944,8 +950,8 @@ void KernelMapper::combineBlockShares(gpu::GPUFuncOp func,
                                       SmallVector<Value> &totals,
                                       ArrayRef<StringRef> combiners,
                                       Value isFirstWarp, Value lane) {
-  auto space = gpu::AddressSpaceAttr::get(b.getContext(),
-                                          gpu::AddressSpace::Workgroup);
+  auto space =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
   DenseMap<Type, Value> scratch; // a slot a thread, per element type
   for (auto [total, combiner] : llvm::zip(totals, combiners)) {
     Value &slots = scratch[total.getType()];

@@ -395,6 +395,23 @@ module @kernels {
 
 // -----
 
+// A loss gradient written in f32 keeps the exact exponential and division
+// in the CUDA form too: their error would show there.
+// SCALAR-LABEL: func.func @k0_f32_loss_gradient(
+// SCALAR-NOT: tg.for_half_floats
+// SCALAR: math.exp %{{[0-9a-z_]+}} : f32
+// SCALAR: arith.divf %{{[0-9a-z_]+}}, %{{[0-9a-z_]+}} : f32
+// SCALAR-NOT: tg.for_half_floats
+// SCALAR: return
+module @kernels {
+  func.func @k0_f32_loss_gradient(%w: tensor<4x10xf32>, %t: tensor<4xi64>, %seed: tensor<f32>) -> tensor<4x10xf32> {
+    %g = tg.cross_entropy_grad %w, %t, %seed : tensor<4x10xf32>, tensor<4xi64>, tensor<f32>
+    return %g : tensor<4x10xf32>
+  }
+}
+
+// -----
+
 // The same through rows padded to 16 for their GEMMs: the logits read at
 // row x 16 from the padded buffer, the gradient written at row x 16, each
 // row's last 6 elements zeros.
@@ -405,6 +422,7 @@ module @kernels {
 // CHECK: scf.parallel (%[[R:.*]]) =
 // CHECK: %[[BASE:.*]] = arith.muli %[[R]], %c16
 // CHECK: arith.muli %[[R]], %c16
+// CHECK-NOT: tg.for_half_floats
 // CHECK: %[[PAD:.*]] = arith.addi %[[BASE]], %c10
 // CHECK: scf.for %[[I:.*]] = %c0{{.*}} to %c6
 // CHECK: %[[AT:.*]] = arith.addi %[[PAD]], %[[I]]
@@ -412,7 +430,8 @@ module @kernels {
 // CHECK: memref.store %[[ZERO]], %{{.*}}[%[[AT]]] : memref<64xbf16>
 // In the CUDA form the probabilities written to the bf16 gradient take the
 // fast exponential and division (tg.for_half_floats); the row's max and sum,
-// which the loss is computed from, and the target's probability stay exact.
+// which the loss is computed from, and the target's probability stay exact,
+// and so does everything on the CPU (above).
 // SCALAR-LABEL: func.func @k0_loss_through_padded_rows(
 // SCALAR-NOT: tg.for_half_floats
 // SCALAR: } {tg.max_sum_exp}

@@ -354,7 +354,13 @@ module @thread_rows {
 // CHECK: memref.store %[[PART]], %[[SCRATCH]][%thread_id_x]
 // CHECK-NEXT: gpu.barrier
 // CHECK-NEXT: %[[BLOCKPART:.*]] = scf.if %[[ISFIRST]] -> (f32)
-// CHECK-COUNT-7: memref.load %[[SCRATCH]]
+// CHECK: %[[AT1:.*]] = arith.addi %c32{{.*}}, %[[LANE]]
+// CHECK-NEXT: %[[W1:.*]] = memref.load %[[SCRATCH]][%[[AT1]]]
+// CHECK-NEXT: %[[J1:.*]] = arith.addf %[[PART]], %[[W1]] : f32
+// CHECK: %[[AT2:.*]] = arith.addi %c64{{.*}}, %[[LANE]]
+// CHECK-NEXT: %[[W2:.*]] = memref.load %[[SCRATCH]][%[[AT2]]]
+// CHECK-NEXT: arith.addf %[[J1]], %[[W2]] : f32
+// CHECK-COUNT-5: memref.load %[[SCRATCH]]
 // CHECK: } else {
 // CHECK-NEXT: scf.yield %[[PART]] : f32
 // CHECK: gpu.barrier
@@ -364,6 +370,10 @@ module @thread_rows {
 // CHECK: scf.if %[[ISFIRST]]
 // CHECK: memref.store %[[BLOCKPART]], %{{.*}}[%[[SLOT]]]
 // CHECK: gpu.func @k0_1(
+// CHECK: %[[ROWBASE:.*]] = arith.muli %{{.*}}, %c16{{.*}} : index
+// CHECK: %[[ROWEND:.*]] = arith.addi %[[ROWBASE]], %c16{{.*}} : index
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[ROWEND]] step %c32
+// CHECK: memref.load %{{.*}} : memref<512xf32>
 // CHECK: gpu.shuffle  xor
 // CHECK: scf.if
 // CHECK: memref.store
@@ -401,6 +411,9 @@ module @thread_rows_split {
 // CHECK: scf.for %[[TASK:.*]] = %{{.*}} to %c3072{{.*}} step
 // CHECK: %[[COL:.*]] = arith.remui %[[TASK]], %c24
 // CHECK: %[[SHARE:.*]] = arith.divui %[[TASK]], %c24
+// CHECK: %[[MAIN:.*]] = scf.for {{.*}} iter_args
+// CHECK-COUNT-4: memref.load %arg0
+// CHECK: scf.for {{.*}} step %c1{{.*}} iter_args(%{{.*}} = %[[MAIN]])
 // CHECK-NOT: gpu.barrier
 // CHECK: %[[BASE:.*]] = arith.muli %[[COL]], %c128
 // CHECK: %[[SLOT:.*]] = arith.addi %[[BASE]], %[[SHARE]]
@@ -431,8 +444,77 @@ module @thread_rows_split_per_thread {
 
 // -----
 
-// A bias gradient's column sums as the kernel bodies write them for a GPU
-// (bf16 terms, f64 sums; 4096 columns of 8192 rows) split into 32 shares of
+// Column blocks of 2 as the kernel bodies give a thread (here with a max
+// beside the two sums): the block combines each fold in turn through a
+// shared slot a thread of the fold's type (f64 for the sums, widened from
+// their f32 shares; f32 for the max), by the fold's own combiner, warp by
+// warp in order, a barrier before warp 0 reads and one after.
+// CHECK-LABEL: module @column_blocks_combined
+// CHECK-SAME: {block = 256 : i64, grid = 16 : i64, shared_bytes = 0 : i64, symbol = "k0_0"}
+// CHECK-DAG: memref.global "private" @k0_0_partials0 : memref<512xf64>
+// CHECK-DAG: memref.global "private" @k0_0_partials1 : memref<512xf64>
+// CHECK-DAG: memref.global "private" @k0_0_partials2 : memref<512xf32>
+// CHECK: gpu.func @k0_0({{.*}}) workgroup(%[[WIDE:.*]] : memref<256xf64, #gpu.address_space<workgroup>>, %[[NARROW:.*]] : memref<256xf32, #gpu.address_space<workgroup>>)
+// CHECK: memref.store %{{.*}}, %[[WIDE]][%thread_id_x]
+// CHECK-NEXT: gpu.barrier
+// CHECK-COUNT-7: arith.addf {{.*}} : f64
+// CHECK: gpu.barrier
+// CHECK-NEXT: memref.store %{{.*}}, %[[WIDE]][%thread_id_x]
+// CHECK-NEXT: gpu.barrier
+// CHECK-COUNT-7: arith.addf {{.*}} : f64
+// CHECK: gpu.barrier
+// CHECK-NEXT: memref.store %[[MAX:.*]], %[[NARROW]][%thread_id_x]
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: scf.if
+// CHECK: memref.load %[[NARROW]]
+// CHECK-NEXT: arith.maximumf %[[MAX]], %{{.*}} : f32
+// CHECK-COUNT-6: arith.maximumf
+// CHECK: gpu.barrier
+// CHECK-NOT: gpu.barrier
+// CHECK: gpu.func @k0_1(
+module @column_blocks_combined {
+  func.func @k0(%x: memref<262144xbf16>, %y: memref<64xbf16>, %z: memref<32xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c32 = arith.constant 32 : index
+    %c64 = arith.constant 64 : index
+    %c4096 = arith.constant 4096 : index
+    %zero = arith.constant 0.0 : f64
+    %ninf = arith.constant 0xFF800000 : f32
+    scf.parallel (%c) = (%c0) to (%c32) step (%c1) {
+      %first = arith.muli %c, %c2 : index
+      %second = arith.addi %first, %c1 : index
+      %r:3 = scf.for %i = %c0 to %c4096 step %c1 iter_args(%a = %zero, %b = %zero, %m = %ninf) -> (f64, f64, f32) {
+        %base = arith.muli %i, %c64 : index
+        %at0 = arith.addi %base, %first : index
+        %at1 = arith.addi %base, %second : index
+        %v0 = memref.load %x[%at0] : memref<262144xbf16>
+        %v1 = memref.load %x[%at1] : memref<262144xbf16>
+        %w0 = arith.extf %v0 : bf16 to f64
+        %w1 = arith.extf %v1 : bf16 to f64
+        %s0 = arith.addf %a, %w0 : f64
+        %s1 = arith.addf %b, %w1 : f64
+        %f0 = arith.extf %v0 : bf16 to f32
+        %mm = arith.maximumf %m, %f0 : f32
+        scf.yield %s0, %s1, %mm : f64, f64, f32
+      }
+      %n0 = arith.truncf %r#0 : f64 to bf16
+      %n1 = arith.truncf %r#1 : f64 to bf16
+      memref.store %n0, %y[%first] : memref<64xbf16>
+      memref.store %n1, %y[%second] : memref<64xbf16>
+      memref.store %r#2, %z[%c] : memref<32xf32>
+      scf.reduce
+    } {tg.thread_rows}
+    return
+  }
+}
+
+// -----
+
+// A bias gradient's column sums, a column a thread (bf16 terms, f64 sums;
+// 4096 columns of 8192 rows; the kernel bodies now give a thread 8 columns,
+// @column_blocks_combined below) split into 32 shares of
 // 256 rows, a thread each: each thread sums its share in f32 (256 terms, at
 // most f32-partial-terms) and widens it to f64, and its block joins its 8
 // shares in f64 (4 partials a column stored). The shares fill half the
