@@ -397,6 +397,7 @@ llvm::Expected<CudaTargetOptions> cudaOptions(const Options &o) {
   cuda.approximateHalfMath = o.cudaApproximateHalfMath;
   cuda.rowRegisters = o.cudaRowRegisters;
   cuda.f32PartialTerms = o.cudaF32PartialTerms;
+  cuda.columnShare = o.cudaColumnShare;
   return cuda;
 }
 } // namespace

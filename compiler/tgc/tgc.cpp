@@ -171,6 +171,12 @@ static cl::opt<int64_t> cudaF32PartialTermsOpt(
              "most N terms, 0 to 65536, then joins the rest in float64; 0: "
              "float64 throughout"),
     cl::init(256), cl::sub(compileCommand), cl::cat(tgcCategory));
+static cl::opt<int64_t> cudaColumnShareOpt(
+    "cuda-column-share",
+    cl::desc("A --target cuda thread's share of a split column sum (a bias "
+             "or norm gradient's block of 8 columns) is at least N rows, 16 "
+             "to 4096: fewer rows a share, more threads"),
+    cl::init(32), cl::sub(compileCommand), cl::cat(tgcCategory));
 static cl::opt<bool> cudaWeightGradientStreamOpt(
     "cuda-weight-gradient-stream",
     cl::desc("Run the --target cuda GEMMs whose products only the optimizer "
@@ -711,6 +717,7 @@ static llvm::Expected<tg::driver::Options> driverOptions() {
   o.cudaCudnnAttention = cudaAttentionOpt == CudaAttention::Cudnn;
   o.cudaRowRegisters = cudaRowRegistersOpt;
   o.cudaF32PartialTerms = cudaF32PartialTermsOpt;
+  o.cudaColumnShare = cudaColumnShareOpt;
   o.cudaWeightGradientStream = cudaWeightGradientStreamOpt;
   o.libraryGemm = gemmOpt == GemmLowering::Library;
   if (alignGemmRowsOpt != cl::BOU_UNSET)
@@ -794,6 +801,12 @@ static int compile(MLIRContext &ctx, const char *argv0) {
   if (cudaF32PartialTermsOpt.getNumOccurrences() && targetOpt != Target::Cuda)
     return fail("--cuda-f32-partial-terms chooses how GPU kernels sum: add "
                 "--target cuda, or drop it");
+  if (cudaColumnShareOpt.getNumOccurrences() && targetOpt != Target::Cuda)
+    return fail("--cuda-column-share chooses how GPU kernels sum columns: add "
+                "--target cuda, or drop it");
+  if (cudaColumnShareOpt < 16 || cudaColumnShareOpt > 4096)
+    return fail("--cuda-column-share=" + std::to_string(cudaColumnShareOpt) +
+                " is out of range: give 16 to 4096 rows");
   if (cudaWeightGradientStreamOpt && targetOpt != Target::Cuda)
     return fail("--cuda-weight-gradient-stream schedules GPU streams: add "
                 "--target cuda, or drop it");

@@ -22,6 +22,10 @@ def example(kind, name):
     return os.path.join(ROOT, "examples", kind, name + ".json")
 
 
+def bench_gpu(name):
+    return os.path.join(ROOT, "bench", "gpu", name + ".json")
+
+
 class CudaTarget(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -216,6 +220,35 @@ class CudaTarget(unittest.TestCase):
         self.assert_refused(["--cuda-f32-partial-terms=64"],
                             "--cuda-f32-partial-terms chooses how GPU kernels sum: add --target cuda")
 
+    def test_column_share(self):
+        """--cuda-column-share: a thread's share of a split column sum has
+        at least N rows, so halving it doubles the shares, and their
+        partials, of a column pass whose shares the rows limited (GPT-2
+        medium's norm gradients: 128 column blocks of 8192 rows), and leaves
+        the bias gradients' (limited by the device's threads) as they were;
+        out of range or without --target cuda it is refused by name."""
+        partials = {}
+        for rows in ["32", "16"]:
+            out = self.path(f"column-share-{rows}")
+            run("tgc", "compile", bench_gpu("gpt2-medium"), "--train", bench_gpu("train-gpt2-medium"),
+                "--target", "cuda", "--dtype=bf16", f"--cuda-column-share={rows}", "--emit=ptx",
+                "-o", out)
+            with open(os.path.join(out, "kernels.ptx")) as f:
+                partials[rows] = dict(re.findall(r"\.global \.align \d+ \.b8 (\w+_partials0)\[(\d+)\]",
+                                                 f.read()))
+        self.assertEqual(partials["32"].keys(), partials["16"].keys())
+        norms = [name for name in partials["32"] if "layer_norm_grad" in name]
+        biases = [name for name in partials["32"] if re.match(r"k\d+_reduce_sum_0_", name)]
+        self.assertTrue(norms and biases, partials["32"])
+        for name in norms:
+            self.assertEqual(int(partials["16"][name]), 2 * int(partials["32"][name]), name)
+        for name in biases:
+            self.assertEqual(partials["16"][name], partials["32"][name], name)
+        self.assert_refused(["--target", "cuda", "--cuda-column-share=8"],
+                            "--cuda-column-share=8 is out of range: give 16 to 4096 rows")
+        self.assert_refused(["--cuda-column-share=16"],
+                            "--cuda-column-share chooses how GPU kernels sum columns: add --target cuda")
+
     def test_weight_gradient_stream(self):
         """--cuda-weight-gradient-stream: the weight gradients' GEMMs, which
         only the optimizer reads, run on stream 2 beside the backward pass
@@ -224,8 +257,7 @@ class CudaTarget(unittest.TestCase):
         without --target cuda it is refused by name."""
         args = [example("models", "gpt2-tiny"), "--train", example("train", "tiny"), "--target",
                 "cuda", "--dtype=bf16", "--stats=json"]
-        medium = [os.path.join(ROOT, "bench", "gpu", "gpt2-medium.json"), "--train",
-                  os.path.join(ROOT, "bench", "gpu", "train-gpt2-medium.json"), "--target", "cuda",
+        medium = [bench_gpu("gpt2-medium"), "--train", bench_gpu("train-gpt2-medium"), "--target", "cuda",
                   "--dtype=bf16", "--stats=json"]
         arenas = {}
         for flag in ([], ["--cuda-weight-gradient-stream"]):

@@ -276,7 +276,8 @@ class GpuValidate(unittest.TestCase):
                           {"name": "f64sums", "flags": "--cuda-f32-partial-terms=0"},
                           {"name": "casts", "flags": "--no-fuse=compute-copies"},
                           {"name": "wgrad-stream", "flags": "--cuda-weight-gradient-stream"},
-                          {"name": "residual", "flags": "--no-fuse=gemm-residual"}])
+                          {"name": "residual", "flags": "--no-fuse=gemm-residual"},
+                          {"name": "share16", "flags": "--cuda-column-share=16"}])
         gelu = os.path.join(self.bundle, "artifacts", "gpt2-medium-bf16-variant-gelu.tgx")
         this = os.path.join(self.bundle, "artifacts", "gpt2-medium-bf16.tgx")
         self.assertGreater(os.path.getsize(gelu), 0)

@@ -22,7 +22,8 @@ void registerCudaTarget(DialectRegistry &registry) {
 void addCudaKernelLoweringPasses(OpPassManager &pm,
                                  const CudaTargetOptions &options) {
   pm.addPass(createTgCudaMapKernels(
-      {options.smCount, options.rowRegisters, options.f32PartialTerms}));
+      {options.smCount, options.rowRegisters, options.f32PartialTerms,
+       options.columnShare}));
   if (options.approximateHalfMath)
     pm.addNestedPass<gpu::GPUModuleOp>(createTgCudaApproximateHalfMath());
   gpu::GPUToNVVMPipelineOptions nvvm;

@@ -57,8 +57,6 @@ constexpr int64_t kSequentialBlock = 512;
 using cuda::kVectorBytes;
 /// A fold is split into shares of at least this many iterations (8 a lane).
 constexpr int64_t kMinShare = 256;
-/// A column block's fold, a thread's, into shares of at least this many.
-constexpr int64_t kMinThreadShare = 32;
 /// A share's iterations, a multiple of this.
 constexpr int64_t kShareMultiple = 16;
 /// A thread's share of a column fold is unrolled by this factor.
@@ -167,9 +165,10 @@ bool writesMemory(Operation *op) {
 class KernelMapper {
 public:
   KernelMapper(gpu::GPUModuleOp gpuModule, int64_t smCount,
-               int64_t rowRegisters, int64_t f32Terms)
+               int64_t rowRegisters, int64_t f32Terms, int64_t columnShare)
       : gpuModule(gpuModule), smCount(smCount), rowRegisters(rowRegisters),
-        f32Terms(f32Terms), b(gpuModule.getContext()) {}
+        f32Terms(f32Terms), columnShare(columnShare),
+        b(gpuModule.getContext()) {}
 
   /// Adds the GPU kernels of `kernel` and returns its launches.
   FailureOr<SmallVector<cuda::Launch>> map(func::FuncOp kernel);
@@ -258,6 +257,7 @@ private:
   int64_t smCount;
   int64_t rowRegisters; // 0: no cap beyond the block's
   int64_t f32Terms;     // a thread's float32 share of a sum (PartialSums.h)
+  int64_t columnShare;  // the fewest rows of a thread's share of a column fold
   OpBuilder b;
   Location loc = b.getUnknownLoc();
   Value threadId, blockId;
@@ -685,7 +685,7 @@ std::optional<SplitFold> KernelMapper::splitFoldOf(const Phase &phase) {
                     (fold.threadRows ? kBlock : kBlock / kWarpSize) / 2;
     int64_t trips = ceilDiv(*upper - *lower, *step);
     int64_t shares =
-        std::min(trips / (fold.threadRows ? kMinThreadShare : kMinShare),
+        std::min(trips / (fold.threadRows ? columnShare : kMinShare),
                  ceilDiv(teams, std::max<int64_t>(fold.rows, 1)));
     if (shares < kMinShares || (sequential && trips < kMinSequentialSplit))
       return std::nullopt;
@@ -1136,7 +1136,8 @@ struct MapKernelsPass : impl::TgCudaMapKernelsBase<MapKernelsPass> {
         b, module.getLoc(), module.getSymName().value_or("kernels"));
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     b.getUnitAttr());
-    KernelMapper mapper(gpuModule, smCount, rowRegisters, f32PartialTerms);
+    KernelMapper mapper(gpuModule, smCount, rowRegisters, f32PartialTerms,
+                        columnShare);
     SmallVector<Attribute> kernels;
     for (auto kernel :
          llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {

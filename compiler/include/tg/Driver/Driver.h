@@ -71,6 +71,8 @@ struct Options {
   /// A GPU thread adds its share of a float64 sum in float32 where the share
   /// is at most this many terms (0: float64 throughout).
   int64_t cudaF32PartialTerms = 256;
+  /// The fewest rows of a GPU thread's share of a split column sum.
+  int64_t cudaColumnShare = 32;
   /// The weight gradients' GEMMs on a stream of their own, beside the
   /// backward pass (exec-stream-weight-gradients).
   bool cudaWeightGradientStream = false;

@@ -26,6 +26,9 @@ struct CudaTargetOptions {
   /// The most terms a thread adds of a float64 sum in float32 (0: none);
   /// tg-cuda-map-kernels' f32-partial-terms.
   int64_t f32PartialTerms = 256;
+  /// The fewest rows of a thread's share of a split column sum;
+  /// tg-cuda-map-kernels' column-share.
+  int64_t columnShare = 32;
 };
 
 /// Registers what the CUDA target's passes need: the gpu, nvvm and vector

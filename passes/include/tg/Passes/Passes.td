@@ -982,6 +982,9 @@ def TgCudaMapKernels : Pass<"tg-cuda-map-kernels", "ModuleOp"> {
            "a thread adds its share of a float64 sum (the kernel bodies' "
            "wide sums) in float32 where the share is at most this many "
            "terms, then joins the rest in float64; 0: float64 throughout">,
+    Option<"columnShare", "column-share", "int64_t", "32",
+           "a thread's share of a split column sum (a bias or norm "
+           "gradient's column block) is at least this many rows">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::NVVM::NVVMDialect",

@@ -19,6 +19,13 @@
 // F64-LABEL: module @whole_sum
 // F64: scf.for {{.*}} -> (vector<4xf64>)
 // F64: vector.reduction <add>, %{{.*}} : vector<4xf64> into f64
+// column-share bounds a thread's share of a split column sum from below:
+// 16 rows give @thread_rows_split 256 shares, 32 partials a column.
+// RUN: tg-opt %s --split-input-file --verify-diagnostics --tg-cuda-map-kernels=column-share=16 | FileCheck %s --check-prefix=SHARE16
+// SHARE16-LABEL: module @thread_rows_split
+// SHARE16-SAME: {block = 256 : i64, grid = 32 : i64, shared_bytes = 0 : i64, symbol = "k0_0"}
+// SHARE16: memref.global "private" @k0_0_partials0 : memref<1024xf32>
+// SHARE16-LABEL: module @thread_rows_split_per_thread
 // TERMS128-LABEL: module @bias_gradient_shares
 // TERMS128: scf.for {{.*}} -> (f64)
 // TERMS128: %[[PART:.*]] = scf.for {{.*}} step %c1{{.*}} -> (f64)
