@@ -181,7 +181,8 @@ static cl::opt<bool> cudaWeightGradientStreamOpt(
     "cuda-weight-gradient-stream",
     cl::desc("Run the --target cuda GEMMs whose products only the optimizer "
              "reads (the weight gradients) on a stream of their own, beside "
-             "the backward pass; opt-in, not yet timed on a GPU"),
+             "the backward pass; opt-in: the GPT-2-medium step ran 1% slower "
+             "with it on an H200"),
     cl::init(false), cl::sub(compileCommand), cl::cat(tgcCategory));
 enum class Stats { None, Table, Json };
 static EnumOption<Stats> statsOpt(
