@@ -34,7 +34,6 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -59,8 +58,6 @@ using cuda::kVectorBytes;
 constexpr int64_t kMinShare = 256;
 /// A share's iterations, a multiple of this.
 constexpr int64_t kShareMultiple = 16;
-/// A thread's share of a column fold is unrolled by this factor.
-constexpr uint64_t kThreadUnroll = 4;
 /// Fewer shares than this are not worth a second launch.
 constexpr int64_t kMinShares = 4;
 /// A sequential phase's block (kSequentialBlock threads) folds fewer
@@ -804,13 +801,13 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
     // Unrolled, so that a thread's loads of several rows are in flight at
     // once: a trip's load is one vector of its column block, and LLVM does
     // not unroll a body that large (the last share may be shorter, so the
-    // trips are not constant; those left over run after).
+    // trips are not constant).
     scf::ForOp last = partial;
-    if (fold.chunk >= int64_t(2 * kThreadUnroll)) {
-      auto unrolled = loopUnrollByFactor(partial, kThreadUnroll);
-      if (failed(unrolled) || !unrolled->epilogueLoopOp)
+    if (fold.chunk >= cuda::kMinUnrolledTrips) {
+      FailureOr<scf::ForOp> unrolled = cuda::unrollForLoadsInFlight(partial);
+      if (failed(unrolled))
         return loop.emitOpError("could not be unrolled for a thread's share");
-      last = *unrolled->epilogueLoopOp;
+      last = *unrolled;
     }
     b.setInsertionPointAfter(last);
     SmallVector<Value> totals =

@@ -22,14 +22,18 @@ constexpr int64_t kWarpSize = 32;
 /// unrolls: the lane's loads are then issued together rather than one per
 /// trip round the loop (a 1024-wide bf16 row is 4 vectors a lane).
 constexpr int64_t kMaxUnrolledTrips = 8;
-/// A lane's loop of other trip counts is unrolled by this factor (and the
-/// trips left over run after it, in order): its loads, independent of the
-/// folds, are then issued four at a time instead of one a trip.
-constexpr uint64_t kLaneUnroll = 4;
-/// ... where some lane's loop makes this many trips or more (of constant
+/// A lane's loop of other trip counts is unrolled (unrollForLoadsInFlight)
+/// where some lane's loop makes kMinUnrolledTrips or more (of constant
 /// bounds: the loss's rows, a vocabulary long), not in shorter rows, whose
 /// loads are few enough in flight already.
-constexpr int64_t kMinUnrolled = 2 * kLaneUnroll;
+
+FailureOr<scf::ForOp> unrollForLoadsInFlight(scf::ForOp loop) {
+  constexpr uint64_t kFactor = kMinUnrolledTrips / 2;
+  auto unrolled = loopUnrollByFactor(loop, kFactor);
+  if (failed(unrolled) || !unrolled->epilogueLoopOp)
+    return failure();
+  return *unrolled->epilogueLoopOp;
+}
 
 StringRef foldCombiner(Value acc, Value yielded) {
   Operation *def = yielded.getDefiningOp();
@@ -409,14 +413,14 @@ TeamEmitter::foldLanes(scf::ForOp loop, Value lower, Value upper,
                                                              f32Terms)}
                   : narrowPartialSums(strided, laneTerms, f32Terms);
     scf::ForOp last = strided;
-    if (!trips && range && *laneTrips >= kMinUnrolled) {
+    if (!trips && range && *laneTrips >= kMinUnrolledTrips) {
       // The lane's start depends on the lane, so its trips are not known
       // here: the leftover ones always get a loop of their own, which ends
       // with the lane's folds.
-      auto unrolled = loopUnrollByFactor(strided, kLaneUnroll);
-      if (failed(unrolled) || !unrolled->epilogueLoopOp)
+      FailureOr<scf::ForOp> unrolled = unrollForLoadsInFlight(strided);
+      if (failed(unrolled))
         return loop.emitOpError("could not be unrolled for the lanes");
-      last = *unrolled->epilogueLoopOp;
+      last = *unrolled;
     }
     b.setInsertionPointAfter(last);
     SmallVector<Value> parts(last.getResults());

@@ -125,6 +125,15 @@ private:
   DenseMap<std::pair<Type, int>, Value> scratch;
 };
 
+/// A loop of at least this many trips is worth unrolling by half of it
+/// (unrollForLoadsInFlight).
+inline constexpr int64_t kMinUnrolledTrips = 8;
+/// `loop`, of bounds not known here, unrolled by 4 (the trips left over run
+/// after it, in order): its loads, independent of its folds, are then
+/// issued four at a time instead of one a trip. Returns the loop of the
+/// leftover trips, whose results are the folds'.
+FailureOr<scf::ForOp> unrollForLoadsInFlight(scf::ForOp loop);
+
 /// The arith op that folds iteration values into the loop-carried `acc`
 /// (yield = combiner(acc, x), acc used nowhere else), or "" if none.
 StringRef foldCombiner(Value acc, Value yielded);
