@@ -99,11 +99,14 @@ def write_reference(metrics_path, out):
 # MODEL-cudnn, cuDNN's attention (an artifact of its own); MODEL-summed,
 # MODEL's artifact with the flash backward's dQ summed by the key blocks (a
 # setting); artifacts compiled with opt-in flags: MODEL-bgrad, the MLP's
-# first bias gradient summed by the GEMM applying GELU's derivative, and
-# MODEL-wgrad, the weight gradients' GEMMs on a stream of their own.
+# first bias gradient summed by the GEMM applying GELU's derivative,
+# MODEL-wgrad, the weight gradients' GEMMs on a stream of their own, and
+# MODEL-lastblock, the split column sums' partials combined by the last
+# block of each row group, not by a second launch.
 CUDNN_SUFFIX = "-cudnn"
 SUMMED_SUFFIX, SUMMED_SETTING = "-summed", "TG_CUDA_FLASH_BACKWARD=summed"
-FLAG_SUFFIXES = {"-bgrad": "--fuse=gemm-bias-grad", "-wgrad": "--cuda-weight-gradient-stream"}
+FLAG_SUFFIXES = {"-bgrad": "--fuse=gemm-bias-grad", "-wgrad": "--cuda-weight-gradient-stream",
+                 "-lastblock": "--cuda-last-block-combines"}
 # What the runtime prints where an Attention command compiled for cuDNN runs
 # on its own kernels (CudaBackend.cpp).
 CUDNN_FALLBACK = "compiled for cuDNN run on the runtime's flash kernels instead"

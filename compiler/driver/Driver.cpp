@@ -398,6 +398,7 @@ llvm::Expected<CudaTargetOptions> cudaOptions(const Options &o) {
   cuda.rowRegisters = o.cudaRowRegisters;
   cuda.f32PartialTerms = o.cudaF32PartialTerms;
   cuda.columnShare = o.cudaColumnShare;
+  cuda.lastBlockCombines = o.cudaLastBlockCombines;
   return cuda;
 }
 } // namespace

@@ -177,6 +177,13 @@ static cl::opt<int64_t> cudaColumnShareOpt(
              "or norm gradient's block of 8 columns) is at least N rows, 16 "
              "to 4096: fewer rows a share, more threads"),
     cl::init(32), cl::sub(compileCommand), cl::cat(tgcCategory));
+static cl::opt<bool> cudaLastBlockCombinesOpt(
+    "cuda-last-block-combines",
+    cl::desc("Where a --target cuda split column sum's blocks join their "
+             "shares, the last block of each group of 32 column blocks to "
+             "store its partials combines the group's, instead of a second "
+             "launch"),
+    cl::init(false), cl::sub(compileCommand), cl::cat(tgcCategory));
 static cl::opt<bool> cudaWeightGradientStreamOpt(
     "cuda-weight-gradient-stream",
     cl::desc("Run the --target cuda GEMMs whose products only the optimizer "
@@ -719,6 +726,7 @@ static llvm::Expected<tg::driver::Options> driverOptions() {
   o.cudaRowRegisters = cudaRowRegistersOpt;
   o.cudaF32PartialTerms = cudaF32PartialTermsOpt;
   o.cudaColumnShare = cudaColumnShareOpt;
+  o.cudaLastBlockCombines = cudaLastBlockCombinesOpt;
   o.cudaWeightGradientStream = cudaWeightGradientStreamOpt;
   o.libraryGemm = gemmOpt == GemmLowering::Library;
   if (alignGemmRowsOpt != cl::BOU_UNSET)
@@ -808,6 +816,9 @@ static int compile(MLIRContext &ctx, const char *argv0) {
   if (cudaColumnShareOpt < 16 || cudaColumnShareOpt > 4096)
     return fail("--cuda-column-share=" + std::to_string(cudaColumnShareOpt) +
                 " is out of range: give 16 to 4096 rows");
+  if (cudaLastBlockCombinesOpt && targetOpt != Target::Cuda)
+    return fail("--cuda-last-block-combines chooses how GPU kernels combine "
+                "column sums: add --target cuda, or drop it");
   if (cudaWeightGradientStreamOpt && targetOpt != Target::Cuda)
     return fail("--cuda-weight-gradient-stream schedules GPU streams: add "
                 "--target cuda, or drop it");

@@ -54,18 +54,22 @@ class CudaTarget(unittest.TestCase):
                 run("tgc", "compile", example("models", model), "--train", example("train", train),
                     "--target", "cuda", f"--dtype={dtype}", "--emit=ptx", "-o", out)
                 for ptx in os.listdir(out):
-                    result = subprocess.run([PTXAS, "-arch=sm_90a", "-v", os.path.join(out, ptx),
-                                             "-o", os.devnull], capture_output=True, text=True)
-                    self.assertEqual(result.returncode, 0, f"{model} {dtype}: {result.stderr[-2000:]}")
-                    entries = re.findall(r"Compiling entry function '(\w+)'", result.stderr)
-                    # Every function (entries and the device functions they call).
-                    functions = re.findall(r"Function properties for (\w+)\n\s*\d+ bytes stack frame, "
-                                           r"(\d+) bytes spill stores, (\d+) bytes spill loads",
-                                           result.stderr)
-                    self.assertGreater(len(entries), 10, f"{model} {dtype}")
-                    self.assertGreaterEqual(len(functions), len(entries), result.stderr[-2000:])
-                    spilling = [name for name, stores, loads in functions if int(stores) or int(loads)]
-                    self.assertEqual(spilling, [], f"{model} {dtype}: functions that spill")
+                    self.assert_assembles_without_spills(os.path.join(out, ptx), f"{model} {dtype}")
+
+    def assert_assembles_without_spills(self, ptx, what):
+        """ptxas assembles `ptx` for sm_90a, and no function of it spills."""
+        result = subprocess.run([PTXAS, "-arch=sm_90a", "-v", ptx, "-o", os.devnull],
+                                capture_output=True, text=True)
+        self.assertEqual(result.returncode, 0, f"{what}: {result.stderr[-2000:]}")
+        entries = re.findall(r"Compiling entry function '(\w+)'", result.stderr)
+        # Every function (entries and the device functions they call).
+        functions = re.findall(r"Function properties for (\w+)\n\s*\d+ bytes stack frame, "
+                               r"(\d+) bytes spill stores, (\d+) bytes spill loads",
+                               result.stderr)
+        self.assertGreater(len(entries), 10, what)
+        self.assertGreaterEqual(len(functions), len(entries), result.stderr[-2000:])
+        spilling = [name for name, stores, loads in functions if int(stores) or int(loads)]
+        self.assertEqual(spilling, [], f"{what}: functions that spill")
 
     @unittest.skipUnless(PTXAS, "skipped: ptxas not found (install the CUDA toolkit)")
     def test_flash_attention_kernels_assemble_without_spills(self):
@@ -248,6 +252,39 @@ class CudaTarget(unittest.TestCase):
                             "--cuda-column-share=8 is out of range: give 16 to 4096 rows")
         self.assert_refused(["--cuda-column-share=16"],
                             "--cuda-column-share chooses how GPU kernels sum columns: add --target cuda")
+
+    def test_last_block_combines(self):
+        """--cuda-last-block-combines: each split column sum whose blocks
+        join their shares (GPT-2 medium's norm and bias gradients) loses its
+        second launch; its first counts its blocks per group of 32 column
+        blocks in a zeroed device global (one atomic add a block, after a
+        fence) and its partials lie on cache lines of their own. The other
+        split sums keep two launches; without --target cuda it is refused by
+        name."""
+        ptx = {}
+        for flag in ["", "--cuda-last-block-combines"]:
+            out = self.path("last-block" if flag else "last-block-off")
+            run("tgc", "compile", bench_gpu("gpt2-medium"), "--train", bench_gpu("train-gpt2-medium"),
+                "--target", "cuda", "--dtype=bf16", *([flag] if flag else []), "--emit=ptx", "-o", out)
+            with open(os.path.join(out, "kernels.ptx")) as f:
+                ptx[flag] = f.read()
+            if flag and PTXAS:
+                self.assert_assembles_without_spills(os.path.join(out, "kernels.ptx"), "gpt2-medium " + flag)
+        entries = {flag: set(re.findall(r"\.entry (\w+)\(", text)) for flag, text in ptx.items()}
+        arrivals = re.findall(r"\.global \.align \d+ \.b8 (\w+)_arrivals\[\d+\];", ptx["--cuda-last-block-combines"])
+        combined = sorted(re.sub(r"_\d+$", "", launch) for launch in arrivals)
+        self.assertEqual([re.sub(r"^k\d+_", "", kernel) for kernel in combined],
+                         ["layer_norm_grad_to_reduce_sum", "reduce_sum", "layer_norm_grad_to_reduce_sum",
+                          "reduce_sum", "layer_norm_grad_to_add"], combined)
+        gone = {f"{kernel}_{int(launch.rsplit('_', 1)[1]) + 1}" for kernel, launch in zip(combined, sorted(arrivals))}
+        self.assertEqual(entries[""] - entries["--cuda-last-block-combines"], gone)
+        self.assertEqual(entries["--cuda-last-block-combines"] - entries[""], set())
+        self.assertNotIn("atom.global.add", ptx[""])
+        self.assertEqual(ptx["--cuda-last-block-combines"].count("atom.global.add.u32"), len(arrivals))
+        for launch in arrivals:
+            self.assertRegex(ptx["--cuda-last-block-combines"], rf"\.global \.align 128 \.b8 {launch}_partials0\[")
+        self.assert_refused(["--cuda-last-block-combines"],
+                            "--cuda-last-block-combines chooses how GPU kernels combine column sums: add --target cuda")
 
     def test_weight_gradient_stream(self):
         """--cuda-weight-gradient-stream: the weight gradients' GEMMs, which

@@ -21,9 +21,9 @@ void registerCudaTarget(DialectRegistry &registry) {
 
 void addCudaKernelLoweringPasses(OpPassManager &pm,
                                  const CudaTargetOptions &options) {
-  pm.addPass(
-      createTgCudaMapKernels({options.smCount, options.rowRegisters,
-                              options.f32PartialTerms, options.columnShare}));
+  pm.addPass(createTgCudaMapKernels(
+      {options.smCount, options.rowRegisters, options.f32PartialTerms,
+       options.columnShare, options.lastBlockCombines}));
   if (options.approximateHalfMath)
     pm.addNestedPass<gpu::GPUModuleOp>(createTgCudaApproximateHalfMath());
   gpu::GPUToNVVMPipelineOptions nvvm;

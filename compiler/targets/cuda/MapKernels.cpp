@@ -67,6 +67,8 @@ constexpr int64_t kMinShares = 4;
 constexpr int64_t kMinSequentialSplit = 16 * kSequentialBlock;
 /// Local buffers of one kernel, as device globals, at most this many bytes.
 constexpr int64_t kMaxLocalBytes = int64_t(64) << 20;
+/// The bytes of a cache line of the L1 and the L2.
+constexpr int64_t kCacheLine = 128;
 /// Registers of an SM, shared by the threads of its resident blocks.
 constexpr int64_t kRegistersPerSm = 65536;
 /// A row whose loops make this many iterations or more (the loss's rows, a
@@ -162,10 +164,11 @@ bool writesMemory(Operation *op) {
 class KernelMapper {
 public:
   KernelMapper(gpu::GPUModuleOp gpuModule, int64_t smCount,
-               int64_t rowRegisters, int64_t f32Terms, int64_t columnShare)
+               int64_t rowRegisters, int64_t f32Terms, int64_t columnShare,
+               bool lastBlockCombines)
       : gpuModule(gpuModule), smCount(smCount), rowRegisters(rowRegisters),
         f32Terms(f32Terms), columnShare(columnShare),
-        b(gpuModule.getContext()) {}
+        lastBlockCombines(lastBlockCombines), b(gpuModule.getContext()) {}
 
   /// Adds the GPU kernels of `kernel` and returns its launches.
   FailureOr<SmallVector<cuda::Launch>> map(func::FuncOp kernel);
@@ -188,6 +191,25 @@ private:
                               ArrayRef<Operation *> prologue,
                               const SplitFold &fold,
                               SmallVector<cuda::Launch> &launches);
+  /// Row `row`'s partials folded in share order into the loop's init, then
+  /// the rest of the phase, by `emitter`'s team: launch 2's work for a row,
+  /// which the last block of a row group does instead with
+  /// last-block-combines.
+  LogicalResult combineRow(const SplitFold &fold,
+                           ArrayRef<memref::GlobalOp> partials,
+                           TeamEmitter &emitter, const Team &team, Value row,
+                           IRMapping &map);
+  /// With last-block-combines, in a split fold's launch 1 whose blocks join
+  /// their shares: a block that has stored its partials counts itself in
+  /// its row group's arrivals, and the group's last block combines the
+  /// group's rows (combineRow, a warp a row, in launch 2's order). Each
+  /// storing thread has fenced its stores (`membar.gl`) before the count,
+  /// and the last block fences again before it reads, so it sees every
+  /// block's partials; it resets the count for the next launch.
+  LogicalResult combineInLastBlock(gpu::GPUFuncOp func, const SplitFold &fold,
+                                   ArrayRef<memref::GlobalOp> partials,
+                                   StringRef symbol, Value group, Value warp,
+                                   Value lane, const IRMapping &phaseMap);
   /// Combines each of `totals` (its fold's `combiners`) over the warps of a
   /// block, lane by lane in warp order through shared memory: the lanes of
   /// warp 0 (`isFirstWarp`) get the totals of their rows
@@ -219,8 +241,10 @@ private:
   /// Caps the registers a thread of `func` may use at `registers` (a long
   /// row's, row-registers), where it may use more.
   void capRegisters(gpu::GPUFuncOp func, int64_t registers);
-  /// A new device global of the GPU module, of `type` (uninitialised).
-  memref::GlobalOp addGlobal(StringRef name, MemRefType type);
+  /// A new device global of the GPU module, of `type`: `initial`, or
+  /// uninitialised.
+  memref::GlobalOp addGlobal(StringRef name, MemRefType type,
+                             Attribute initial = {});
   /// `global` as a memref, in the function being emitted.
   Value addressOf(memref::GlobalOp global) {
     return memref::GetGlobalOp::create(b, loc, global.getType(),
@@ -255,6 +279,7 @@ private:
   int64_t rowRegisters; // 0: no cap beyond the block's
   int64_t f32Terms;     // a thread's float32 share of a sum (PartialSums.h)
   int64_t columnShare;  // the fewest rows of a thread's share of a column fold
+  bool lastBlockCombines;
   OpBuilder b;
   Location loc = b.getUnknownLoc();
   Value threadId, blockId;
@@ -263,11 +288,14 @@ private:
   DenseMap<Value, memref::GlobalOp> locals;
 };
 
-memref::GlobalOp KernelMapper::addGlobal(StringRef name, MemRefType type) {
+memref::GlobalOp KernelMapper::addGlobal(StringRef name, MemRefType type,
+                                         Attribute initial) {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(gpuModule.getBody());
+  if (!initial)
+    initial = b.getUnitAttr();
   return memref::GlobalOp::create(b, loc, name, b.getStringAttr("private"),
-                                  type, b.getUnitAttr(), /*constant=*/false,
+                                  type, initial, /*constant=*/false,
                                   /*alignment=*/b.getI64IntegerAttr(16));
 }
 
@@ -715,11 +743,19 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
   // combines its shares first).
   cuda::Launch shares;
   shares.symbol = launchSymbol(kernel, launches.size());
+  bool inLastBlock = lastBlockCombines && fold.blockCombines();
   SmallVector<memref::GlobalOp> partials;
-  for (auto [k, acc] : llvm::enumerate(loop.getRegionIterArgs()))
+  for (auto [k, acc] : llvm::enumerate(loop.getRegionIterArgs())) {
     partials.push_back(addGlobal(
         (shares.symbol + "_partials" + Twine(k)).str(),
         MemRefType::get({fold.rows * partialsPerRow}, acc.getType())));
+    // A row group's partials (32 rows of them, a multiple of 128 bytes) on
+    // cache lines of their own: the last block of a group reads only lines
+    // that no block has read before in the launch, so none can be stale in
+    // its multiprocessor's L1.
+    if (inLastBlock)
+      partials.back().setAlignment(kCacheLine);
+  }
   // The iterations of `share`: [lower, upper).
   auto shareRange = [&](Value share, IRMapping &map) {
     Value span = arith::MulIOp::create(b, loc, index(fold.chunk),
@@ -735,6 +771,7 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
   if (fold.threadRows) {
     IRMapping map;
     gpu::GPUFuncOp func = startPhase(kernel, shares.symbol, prologue, map);
+    IRMapping phaseMap = map;
     OpBuilder::InsertionGuard guard(b);
     bool blockCombines = fold.blockCombines();
     // Adjacent threads take adjacent rows (columns) of one share: a warp's
@@ -742,7 +779,7 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
     // warps take the same 32 rows, each its own share of the block's
     // kBlockShares.
     scf::ForOp tasksLoop;
-    Value row, share, warp, lane;
+    Value row, share, warp, lane, group;
     if (blockCombines) {
       int64_t rowGroups = fold.rows / kWarpSize;
       tasksLoop = blockPerItem(tasks / kBlock, kBlock, shares);
@@ -750,13 +787,9 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
       Value blockTask = tasksLoop.getInductionVar();
       warp = arith::DivUIOp::create(b, loc, threadId, index(kWarpSize));
       lane = arith::RemUIOp::create(b, loc, threadId, index(kWarpSize));
+      group = arith::RemUIOp::create(b, loc, blockTask, index(rowGroups));
       row = arith::AddIOp::create(
-          b, loc,
-          arith::MulIOp::create(
-              b, loc,
-              arith::RemUIOp::create(b, loc, blockTask, index(rowGroups)),
-              index(kWarpSize)),
-          lane);
+          b, loc, arith::MulIOp::create(b, loc, group, index(kWarpSize)), lane);
       share = arith::AddIOp::create(
           b, loc,
           arith::MulIOp::create(
@@ -835,9 +868,17 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
     if (blockCombines) {
       // The block's total is warp 0's.
       auto ifFirst = scf::IfOp::create(b, loc, isFirstWarp, /*withElse=*/false);
-      OpBuilder::InsertionGuard inFirst(b);
-      b.setInsertionPointToStart(ifFirst.thenBlock());
-      store();
+      {
+        OpBuilder::InsertionGuard inFirst(b);
+        b.setInsertionPointToStart(ifFirst.thenBlock());
+        store();
+        if (inLastBlock)
+          NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
+      }
+      if (inLastBlock &&
+          failed(combineInLastBlock(func, fold, partials, shares.symbol, group,
+                                    warp, lane, phaseMap)))
+        return failure();
     } else {
       store();
     }
@@ -881,6 +922,8 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
     finishPhase(func, shares);
   }
   launches.push_back(shares);
+  if (inLastBlock)
+    return success();
 
   // Launch 2: each row's team folds its partials in share order into the
   // loop's init, then runs the rest of the phase.
@@ -905,9 +948,24 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
     row = index(0);
   }
   TeamEmitter emitter(b, func, team, f32Terms);
+  if (failed(combineRow(fold, partials, emitter, team, row, map)))
+    return failure();
+  guard.reset();
+  finishPhase(func, rest);
+  launches.push_back(rest);
+  return success();
+}
+
+LogicalResult KernelMapper::combineRow(const SplitFold &fold,
+                                       ArrayRef<memref::GlobalOp> partials,
+                                       TeamEmitter &emitter, const Team &team,
+                                       Value row, IRMapping &map) {
+  scf::ForOp loop = fold.loop;
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
   if (failed(fold.row ? emitter.cloneTeamLevel(fold.before, map)
                       : emitter.cloneSequential(fold.before, map)))
     return failure();
+  int64_t partialsPerRow = fold.partialsPerRow();
   Value base = arith::MulIOp::create(b, loc, row, index(partialsPerRow));
   for (auto [k, global] : llvm::enumerate(partials)) {
     Value acc = loop.getRegionIterArgs()[k];
@@ -937,10 +995,78 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
   if (failed(fold.row ? emitter.cloneTeamLevel(fold.after, map)
                       : emitter.cloneSequential(fold.after, map)))
     return failure();
-  guard.reset();
-  finishPhase(func, rest);
-  launches.push_back(rest);
   return success();
+}
+
+LogicalResult
+KernelMapper::combineInLastBlock(gpu::GPUFuncOp func, const SplitFold &fold,
+                                 ArrayRef<memref::GlobalOp> partials,
+                                 StringRef symbol, Value group, Value warp,
+                                 Value lane, const IRMapping &phaseMap) {
+  int64_t rowGroups = fold.rows / kWarpSize;
+  int64_t blocksPerGroup = fold.shares / SplitFold::kBlockShares;
+  Type i32 = b.getI32Type();
+  auto countsType = MemRefType::get({rowGroups}, i32);
+  memref::GlobalOp arrivals =
+      addGlobal((symbol + "_arrivals").str(), countsType,
+                DenseElementsAttr::get(RankedTensorType::get({rowGroups}, i32),
+                                       b.getI32IntegerAttr(0)));
+  auto space =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  Value lastFlag = func.addWorkgroupAttribution(
+      MemRefType::get({1}, i32, MemRefLayoutAttrInterface(), space),
+      func.getLoc());
+  Value zero = index(0);
+  // Every warp's partial is stored (and fenced) before thread 0 counts the
+  // block in.
+  gpu::BarrierOp::create(b, loc);
+  Value isThread0 =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, threadId, zero);
+  auto ifThread0 = scf::IfOp::create(b, loc, isThread0, /*withElse=*/false);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifThread0.thenBlock());
+    Value counts = addressOf(arrivals);
+    Value before = memref::AtomicRMWOp::create(
+        b, loc, arith::AtomicRMWKind::addi,
+        arith::ConstantIntOp::create(b, loc, i32, 1), counts,
+        ValueRange{group});
+    Value isLast = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq, before,
+        arith::ConstantIntOp::create(b, loc, i32, blocksPerGroup - 1));
+    memref::StoreOp::create(b, loc, arith::ExtUIOp::create(b, loc, i32, isLast),
+                            lastFlag, ValueRange{zero});
+    // Every block of the group has counted itself: the next launch of this
+    // kernel starts the count again from 0.
+    auto ifLast = scf::IfOp::create(b, loc, isLast, /*withElse=*/false);
+    b.setInsertionPointToStart(ifLast.thenBlock());
+    memref::StoreOp::create(b, loc,
+                            arith::ConstantIntOp::create(b, loc, i32, 0),
+                            counts, ValueRange{group});
+  }
+  gpu::BarrierOp::create(b, loc);
+  Value isLast = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::ne,
+      memref::LoadOp::create(b, loc, lastFlag, ValueRange{zero}),
+      arith::ConstantIntOp::create(b, loc, i32, 0));
+  // The flag is read before the next block task's thread 0 writes it: the
+  // blocks' combine (combineBlockShares) puts barriers between.
+  auto ifLast = scf::IfOp::create(b, loc, isLast, /*withElse=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifLast.thenBlock());
+  NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
+  // A warp a row of the group, as launch 2 gives each row a warp.
+  Team team{Team::Kind::Warp, kWarpSize, lane};
+  TeamEmitter emitter(b, func, team, f32Terms);
+  auto rows = scf::ForOp::create(b, loc, warp, index(kWarpSize),
+                                 index(SplitFold::kBlockShares));
+  b.setInsertionPoint(rows.getBody()->getTerminator());
+  Value row = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, group, index(kWarpSize)),
+      rows.getInductionVar());
+  IRMapping map = phaseMap;
+  map.map(fold.row, row);
+  return combineRow(fold, partials, emitter, team, row, map);
 }
 
 void KernelMapper::combineBlockShares(gpu::GPUFuncOp func,
@@ -1134,7 +1260,7 @@ struct MapKernelsPass : impl::TgCudaMapKernelsBase<MapKernelsPass> {
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     b.getUnitAttr());
     KernelMapper mapper(gpuModule, smCount, rowRegisters, f32PartialTerms,
-                        columnShare);
+                        columnShare, lastBlockCombines);
     SmallVector<Attribute> kernels;
     for (auto kernel :
          llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {

@@ -73,6 +73,9 @@ struct Options {
   int64_t cudaF32PartialTerms = 256;
   /// The fewest rows of a GPU thread's share of a split column sum.
   int64_t cudaColumnShare = 32;
+  /// A split column sum's partials combined by the last block of each row
+  /// group to store them, not by a second launch.
+  bool cudaLastBlockCombines = false;
   /// The weight gradients' GEMMs on a stream of their own, beside the
   /// backward pass (exec-stream-weight-gradients).
   bool cudaWeightGradientStream = false;

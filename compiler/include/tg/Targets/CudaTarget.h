@@ -29,6 +29,10 @@ struct CudaTargetOptions {
   /// The fewest rows of a thread's share of a split column sum;
   /// tg-cuda-map-kernels' column-share.
   int64_t columnShare = 32;
+  /// The last block of a split column sum's row group combines the group's
+  /// partials, not a second launch; tg-cuda-map-kernels'
+  /// last-block-combines.
+  bool lastBlockCombines = false;
 };
 
 /// Registers what the CUDA target's passes need: the gpu, nvvm and vector

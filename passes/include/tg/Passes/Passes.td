@@ -985,6 +985,11 @@ def TgCudaMapKernels : Pass<"tg-cuda-map-kernels", "ModuleOp"> {
     Option<"columnShare", "column-share", "int64_t", "32",
            "a thread's share of a split column sum (a bias or norm "
            "gradient's column block) is at least this many rows">,
+    Option<"lastBlockCombines", "last-block-combines", "bool", "false",
+           "where a split column sum's blocks join their shares, the last "
+           "block of each group of 32 column blocks to store its partials "
+           "combines the group's (a counter in device memory tells it), "
+           "instead of a second launch">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::NVVM::NVVMDialect",

@@ -26,6 +26,48 @@
 // SHARE16-SAME: {block = 256 : i64, grid = 32 : i64, shared_bytes = 0 : i64, symbol = "k0_0"}
 // SHARE16: memref.global "private" @k0_0_partials0 : memref<1024xf32>
 // SHARE16-LABEL: module @thread_rows_split_per_thread
+// last-block-combines: a split column sum whose blocks join their shares is
+// one launch. Warp 0 stores the block's partials and fences them; thread 0
+// counts the block into its row group's arrivals (a zeroed global); the
+// group's last block (16 of them: the count was 15) resets the count, and
+// after a fence its warps fold the group's 32 rows' partials as launch 2
+// would, a row a warp. A split sum whose blocks do not combine keeps its
+// second launch.
+// RUN: tg-opt %s --split-input-file --verify-diagnostics --tg-cuda-map-kernels=last-block-combines=true | FileCheck %s --check-prefix=LAST
+// LAST-LABEL: module @thread_rows_split_per_thread
+// LAST-NOT: atomic_rmw
+// LAST: gpu.func @k0_1(
+// LAST-LABEL: module @column_blocks_combined
+// LAST-SAME: tg.cuda_kernels = [{launches = [{block = 256 : i64, grid = 16 : i64, shared_bytes = 0 : i64, symbol = "k0_0"}], name = "k0"
+// LAST-DAG: memref.global "private" @k0_0_arrivals : memref<1xi32> = dense<0>
+// LAST-DAG: memref.global "private" @k0_0_partials0 : memref<512xf64> = uninitialized {alignment = 128 : i64}
+// LAST-DAG: memref.global "private" @k0_0_partials2 : memref<512xf32> = uninitialized {alignment = 128 : i64}
+// LAST: gpu.func @k0_0({{.*}}) workgroup({{.*}}, %[[FLAG:.*]] : memref<1xi32, #gpu.address_space<workgroup>>)
+// LAST: %[[GROUP:.*]] = arith.remui %{{.*}}, %c1
+// LAST: memref.store {{.*}} : memref<512xf32>
+// LAST-NEXT: nvvm.memory.barrier <gpu>
+// LAST-NEXT: }
+// LAST: gpu.barrier
+// LAST: %[[COUNTED:.*]] = memref.atomic_rmw addi %{{.*}}, %[[COUNTS:.*]][%[[GROUP]]] : (i32, memref<1xi32>) -> i32
+// LAST: %[[LAST:.*]] = arith.cmpi eq, %[[COUNTED]], %c15_i32
+// LAST: memref.store %{{.*}}, %[[FLAG]]
+// LAST-NEXT: scf.if %[[LAST]]
+// LAST: memref.store %{{.*}}, %[[COUNTS]][%[[GROUP]]] : memref<1xi32>
+// LAST: gpu.barrier
+// LAST: %{{.*}} = memref.load %[[FLAG]]
+// LAST: scf.if
+// LAST-NEXT: nvvm.memory.barrier <gpu>
+// LAST: scf.for %{{.*}} = %{{.*}} to %c32{{.*}} step %c8
+// LAST: memref.load {{.*}} : memref<512xf64>
+// LAST-COUNT-5: gpu.shuffle  xor
+// LAST: memref.load {{.*}} : memref<512xf64>
+// LAST: memref.load {{.*}} : memref<512xf32>
+// LAST: memref.store {{.*}} : memref<64xbf16>
+// LAST: memref.store {{.*}} : memref<32xf32>
+// LAST-NOT: gpu.func
+// LAST-LABEL: module @bias_gradient_shares
+// LAST-SAME: tg.cuda_kernels = [{launches = [{block = 256 : i64, grid = 512 : i64, shared_bytes = 0 : i64, symbol = "k0_0"}], name = "k0"
+// LAST: memref.global "private" @k0_0_arrivals : memref<128xi32> = dense<0>
 // TERMS128-LABEL: module @bias_gradient_shares
 // TERMS128: scf.for {{.*}} -> (f64)
 // TERMS128: %[[PART:.*]] = scf.for {{.*}} step %c1{{.*}} -> (f64)
