@@ -286,7 +286,7 @@ class GpuValidate(unittest.TestCase):
                           {"name": "decomposed", "flags": "--cuda-attention=decomposed"},
                           {"name": "flash", "flags": "--cuda-attention=flash"},
                           {"name": "unpacked", "flags": "--no-fuse=horizontal"},
-                          {"name": "rows80", "flags": "--cuda-row-registers=80"},
+                          {"name": "rows64", "flags": "--cuda-row-registers=64"},
                           {"name": "bias-grad", "flags": "--fuse=gemm-bias-grad"},
                           {"name": "f64sums", "flags": "--cuda-f32-partial-terms=0"},
                           {"name": "casts", "flags": "--no-fuse=compute-copies"},
