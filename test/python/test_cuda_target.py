@@ -258,9 +258,9 @@ class CudaTarget(unittest.TestCase):
         join their shares (GPT-2 medium's norm and bias gradients) loses its
         second launch; its first counts its blocks per group of 32 column
         blocks in a zeroed device global (one atomic add a block, after a
-        fence) and its partials lie on cache lines of their own. The other
-        split sums keep two launches; without --target cuda it is refused by
-        name."""
+        fence), and the last block fences before it reads the partials. The
+        other split sums keep two launches; without --target cuda it is
+        refused by name."""
         ptx = {}
         for flag in ["", "--cuda-last-block-combines"]:
             out = self.path("last-block" if flag else "last-block-off")
@@ -281,8 +281,10 @@ class CudaTarget(unittest.TestCase):
         self.assertEqual(entries["--cuda-last-block-combines"] - entries[""], set())
         self.assertNotIn("atom.global.add", ptx[""])
         self.assertEqual(ptx["--cuda-last-block-combines"].count("atom.global.add.u32"), len(arrivals))
-        for launch in arrivals:
-            self.assertRegex(ptx["--cuda-last-block-combines"], rf"\.global \.align 128 \.b8 {launch}_partials0\[")
+        # A fence after the partials' stores, and one before the last block
+        # reads them, in each.
+        self.assertNotIn("membar.gl", ptx[""])
+        self.assertEqual(ptx["--cuda-last-block-combines"].count("membar.gl"), 2 * len(arrivals))
         self.assert_refused(["--cuda-last-block-combines"],
                             "--cuda-last-block-combines chooses how GPU kernels combine column sums: add --target cuda")
 

@@ -194,10 +194,11 @@ class GpuValidate(unittest.TestCase):
         write(os.path.join(cls.bundle, "results", "gpt2-flash-wgrad-bf16.jsonl"),
               "".join(json.dumps({"step": s + 1, "loss": loss}) + "\n" for s, loss in enumerate(gpt2)))
         write(os.path.join(cls.bundle, "results", "gpt2-flash-wgrad-bf16.rc"), "0\n")
-        # The last blocks' combine: the CPU run's losses.
-        write(os.path.join(cls.bundle, "results", "gpt2-flash-lastblock-bf16.jsonl"),
-              "".join(json.dumps({"step": s + 1, "loss": loss}) + "\n" for s, loss in enumerate(gpt2)))
-        write(os.path.join(cls.bundle, "results", "gpt2-flash-lastblock-bf16.rc"), "0\n")
+        # The last blocks' combine: gpt2-wide's CPU run's losses.
+        wide = json.load(open(os.path.join(cls.bundle, "reference", "gpt2-wide.json")))["loss"]
+        write(os.path.join(cls.bundle, "results", "gpt2-wide-lastblock-bf16.jsonl"),
+              "".join(json.dumps({"step": s + 1, "loss": loss}) + "\n" for s, loss in enumerate(wide)))
+        write(os.path.join(cls.bundle, "results", "gpt2-wide-lastblock-bf16.rc"), "0\n")
         cls.report = subprocess.run([sys.executable, VALIDATE, "report", cls.bundle], capture_output=True, text=True)
         cls.rows = [line for line in cls.report.stdout.splitlines() if line.startswith("| attention |")]
         cls.kernel_rows = [line for line in cls.report.stdout.splitlines()
@@ -216,7 +217,7 @@ class GpuValidate(unittest.TestCase):
                           "gpt2-vocab-f32", "gpt2-vocab-bf16", "gpt2-wide-f32", "gpt2-wide-bf16", "gpt2-flash-bf16", "gpt2-flash-cudnn-bf16", "gpt2-flash-summed-bf16",
                           "llama-flash-bf16", "llama-flash-cudnn-bf16", "llama-flash-summed-bf16",
                           "mistral-flash-bf16", "mistral-flash-cudnn-bf16", "mistral-flash-summed-bf16",
-                          "gpt2-flash-bgrad-bf16", "gpt2-flash-wgrad-bf16", "gpt2-flash-lastblock-bf16"])
+                          "gpt2-flash-bgrad-bf16", "gpt2-flash-wgrad-bf16", "gpt2-wide-lastblock-bf16"])
         # cuDNN's and the summed backward's checks compare with their model's CPU run.
         checks = {c["name"]: c for c in self.manifest["correctness"]}
         cudnn = checks["llama-flash-cudnn-bf16"]
@@ -244,17 +245,17 @@ class GpuValidate(unittest.TestCase):
             open(os.path.join(self.bundle, "stats", "gpt2-flash-wgrad-bf16.json")))
         for key in ("kernels", "commands", "arena_bytes"):
             self.assertEqual(stats["gpt2-flash-wgrad-bf16"][key], stats["gpt2-flash-bf16"][key], key)
-        # The last blocks' combine: the same kernels, the MLP's bias
-        # gradient (64 column blocks, whose blocks join their shares) one
-        # launch where it was two, in each of the model's two layers.
-        lastblock = checks["gpt2-flash-lastblock-bf16"]
+        # The last blocks' combine, on gpt2-wide (trained on the tiny
+        # models' batches): the same kernels, each norm and bias gradient's
+        # column sums one launch where they were two.
+        lastblock = checks["gpt2-wide-lastblock-bf16"]
         self.assertEqual((lastblock["reference"], lastblock["flags"]),
-                         ("reference/gpt2-flash.json", "--cuda-last-block-combines"))
-        stats["gpt2-flash-lastblock-bf16"] = json.load(
-            open(os.path.join(self.bundle, "stats", "gpt2-flash-lastblock-bf16.json")))
-        self.assertEqual(stats["gpt2-flash-lastblock-bf16"]["kernels"], stats["gpt2-flash-bf16"]["kernels"])
-        self.assertEqual(stats["gpt2-flash-lastblock-bf16"]["kernel_launches"],
-                         stats["gpt2-flash-bf16"]["kernel_launches"] - 2)
+                         ("reference/gpt2-wide.json", "--cuda-last-block-combines"))
+        for name in ("gpt2-wide-bf16", "gpt2-wide-lastblock-bf16"):
+            stats[name] = json.load(open(os.path.join(self.bundle, "stats", name + ".json")))
+        self.assertEqual(stats["gpt2-wide-lastblock-bf16"]["kernels"], stats["gpt2-wide-bf16"]["kernels"])
+        self.assertEqual(stats["gpt2-wide-lastblock-bf16"]["kernel_launches"],
+                         stats["gpt2-wide-bf16"]["kernel_launches"] - 9)
         # The flash checks' models go through the runtime's flash kernels.
         for model in ("gpt2-flash", "llama-flash", "mistral-flash"):
             stats = json.load(open(os.path.join(self.bundle, "stats", model + "-bf16.json")))

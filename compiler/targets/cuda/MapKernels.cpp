@@ -67,8 +67,6 @@ constexpr int64_t kMinShares = 4;
 constexpr int64_t kMinSequentialSplit = 16 * kSequentialBlock;
 /// Local buffers of one kernel, as device globals, at most this many bytes.
 constexpr int64_t kMaxLocalBytes = int64_t(64) << 20;
-/// The bytes of a cache line of the L1 and the L2.
-constexpr int64_t kCacheLine = 128;
 /// Registers of an SM, shared by the threads of its resident blocks.
 constexpr int64_t kRegistersPerSm = 65536;
 /// A row whose loops make this many iterations or more (the loss's rows, a
@@ -202,10 +200,11 @@ private:
   /// With last-block-combines, in a split fold's launch 1 whose blocks join
   /// their shares: a block that has stored its partials counts itself in
   /// its row group's arrivals, and the group's last block combines the
-  /// group's rows (combineRow, a warp a row, in launch 2's order). Each
-  /// storing thread has fenced its stores (`membar.gl`) before the count,
-  /// and the last block fences again before it reads, so it sees every
-  /// block's partials; it resets the count for the next launch.
+  /// group's 32 rows (combineRow, each warp 4 of them in turn, each row as
+  /// launch 2 combines it). Each storing thread has fenced its stores
+  /// (`membar.gl`, fence.sc.gpu) before the count, and the last block fences
+  /// again before it reads: the fences are ordered, so its plain loads see
+  /// every block's partials. It resets the count for the next launch.
   LogicalResult combineInLastBlock(gpu::GPUFuncOp func, const SplitFold &fold,
                                    ArrayRef<memref::GlobalOp> partials,
                                    StringRef symbol, Value group, Value warp,
@@ -745,17 +744,10 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
   shares.symbol = launchSymbol(kernel, launches.size());
   bool inLastBlock = lastBlockCombines && fold.blockCombines();
   SmallVector<memref::GlobalOp> partials;
-  for (auto [k, acc] : llvm::enumerate(loop.getRegionIterArgs())) {
+  for (auto [k, acc] : llvm::enumerate(loop.getRegionIterArgs()))
     partials.push_back(addGlobal(
         (shares.symbol + "_partials" + Twine(k)).str(),
         MemRefType::get({fold.rows * partialsPerRow}, acc.getType())));
-    // A row group's partials (32 rows of them, a multiple of 128 bytes) on
-    // cache lines of their own: the last block of a group reads only lines
-    // that no block has read before in the launch, so none can be stale in
-    // its multiprocessor's L1.
-    if (inLastBlock)
-      partials.back().setAlignment(kCacheLine);
-  }
   // The iterations of `share`: [lower, upper).
   auto shareRange = [&](Value share, IRMapping &map) {
     Value span = arith::MulIOp::create(b, loc, index(fold.chunk),
@@ -1017,8 +1009,8 @@ KernelMapper::combineInLastBlock(gpu::GPUFuncOp func, const SplitFold &fold,
       MemRefType::get({1}, i32, MemRefLayoutAttrInterface(), space),
       func.getLoc());
   Value zero = index(0);
-  // Every warp's partial is stored (and fenced) before thread 0 counts the
-  // block in.
+  // Warp 0's partials are stored and fenced before thread 0 counts the block
+  // in.
   gpu::BarrierOp::create(b, loc);
   Value isThread0 =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, threadId, zero);
@@ -1049,13 +1041,15 @@ KernelMapper::combineInLastBlock(gpu::GPUFuncOp func, const SplitFold &fold,
       b, loc, arith::CmpIPredicate::ne,
       memref::LoadOp::create(b, loc, lastFlag, ValueRange{zero}),
       arith::ConstantIntOp::create(b, loc, i32, 0));
-  // The flag is read before the next block task's thread 0 writes it: the
-  // blocks' combine (combineBlockShares) puts barriers between.
+  // The flag is read before the next block task's thread 0 writes it: that
+  // task's barriers (its blocks' combine's, the first one above) come
+  // between.
   auto ifLast = scf::IfOp::create(b, loc, isLast, /*withElse=*/false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifLast.thenBlock());
   NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
-  // A warp a row of the group, as launch 2 gives each row a warp.
+  // Each warp takes 4 of the group's rows in turn, a row as launch 2's warps
+  // take one.
   Team team{Team::Kind::Warp, kWarpSize, lane};
   TeamEmitter emitter(b, func, team, f32Terms);
   auto rows = scf::ForOp::create(b, loc, warp, index(kWarpSize),

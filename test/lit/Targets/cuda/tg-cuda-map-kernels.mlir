@@ -40,9 +40,10 @@
 // LAST-LABEL: module @column_blocks_combined
 // LAST-SAME: tg.cuda_kernels = [{launches = [{block = 256 : i64, grid = 16 : i64, shared_bytes = 0 : i64, symbol = "k0_0"}], name = "k0"
 // LAST-DAG: memref.global "private" @k0_0_arrivals : memref<1xi32> = dense<0>
-// LAST-DAG: memref.global "private" @k0_0_partials0 : memref<512xf64> = uninitialized {alignment = 128 : i64}
-// LAST-DAG: memref.global "private" @k0_0_partials2 : memref<512xf32> = uninitialized {alignment = 128 : i64}
+// LAST-DAG: memref.global "private" @k0_0_partials0 : memref<512xf64>
+// LAST-DAG: memref.global "private" @k0_0_partials2 : memref<512xf32>
 // LAST: gpu.func @k0_0({{.*}}) workgroup({{.*}}, %[[FLAG:.*]] : memref<1xi32, #gpu.address_space<workgroup>>)
+// LAST: %[[WARP:.*]] = arith.divui %thread_id_x, %c32
 // LAST: %[[GROUP:.*]] = arith.remui %{{.*}}, %c1
 // LAST: memref.store {{.*}} : memref<512xf32>
 // LAST-NEXT: nvvm.memory.barrier <gpu>
@@ -52,12 +53,15 @@
 // LAST: %[[LAST:.*]] = arith.cmpi eq, %[[COUNTED]], %c15_i32
 // LAST: memref.store %{{.*}}, %[[FLAG]]
 // LAST-NEXT: scf.if %[[LAST]]
-// LAST: memref.store %{{.*}}, %[[COUNTS]][%[[GROUP]]] : memref<1xi32>
+// LAST: %[[ZERO:.*]] = arith.constant 0 : i32
+// LAST-NEXT: memref.store %[[ZERO]], %[[COUNTS]][%[[GROUP]]] : memref<1xi32>
 // LAST: gpu.barrier
 // LAST: %{{.*}} = memref.load %[[FLAG]]
 // LAST: scf.if
 // LAST-NEXT: nvvm.memory.barrier <gpu>
-// LAST: scf.for %{{.*}} = %{{.*}} to %c32{{.*}} step %c8
+// LAST: scf.for %[[R:.*]] = %[[WARP]] to %c32{{.*}} step %c8
+// LAST: %[[GROUP_BASE:.*]] = arith.muli %[[GROUP]], %c32
+// LAST-NEXT: %{{.*}} = arith.addi %[[GROUP_BASE]], %[[R]] : index
 // LAST: memref.load {{.*}} : memref<512xf64>
 // LAST-COUNT-5: gpu.shuffle  xor
 // LAST: memref.load {{.*}} : memref<512xf64>
