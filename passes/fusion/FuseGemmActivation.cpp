@@ -81,7 +81,7 @@ private:
             exec::GemmActivation activation) {
     if (Operation *def = out.getDefiningOp())
       if (def->getBlock() == gemm->getBlock() && gemm->isBeforeInBlock(def))
-        def->moveBefore(gemm);
+        exec::moveBeforeInOrder(def, gemm);
     gemm.getCMutable().assign(out);
     gemm.getAuxMutable().assign(aux);
     gemm.setActivation(activation);
@@ -215,7 +215,7 @@ private:
     Value sums = fold.getOutputs()[0];
     Operation *def = sums.getDefiningOp();
     if (gemm->isBeforeInBlock(def))
-      def->moveBefore(gemm);
+      exec::moveBeforeInOrder(def, gemm);
     gemm.getBiasGradMutable().assign(sums);
     fusedKernels.insert(symbols->lookupNearestSymbolFrom(fold, fold.getKernel()));
     erased.insert(fold);

@@ -108,7 +108,7 @@ struct FuseGemmBiasPass : impl::ExecFuseGemmBiasBase<FuseGemmBiasPass> {
       later.push_back(def);
     }
     for (Operation *def : later)
-      def->moveBefore(gemm);
+      exec::moveBeforeInOrder(def, gemm);
     if (remarks)
       dispatch.emitRemark()
           << "bias add fused into the GEMM's epilogue: the GEMM writes the "

@@ -322,7 +322,7 @@ private:
       StridedLayout layout = *outputLayout(c.output, c.chain, c.depth);
       auto resource = layout.root.getDefiningOp<exec::ResourceOp>();
       if (c.output.command->isBeforeInBlock(resource))
-        resource->moveBefore(c.output.command);
+        exec::moveBeforeInOrder(resource, c.output.command);
       c.output.take(layout, /*apply=*/true);
       deadBuffers.insert(c.output.buffer);
       for (size_t k = 0; k < c.depth; ++k) {

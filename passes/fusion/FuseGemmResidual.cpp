@@ -151,7 +151,7 @@ private:
     for (Value v : {addend, sum})
       if (Operation *def = v.getDefiningOp();
           def->getBlock() == gemm->getBlock() && gemm->isBeforeInBlock(def))
-        def->moveBefore(gemm);
+        exec::moveBeforeInOrder(def, gemm);
     gemm.getCMutable().assign(sum);
     gemm.getAddendMutable().assign(addend);
     replaced.insert(kernel);

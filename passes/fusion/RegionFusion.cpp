@@ -131,6 +131,15 @@ exec::DispatchRegionOp absorb(exec::DispatchRegionOp region,
   body.getOperations().splice(body.begin(), from.getOperations(), from.begin(),
                               std::prev(from.end()));
   cloneSplatConstants(region);
+  // Where nothing outside reads the producer's results, `region` keeps its
+  // results and is the merged region: a new op in its place would take a
+  // place in the block's order between its neighbours', which a chain of
+  // merges in one place soon runs out of (every op of the block numbered
+  // again, Operation::updateOrderIfNecessary).
+  if (kept.empty()) {
+    producer.erase();
+    return region;
+  }
 
   OpBuilder b(region);
   auto merged = exec::DispatchRegionOp::create(b, region.getLoc(),

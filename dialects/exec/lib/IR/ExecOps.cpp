@@ -169,6 +169,18 @@ GemmOp getGemmWriter(Value product, DispatchOp reader, bool onlyReader) {
   return gemm && gemm->isBeforeInBlock(reader) ? gemm : nullptr;
 }
 
+void moveBeforeInOrder(Operation *op, Operation *anchor) {
+  assert(op->getBlock() == anchor->getBlock() && "moves within a block");
+  // Unlinked and inserted again, `op` alone needs a new place in the order,
+  // between its neighbours'. Asking the order numbers it at once: later, a
+  // new op beside it (a view a fusion makes before the same command) would
+  // leave it no neighbour in order to go between, and the block would be
+  // numbered again.
+  op->remove();
+  anchor->getBlock()->getOperations().insert(anchor->getIterator(), op);
+  (void)op->isBeforeInBlock(anchor);
+}
+
 Operation *getSoleKernelOp(DispatchOp dispatch, SymbolTableCollection &symbols) {
   if (dispatch.getOutputs().size() != 1)
     return nullptr;

@@ -78,6 +78,14 @@ Operation *getSoleKernelOp(DispatchOp dispatch, SymbolTableCollection &symbols);
 /// `reader` reads it; with `onlyReader`, null unless nothing but `reader`
 /// reads it. The GEMM whose epilogue an exec-level fusion extends.
 GemmOp getGemmWriter(Value product, DispatchOp reader, bool onlyReader);
+/// Moves `op` just before `anchor`, in their block, leaving the order of the
+/// block's other ops known: Operation::moveBefore splices, which forgets the
+/// whole block's order, so that the next isBeforeInBlock numbers every op of
+/// it again. The exec-level fusions, which move a buffer's declaration up to
+/// a GEMM and then ask the order of the next pair of commands, took time
+/// quadratic in the program's ops that way (a quarter of GPT-3 175B's
+/// compile).
+void moveBeforeInOrder(Operation *op, Operation *anchor);
 /// A kernel function still on tensors (inputs -> results), before
 /// tg-bufferize-kernels puts it on memrefs (inputs, then outputs).
 bool isKernelOnTensors(FunctionType kernel);
