@@ -12,6 +12,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/SwapByteOrder.h"
 
 #include <map>
 
@@ -92,7 +93,19 @@ FailureOr<std::pair<tgx::InitKind, double>> initOf(ResourceOp p) {
 /// Little-endian bytes of a dense constant.
 std::vector<uint8_t> constantBytes(DenseElementsAttr dense) {
   std::vector<uint8_t> bytes;
-  unsigned width = (dense.getElementType().getIntOrFloatBitWidth() + 7) / 8;
+  unsigned bits = dense.getElementType().getIntOrFloatBitWidth();
+  unsigned width = (bits + 7) / 8;
+  // Whole-byte elements are stored as they are in the attribute (one of
+  // them for a splat) on a little-endian host: copied, not converted element
+  // by element (an APFloat each took a tenth of GPT-3 175B's CUDA compile).
+  if (bits % 8 == 0 && llvm::sys::IsLittleEndianHost) {
+    ArrayRef<char> raw = dense.getRawData();
+    int64_t copies = dense.isSplat() ? dense.getNumElements() : 1;
+    bytes.reserve(raw.size() * copies);
+    for (int64_t i = 0; i < copies; ++i)
+      bytes.insert(bytes.end(), raw.begin(), raw.end());
+    return bytes;
+  }
   auto append = [&](const APInt &bits) {
     for (unsigned b = 0; b < width; ++b)
       bytes.push_back(bits.extractBitsAsZExtValue(8, 8 * b));
