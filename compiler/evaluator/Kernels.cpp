@@ -1,5 +1,7 @@
 // Reference kernels: straightforward loops in double. Layout ops, binary ops
-// and reductions share one strided index walker.
+// and reductions share one strided index walker; every sum that may be long
+// (over a row, the batch, a reduced axis, a product's inner dimension)
+// accumulates blockwise (BlockwiseSum).
 #include "Kernels.h"
 
 #include "tg/IR/AttentionVisibility.h"
@@ -22,9 +24,50 @@ int64_t product(Shape shape) {
   return n;
 }
 
+/// A sum of terms added in turn, in blocks: kBlock terms into the block's
+/// sum, then each block's sum into the total, so that rounding grows with
+/// kBlock + n / kBlock terms rather than with n.
+class BlockwiseSum {
+public:
+  void add(double term) {
+    block += term;
+    if (++inBlock == kBlock) {
+      total += block;
+      block = 0;
+      inBlock = 0;
+    }
+  }
+  double value() const { return total + block; }
+
+private:
+  static constexpr int kBlock = 64;
+  double total = 0, block = 0;
+  int inBlock = 0;
+};
+
+/// One BlockwiseSum per element of a tensor of `shape`, and the tensor of
+/// their values.
+struct BlockwiseSums {
+  std::vector<int64_t> shape;
+  std::vector<BlockwiseSum> sums;
+  explicit BlockwiseSums(Shape shape);
+  void add(int64_t i, double term) { sums[i].add(term); }
+  Tensor value() const;
+};
+
 Tensor zeros(Shape shape) {
   return Tensor{std::vector<int64_t>(shape.begin(), shape.end()),
                 std::vector<double>(product(shape), 0.0)};
+}
+
+BlockwiseSums::BlockwiseSums(Shape shape)
+    : shape(shape.begin(), shape.end()), sums(product(shape)) {}
+
+Tensor BlockwiseSums::value() const {
+  Tensor out = zeros(shape);
+  for (size_t i = 0; i < sums.size(); ++i)
+    out.data[i] = sums[i].value();
+  return out;
 }
 
 /// Row-major strides of a contiguous tensor of `shape`.
@@ -84,11 +127,11 @@ void softmaxRow(const double *in, double *out, int64_t n) {
   double max = -std::numeric_limits<double>::infinity();
   for (int64_t i = 0; i < n; ++i)
     max = std::max(max, in[i]);
-  double sum = 0;
+  BlockwiseSum sum;
   for (int64_t i = 0; i < n; ++i)
-    sum += out[i] = std::exp(in[i] - max);
+    sum.add(out[i] = std::exp(in[i] - max));
   for (int64_t i = 0; i < n; ++i)
-    out[i] /= sum;
+    out[i] /= sum.value();
 }
 
 /// The row statistics shared by layer_norm and its gradient.
@@ -96,21 +139,20 @@ struct LayerNormRow {
   double mean, rstd;
 };
 LayerNormRow layerNormRow(const double *x, int64_t n, double epsilon) {
-  double mean = 0, var = 0;
+  BlockwiseSum sum, squares;
   for (int64_t i = 0; i < n; ++i)
-    mean += x[i];
-  mean /= n;
+    sum.add(x[i]);
+  double mean = sum.value() / n;
   for (int64_t i = 0; i < n; ++i)
-    var += (x[i] - mean) * (x[i] - mean);
-  var /= n;
-  return {mean, 1 / std::sqrt(var + epsilon)};
+    squares.add((x[i] - mean) * (x[i] - mean));
+  return {mean, 1 / std::sqrt(squares.value() / n + epsilon)};
 }
 
 double rmsRstd(const double *x, int64_t n, double epsilon) {
-  double sumSquares = 0;
+  BlockwiseSum squares;
   for (int64_t i = 0; i < n; ++i)
-    sumSquares += x[i] * x[i];
-  return 1 / std::sqrt(sumSquares / n + epsilon);
+    squares.add(x[i] * x[i]);
+  return 1 / std::sqrt(squares.value() / n + epsilon);
 }
 
 /// Attention dimensions; query head h reads key/value head h / group.
@@ -134,10 +176,10 @@ struct AttentionDims {
 };
 
 double dot(const double *a, const double *b, int64_t n) {
-  double sum = 0;
+  BlockwiseSum sum;
   for (int64_t i = 0; i < n; ++i)
-    sum += a[i] * b[i];
-  return sum;
+    sum.add(a[i] * b[i]);
+  return sum.value();
 }
 
 /// The scaled scores of query row (b, h, t) with its visible keys, which
@@ -305,18 +347,24 @@ Tensor reduce(const Tensor &x, ArrayRef<int64_t> axes, Reduction kind,
     kept[axis] = 1;
   }
   SmallVector<int64_t> strides = broadcastStrides(kept, x.shape);
-  Tensor out = zeros(resultShape);
-  if (kind == Reduction::Max)
+  if (kind == Reduction::Max) {
+    Tensor out = zeros(resultShape);
     std::fill(out.data.begin(), out.data.end(),
               -std::numeric_limits<double>::infinity());
+    walk<1>(x.shape, {strides},
+            [&](int64_t i, const std::array<int64_t, 1> &at) {
+              double &acc = out.data[at[0]];
+              double v = x.data[i];
+              if (v > acc || std::isnan(v))
+                acc = v;
+            });
+    return out;
+  }
+  BlockwiseSums sums(resultShape);
   walk<1>(x.shape, {strides}, [&](int64_t i, const std::array<int64_t, 1> &at) {
-    double &acc = out.data[at[0]];
-    double v = x.data[i];
-    if (kind != Reduction::Max)
-      acc += v;
-    else if (v > acc || std::isnan(v))
-      acc = v;
+    sums.add(at[0], x.data[i]);
   });
+  Tensor out = sums.value();
   if (kind == Reduction::Mean)
     for (double &v : out.data)
       v /= count;
@@ -339,16 +387,21 @@ Tensor matmul(const Tensor &lhs, const Tensor &rhs, bool transposeLhs,
   int64_t batches = product(shape);
   shape.append({m, n});
   Tensor out = zeros(shape);
+  std::vector<BlockwiseSum> row(n);
   for (int64_t b = 0; b < batches; ++b) {
     const double *a = &lhs.data[b * m * k];
     const double *bm = rhs.data.data() + b * rhsBatchStride;
     double *c = &out.data[b * m * n];
-    for (int64_t i = 0; i < m; ++i)
+    for (int64_t i = 0; i < m; ++i) {
+      std::fill(row.begin(), row.end(), BlockwiseSum());
       for (int64_t kk = 0; kk < k; ++kk) {
         double aik = a[i * lhsRow + kk * lhsCol];
         for (int64_t j = 0; j < n; ++j)
-          c[i * n + j] += aik * bm[kk * rhsRow + j * rhsCol];
+          row[j].add(aik * bm[kk * rhsRow + j * rhsCol]);
       }
+      for (int64_t j = 0; j < n; ++j)
+        c[i * n + j] = row[j].value();
+    }
   }
   return out;
 }
@@ -373,29 +426,29 @@ Tensor layerNorm(const Tensor &x, const Tensor &weight, const Tensor &bias,
 
 std::vector<Tensor> layerNormGrad(const Tensor &x, const Tensor &weight,
                                   const Tensor &resultGrad, double epsilon) {
-  Tensor dx = zeros(x.shape), dw = zeros(weight.shape), db = zeros(weight.shape);
+  Tensor dx = zeros(x.shape);
+  BlockwiseSums dw(weight.shape), db(weight.shape);
   auto [rows, n] = rowsOf(x);
   std::vector<double> xhat(n);
   for (int64_t r = 0; r < rows; ++r) {
     const double *in = &x.data[r * n], *dy = &resultGrad.data[r * n];
     LayerNormRow stats = layerNormRow(in, n, epsilon);
     // With g = dy * w: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)).
-    double meanG = 0, meanGXhat = 0;
+    BlockwiseSum sumG, sumGXhat;
     for (int64_t i = 0; i < n; ++i) {
       xhat[i] = (in[i] - stats.mean) * stats.rstd;
       double g = dy[i] * weight.data[i];
-      meanG += g;
-      meanGXhat += g * xhat[i];
-      dw.data[i] += dy[i] * xhat[i];
-      db.data[i] += dy[i];
+      sumG.add(g);
+      sumGXhat.add(g * xhat[i]);
+      dw.add(i, dy[i] * xhat[i]);
+      db.add(i, dy[i]);
     }
-    meanG /= n;
-    meanGXhat /= n;
+    double meanG = sumG.value() / n, meanGXhat = sumGXhat.value() / n;
     for (int64_t i = 0; i < n; ++i)
       dx.data[r * n + i] = stats.rstd * (dy[i] * weight.data[i] - meanG -
                                          xhat[i] * meanGXhat);
   }
-  return {dx, dw, db};
+  return {dx, dw.value(), db.value()};
 }
 
 Tensor rmsNorm(const Tensor &x, const Tensor &weight, double epsilon) {
@@ -412,23 +465,24 @@ Tensor rmsNorm(const Tensor &x, const Tensor &weight, double epsilon) {
 
 std::vector<Tensor> rmsNormGrad(const Tensor &x, const Tensor &weight,
                                 const Tensor &resultGrad, double epsilon) {
-  Tensor dx = zeros(x.shape), dw = zeros(weight.shape);
+  Tensor dx = zeros(x.shape);
+  BlockwiseSums dw(weight.shape);
   auto [rows, n] = rowsOf(x);
   for (int64_t r = 0; r < rows; ++r) {
     const double *in = &x.data[r * n], *dy = &resultGrad.data[r * n];
     double rstd = rmsRstd(in, n, epsilon);
     // With g = dy * w: dx = rstd * g - rstd^3 * x * mean(g * x).
-    double meanGX = 0;
+    BlockwiseSum sumGX;
     for (int64_t i = 0; i < n; ++i) {
-      meanGX += dy[i] * weight.data[i] * in[i];
-      dw.data[i] += dy[i] * in[i] * rstd;
+      sumGX.add(dy[i] * weight.data[i] * in[i]);
+      dw.add(i, dy[i] * in[i] * rstd);
     }
-    meanGX /= n;
+    double meanGX = sumGX.value() / n;
     for (int64_t i = 0; i < n; ++i)
       dx.data[r * n + i] = rstd * dy[i] * weight.data[i] -
                            rstd * rstd * rstd * in[i] * meanGX;
   }
-  return {dx, dw};
+  return {dx, dw.value()};
 }
 
 //===----------------------------------------------------------------------===//
@@ -458,21 +512,21 @@ Tensor softmaxGrad(const Tensor &result, const Tensor &resultGrad) {
 Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
                  double scale, bool causal, int64_t window) {
   AttentionDims dims(q, k);
-  Tensor out = zeros(q.shape);
+  BlockwiseSums out(q.shape);
   for (int64_t b = 0; b < dims.batch; ++b)
     for (int64_t h = 0; h < dims.heads; ++h)
       for (int64_t t = 0; t < dims.queryLen; ++t) {
         int64_t first;
         std::vector<double> p =
             attentionRow(dims, q, k, b, h, t, scale, causal, window, first);
-        double *o = &out.data[dims.queryRow(b, h, t)];
+        int64_t o = dims.queryRow(b, h, t);
         for (int64_t s = 0; s < (int64_t)p.size(); ++s) {
           const double *value = &v.data[dims.keyRow(b, h, first + s)];
           for (int64_t d = 0; d < dims.headDim; ++d)
-            o[d] += p[s] * value[d];
+            out.add(o + d, p[s] * value[d]);
         }
       }
-  return out;
+  return out.value();
 }
 
 Tensor attentionLogSumExp(const Tensor &q, const Tensor &k, double scale,
@@ -485,12 +539,14 @@ Tensor attentionLogSumExp(const Tensor &q, const Tensor &k, double scale,
         int64_t first;
         std::vector<double> scores =
             attentionScores(dims, q, k, b, h, t, scale, causal, window, first);
-        double max = -std::numeric_limits<double>::infinity(), sum = 0;
+        double max = -std::numeric_limits<double>::infinity();
         for (double x : scores)
           max = std::max(max, x);
+        BlockwiseSum sum;
         for (double x : scores)
-          sum += std::exp(x - max);
-        out.data[(b * dims.heads + h) * dims.queryLen + t] = max + std::log(sum);
+          sum.add(std::exp(x - max));
+        out.data[(b * dims.heads + h) * dims.queryLen + t] =
+            max + std::log(sum.value());
       }
   return out;
 }
@@ -499,7 +555,7 @@ std::vector<Tensor> attentionGrad(const Tensor &q, const Tensor &k,
                                   const Tensor &v, const Tensor &resultGrad,
                                   double scale, bool causal, int64_t window) {
   AttentionDims dims(q, k);
-  Tensor dq = zeros(q.shape), dk = zeros(k.shape), dv = zeros(v.shape);
+  BlockwiseSums dq(q.shape), dk(k.shape), dv(v.shape);
   for (int64_t b = 0; b < dims.batch; ++b)
     for (int64_t h = 0; h < dims.heads; ++h)
       for (int64_t t = 0; t < dims.queryLen; ++t) {
@@ -510,24 +566,25 @@ std::vector<Tensor> attentionGrad(const Tensor &q, const Tensor &k,
         const double *dout = &resultGrad.data[qRow];
         // dp_s = dO . v_s; ds_s = p_s (dp_s - sum_s' p_s' dp_s').
         std::vector<double> dp(p.size());
-        double pDotDp = 0;
+        BlockwiseSum sumPDp;
         for (int64_t s = 0; s < (int64_t)p.size(); ++s) {
           int64_t kvRow = dims.keyRow(b, h, first + s);
           dp[s] = dot(dout, &v.data[kvRow], dims.headDim);
-          pDotDp += p[s] * dp[s];
+          sumPDp.add(p[s] * dp[s]);
           for (int64_t d = 0; d < dims.headDim; ++d)
-            dv.data[kvRow + d] += p[s] * dout[d];
+            dv.add(kvRow + d, p[s] * dout[d]);
         }
+        double pDotDp = sumPDp.value();
         for (int64_t s = 0; s < (int64_t)p.size(); ++s) {
           int64_t kvRow = dims.keyRow(b, h, first + s);
           double ds = scale * p[s] * (dp[s] - pDotDp);
           for (int64_t d = 0; d < dims.headDim; ++d) {
-            dq.data[qRow + d] += ds * k.data[kvRow + d];
-            dk.data[kvRow + d] += ds * q.data[qRow + d];
+            dq.add(qRow + d, ds * k.data[kvRow + d]);
+            dk.add(kvRow + d, ds * q.data[qRow + d]);
           }
         }
       }
-  return {dq, dk, dv};
+  return {dq.value(), dk.value(), dv.value()};
 }
 
 //===----------------------------------------------------------------------===//
@@ -555,18 +612,18 @@ Tensor rope(const Tensor &x, const std::vector<double> &frequencies,
 
 Tensor crossEntropy(const Tensor &logits, const Tensor &targets) {
   auto [rows, vocab] = rowsOf(logits);
-  double total = 0;
+  BlockwiseSum total;
   for (int64_t r = 0; r < rows; ++r) {
     const double *row = &logits.data[r * vocab];
     double max = -std::numeric_limits<double>::infinity();
     for (int64_t i = 0; i < vocab; ++i)
       max = std::max(max, row[i]);
-    double sum = 0;
+    BlockwiseSum sum;
     for (int64_t i = 0; i < vocab; ++i)
-      sum += std::exp(row[i] - max);
-    total += max + std::log(sum) - row[(int64_t)targets.data[r]];
+      sum.add(std::exp(row[i] - max));
+    total.add(max + std::log(sum.value()) - row[(int64_t)targets.data[r]]);
   }
-  return Tensor{{}, {total / targets.numElements()}};
+  return Tensor{{}, {total.value() / targets.numElements()}};
 }
 
 Tensor crossEntropyGrad(const Tensor &logits, const Tensor &targets,
@@ -602,15 +659,15 @@ Tensor embedding(const Tensor &table, const Tensor &indices, int64_t offset) {
 Tensor embeddingGrad(const Tensor &indices, const Tensor &resultGrad,
                      int64_t vocab, int64_t offset) {
   int64_t dim = resultGrad.shape.back();
-  Tensor out = zeros({vocab, dim});
+  BlockwiseSums out({vocab, dim});
   for (int64_t p = 0; p < indices.numElements(); ++p) {
     int64_t row = (int64_t)indices.data[p] - offset;
     if (row < 0 || row >= vocab)
       continue;
     for (int64_t d = 0; d < dim; ++d)
-      out.data[row * dim + d] += resultGrad.data[p * dim + d];
+      out.add(row * dim + d, resultGrad.data[p * dim + d]);
   }
-  return out;
+  return out.value();
 }
 
 //===----------------------------------------------------------------------===//
