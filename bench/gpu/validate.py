@@ -102,11 +102,13 @@ def write_reference(metrics_path, out):
 # first bias gradient summed by the GEMM applying GELU's derivative,
 # MODEL-wgrad, the weight gradients' GEMMs on a stream of their own, and
 # MODEL-lastblock, the split column sums' partials combined by the last
-# block of each row group, not by a second launch.
+# block of each row group, not by a second launch, and MODEL-rowcolumns, the
+# norm gradients' column sums added by their row passes.
 CUDNN_SUFFIX = "-cudnn"
 SUMMED_SUFFIX, SUMMED_SETTING = "-summed", "TG_CUDA_FLASH_BACKWARD=summed"
 FLAG_SUFFIXES = {"-bgrad": "--fuse=gemm-bias-grad", "-wgrad": "--cuda-weight-gradient-stream",
-                 "-lastblock": "--cuda-last-block-combines"}
+                 "-lastblock": "--cuda-last-block-combines",
+                 "-rowcolumns": "--cuda-column-sums-in-row-pass"}
 # What the runtime prints where an Attention command compiled for cuDNN runs
 # on its own kernels (CudaBackend.cpp).
 CUDNN_FALLBACK = "compiled for cuDNN run on the runtime's flash kernels instead"

@@ -399,6 +399,7 @@ llvm::Expected<CudaTargetOptions> cudaOptions(const Options &o) {
   cuda.f32PartialTerms = o.cudaF32PartialTerms;
   cuda.columnShare = o.cudaColumnShare;
   cuda.lastBlockCombines = o.cudaLastBlockCombines;
+  cuda.columnSumsInRowPass = o.cudaColumnSumsInRowPass;
   return cuda;
 }
 } // namespace

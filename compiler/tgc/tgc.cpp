@@ -184,6 +184,13 @@ static cl::opt<bool> cudaLastBlockCombinesOpt(
              "store its partials combines the group's, instead of a second "
              "launch"),
     cl::init(false), cl::sub(compileCommand), cl::cat(tgcCategory));
+static cl::opt<bool> cudaColumnSumsInRowPassOpt(
+    "cuda-column-sums-in-row-pass",
+    cl::desc("Run a --target cuda row pass (a norm gradient's, a row a warp) "
+             "and the column sums over its rows after it (the norm's weight "
+             "and bias gradients) as one launch, the columns read again from "
+             "the L1 rather than device memory"),
+    cl::init(false), cl::sub(compileCommand), cl::cat(tgcCategory));
 static cl::opt<bool> cudaWeightGradientStreamOpt(
     "cuda-weight-gradient-stream",
     cl::desc("Run the --target cuda GEMMs whose products only the optimizer "
@@ -727,6 +734,7 @@ static llvm::Expected<tg::driver::Options> driverOptions() {
   o.cudaF32PartialTerms = cudaF32PartialTermsOpt;
   o.cudaColumnShare = cudaColumnShareOpt;
   o.cudaLastBlockCombines = cudaLastBlockCombinesOpt;
+  o.cudaColumnSumsInRowPass = cudaColumnSumsInRowPassOpt;
   o.cudaWeightGradientStream = cudaWeightGradientStreamOpt;
   o.libraryGemm = gemmOpt == GemmLowering::Library;
   if (alignGemmRowsOpt != cl::BOU_UNSET)
@@ -819,6 +827,9 @@ static int compile(MLIRContext &ctx, const char *argv0) {
   if (cudaLastBlockCombinesOpt && targetOpt != Target::Cuda)
     return fail("--cuda-last-block-combines chooses how GPU kernels combine "
                 "column sums: add --target cuda, or drop it");
+  if (cudaColumnSumsInRowPassOpt && targetOpt != Target::Cuda)
+    return fail("--cuda-column-sums-in-row-pass chooses how GPU kernels sum "
+                "columns: add --target cuda, or drop it");
   if (cudaWeightGradientStreamOpt && targetOpt != Target::Cuda)
     return fail("--cuda-weight-gradient-stream schedules GPU streams: add "
                 "--target cuda, or drop it");

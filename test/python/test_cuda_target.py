@@ -288,6 +288,45 @@ class CudaTarget(unittest.TestCase):
         self.assert_refused(["--cuda-last-block-combines"],
                             "--cuda-last-block-combines chooses how GPU kernels combine column sums: add --target cuda")
 
+    def test_column_sums_in_row_pass(self):
+        """--cuda-column-sums-in-row-pass: GPT-2 medium's three norm
+        gradients (a row pass, then the column sums of their weight, bias
+        and projection-bias gradients over its rows) lose a launch each: the
+        row pass adds its rows' columns itself, 256 blocks (two an SM of the
+        default 132, in whole groups of 8) storing a partial each, and each
+        group's last block (one atomic add a block, after a fence) joins its
+        8 for the combine launch, which folds 32 a column block. The other
+        kernels keep their launches; without --target cuda it is refused by
+        name."""
+        ptx = {}
+        for flag in ["", "--cuda-column-sums-in-row-pass"]:
+            out = self.path("row-pass-columns" if flag else "row-pass-columns-off")
+            run("tgc", "compile", bench_gpu("gpt2-medium"), "--train", bench_gpu("train-gpt2-medium"),
+                "--target", "cuda", "--dtype=bf16", *([flag] if flag else []), "--emit=ptx", "-o", out)
+            with open(os.path.join(out, "kernels.ptx")) as f:
+                ptx[flag] = f.read()
+            if flag and PTXAS:
+                self.assert_assembles_without_spills(os.path.join(out, "kernels.ptx"), "gpt2-medium " + flag)
+        fused = ptx["--cuda-column-sums-in-row-pass"]
+        entries = {flag: set(re.findall(r"\.entry (\w+)\(", text)) for flag, text in ptx.items()}
+        norms = sorted({re.sub(r"_\d+$", "", entry) for entry in entries[""] if "layer_norm_grad" in entry})
+        self.assertEqual(len(norms), 3, norms)
+        # Launches 0 (rows), 1 (column shares) and 2 (combine) become 0 and 1.
+        self.assertEqual(entries[""] - entries["--cuda-column-sums-in-row-pass"], {f"{n}_2" for n in norms})
+        self.assertEqual(entries["--cuda-column-sums-in-row-pass"] - entries[""], set())
+        block_partials = dict(re.findall(r"\.global \.align \d+ \.b8 (\w+)_block_partials0\[(\d+)\];", fused))
+        group_partials = dict(re.findall(r"\.global \.align \d+ \.b8 (\w+)_partials0\[(\d+)\];", fused))
+        self.assertEqual(sorted(block_partials), [f"{n}_0" for n in norms])
+        for launch, size in block_partials.items():
+            # 128 column blocks, 256 blocks of f64 partials, 32 groups of them.
+            self.assertEqual(int(size), 128 * 256 * 8, launch)
+            self.assertEqual(int(group_partials[launch]), 128 * 32 * 8, launch)
+        self.assertEqual(fused.count("atom.global.add.u32"), len(norms))
+        self.assertEqual(fused.count("membar.gl"), 2 * len(norms))
+        self.assertNotIn("atom.global.add", ptx[""])
+        self.assert_refused(["--cuda-column-sums-in-row-pass"],
+                            "--cuda-column-sums-in-row-pass chooses how GPU kernels sum columns: add --target cuda")
+
     def test_weight_gradient_stream(self):
         """--cuda-weight-gradient-stream: the weight gradients' GEMMs, which
         only the optimizer reads, run on stream 2 beside the backward pass

@@ -199,6 +199,10 @@ class GpuValidate(unittest.TestCase):
         write(os.path.join(cls.bundle, "results", "gpt2-wide-lastblock-bf16.jsonl"),
               "".join(json.dumps({"step": s + 1, "loss": loss}) + "\n" for s, loss in enumerate(wide)))
         write(os.path.join(cls.bundle, "results", "gpt2-wide-lastblock-bf16.rc"), "0\n")
+        # The row passes' column sums: gpt2-wide's CPU run's losses too.
+        write(os.path.join(cls.bundle, "results", "gpt2-wide-rowcolumns-bf16.jsonl"),
+              "".join(json.dumps({"step": s + 1, "loss": loss}) + "\n" for s, loss in enumerate(wide)))
+        write(os.path.join(cls.bundle, "results", "gpt2-wide-rowcolumns-bf16.rc"), "0\n")
         cls.report = subprocess.run([sys.executable, VALIDATE, "report", cls.bundle], capture_output=True, text=True)
         cls.rows = [line for line in cls.report.stdout.splitlines() if line.startswith("| attention |")]
         cls.kernel_rows = [line for line in cls.report.stdout.splitlines()
@@ -217,7 +221,8 @@ class GpuValidate(unittest.TestCase):
                           "gpt2-vocab-f32", "gpt2-vocab-bf16", "gpt2-wide-f32", "gpt2-wide-bf16", "gpt2-flash-bf16", "gpt2-flash-cudnn-bf16", "gpt2-flash-summed-bf16",
                           "llama-flash-bf16", "llama-flash-cudnn-bf16", "llama-flash-summed-bf16",
                           "mistral-flash-bf16", "mistral-flash-cudnn-bf16", "mistral-flash-summed-bf16",
-                          "gpt2-flash-bgrad-bf16", "gpt2-flash-wgrad-bf16", "gpt2-wide-lastblock-bf16"])
+                          "gpt2-flash-bgrad-bf16", "gpt2-flash-wgrad-bf16", "gpt2-wide-lastblock-bf16",
+                          "gpt2-wide-rowcolumns-bf16"])
         # cuDNN's and the summed backward's checks compare with their model's CPU run.
         checks = {c["name"]: c for c in self.manifest["correctness"]}
         cudnn = checks["llama-flash-cudnn-bf16"]
@@ -256,6 +261,16 @@ class GpuValidate(unittest.TestCase):
         self.assertEqual(stats["gpt2-wide-lastblock-bf16"]["kernels"], stats["gpt2-wide-bf16"]["kernels"])
         self.assertEqual(stats["gpt2-wide-lastblock-bf16"]["kernel_launches"],
                          stats["gpt2-wide-bf16"]["kernel_launches"] - 9)
+        # The norm gradients' column sums in their row passes: the same
+        # kernels, each of the step's 5 norm gradients a launch fewer.
+        rowcolumns = checks["gpt2-wide-rowcolumns-bf16"]
+        self.assertEqual((rowcolumns["reference"], rowcolumns["flags"]),
+                         ("reference/gpt2-wide.json", "--cuda-column-sums-in-row-pass"))
+        stats["gpt2-wide-rowcolumns-bf16"] = json.load(
+            open(os.path.join(self.bundle, "stats", "gpt2-wide-rowcolumns-bf16.json")))
+        self.assertEqual(stats["gpt2-wide-rowcolumns-bf16"]["kernels"], stats["gpt2-wide-bf16"]["kernels"])
+        self.assertEqual(stats["gpt2-wide-rowcolumns-bf16"]["kernel_launches"],
+                         stats["gpt2-wide-bf16"]["kernel_launches"] - 5)
         # The flash checks' models go through the runtime's flash kernels.
         for model in ("gpt2-flash", "llama-flash", "mistral-flash"):
             stats = json.load(open(os.path.join(self.bundle, "stats", model + "-bf16.json")))
@@ -294,7 +309,8 @@ class GpuValidate(unittest.TestCase):
                           {"name": "wgrad-stream", "flags": "--cuda-weight-gradient-stream"},
                           {"name": "residual", "flags": "--no-fuse=gemm-residual"},
                           {"name": "share16", "flags": "--cuda-column-share=16"},
-                          {"name": "lastblock", "flags": "--cuda-last-block-combines"}])
+                          {"name": "lastblock", "flags": "--cuda-last-block-combines"},
+                          {"name": "rowcolumns", "flags": "--cuda-column-sums-in-row-pass"}])
         gelu = os.path.join(self.bundle, "artifacts", "gpt2-medium-bf16-variant-gelu.tgx")
         this = os.path.join(self.bundle, "artifacts", "gpt2-medium-bf16.tgx")
         self.assertGreater(os.path.getsize(gelu), 0)

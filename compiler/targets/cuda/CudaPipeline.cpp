@@ -23,7 +23,8 @@ void addCudaKernelLoweringPasses(OpPassManager &pm,
                                  const CudaTargetOptions &options) {
   pm.addPass(createTgCudaMapKernels(
       {options.smCount, options.rowRegisters, options.f32PartialTerms,
-       options.columnShare, options.lastBlockCombines}));
+       options.columnShare, options.lastBlockCombines,
+       options.columnSumsInRowPass}));
   if (options.approximateHalfMath)
     pm.addNestedPass<gpu::GPUModuleOp>(createTgCudaApproximateHalfMath());
   gpu::GPUToNVVMPipelineOptions nvvm;

@@ -15,7 +15,10 @@
 //     sum over a whole tensor): split into shares, a warp each (a thread
 //     each for columns, a block's threads joining their shares first where
 //     they can), whose partial folds a second launch combines in order
-//     (SplitFold).
+//     (SplitFold); with column-sums-in-row-pass, the column sums over a row
+//     phase's rows are added by that phase's launch itself, a block's
+//     threads taking the 8 rows its warps have just written
+//     (emitRowsWithColumnSums).
 // Buffers a kernel keeps between its ops become globals of the GPU module.
 // Loads are made 16 bytes wide where a lane reads consecutive elements
 // (LaneVectors.h).
@@ -77,6 +80,16 @@ constexpr int64_t kRegistersPerSm = 65536;
 /// keeps about 264 (two blocks an SM), whose later passes hit the L2.
 constexpr int64_t kLongRow = 16384;
 constexpr int64_t kLongRowBlock = 512;
+/// Blocks an SM of a row phase that adds its rows' columns too
+/// (column-sums-in-row-pass): a norm gradient's row pass (72 registers) and
+/// the 24 column sums a thread keeps through it fit in 128 registers.
+constexpr int64_t kRowPassBlocksPerSm = 2;
+/// Blocks of such a row phase whose partials the last of them to finish
+/// joins, so that the second launch combines at most a partial a lane
+/// (32 groups of 8 of GPT-2 medium's 256 blocks): a lane folding 8 partials
+/// of each of a norm gradient's 24 sums in turn would wait for its loads
+/// 24 times.
+constexpr int64_t kBlocksPerGroup = 8;
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -108,6 +121,10 @@ struct SplitFold {
   int64_t rows = 1, shares = 1, chunk = 1;
   bool threadRows = false; // a thread, not a warp, per (row, share)
   SmallVector<Operation *> before, after;
+  /// Whether the shares are the blocks of the row phase before the fold,
+  /// which add its rows' columns as they go (column-sums-in-row-pass): a
+  /// partial a (row, block).
+  bool inRowPass = false;
 
   /// Whether the first launch's blocks combine their threads' partials
   /// (threadRows): a block's warps take the same 32 rows, a share each of
@@ -117,7 +134,8 @@ struct SplitFold {
   /// partial a (row, share) would store 8 MB for GPT-2 medium's MLP bias
   /// gradient, an eighth of what the shares read, and launch 2 read it back.
   bool blockCombines() const {
-    return threadRows && rows % kWarpSize == 0 && shares % kBlockShares == 0;
+    return !inRowPass && threadRows && rows % kWarpSize == 0 &&
+           shares % kBlockShares == 0;
   }
   /// The partials launch 2 combines for each row.
   int64_t partialsPerRow() const {
@@ -163,10 +181,11 @@ class KernelMapper {
 public:
   KernelMapper(gpu::GPUModuleOp gpuModule, int64_t smCount,
                int64_t rowRegisters, int64_t f32Terms, int64_t columnShare,
-               bool lastBlockCombines)
+               bool lastBlockCombines, bool columnSumsInRowPass)
       : gpuModule(gpuModule), smCount(smCount), rowRegisters(rowRegisters),
         f32Terms(f32Terms), columnShare(columnShare),
-        lastBlockCombines(lastBlockCombines), b(gpuModule.getContext()) {}
+        lastBlockCombines(lastBlockCombines),
+        columnSumsInRowPass(columnSumsInRowPass), b(gpuModule.getContext()) {}
 
   /// Adds the GPU kernels of `kernel` and returns its launches.
   FailureOr<SmallVector<cuda::Launch>> map(func::FuncOp kernel);
@@ -189,6 +208,38 @@ private:
                               ArrayRef<Operation *> prologue,
                               const SplitFold &fold,
                               SmallVector<cuda::Launch> &launches);
+  /// With column-sums-in-row-pass: the column sums of phase `columns` (a
+  /// split fold of thread rows) as the row phase `rows` before it adds them
+  /// (SplitFold::inRowPass), where they are over its rows, one after
+  /// another, and a block's threads can take every column block. The
+  /// kernel bodies' column sums read only row r of their layout at their
+  /// fold's iteration r (kThreadRowsAttr), so a block may add a row's
+  /// columns once its warp has written the row.
+  std::optional<SplitFold> columnSumsOfRows(const Phase &rows,
+                                            const Phase &columns);
+  /// Row phase `rows` and its column sums `fold` (columnSumsOfRows) in one
+  /// launch: each block takes groups of 8 rows in turn, a row a warp as
+  /// emitRows runs them, then after a barrier its threads add those rows'
+  /// columns (read again, from the L1) to the sums they keep over the
+  /// block's groups, kBlock / columns threads a column block, each its
+  /// slice of the group's rows. The slices join in order in shared memory
+  /// and each block stores a partial a column block; launch 2 combines
+  /// them (emitCombineLaunch).
+  LogicalResult emitRowsWithColumnSums(func::FuncOp kernel,
+                                       ArrayRef<Operation *> prologue,
+                                       scf::ParallelOp rows, SplitFold fold,
+                                       SmallVector<cuda::Launch> &launches);
+  /// A global a fold of `fold`'s loop for its partials, a slot a (row,
+  /// partial): the first launch's, named after `symbol`.
+  SmallVector<memref::GlobalOp> addPartials(StringRef symbol,
+                                            const SplitFold &fold);
+  /// A split fold's second launch: each row's team folds its partials in
+  /// share order into the loop's init, then runs the rest of the phase.
+  LogicalResult emitCombineLaunch(func::FuncOp kernel,
+                                  ArrayRef<Operation *> prologue,
+                                  const SplitFold &fold,
+                                  ArrayRef<memref::GlobalOp> partials,
+                                  SmallVector<cuda::Launch> &launches);
   /// Row `row`'s partials folded in share order into the loop's init, then
   /// the rest of the phase, by `emitter`'s team: launch 2's work for a row,
   /// which the last block of a row group does instead with
@@ -209,13 +260,23 @@ private:
                                    ArrayRef<memref::GlobalOp> partials,
                                    StringRef symbol, Value group, Value warp,
                                    Value lane, const IRMapping &phaseMap);
-  /// Combines each of `totals` (its fold's `combiners`) over the warps of a
-  /// block, lane by lane in warp order through shared memory: the lanes of
-  /// warp 0 (`isFirstWarp`) get the totals of their rows
-  /// (SplitFold::blockCombines).
+  /// Counts the block into `group`'s arrivals (a zeroed device global of
+  /// `groups` counts named after `symbol`) once its threads have stored and
+  /// fenced what they give the group: a barrier, then thread 0's atomic add.
+  /// Returns whether the block is the group's last of `blocksPerGroup`,
+  /// which has reset the count for the next launch; every thread of the
+  /// block has the answer. The last block fences before it reads what the
+  /// others stored.
+  Value countBlockIn(gpu::GPUFuncOp func, StringRef symbol, Value group,
+                     int64_t groups, int64_t blocksPerGroup);
+  /// Combines each of `totals` (its fold's `combiners`) over the `slices`
+  /// slices of a block's threads (`sliceSize` consecutive threads each: its
+  /// warps, for SplitFold::blockCombines), thread by thread in slice order
+  /// through shared memory: the threads of slice 0 (`isFirstSlice`) get the
+  /// totals of their rows (`position`, the thread's place in its slice).
   void combineBlockShares(gpu::GPUFuncOp func, SmallVector<Value> &totals,
-                          ArrayRef<StringRef> combiners, Value isFirstWarp,
-                          Value lane);
+                          ArrayRef<StringRef> combiners, Value isFirstSlice,
+                          Value position, int64_t slices, int64_t sliceSize);
   /// The launch of a phase that is not split.
   LogicalResult emitPhase(const Phase &phase, gpu::GPUFuncOp func,
                           IRMapping &map, cuda::Launch &launch);
@@ -267,6 +328,15 @@ private:
   FailureOr<Value> emitBodyAt(linalg::LinalgOp op, ArrayRef<Value> ivs,
                               int64_t width, IRMapping &map, Value acc = {});
   int64_t vectorWidth(linalg::LinalgOp op);
+  /// The blocks of a row phase of `groups` groups of 8 rows that adds its
+  /// rows' columns: two an SM, at most a group each, in whole groups of
+  /// kBlocksPerGroup, and at most 32 such groups (launch 2 then folds a
+  /// partial a lane).
+  int64_t rowPassBlocks(int64_t groups) {
+    return std::min({groups, smCount * kRowPassBlocksPerSm,
+                     kWarpSize * kBlocksPerGroup}) /
+           kBlocksPerGroup * kBlocksPerGroup;
+  }
   int64_t gridFor(int64_t items, int64_t perBlock) {
     return std::clamp<int64_t>(ceilDiv(items, perBlock), 1,
                                smCount * kBlocksPerSm);
@@ -279,6 +349,7 @@ private:
   int64_t f32Terms;     // a thread's float32 share of a sum (PartialSums.h)
   int64_t columnShare;  // the fewest rows of a thread's share of a column fold
   bool lastBlockCombines;
+  bool columnSumsInRowPass;
   OpBuilder b;
   Location loc = b.getUnknownLoc();
   Value threadId, blockId;
@@ -743,11 +814,7 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
   cuda::Launch shares;
   shares.symbol = launchSymbol(kernel, launches.size());
   bool inLastBlock = lastBlockCombines && fold.blockCombines();
-  SmallVector<memref::GlobalOp> partials;
-  for (auto [k, acc] : llvm::enumerate(loop.getRegionIterArgs()))
-    partials.push_back(addGlobal(
-        (shares.symbol + "_partials" + Twine(k)).str(),
-        MemRefType::get({fold.rows * partialsPerRow}, acc.getType())));
+  SmallVector<memref::GlobalOp> partials = addPartials(shares.symbol, fold);
   // The iterations of `share`: [lower, upper).
   auto shareRange = [&](Value share, IRMapping &map) {
     Value span = arith::MulIOp::create(b, loc, index(fold.chunk),
@@ -845,7 +912,8 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
         combiners.push_back(cuda::foldCombiner(acc, yielded));
       isFirstWarp = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                           warp, index(0));
-      combineBlockShares(func, totals, combiners, isFirstWarp, lane);
+      combineBlockShares(func, totals, combiners, isFirstWarp, lane,
+                         SplitFold::kBlockShares, kWarpSize);
       share =
           arith::DivUIOp::create(b, loc, share, index(SplitFold::kBlockShares));
     }
@@ -916,9 +984,203 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
   launches.push_back(shares);
   if (inLastBlock)
     return success();
+  return emitCombineLaunch(kernel, prologue, fold, partials, launches);
+}
 
-  // Launch 2: each row's team folds its partials in share order into the
-  // loop's init, then runs the rest of the phase.
+SmallVector<memref::GlobalOp> KernelMapper::addPartials(StringRef symbol,
+                                                        const SplitFold &fold) {
+  SmallVector<memref::GlobalOp> partials;
+  scf::ForOp loop = fold.loop;
+  for (auto [k, acc] : llvm::enumerate(loop.getRegionIterArgs()))
+    partials.push_back(addGlobal(
+        (symbol + "_partials" + Twine(k)).str(),
+        MemRefType::get({fold.rows * fold.partialsPerRow()}, acc.getType())));
+  return partials;
+}
+
+std::optional<SplitFold> KernelMapper::columnSumsOfRows(const Phase &rows,
+                                                        const Phase &columns) {
+  if (!columnSumsInRowPass || rows.kind != Phase::Kind::Rows ||
+      columns.kind != Phase::Kind::Rows)
+    return std::nullopt;
+  auto rowLoop = cast<scf::ParallelOp>(rows.ops[0]);
+  std::optional<int64_t> upper =
+      getConstantIntValue(rowLoop.getUpperBound()[0]);
+  if (rowLoop.getNumLoops() != 1 || threadRows(rowLoop) || !upper ||
+      getConstantIntValue(rowLoop.getLowerBound()[0]) != 0 ||
+      getConstantIntValue(rowLoop.getStep()[0]) != 1 ||
+      longestTrips(rowLoop) >= kLongRow || *upper % (kBlock / kWarpSize) != 0 ||
+      rowPassBlocks(*upper / (kBlock / kWarpSize)) < kBlocksPerGroup)
+    return std::nullopt;
+  std::optional<SplitFold> fold = splitFoldOf(columns);
+  if (!fold || !fold->threadRows || fold->rows % kWarpSize != 0 ||
+      kBlock % fold->rows != 0 ||
+      getConstantIntValue(fold->loop.getLowerBound()) != 0 ||
+      getConstantIntValue(fold->loop.getStep()) != 1 ||
+      getConstantIntValue(fold->loop.getUpperBound()) != upper)
+    return std::nullopt;
+  fold->inRowPass = true;
+  return fold;
+}
+
+LogicalResult KernelMapper::emitRowsWithColumnSums(
+    func::FuncOp kernel, ArrayRef<Operation *> prologue, scf::ParallelOp rows,
+    SplitFold fold, SmallVector<cuda::Launch> &launches) {
+  constexpr int64_t rowsPerGroup = kBlock / kWarpSize; // a row a warp
+  int64_t groups = *getConstantIntValue(rows.getUpperBound()[0]) / rowsPerGroup;
+  // A column block's threads, and the rows of a group each takes.
+  int64_t slices = kBlock / fold.rows, rowsPerSlice = rowsPerGroup / slices;
+  int64_t blocks = rowPassBlocks(groups);
+  fold.shares = blocks / kBlocksPerGroup;
+  scf::ForOp loop = fold.loop;
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+
+  cuda::Launch launch;
+  launch.symbol = launchSymbol(kernel, launches.size());
+  launch.block = kBlock;
+  launch.grid = blocks;
+  // A partial a (column block, block), and one a (column block, group of
+  // blocks) for launch 2.
+  SmallVector<memref::GlobalOp> blockPartials;
+  for (auto [k, acc] : llvm::enumerate(loop.getRegionIterArgs()))
+    blockPartials.push_back(
+        addGlobal((launch.symbol + "_block_partials" + Twine(k)).str(),
+                  MemRefType::get({fold.rows * blocks}, acc.getType())));
+  SmallVector<memref::GlobalOp> partials = addPartials(launch.symbol, fold);
+  IRMapping map;
+  gpu::GPUFuncOp func = startPhase(kernel, launch.symbol, prologue, map);
+  OpBuilder::InsertionGuard guard(b);
+  Value warp = arith::DivUIOp::create(b, loc, threadId, index(kWarpSize));
+  Value lane = arith::RemUIOp::create(b, loc, threadId, index(kWarpSize));
+  Value column = arith::RemUIOp::create(b, loc, threadId, index(fold.rows));
+  Value slice = arith::DivUIOp::create(b, loc, threadId, index(fold.rows));
+  map.map(fold.row, column);
+  for (Operation *op : fold.before)
+    b.clone(*op, map);
+  SmallVector<Value> identities;
+  SmallVector<StringRef> combiners;
+  for (auto [acc, yielded] :
+       llvm::zip(loop.getRegionIterArgs(), yield.getOperands())) {
+    combiners.push_back(cuda::foldCombiner(acc, yielded));
+    identities.push_back(
+        cuda::combinerIdentity(b, loc, combiners.back(), acc.getType()));
+  }
+  // The block's groups in turn, the thread's sums carried through them.
+  auto groupLoop = scf::ForOp::create(b, loc, blockId, index(groups),
+                                      index(blocks), identities);
+  scf::ForOp sliceLoop;
+  {
+    OpBuilder::InsertionGuard body(b);
+    b.setInsertionPointToEnd(groupLoop.getBody());
+    Value first = arith::MulIOp::create(b, loc, groupLoop.getInductionVar(),
+                                        index(rowsPerGroup));
+    IRMapping rowMap = map;
+    rowMap.map(rows.getInductionVars()[0],
+               arith::AddIOp::create(b, loc, first, warp));
+    SmallVector<Operation *> rowBody;
+    for (Operation &op : rows.getBody()->without_terminator())
+      rowBody.push_back(&op);
+    TeamEmitter rowTeam(b, func, {Team::Kind::Warp, kWarpSize, lane}, f32Terms);
+    if (failed(rowTeam.cloneTeamLevel(rowBody, rowMap)))
+      return failure();
+    // The group's rows are written before any thread reads their columns.
+    gpu::BarrierOp::create(b, loc);
+    Value sliceFirst = arith::AddIOp::create(
+        b, loc, first,
+        arith::MulIOp::create(b, loc, slice, index(rowsPerSlice)));
+    sliceLoop = scf::ForOp::create(
+        b, loc, sliceFirst,
+        arith::AddIOp::create(b, loc, sliceFirst, index(rowsPerSlice)),
+        index(1), groupLoop.getRegionIterArgs());
+    {
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToEnd(sliceLoop.getBody());
+      map.map(loop.getInductionVar(), sliceLoop.getInductionVar());
+      map.map(loop.getRegionIterArgs(), sliceLoop.getRegionIterArgs());
+      for (Operation &op : loop.getBody()->without_terminator())
+        b.clone(op, map);
+      SmallVector<Value> yielded;
+      for (Value v : yield.getOperands())
+        yielded.push_back(map.lookupOrDefault(v));
+      scf::YieldOp::create(b, loc, yielded);
+    }
+    scf::YieldOp::create(b, loc, sliceLoop.getResults());
+  }
+  // A thread adds ceil(groups / blocks) * rowsPerSlice terms a sum: in
+  // float32 where that is few enough, carried so from group to group.
+  SmallVector<bool> narrowed = cuda::narrowPartialSums(
+      sliceLoop, ceilDiv(groups, blocks) * rowsPerSlice, f32Terms);
+  for (auto [k, isNarrowed] : llvm::enumerate(narrowed)) {
+    if (!isNarrowed)
+      continue;
+    BlockArgument carried = groupLoop.getRegionIterArgs()[k];
+    Type narrow = sliceLoop.getRegionIterArgs()[k].getType();
+    Operation *zero = sliceLoop.getInitArgs()[k].getDefiningOp();
+    carried.setType(narrow);
+    groupLoop.getResult(k).setType(narrow);
+    sliceLoop.getInitArgsMutable()[k].assign(carried);
+    groupLoop.getInitArgsMutable()[k].assign(zero->getResult(0));
+    zero->moveBefore(groupLoop);
+  }
+  b.setInsertionPointAfter(groupLoop);
+  SmallVector<Value> totals = cuda::widenPartialSums(
+      b, loc, groupLoop.getResults(), identities, narrowed);
+  Value isFirstSlice =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, slice, index(0));
+  if (slices > 1)
+    combineBlockShares(func, totals, combiners, isFirstSlice, column, slices,
+                       fold.rows);
+  Value columnBlocks =
+      arith::MulIOp::create(b, loc, column, index(blocks)); // its first slot
+  {
+    OpBuilder::InsertionGuard store(b);
+    auto ifFirst = scf::IfOp::create(b, loc, isFirstSlice, /*withElse=*/false);
+    b.setInsertionPointToStart(ifFirst.thenBlock());
+    Value slot = arith::AddIOp::create(b, loc, columnBlocks, blockId);
+    for (auto [global, total] : llvm::zip(blockPartials, totals))
+      memref::StoreOp::create(b, loc, total, addressOf(global),
+                              ValueRange{slot});
+    NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
+  }
+  // The group's last block joins its blocks' partials, in block order.
+  Value group = arith::DivUIOp::create(b, loc, blockId, index(kBlocksPerGroup));
+  Value isLast =
+      countBlockIn(func, launch.symbol, group, fold.shares, kBlocksPerGroup);
+  auto ifLast = scf::IfOp::create(
+      b, loc, arith::AndIOp::create(b, loc, isLast, isFirstSlice),
+      /*withElse=*/false);
+  b.setInsertionPointToStart(ifLast.thenBlock());
+  NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
+  Value firstOfGroup = arith::AddIOp::create(
+      b, loc, columnBlocks,
+      arith::MulIOp::create(b, loc, group, index(kBlocksPerGroup)));
+  Value groupSlot = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, column, index(fold.shares)), group);
+  for (auto [k, global] : llvm::enumerate(blockPartials)) {
+    Value slots = addressOf(global);
+    Value joined = cuda::combinerIdentity(
+        b, loc, combiners[k], loop.getRegionIterArgs()[k].getType());
+    for (int64_t j = 0; j < kBlocksPerGroup; ++j)
+      joined = cuda::combine(
+          b, loc, combiners[k], joined,
+          memref::LoadOp::create(b, loc, slots,
+                                 ValueRange{arith::AddIOp::create(
+                                     b, loc, firstOfGroup, index(j))}));
+    memref::StoreOp::create(b, loc, joined, addressOf(partials[k]),
+                            ValueRange{groupSlot});
+  }
+  b.setInsertionPointAfter(ifLast);
+  finishPhase(func, launch);
+  capRegisters(func, kRegistersPerSm / (kRowPassBlocksPerSm * kBlock));
+  if (rowRegisters > 0)
+    capRegisters(func, rowRegisters);
+  launches.push_back(launch);
+  return emitCombineLaunch(kernel, prologue, fold, partials, launches);
+}
+
+LogicalResult KernelMapper::emitCombineLaunch(
+    func::FuncOp kernel, ArrayRef<Operation *> prologue, const SplitFold &fold,
+    ArrayRef<memref::GlobalOp> partials, SmallVector<cuda::Launch> &launches) {
   cuda::Launch rest;
   rest.symbol = launchSymbol(kernel, launches.size());
   IRMapping map;
@@ -995,13 +1257,35 @@ KernelMapper::combineInLastBlock(gpu::GPUFuncOp func, const SplitFold &fold,
                                  ArrayRef<memref::GlobalOp> partials,
                                  StringRef symbol, Value group, Value warp,
                                  Value lane, const IRMapping &phaseMap) {
-  int64_t rowGroups = fold.rows / kWarpSize;
-  int64_t blocksPerGroup = fold.shares / SplitFold::kBlockShares;
+  Value isLast = countBlockIn(func, symbol, group, fold.rows / kWarpSize,
+                              fold.shares / SplitFold::kBlockShares);
+  auto ifLast = scf::IfOp::create(b, loc, isLast, /*withElse=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifLast.thenBlock());
+  NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
+  // Each warp takes 4 of the group's rows in turn, a row as launch 2's warps
+  // take one.
+  Team team{Team::Kind::Warp, kWarpSize, lane};
+  TeamEmitter emitter(b, func, team, f32Terms);
+  auto rows = scf::ForOp::create(b, loc, warp, index(kWarpSize),
+                                 index(SplitFold::kBlockShares));
+  b.setInsertionPoint(rows.getBody()->getTerminator());
+  Value row = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, group, index(kWarpSize)),
+      rows.getInductionVar());
+  IRMapping map = phaseMap;
+  map.map(fold.row, row);
+  return combineRow(fold, partials, emitter, team, row, map);
+}
+
+Value KernelMapper::countBlockIn(gpu::GPUFuncOp func, StringRef symbol,
+                                 Value group, int64_t groups,
+                                 int64_t blocksPerGroup) {
   Type i32 = b.getI32Type();
-  auto countsType = MemRefType::get({rowGroups}, i32);
+  auto countsType = MemRefType::get({groups}, i32);
   memref::GlobalOp arrivals =
       addGlobal((symbol + "_arrivals").str(), countsType,
-                DenseElementsAttr::get(RankedTensorType::get({rowGroups}, i32),
+                DenseElementsAttr::get(RankedTensorType::get({groups}, i32),
                                        b.getI32IntegerAttr(0)));
   auto space =
       gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
@@ -1009,8 +1293,8 @@ KernelMapper::combineInLastBlock(gpu::GPUFuncOp func, const SplitFold &fold,
       MemRefType::get({1}, i32, MemRefLayoutAttrInterface(), space),
       func.getLoc());
   Value zero = index(0);
-  // Warp 0's partials are stored and fenced before thread 0 counts the block
-  // in.
+  // The block's partials are stored and fenced before thread 0 counts the
+  // block in.
   gpu::BarrierOp::create(b, loc);
   Value isThread0 =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, threadId, zero);
@@ -1044,29 +1328,14 @@ KernelMapper::combineInLastBlock(gpu::GPUFuncOp func, const SplitFold &fold,
   // The flag is read before the next block task's thread 0 writes it: that
   // task's barriers (its blocks' combine's, the first one above) come
   // between.
-  auto ifLast = scf::IfOp::create(b, loc, isLast, /*withElse=*/false);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(ifLast.thenBlock());
-  NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
-  // Each warp takes 4 of the group's rows in turn, a row as launch 2's warps
-  // take one.
-  Team team{Team::Kind::Warp, kWarpSize, lane};
-  TeamEmitter emitter(b, func, team, f32Terms);
-  auto rows = scf::ForOp::create(b, loc, warp, index(kWarpSize),
-                                 index(SplitFold::kBlockShares));
-  b.setInsertionPoint(rows.getBody()->getTerminator());
-  Value row = arith::AddIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, group, index(kWarpSize)),
-      rows.getInductionVar());
-  IRMapping map = phaseMap;
-  map.map(fold.row, row);
-  return combineRow(fold, partials, emitter, team, row, map);
+  return isLast;
 }
 
 void KernelMapper::combineBlockShares(gpu::GPUFuncOp func,
                                       SmallVector<Value> &totals,
                                       ArrayRef<StringRef> combiners,
-                                      Value isFirstWarp, Value lane) {
+                                      Value isFirstSlice, Value position,
+                                      int64_t slices, int64_t sliceSize) {
   auto space =
       gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
   DenseMap<Type, Value> scratch; // a slot a thread, per element type
@@ -1079,16 +1348,17 @@ void KernelMapper::combineBlockShares(gpu::GPUFuncOp func,
           func.getLoc());
     memref::StoreOp::create(b, loc, total, slots, ValueRange{threadId});
     gpu::BarrierOp::create(b, loc);
-    // Warp 0 joins the warps' values in order (deterministic); the others
+    // Slice 0 joins the slices' values in order (deterministic); the others
     // keep their own, which nothing stores.
-    auto ifFirst = scf::IfOp::create(b, loc, total.getType(), isFirstWarp,
+    auto ifFirst = scf::IfOp::create(b, loc, total.getType(), isFirstSlice,
                                      /*withElseRegion=*/true);
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(ifFirst.thenBlock());
       Value joined = total;
-      for (int64_t w = 1; w < SplitFold::kBlockShares; ++w) {
-        Value at = arith::AddIOp::create(b, loc, index(w * kWarpSize), lane);
+      for (int64_t w = 1; w < slices; ++w) {
+        Value at =
+            arith::AddIOp::create(b, loc, index(w * sliceSize), position);
         joined = cuda::combine(
             b, loc, combiner, joined,
             memref::LoadOp::create(b, loc, slots, ValueRange{at}));
@@ -1097,7 +1367,7 @@ void KernelMapper::combineBlockShares(gpu::GPUFuncOp func,
       b.setInsertionPointToStart(ifFirst.elseBlock());
       scf::YieldOp::create(b, loc, total);
     }
-    // The slots are free for the next fold's once warp 0 has read them.
+    // The slots are free for the next fold's once slice 0 has read them.
     gpu::BarrierOp::create(b, loc);
     total = ifFirst.getResult(0);
   }
@@ -1222,7 +1492,18 @@ FailureOr<SmallVector<cuda::Launch>> KernelMapper::map(func::FuncOp kernel) {
     }
   }
   SmallVector<cuda::Launch> launches;
-  for (const Phase &phase : phases) {
+  for (auto [i, phase] : llvm::enumerate(phases)) {
+    if (i > 0 && columnSumsOfRows(phases[i - 1], phase))
+      continue; // emitted with the row phase before it
+    if (std::optional<SplitFold> fold =
+            i + 1 < phases.size() ? columnSumsOfRows(phase, phases[i + 1])
+                                  : std::nullopt) {
+      if (failed(emitRowsWithColumnSums(kernel, prologue,
+                                        cast<scf::ParallelOp>(phase.ops[0]),
+                                        *fold, launches)))
+        return failure();
+      continue;
+    }
     if (std::optional<SplitFold> fold = splitFoldOf(phase)) {
       if (failed(emitSplitFold(kernel, prologue, *fold, launches)))
         return failure();
@@ -1254,7 +1535,7 @@ struct MapKernelsPass : impl::TgCudaMapKernelsBase<MapKernelsPass> {
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     b.getUnitAttr());
     KernelMapper mapper(gpuModule, smCount, rowRegisters, f32PartialTerms,
-                        columnShare, lastBlockCombines);
+                        columnShare, lastBlockCombines, columnSumsInRowPass);
     SmallVector<Attribute> kernels;
     for (auto kernel :
          llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {

@@ -76,6 +76,8 @@ struct Options {
   /// A split column sum's partials combined by the last block of each row
   /// group to store them, not by a second launch.
   bool cudaLastBlockCombines = false;
+  /// A norm gradient's row pass and its column sums in one GPU launch.
+  bool cudaColumnSumsInRowPass = false;
   /// The weight gradients' GEMMs on a stream of their own, beside the
   /// backward pass (exec-stream-weight-gradients).
   bool cudaWeightGradientStream = false;

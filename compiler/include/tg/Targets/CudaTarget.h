@@ -33,6 +33,9 @@ struct CudaTargetOptions {
   /// partials, not a second launch; tg-cuda-map-kernels'
   /// last-block-combines.
   bool lastBlockCombines = false;
+  /// A row phase and the column sums over its rows after it in one launch;
+  /// tg-cuda-map-kernels' column-sums-in-row-pass.
+  bool columnSumsInRowPass = false;
 };
 
 /// Registers what the CUDA target's passes need: the gpu, nvvm and vector

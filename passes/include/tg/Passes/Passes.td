@@ -990,6 +990,12 @@ def TgCudaMapKernels : Pass<"tg-cuda-map-kernels", "ModuleOp"> {
            "block of each group of 32 column blocks to store its partials "
            "combines the group's (a counter in device memory tells it), "
            "instead of a second launch">,
+    Option<"columnSumsInRowPass", "column-sums-in-row-pass", "bool", "false",
+           "a row phase (a row a warp) followed by column sums over the "
+           "same rows (a norm gradient's weight and bias sums) runs as one "
+           "launch: a block's warps take 8 rows, then its threads add those "
+           "rows' columns, read again from the L1, to sums they keep over "
+           "the block's rows; a second launch combines the blocks' sums">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::NVVM::NVVMDialect",

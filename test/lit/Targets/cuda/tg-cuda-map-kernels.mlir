@@ -77,6 +77,49 @@
 // TERMS128: %[[PART:.*]] = scf.for {{.*}} step %c1{{.*}} -> (f64)
 // TERMS128: memref.store %[[PART]], %{{.*}}[%thread_id_x] : memref<256xf64, #gpu.address_space<workgroup>>
 // TERMS128: memref.store %{{.*}}, %{{.*}} : memref<16384xf64>
+// column-sums-in-row-pass: a row phase and the column sums over its rows
+// after it are one launch. Each block takes groups of 8 rows in turn (here
+// 16 blocks, a group each), a row a warp; after a barrier its threads add
+// the group's rows' columns, a column block and a slice of the rows each (32
+// column blocks: 8 slices of a row), in f32 carried from group to group; the
+// slices join in order through shared memory; slice 0 stores the block's
+// partials and fences them; thread 0 counts the block into its group of 8
+// (a zeroed global), and the group's last (the count was 7) fences and joins
+// their partials in block order for launch 2, which folds 2 a column block.
+// A column sum with no row phase before it is split as before.
+// RUN: tg-opt %s --split-input-file --verify-diagnostics --tg-cuda-map-kernels=column-sums-in-row-pass=true | FileCheck %s --check-prefix=ROWCOL
+// ROWCOL-LABEL: module @thread_rows_split
+// ROWCOL-SAME: symbol = "k0_1"
+// ROWCOL-LABEL: module @rows_then_column_sums
+// ROWCOL-SAME: tg.cuda_kernels = [{launches = [{block = 256 : i64, grid = 16 : i64, shared_bytes = 0 : i64, symbol = "k0_0"}, {block = 256 : i64, grid = 4 : i64, shared_bytes = 0 : i64, symbol = "k0_1"}], name = "k0"
+// ROWCOL-DAG: memref.global "private" @k0_0_arrivals : memref<2xi32> = dense<0>
+// ROWCOL-DAG: memref.global "private" @k0_0_partials0 : memref<64xf64>
+// ROWCOL-DAG: memref.global "private" @k0_0_block_partials0 : memref<512xf64>
+// ROWCOL: gpu.func @k0_0(
+// ROWCOL-SAME: nvvm.maxnreg = 128
+// ROWCOL: %[[SUMS:.*]]:2 = scf.for %[[GROUP:.*]] = %block_id_x to %c16{{.*}} step %c16{{.*}} iter_args({{.*}}) -> (f32, f32)
+// ROWCOL: arith.muli %[[GROUP]], %c8
+// ROWCOL: vector.store
+// ROWCOL: gpu.barrier
+// ROWCOL-NEXT: arith.constant 1 : index
+// ROWCOL: scf.for {{.*}} -> (f32, f32)
+// ROWCOL: memref.load %arg1
+// ROWCOL: arith.addf {{.*}} : f32
+// ROWCOL: arith.extf %[[SUMS]]#0 : f32 to f64
+// ROWCOL: gpu.barrier
+// ROWCOL-COUNT-7: memref.load {{.*}}#gpu.address_space<workgroup>>
+// ROWCOL: memref.store {{.*}} : memref<512xf64>
+// ROWCOL: nvvm.memory.barrier <gpu>
+// ROWCOL: memref.atomic_rmw addi
+// ROWCOL: arith.cmpi eq, %{{.*}}, %c7_i32
+// ROWCOL: nvvm.memory.barrier <gpu>
+// ROWCOL-COUNT-8: memref.load {{.*}} : memref<512xf64>
+// ROWCOL: memref.store {{.*}} : memref<64xf64>
+// ROWCOL: gpu.func @k0_1(
+// ROWCOL: memref.load {{.*}} : memref<64xf64>
+// ROWCOL-COUNT-5: gpu.shuffle  xor
+// ROWCOL: memref.store {{.*}} : memref<256xf32>
+// ROWCOL-NOT: gpu.func
 
 // An element-wise op whose operands are contiguous along the inner dim (or
 // constant along it) moves 16 bytes per access: 4 floats a thread, in a
@@ -1447,6 +1490,64 @@ module @long_row_max_sum_exp {
       memref.store %sum, %y[%at1] : memref<8xf32>
       scf.reduce
     }
+    return
+  }
+}
+
+// -----
+
+// A row phase (x doubled into y) and the column sums of y over its rows
+// after it (the shape of a norm gradient's row pass and weight sums): by
+// default the row launch, the split sums' and their combine's.
+// CHECK-LABEL: module @rows_then_column_sums
+// CHECK-SAME: tg.cuda_kernels = [{launches = [{block = 256 : i64, grid = 16 : i64, shared_bytes = 0 : i64, symbol = "k0_0"}, {block = 256 : i64, grid = 1 : i64, shared_bytes = 0 : i64, symbol = "k0_1"}, {block = 256 : i64, grid = 4 : i64, shared_bytes = 0 : i64, symbol = "k0_2"}], name = "k0"
+module @rows_then_column_sums {
+  func.func @k0(%x: memref<32768xf32>, %y: memref<32768xf32>, %w: memref<256xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %c4 = arith.constant 4 : index
+    %c5 = arith.constant 5 : index
+    %c6 = arith.constant 6 : index
+    %c7 = arith.constant 7 : index
+    %c8 = arith.constant 8 : index
+    %c32 = arith.constant 32 : index
+    %c128 = arith.constant 128 : index
+    %c256 = arith.constant 256 : index
+    %two = arith.constant 2.0 : f32
+    %zero = arith.constant 0.0 : f64
+    scf.parallel (%r) = (%c0) to (%c128) step (%c1) {
+      %base = arith.muli %r, %c256 : index
+      scf.for %i = %c0 to %c256 step %c1 {
+        %at = arith.addi %base, %i : index
+        %v = memref.load %x[%at] : memref<32768xf32>
+        %d = arith.mulf %v, %two : f32
+        memref.store %d, %y[%at] : memref<32768xf32>
+      }
+      scf.reduce
+    }
+    scf.parallel (%c) = (%c0) to (%c32) step (%c1) {
+      %first = arith.muli %c, %c8 : index
+      %col1 = arith.addi %first, %c1 : index
+      %sums:2 = scf.for %i = %c0 to %c128 step %c1 iter_args(%a0 = %zero, %a1 = %zero) -> (f64, f64) {
+        %row = arith.muli %i, %c256 : index
+        %at0 = arith.addi %row, %first : index
+        %at1 = arith.addi %row, %col1 : index
+        %v0 = memref.load %y[%at0] : memref<32768xf32>
+        %v1 = memref.load %y[%at1] : memref<32768xf32>
+        %w0 = arith.extf %v0 : f32 to f64
+        %w1 = arith.extf %v1 : f32 to f64
+        %s0 = arith.addf %a0, %w0 : f64
+        %s1 = arith.addf %a1, %w1 : f64
+        scf.yield %s0, %s1 : f64, f64
+      }
+      %n0 = arith.truncf %sums#0 : f64 to f32
+      %n1 = arith.truncf %sums#1 : f64 to f32
+      memref.store %n0, %w[%first] : memref<256xf32>
+      memref.store %n1, %w[%col1] : memref<256xf32>
+      scf.reduce
+    } {tg.thread_rows}
     return
   }
 }
