@@ -226,8 +226,10 @@ public:
         for (int64_t j = 0; j < w; ++j)
           store(narrow(sums[k * w + j]), outs[k], columns[j]);
     });
-    if (!vectorRows)
+    if (!vectorRows) {
       blocks->setAttr(kThreadRowsAttr, b.getUnitAttr());
+      blocks->setAttr(kRowLocalColumnsAttr, b.getUnitAttr());
+    }
   }
   /// The columns a GPU thread sums together: 16 bytes of bf16, so that its
   /// loads of a row's columns become one vector (coalesceConsecutiveLoads).

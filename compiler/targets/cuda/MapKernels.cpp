@@ -211,10 +211,9 @@ private:
   /// With column-sums-in-row-pass: the column sums of phase `columns` (a
   /// split fold of thread rows) as the row phase `rows` before it adds them
   /// (SplitFold::inRowPass), where they are over its rows, one after
-  /// another, and a block's threads can take every column block. The
-  /// kernel bodies' column sums read only row r of their layout at their
-  /// fold's iteration r (kThreadRowsAttr), so a block may add a row's
-  /// columns once its warp has written the row.
+  /// another, a block's threads can take every column block, and their
+  /// folds read only row r at iteration r (kRowLocalColumnsAttr), so that a
+  /// block may add a row's columns once its warp has written the row.
   std::optional<SplitFold> columnSumsOfRows(const Phase &rows,
                                             const Phase &columns);
   /// Row phase `rows` and its column sums `fold` (columnSumsOfRows) in one
@@ -1013,8 +1012,8 @@ std::optional<SplitFold> KernelMapper::columnSumsOfRows(const Phase &rows,
       rowPassBlocks(*upper / (kBlock / kWarpSize)) < kBlocksPerGroup)
     return std::nullopt;
   std::optional<SplitFold> fold = splitFoldOf(columns);
-  if (!fold || !fold->threadRows || fold->rows % kWarpSize != 0 ||
-      kBlock % fold->rows != 0 ||
+  if (!fold || !columns.ops[0]->hasAttr(kRowLocalColumnsAttr) ||
+      fold->rows % kWarpSize != 0 || kBlock % fold->rows != 0 ||
       getConstantIntValue(fold->loop.getLowerBound()) != 0 ||
       getConstantIntValue(fold->loop.getStep()) != 1 ||
       getConstantIntValue(fold->loop.getUpperBound()) != upper)

@@ -34,6 +34,14 @@ constexpr llvm::StringLiteral kInOrderAttr = "tg.in_order";
 /// shuffles.
 constexpr llvm::StringLiteral kThreadRowsAttr = "tg.thread_rows";
 
+/// Marks a kThreadRowsAttr loop whose folds' iteration r reads only row r
+/// of the layout and what a row loop before it computed for row r
+/// (Emitter::columnSums: a norm gradient's weight and bias sums): a GPU
+/// target may add a row's columns as soon as that row loop has written it
+/// (tg-cuda-map-kernels' column-sums-in-row-pass). A bias gradient's sums
+/// over a middle dim read, at iteration r, rows of other indices.
+constexpr llvm::StringLiteral kRowLocalColumnsAttr = "tg.row_local_columns";
+
 /// Marks an scf.for folding a row's maximum and the sum of its exponentials
 /// in one pass (the online softmax): iter_args (max, sum), max in the
 /// element type and sum in f64, from (-inf, 0), each iteration's x joined as

@@ -120,6 +120,8 @@
 // ROWCOL-COUNT-5: gpu.shuffle  xor
 // ROWCOL: memref.store {{.*}} : memref<256xf32>
 // ROWCOL-NOT: gpu.func
+// ROWCOL-LABEL: module @unmarked_column_sums
+// ROWCOL-SAME: symbol = "k0_2"
 
 // An element-wise op whose operands are contiguous along the inner dim (or
 // constant along it) moves 16 bytes per access: 4 floats a thread, in a
@@ -1502,6 +1504,61 @@ module @long_row_max_sum_exp {
 // CHECK-LABEL: module @rows_then_column_sums
 // CHECK-SAME: tg.cuda_kernels = [{launches = [{block = 256 : i64, grid = 16 : i64, shared_bytes = 0 : i64, symbol = "k0_0"}, {block = 256 : i64, grid = 1 : i64, shared_bytes = 0 : i64, symbol = "k0_1"}, {block = 256 : i64, grid = 4 : i64, shared_bytes = 0 : i64, symbol = "k0_2"}], name = "k0"
 module @rows_then_column_sums {
+  func.func @k0(%x: memref<32768xf32>, %y: memref<32768xf32>, %w: memref<256xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %c4 = arith.constant 4 : index
+    %c5 = arith.constant 5 : index
+    %c6 = arith.constant 6 : index
+    %c7 = arith.constant 7 : index
+    %c8 = arith.constant 8 : index
+    %c32 = arith.constant 32 : index
+    %c128 = arith.constant 128 : index
+    %c256 = arith.constant 256 : index
+    %two = arith.constant 2.0 : f32
+    %zero = arith.constant 0.0 : f64
+    scf.parallel (%r) = (%c0) to (%c128) step (%c1) {
+      %base = arith.muli %r, %c256 : index
+      scf.for %i = %c0 to %c256 step %c1 {
+        %at = arith.addi %base, %i : index
+        %v = memref.load %x[%at] : memref<32768xf32>
+        %d = arith.mulf %v, %two : f32
+        memref.store %d, %y[%at] : memref<32768xf32>
+      }
+      scf.reduce
+    }
+    scf.parallel (%c) = (%c0) to (%c32) step (%c1) {
+      %first = arith.muli %c, %c8 : index
+      %col1 = arith.addi %first, %c1 : index
+      %sums:2 = scf.for %i = %c0 to %c128 step %c1 iter_args(%a0 = %zero, %a1 = %zero) -> (f64, f64) {
+        %row = arith.muli %i, %c256 : index
+        %at0 = arith.addi %row, %first : index
+        %at1 = arith.addi %row, %col1 : index
+        %v0 = memref.load %y[%at0] : memref<32768xf32>
+        %v1 = memref.load %y[%at1] : memref<32768xf32>
+        %w0 = arith.extf %v0 : f32 to f64
+        %w1 = arith.extf %v1 : f32 to f64
+        %s0 = arith.addf %a0, %w0 : f64
+        %s1 = arith.addf %a1, %w1 : f64
+        scf.yield %s0, %s1 : f64, f64
+      }
+      %n0 = arith.truncf %sums#0 : f64 to f32
+      %n1 = arith.truncf %sums#1 : f64 to f32
+      memref.store %n0, %w[%first] : memref<256xf32>
+      memref.store %n1, %w[%col1] : memref<256xf32>
+      scf.reduce
+    } {tg.thread_rows, tg.row_local_columns}
+    return
+  }
+}
+
+// -----
+
+// The same column sums without tg.row_local_columns (nothing says their
+// iteration r reads only row r) keep their own launches.
+module @unmarked_column_sums {
   func.func @k0(%x: memref<32768xf32>, %y: memref<32768xf32>, %w: memref<256xf32>) {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
