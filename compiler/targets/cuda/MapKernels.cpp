@@ -123,7 +123,7 @@ struct SplitFold {
   SmallVector<Operation *> before, after;
   /// Whether the shares are the blocks of the row phase before the fold,
   /// which add its rows' columns as they go (column-sums-in-row-pass): a
-  /// partial a (row, block).
+  /// partial a (row, group of kBlocksPerGroup blocks).
   bool inRowPass = false;
 
   /// Whether the first launch's blocks combine their threads' partials
@@ -264,8 +264,8 @@ private:
   /// fenced what they give the group: a barrier, then thread 0's atomic add.
   /// Returns whether the block is the group's last of `blocksPerGroup`,
   /// which has reset the count for the next launch; every thread of the
-  /// block has the answer. The last block fences before it reads what the
-  /// others stored.
+  /// block has the answer. The caller's last block fences before it reads
+  /// what the others stored.
   Value countBlockIn(gpu::GPUFuncOp func, StringRef symbol, Value group,
                      int64_t groups, int64_t blocksPerGroup);
   /// Combines each of `totals` (its fold's `combiners`) over the `slices`
@@ -1009,10 +1009,15 @@ std::optional<SplitFold> KernelMapper::columnSumsOfRows(const Phase &rows,
       getConstantIntValue(rowLoop.getLowerBound()[0]) != 0 ||
       getConstantIntValue(rowLoop.getStep()[0]) != 1 ||
       longestTrips(rowLoop) >= kLongRow || *upper % (kBlock / kWarpSize) != 0 ||
-      rowPassBlocks(*upper / (kBlock / kWarpSize)) < kBlocksPerGroup)
+      rowPassBlocks(*upper / (kBlock / kWarpSize)) < kBlocksPerGroup ||
+      splitFoldOf(rows)) // a row phase of few, long rows keeps its split
     return std::nullopt;
   std::optional<SplitFold> fold = splitFoldOf(columns);
-  if (!fold || !columns.ops[0]->hasAttr(kRowLocalColumnsAttr) ||
+  // The fold's `before` runs once, before any row is written: it may only
+  // compute (the column block's indices), not read.
+  if (!fold || !fold->threadRows ||
+      !columns.ops[0]->hasAttr(kRowLocalColumnsAttr) ||
+      !llvm::all_of(fold->before, isMemoryEffectFree) ||
       fold->rows % kWarpSize != 0 || kBlock % fold->rows != 0 ||
       getConstantIntValue(fold->loop.getLowerBound()) != 0 ||
       getConstantIntValue(fold->loop.getStep()) != 1 ||
@@ -1129,13 +1134,12 @@ LogicalResult KernelMapper::emitRowsWithColumnSums(
   if (slices > 1)
     combineBlockShares(func, totals, combiners, isFirstSlice, column, slices,
                        fold.rows);
-  Value columnBlocks =
-      arith::MulIOp::create(b, loc, column, index(blocks)); // its first slot
+  Value columnFirstSlot = arith::MulIOp::create(b, loc, column, index(blocks));
   {
     OpBuilder::InsertionGuard store(b);
     auto ifFirst = scf::IfOp::create(b, loc, isFirstSlice, /*withElse=*/false);
     b.setInsertionPointToStart(ifFirst.thenBlock());
-    Value slot = arith::AddIOp::create(b, loc, columnBlocks, blockId);
+    Value slot = arith::AddIOp::create(b, loc, columnFirstSlot, blockId);
     for (auto [global, total] : llvm::zip(blockPartials, totals))
       memref::StoreOp::create(b, loc, total, addressOf(global),
                               ValueRange{slot});
@@ -1151,7 +1155,7 @@ LogicalResult KernelMapper::emitRowsWithColumnSums(
   b.setInsertionPointToStart(ifLast.thenBlock());
   NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
   Value firstOfGroup = arith::AddIOp::create(
-      b, loc, columnBlocks,
+      b, loc, columnFirstSlot,
       arith::MulIOp::create(b, loc, group, index(kBlocksPerGroup)));
   Value groupSlot = arith::AddIOp::create(
       b, loc, arith::MulIOp::create(b, loc, column, index(fold.shares)), group);
@@ -1324,9 +1328,9 @@ Value KernelMapper::countBlockIn(gpu::GPUFuncOp func, StringRef symbol,
       b, loc, arith::CmpIPredicate::ne,
       memref::LoadOp::create(b, loc, lastFlag, ValueRange{zero}),
       arith::ConstantIntOp::create(b, loc, i32, 0));
-  // The flag is read before the next block task's thread 0 writes it: that
-  // task's barriers (its blocks' combine's, the first one above) come
-  // between.
+  // Where the caller counts in again (a block's next task of a split fold),
+  // the flag is read before the next task's thread 0 writes it: that task's
+  // barriers (its blocks' combine's, the first one above) come between.
   return isLast;
 }
 

@@ -995,7 +995,8 @@ def TgCudaMapKernels : Pass<"tg-cuda-map-kernels", "ModuleOp"> {
            "same rows (a norm gradient's weight and bias sums) runs as one "
            "launch: a block's warps take 8 rows, then its threads add those "
            "rows' columns, read again from the L1, to sums they keep over "
-           "the block's rows; a second launch combines the blocks' sums">,
+           "the block's rows; the last block of each 8 joins their sums, "
+           "and a second launch combines the groups'">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::NVVM::NVVMDialect",

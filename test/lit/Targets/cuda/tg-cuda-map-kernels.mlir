@@ -122,6 +122,30 @@
 // ROWCOL-NOT: gpu.func
 // ROWCOL-LABEL: module @unmarked_column_sums
 // ROWCOL-SAME: symbol = "k0_2"
+// ROWCOL-LABEL: module @column_sums_reading_before
+// ROWCOL-SAME: symbol = "k0_2"
+// RUN: tg-opt %s --split-input-file --verify-diagnostics "--tg-cuda-map-kernels=column-sums-in-row-pass=true sm-count=4" | FileCheck %s --check-prefix=ROWCOL4
+// ROWCOL4-LABEL: module @wide_rows_then_column_sums
+// ROWCOL4-SAME: tg.cuda_kernels = [{launches = [{block = 256 : i64, grid = 8 : i64, shared_bytes = 0 : i64, symbol = "k0_0"}, {block = 256 : i64, grid = 16 : i64, shared_bytes = 0 : i64, symbol = "k0_1"}], name = "k0"
+// ROWCOL4-DAG: memref.global "private" @k0_0_arrivals : memref<1xi32> = dense<0>
+// ROWCOL4-DAG: memref.global "private" @k0_0_partials0 : memref<128xf64>
+// ROWCOL4-DAG: memref.global "private" @k0_0_block_partials0 : memref<1024xf64>
+// ROWCOL4: gpu.func @k0_0(
+// ROWCOL4: %[[COLUMN:.*]] = arith.remui %thread_id_x, %c128
+// ROWCOL4: %[[SLICE:.*]] = arith.divui %thread_id_x, %c128
+// ROWCOL4: %[[SUMS:.*]]:2 = scf.for %[[GROUP:.*]] = %block_id_x to %c16{{.*}} step %c8{{.*}} iter_args(%[[C0:.*]] = %{{.*}}, %[[C1:.*]] = %{{.*}}) -> (f32, f32)
+// ROWCOL4: %[[FIRST:.*]] = arith.muli %[[GROUP]], %c8
+// ROWCOL4: gpu.barrier
+// ROWCOL4: %[[OFFSET:.*]] = arith.muli %[[SLICE]], %c4
+// ROWCOL4: %[[START:.*]] = arith.addi %[[FIRST]], %[[OFFSET]]
+// ROWCOL4: %[[END:.*]] = arith.addi %[[START]], %c4
+// ROWCOL4: %[[ROWS:.*]]:2 = scf.for %{{.*}} = %[[START]] to %[[END]] step %{{.*}} iter_args(%{{.*}} = %[[C0]], %{{.*}} = %[[C1]]) -> (f32, f32)
+// ROWCOL4: scf.yield %[[ROWS]]#0, %[[ROWS]]#1 : f32, f32
+// ROWCOL4: arith.extf %[[SUMS]]#0 : f32 to f64
+// ROWCOL4-COUNT-1: memref.load {{.*}}#gpu.address_space<workgroup>>
+// ROWCOL4: arith.cmpi eq, %{{.*}}, %c7_i32
+// ROWCOL4-COUNT-8: memref.load {{.*}} : memref<1024xf64>
+// ROWCOL4: gpu.func @k0_1(
 
 // An element-wise op whose operands are contiguous along the inner dim (or
 // constant along it) moves 16 bytes per access: 4 floats a thread, in a
@@ -1605,6 +1629,120 @@ module @unmarked_column_sums {
       memref.store %n1, %w[%col1] : memref<256xf32>
       scf.reduce
     } {tg.thread_rows}
+    return
+  }
+}
+
+// -----
+
+// A column sum whose fold starts from a value read before it (its `before`
+// would run once, before any row is written) keeps its own launches.
+module @column_sums_reading_before {
+  func.func @k0(%x: memref<32768xf32>, %y: memref<32768xf32>, %w: memref<256xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %c4 = arith.constant 4 : index
+    %c5 = arith.constant 5 : index
+    %c6 = arith.constant 6 : index
+    %c7 = arith.constant 7 : index
+    %c8 = arith.constant 8 : index
+    %c32 = arith.constant 32 : index
+    %c128 = arith.constant 128 : index
+    %c256 = arith.constant 256 : index
+    %two = arith.constant 2.0 : f32
+    %zero = arith.constant 0.0 : f64
+    scf.parallel (%r) = (%c0) to (%c128) step (%c1) {
+      %base = arith.muli %r, %c256 : index
+      scf.for %i = %c0 to %c256 step %c1 {
+        %at = arith.addi %base, %i : index
+        %v = memref.load %x[%at] : memref<32768xf32>
+        %d = arith.mulf %v, %two : f32
+        memref.store %d, %y[%at] : memref<32768xf32>
+      }
+      scf.reduce
+    }
+    scf.parallel (%c) = (%c0) to (%c32) step (%c1) {
+      %first = arith.muli %c, %c8 : index
+      %col1 = arith.addi %first, %c1 : index
+      %seen = memref.load %y[%first] : memref<32768xf32>
+      %seenw = arith.extf %seen : f32 to f64
+      %sums:2 = scf.for %i = %c0 to %c128 step %c1 iter_args(%a0 = %seenw, %a1 = %zero) -> (f64, f64) {
+        %row = arith.muli %i, %c256 : index
+        %at0 = arith.addi %row, %first : index
+        %at1 = arith.addi %row, %col1 : index
+        %v0 = memref.load %y[%at0] : memref<32768xf32>
+        %v1 = memref.load %y[%at1] : memref<32768xf32>
+        %w0 = arith.extf %v0 : f32 to f64
+        %w1 = arith.extf %v1 : f32 to f64
+        %s0 = arith.addf %a0, %w0 : f64
+        %s1 = arith.addf %a1, %w1 : f64
+        scf.yield %s0, %s1 : f64, f64
+      }
+      %n0 = arith.truncf %sums#0 : f64 to f32
+      %n1 = arith.truncf %sums#1 : f64 to f32
+      memref.store %n0, %w[%first] : memref<256xf32>
+      memref.store %n1, %w[%col1] : memref<256xf32>
+      scf.reduce
+    } {tg.thread_rows, tg.row_local_columns}
+    return
+  }
+}
+
+// -----
+
+// 1024 columns (128 column blocks: two threads each, 4 of a group's 8 rows
+// a thread) over 128 rows, on 4 SMs: 8 blocks, 2 groups each, the sums
+// carried from the first to the second.
+module @wide_rows_then_column_sums {
+  func.func @k0(%x: memref<131072xf32>, %y: memref<131072xf32>, %w: memref<1024xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %c4 = arith.constant 4 : index
+    %c5 = arith.constant 5 : index
+    %c6 = arith.constant 6 : index
+    %c7 = arith.constant 7 : index
+    %c8 = arith.constant 8 : index
+    %c32 = arith.constant 32 : index
+    %c128 = arith.constant 128 : index
+    %c256 = arith.constant 256 : index
+    %c1024 = arith.constant 1024 : index
+    %two = arith.constant 2.0 : f32
+    %zero = arith.constant 0.0 : f64
+    scf.parallel (%r) = (%c0) to (%c128) step (%c1) {
+      %base = arith.muli %r, %c1024 : index
+      scf.for %i = %c0 to %c1024 step %c1 {
+        %at = arith.addi %base, %i : index
+        %v = memref.load %x[%at] : memref<131072xf32>
+        %d = arith.mulf %v, %two : f32
+        memref.store %d, %y[%at] : memref<131072xf32>
+      }
+      scf.reduce
+    }
+    scf.parallel (%c) = (%c0) to (%c128) step (%c1) {
+      %first = arith.muli %c, %c8 : index
+      %col1 = arith.addi %first, %c1 : index
+      %sums:2 = scf.for %i = %c0 to %c128 step %c1 iter_args(%a0 = %zero, %a1 = %zero) -> (f64, f64) {
+        %row = arith.muli %i, %c1024 : index
+        %at0 = arith.addi %row, %first : index
+        %at1 = arith.addi %row, %col1 : index
+        %v0 = memref.load %y[%at0] : memref<131072xf32>
+        %v1 = memref.load %y[%at1] : memref<131072xf32>
+        %w0 = arith.extf %v0 : f32 to f64
+        %w1 = arith.extf %v1 : f32 to f64
+        %s0 = arith.addf %a0, %w0 : f64
+        %s1 = arith.addf %a1, %w1 : f64
+        scf.yield %s0, %s1 : f64, f64
+      }
+      %n0 = arith.truncf %sums#0 : f64 to f32
+      %n1 = arith.truncf %sums#1 : f64 to f32
+      memref.store %n0, %w[%first] : memref<1024xf32>
+      memref.store %n1, %w[%col1] : memref<1024xf32>
+      scf.reduce
+    } {tg.thread_rows, tg.row_local_columns}
     return
   }
 }
