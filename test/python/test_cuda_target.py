@@ -56,6 +56,21 @@ class CudaTarget(unittest.TestCase):
                 for ptx in os.listdir(out):
                     self.assert_assembles_without_spills(os.path.join(out, ptx), f"{model} {dtype}")
 
+    def medium_ptx_with_and_without(self, flag):
+        """GPT-2 medium's bf16 PTX without and with tgc flag `flag` (keys ""
+        and `flag`); with it, it assembles without spills where ptxas is
+        found."""
+        ptx = {}
+        for flags in ["", flag]:
+            out = self.path("medium-ptx" + flags)
+            run("tgc", "compile", bench_gpu("gpt2-medium"), "--train", bench_gpu("train-gpt2-medium"),
+                "--target", "cuda", "--dtype=bf16", *([flags] if flags else []), "--emit=ptx", "-o", out)
+            with open(os.path.join(out, "kernels.ptx")) as f:
+                ptx[flags] = f.read()
+            if flags and PTXAS:
+                self.assert_assembles_without_spills(os.path.join(out, "kernels.ptx"), "gpt2-medium " + flags)
+        return ptx
+
     def assert_assembles_without_spills(self, ptx, what):
         """ptxas assembles `ptx` for sm_90a, and no function of it spills."""
         result = subprocess.run([PTXAS, "-arch=sm_90a", "-v", ptx, "-o", os.devnull],
@@ -261,15 +276,7 @@ class CudaTarget(unittest.TestCase):
         fence), and the last block fences before it reads the partials. The
         other split sums keep two launches; without --target cuda it is
         refused by name."""
-        ptx = {}
-        for flag in ["", "--cuda-last-block-combines"]:
-            out = self.path("last-block" if flag else "last-block-off")
-            run("tgc", "compile", bench_gpu("gpt2-medium"), "--train", bench_gpu("train-gpt2-medium"),
-                "--target", "cuda", "--dtype=bf16", *([flag] if flag else []), "--emit=ptx", "-o", out)
-            with open(os.path.join(out, "kernels.ptx")) as f:
-                ptx[flag] = f.read()
-            if flag and PTXAS:
-                self.assert_assembles_without_spills(os.path.join(out, "kernels.ptx"), "gpt2-medium " + flag)
+        ptx = self.medium_ptx_with_and_without("--cuda-last-block-combines")
         entries = {flag: set(re.findall(r"\.entry (\w+)\(", text)) for flag, text in ptx.items()}
         arrivals = re.findall(r"\.global \.align \d+ \.b8 (\w+)_arrivals\[\d+\];", ptx["--cuda-last-block-combines"])
         combined = sorted(re.sub(r"_\d+$", "", launch) for launch in arrivals)
@@ -298,15 +305,7 @@ class CudaTarget(unittest.TestCase):
         8 for the combine launch, which folds 32 a column block. The other
         kernels keep their launches; without --target cuda it is refused by
         name."""
-        ptx = {}
-        for flag in ["", "--cuda-column-sums-in-row-pass"]:
-            out = self.path("row-pass-columns" if flag else "row-pass-columns-off")
-            run("tgc", "compile", bench_gpu("gpt2-medium"), "--train", bench_gpu("train-gpt2-medium"),
-                "--target", "cuda", "--dtype=bf16", *([flag] if flag else []), "--emit=ptx", "-o", out)
-            with open(os.path.join(out, "kernels.ptx")) as f:
-                ptx[flag] = f.read()
-            if flag and PTXAS:
-                self.assert_assembles_without_spills(os.path.join(out, "kernels.ptx"), "gpt2-medium " + flag)
+        ptx = self.medium_ptx_with_and_without("--cuda-column-sums-in-row-pass")
         fused = ptx["--cuda-column-sums-in-row-pass"]
         entries = {flag: set(re.findall(r"\.entry (\w+)\(", text)) for flag, text in ptx.items()}
         norms = sorted({re.sub(r"_\d+$", "", entry) for entry in entries[""] if "layer_norm_grad" in entry})

@@ -228,6 +228,11 @@ private:
                                        ArrayRef<Operation *> prologue,
                                        scf::ParallelOp rows, SplitFold fold,
                                        SmallVector<cuda::Launch> &launches);
+  /// Fold `loop`'s body over [lower, upper) by `step` from `inits`, in a
+  /// loop of its own at the insertion point (`map` maps what the body
+  /// reads; it then maps the loop's iteration values too).
+  scf::ForOp cloneFoldOver(scf::ForOp loop, Value lower, Value upper,
+                           Value step, ValueRange inits, IRMapping &map);
   /// A global a fold of `fold`'s loop for its partials, a slot a (row,
   /// partial): the first launch's, named after `symbol`.
   SmallVector<memref::GlobalOp> addPartials(StringRef symbol,
@@ -873,20 +878,8 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
          llvm::zip(loop.getRegionIterArgs(), yield.getOperands()))
       identities.push_back(cuda::combinerIdentity(
           b, loc, cuda::foldCombiner(acc, yielded), acc.getType()));
-    auto partial = scf::ForOp::create(b, loc, lower, upper,
-                                      map.lookupOrDefault(step), identities);
-    {
-      OpBuilder::InsertionGuard body(b);
-      b.setInsertionPointToEnd(partial.getBody());
-      map.map(loop.getInductionVar(), partial.getInductionVar());
-      map.map(loop.getRegionIterArgs(), partial.getRegionIterArgs());
-      for (Operation &op : loop.getBody()->without_terminator())
-        b.clone(op, map);
-      SmallVector<Value> yielded;
-      for (Value v : yield.getOperands())
-        yielded.push_back(map.lookupOrDefault(v));
-      scf::YieldOp::create(b, loc, yielded);
-    }
+    scf::ForOp partial = cloneFoldOver(loop, lower, upper,
+                                       map.lookupOrDefault(step), identities, map);
     SmallVector<bool> narrowed =
         cuda::narrowPartialSums(partial, fold.chunk, f32Terms);
     // Unrolled, so that a thread's loads of several rows are in flight at
@@ -984,6 +977,23 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
   if (inLastBlock)
     return success();
   return emitCombineLaunch(kernel, prologue, fold, partials, launches);
+}
+
+scf::ForOp KernelMapper::cloneFoldOver(scf::ForOp loop, Value lower,
+                                       Value upper, Value step,
+                                       ValueRange inits, IRMapping &map) {
+  auto fold = scf::ForOp::create(b, loc, lower, upper, step, inits);
+  OpBuilder::InsertionGuard body(b);
+  b.setInsertionPointToEnd(fold.getBody());
+  map.map(loop.getInductionVar(), fold.getInductionVar());
+  map.map(loop.getRegionIterArgs(), fold.getRegionIterArgs());
+  for (Operation &op : loop.getBody()->without_terminator())
+    b.clone(op, map);
+  SmallVector<Value> yielded;
+  for (Value v : loop.getBody()->getTerminator()->getOperands())
+    yielded.push_back(map.lookupOrDefault(v));
+  scf::YieldOp::create(b, loc, yielded);
+  return fold;
 }
 
 SmallVector<memref::GlobalOp> KernelMapper::addPartials(StringRef symbol,
@@ -1092,22 +1102,10 @@ LogicalResult KernelMapper::emitRowsWithColumnSums(
     Value sliceFirst = arith::AddIOp::create(
         b, loc, first,
         arith::MulIOp::create(b, loc, slice, index(rowsPerSlice)));
-    sliceLoop = scf::ForOp::create(
-        b, loc, sliceFirst,
+    sliceLoop = cloneFoldOver(
+        loop, sliceFirst,
         arith::AddIOp::create(b, loc, sliceFirst, index(rowsPerSlice)),
-        index(1), groupLoop.getRegionIterArgs());
-    {
-      OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPointToEnd(sliceLoop.getBody());
-      map.map(loop.getInductionVar(), sliceLoop.getInductionVar());
-      map.map(loop.getRegionIterArgs(), sliceLoop.getRegionIterArgs());
-      for (Operation &op : loop.getBody()->without_terminator())
-        b.clone(op, map);
-      SmallVector<Value> yielded;
-      for (Value v : yield.getOperands())
-        yielded.push_back(map.lookupOrDefault(v));
-      scf::YieldOp::create(b, loc, yielded);
-    }
+        index(1), groupLoop.getRegionIterArgs(), map);
     scf::YieldOp::create(b, loc, sliceLoop.getResults());
   }
   // A thread adds ceil(groups / blocks) * rowsPerSlice terms a sum: in

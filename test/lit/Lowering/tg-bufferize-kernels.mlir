@@ -496,7 +496,7 @@ module @kernels {
 // SCALAR:         scf.parallel
 // SCALAR:         scf.parallel
 // SCALAR:           scf.for %{{.*}} = %c0{{.*}} to %c8{{.*}} step %c1{{.*}} iter_args({{.*}}) -> (f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64)
-// SCALAR:         } {tg.thread_rows}
+// SCALAR:         } {tg.row_local_columns, tg.thread_rows}
 // SCALAR-NOT:     scf.parallel
 // SCALAR:         return
 module @kernels {
@@ -549,13 +549,14 @@ module @kernels {
 
 // layer_norm_grad's weight and bias gradients in the CUDA form: a block of
 // 8 columns a task (tg.thread_rows), here the one block, its 16 sums
-// together.
+// together; each iteration reads only its own row (tg.row_local_columns),
+// which a bias gradient's sums (above) do not say.
 // SCALAR-LABEL: func.func @k7_layer_norm_grad(
 // SCALAR:         scf.parallel
 // SCALAR-NOT:     tg.thread_rows
 // SCALAR:         scf.parallel (%{{.*}}) = (%c0{{.*}}) to (%c1{{.*}}) step
 // SCALAR:           scf.for %{{.*}} = %c0{{.*}} to %c4{{.*}} step %c1{{.*}} iter_args({{.*}}) -> (f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64)
-// SCALAR:         } {tg.thread_rows}
+// SCALAR:         } {tg.row_local_columns, tg.thread_rows}
 module @kernels {
   func.func @k7_layer_norm_grad(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %dy: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) {
     %dx, %dw, %db = tg.layer_norm_grad %x, %w, %dy {epsilon = 1.0e-5 : f64} : tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>
