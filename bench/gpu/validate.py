@@ -108,7 +108,7 @@ CUDNN_SUFFIX = "-cudnn"
 SUMMED_SUFFIX, SUMMED_SETTING = "-summed", "TG_CUDA_FLASH_BACKWARD=summed"
 FLAG_SUFFIXES = {"-bgrad": "--fuse=gemm-bias-grad", "-wgrad": "--cuda-weight-gradient-stream",
                  "-lastblock": "--cuda-last-block-combines",
-                 "-rowcolumns": "--cuda-column-sums-in-row-pass"}
+                 "-rowcolumns": "--cuda-column-sums-in-row-pass --cuda-sm-count=16"}
 # What the runtime prints where an Attention command compiled for cuDNN runs
 # on its own kernels (CudaBackend.cpp).
 CUDNN_FALLBACK = "compiled for cuDNN run on the runtime's flash kernels instead"

@@ -393,7 +393,7 @@ llvm::Expected<CudaTargetOptions> cudaOptions(const Options &o) {
                                    "sm_90, sm_89 or sm_80");
   CudaTargetOptions cuda;
   cuda.chip = o.cudaArch;
-  cuda.smCount = chip->second;
+  cuda.smCount = o.cudaSmCount ? o.cudaSmCount : chip->second;
   cuda.approximateHalfMath = o.cudaApproximateHalfMath;
   cuda.rowRegisters = o.cudaRowRegisters;
   cuda.f32PartialTerms = o.cudaF32PartialTerms;

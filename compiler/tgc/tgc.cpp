@@ -123,6 +123,12 @@ static cl::opt<std::string> cudaArchOpt(
     cl::desc("GPU architecture of --target cuda: sm_90a (H100, H200; the "
              "default), sm_90, sm_89 or sm_80"),
     cl::init("sm_90a"), cl::sub(compileCommand), cl::cat(tgcCategory));
+static cl::opt<int64_t> cudaSmCountOpt(
+    "cuda-sm-count",
+    cl::desc("The streaming multiprocessors --target cuda sizes the kernels' "
+             "grids for, 1 to 1024 (default: --cuda-arch's full part, 132 "
+             "for sm_90a; an H100 PCIe has 114)"),
+    cl::init(0), cl::sub(compileCommand), cl::cat(tgcCategory));
 enum class HalfMath { Approximate, Exact };
 static EnumOption<HalfMath> cudaHalfMathOpt(
     "cuda-half-math",
@@ -727,6 +733,7 @@ static llvm::Expected<tg::driver::Options> driverOptions() {
   o.seq = seqOpt;
   o.target = targetOpt == Target::Cuda ? tg::driver::Target::Cuda : tg::driver::Target::Cpu;
   o.cudaArch = cudaArchOpt;
+  o.cudaSmCount = cudaSmCountOpt;
   o.cudaApproximateHalfMath = cudaHalfMathOpt == HalfMath::Approximate;
   o.cudaFlashAttention = cudaAttentionOpt != CudaAttention::Decomposed;
   o.cudaCudnnAttention = cudaAttentionOpt == CudaAttention::Cudnn;
@@ -827,6 +834,13 @@ static int compile(MLIRContext &ctx, const char *argv0) {
   if (cudaLastBlockCombinesOpt && targetOpt != Target::Cuda)
     return fail("--cuda-last-block-combines chooses how GPU kernels combine "
                 "column sums: add --target cuda, or drop it");
+  if (cudaSmCountOpt.getNumOccurrences() && targetOpt != Target::Cuda)
+    return fail("--cuda-sm-count sizes GPU kernels' grids: add --target cuda, "
+                "or drop it");
+  if (cudaSmCountOpt.getNumOccurrences() &&
+      (cudaSmCountOpt < 1 || cudaSmCountOpt > 1024))
+    return fail("--cuda-sm-count=" + std::to_string(cudaSmCountOpt) +
+                " is out of range: give 1 to 1024 SMs");
   if (cudaColumnSumsInRowPassOpt && targetOpt != Target::Cuda)
     return fail("--cuda-column-sums-in-row-pass chooses how GPU kernels sum "
                 "columns: add --target cuda, or drop it");

@@ -326,6 +326,29 @@ class CudaTarget(unittest.TestCase):
         self.assert_refused(["--cuda-column-sums-in-row-pass"],
                             "--cuda-column-sums-in-row-pass chooses how GPU kernels sum columns: add --target cuda")
 
+    def test_sm_count(self):
+        """--cuda-sm-count: the grids are sized for N SMs, not the
+        --cuda-arch's full part: gpt2-wide's norm gradients' row passes with
+        their column sums (two blocks an SM, at most 256) get 32 blocks for
+        16 SMs where they get 256 for sm_90a's 132, each then carrying its
+        sums over 8 groups of rows. Out of range, or without --target cuda,
+        it is refused by name."""
+        blocks = {}
+        for count in ["", "16"]:
+            out = self.path(f"sm-count-{count or 'default'}")
+            run("tgc", "compile", bench_gpu("gpt2-wide"), "--train", bench_gpu("train-check"), "--target",
+                "cuda", "--dtype=bf16", "--cuda-column-sums-in-row-pass",
+                *([f"--cuda-sm-count={count}"] if count else []), "--emit=ptx", "-o", out)
+            with open(os.path.join(out, "kernels.ptx")) as f:
+                sizes = set(re.findall(r"_block_partials0\[(\d+)\];", f.read()))
+            # f64 partials of 32 column blocks a block.
+            blocks[count] = {int(size) // (8 * 32) for size in sizes}
+        self.assertEqual(blocks, {"": {256}, "16": {32}})
+        self.assert_refused(["--target", "cuda", "--cuda-sm-count=0"],
+                            "--cuda-sm-count=0 is out of range: give 1 to 1024 SMs")
+        self.assert_refused(["--cuda-sm-count=16"],
+                            "--cuda-sm-count sizes GPU kernels' grids: add --target cuda")
+
     def test_weight_gradient_stream(self):
         """--cuda-weight-gradient-stream: the weight gradients' GEMMs, which
         only the optimizer reads, run on stream 2 beside the backward pass

@@ -53,6 +53,9 @@ struct Options {
   int64_t batch = 1, seq = 0;
   Target target = Target::Cpu;
   std::string cudaArch = "sm_90a";
+  /// The SMs the GPU kernels' grids are sized for; 0: the full part of
+  /// cudaArch (132 for sm_90a).
+  int64_t cudaSmCount = 0;
   /// 16-bit exp, tanh and division through the fast f32 approximations
   /// (tg-cuda-approximate-half-math); false: libdevice's exact routines.
   bool cudaApproximateHalfMath = true;
