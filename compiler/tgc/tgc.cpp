@@ -807,46 +807,49 @@ static int compile(MLIRContext &ctx, const char *argv0) {
                 outputPath + ", redirect the output (> " + outputPath + ")");
   if (what == Emit::Ptx && targetOpt != Target::Cuda)
     return fail("--emit=ptx writes GPU kernels: add --target cuda");
-  if (cudaHalfMathOpt.getNumOccurrences() && targetOpt != Target::Cuda)
-    return fail("--cuda-half-math chooses how GPU kernels compute: add "
-                "--target cuda, or drop it");
-  if (cudaAttentionOpt.getNumOccurrences() && targetOpt != Target::Cuda)
-    return fail("--cuda-attention chooses how the GPU computes attention: add "
-                "--target cuda, or drop it");
-  if (cudaRowRegistersOpt.getNumOccurrences() && targetOpt != Target::Cuda)
-    return fail("--cuda-row-registers caps GPU kernels' registers: add "
-                "--target cuda, or drop it");
+  // Flags that mean something only for the GPU, refused without --target
+  // cuda, naming what each does (in this order: the first given is named).
+  struct CudaFlag {
+    const cl::Option &option;
+    bool given;
+    const char *does;
+  };
+  const CudaFlag cudaFlags[] = {
+      {cudaHalfMathOpt, cudaHalfMathOpt.getNumOccurrences() > 0,
+       "chooses how GPU kernels compute"},
+      {cudaAttentionOpt, cudaAttentionOpt.getNumOccurrences() > 0,
+       "chooses how the GPU computes attention"},
+      {cudaRowRegistersOpt, cudaRowRegistersOpt.getNumOccurrences() > 0,
+       "caps GPU kernels' registers"},
+      {cudaF32PartialTermsOpt, cudaF32PartialTermsOpt.getNumOccurrences() > 0,
+       "chooses how GPU kernels sum"},
+      {cudaColumnShareOpt, cudaColumnShareOpt.getNumOccurrences() > 0,
+       "chooses how GPU kernels sum columns"},
+      {cudaLastBlockCombinesOpt, cudaLastBlockCombinesOpt,
+       "chooses how GPU kernels combine column sums"},
+      {cudaSmCountOpt, cudaSmCountOpt.getNumOccurrences() > 0,
+       "sizes GPU kernels' grids"},
+      {cudaColumnSumsInRowPassOpt, cudaColumnSumsInRowPassOpt,
+       "chooses how GPU kernels sum columns"},
+      {cudaWeightGradientStreamOpt, cudaWeightGradientStreamOpt,
+       "schedules GPU streams"}};
+  for (const CudaFlag &flag : cudaFlags)
+    if (flag.given && targetOpt != Target::Cuda)
+      return fail("--" + flag.option.ArgStr + " " + flag.does +
+                  ": add --target cuda, or drop it");
   if (cudaRowRegistersOpt != 0 &&
       (cudaRowRegistersOpt < 32 || cudaRowRegistersOpt > 255))
     return fail("--cuda-row-registers=" +
                 std::to_string(cudaRowRegistersOpt) +
                 " is out of range: give 32 to 255 (a GPU thread has at most "
                 "255), or 0 for what one block may have");
-  if (cudaF32PartialTermsOpt.getNumOccurrences() && targetOpt != Target::Cuda)
-    return fail("--cuda-f32-partial-terms chooses how GPU kernels sum: add "
-                "--target cuda, or drop it");
-  if (cudaColumnShareOpt.getNumOccurrences() && targetOpt != Target::Cuda)
-    return fail("--cuda-column-share chooses how GPU kernels sum columns: add "
-                "--target cuda, or drop it");
   if (cudaColumnShareOpt < 16 || cudaColumnShareOpt > 4096)
     return fail("--cuda-column-share=" + std::to_string(cudaColumnShareOpt) +
                 " is out of range: give 16 to 4096 rows");
-  if (cudaLastBlockCombinesOpt && targetOpt != Target::Cuda)
-    return fail("--cuda-last-block-combines chooses how GPU kernels combine "
-                "column sums: add --target cuda, or drop it");
-  if (cudaSmCountOpt.getNumOccurrences() && targetOpt != Target::Cuda)
-    return fail("--cuda-sm-count sizes GPU kernels' grids: add --target cuda, "
-                "or drop it");
   if (cudaSmCountOpt.getNumOccurrences() &&
       (cudaSmCountOpt < 1 || cudaSmCountOpt > 1024))
     return fail("--cuda-sm-count=" + std::to_string(cudaSmCountOpt) +
                 " is out of range: give 1 to 1024 SMs");
-  if (cudaColumnSumsInRowPassOpt && targetOpt != Target::Cuda)
-    return fail("--cuda-column-sums-in-row-pass chooses how GPU kernels sum "
-                "columns: add --target cuda, or drop it");
-  if (cudaWeightGradientStreamOpt && targetOpt != Target::Cuda)
-    return fail("--cuda-weight-gradient-stream schedules GPU streams: add "
-                "--target cuda, or drop it");
   if (cudaF32PartialTermsOpt < 0 || cudaF32PartialTermsOpt > 65536)
     return fail(
         "--cuda-f32-partial-terms=" + std::to_string(cudaF32PartialTermsOpt) +
