@@ -137,6 +137,16 @@ struct SplitFold {
     return !inRowPass && threadRows && rows % kWarpSize == 0 &&
            shares % kBlockShares == 0;
   }
+  /// How each of the loop's folds combines (cuda::foldCombiner).
+  SmallVector<StringRef> combiners() const {
+    scf::ForOp fold = loop;
+    auto yield = cast<scf::YieldOp>(fold.getBody()->getTerminator());
+    SmallVector<StringRef> all;
+    for (auto [acc, yielded] :
+         llvm::zip(fold.getRegionIterArgs(), yield.getOperands()))
+      all.push_back(cuda::foldCombiner(acc, yielded));
+    return all;
+  }
   /// The partials launch 2 combines for each row.
   int64_t partialsPerRow() const {
     return blockCombines() ? shares / kBlockShares : shares;
@@ -228,6 +238,9 @@ private:
                                        ArrayRef<Operation *> prologue,
                                        scf::ParallelOp rows, SplitFold fold,
                                        SmallVector<cuda::Launch> &launches);
+  /// The identities of `loop`'s folds' `combiners`, at the insertion point.
+  SmallVector<Value> identitiesOf(scf::ForOp loop,
+                                  ArrayRef<StringRef> combiners);
   /// Fold `loop`'s body over [lower, upper) by `step` from `inits`, in a
   /// loop of its own at the insertion point (`map` maps what the body
   /// reads; it then maps the loop's iteration values too).
@@ -809,7 +822,6 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
   scf::ForOp loop = fold.loop;
   Value step = loop.getStep(), lowerBound = loop.getLowerBound(),
         upperBound = loop.getUpperBound();
-  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
 
   // Launch 1: a warp (or a thread) per (row, share) folds the share's
   // iterations; partial k of (row, share) goes to slot row * shares + share
@@ -873,11 +885,8 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
     auto [lower, upper] = shareRange(share, map);
     // The share's iterations in order, from the combiners' identities (the
     // loop's init joins in launch 2).
-    SmallVector<Value> identities;
-    for (auto [acc, yielded] :
-         llvm::zip(loop.getRegionIterArgs(), yield.getOperands()))
-      identities.push_back(cuda::combinerIdentity(
-          b, loc, cuda::foldCombiner(acc, yielded), acc.getType()));
+    SmallVector<StringRef> combiners = fold.combiners();
+    SmallVector<Value> identities = identitiesOf(loop, combiners);
     scf::ForOp partial = cloneFoldOver(loop, lower, upper,
                                        map.lookupOrDefault(step), identities, map);
     SmallVector<bool> narrowed =
@@ -898,10 +907,6 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
         cuda::widenPartialSums(b, loc, last.getResults(), identities, narrowed);
     Value isFirstWarp;
     if (blockCombines) {
-      SmallVector<StringRef> combiners;
-      for (auto [acc, yielded] :
-           llvm::zip(loop.getRegionIterArgs(), yield.getOperands()))
-        combiners.push_back(cuda::foldCombiner(acc, yielded));
       isFirstWarp = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                           warp, index(0));
       combineBlockShares(func, totals, combiners, isFirstWarp, lane,
@@ -979,6 +984,15 @@ LogicalResult KernelMapper::emitSplitFold(func::FuncOp kernel,
   return emitCombineLaunch(kernel, prologue, fold, partials, launches);
 }
 
+SmallVector<Value> KernelMapper::identitiesOf(scf::ForOp loop,
+                                             ArrayRef<StringRef> combiners) {
+  SmallVector<Value> identities;
+  for (auto [acc, combiner] : llvm::zip(loop.getRegionIterArgs(), combiners))
+    identities.push_back(
+        cuda::combinerIdentity(b, loc, combiner, acc.getType()));
+  return identities;
+}
+
 scf::ForOp KernelMapper::cloneFoldOver(scf::ForOp loop, Value lower,
                                        Value upper, Value step,
                                        ValueRange inits, IRMapping &map) {
@@ -1047,7 +1061,6 @@ LogicalResult KernelMapper::emitRowsWithColumnSums(
   int64_t blocks = rowPassBlocks(groups);
   fold.shares = blocks / kBlocksPerGroup;
   scf::ForOp loop = fold.loop;
-  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
 
   cuda::Launch launch;
   launch.symbol = launchSymbol(kernel, launches.size());
@@ -1071,14 +1084,8 @@ LogicalResult KernelMapper::emitRowsWithColumnSums(
   map.map(fold.row, column);
   for (Operation *op : fold.before)
     b.clone(*op, map);
-  SmallVector<Value> identities;
-  SmallVector<StringRef> combiners;
-  for (auto [acc, yielded] :
-       llvm::zip(loop.getRegionIterArgs(), yield.getOperands())) {
-    combiners.push_back(cuda::foldCombiner(acc, yielded));
-    identities.push_back(
-        cuda::combinerIdentity(b, loc, combiners.back(), acc.getType()));
-  }
+  SmallVector<StringRef> combiners = fold.combiners();
+  SmallVector<Value> identities = identitiesOf(loop, combiners);
   // The block's groups in turn, the thread's sums carried through them.
   auto groupLoop = scf::ForOp::create(b, loc, blockId, index(groups),
                                       index(blocks), identities);
@@ -1216,7 +1223,7 @@ LogicalResult KernelMapper::combineRow(const SplitFold &fold,
                                        TeamEmitter &emitter, const Team &team,
                                        Value row, IRMapping &map) {
   scf::ForOp loop = fold.loop;
-  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  SmallVector<StringRef> combiners = fold.combiners();
   if (failed(fold.row ? emitter.cloneTeamLevel(fold.before, map)
                       : emitter.cloneSequential(fold.before, map)))
     return failure();
@@ -1224,7 +1231,7 @@ LogicalResult KernelMapper::combineRow(const SplitFold &fold,
   Value base = arith::MulIOp::create(b, loc, row, index(partialsPerRow));
   for (auto [k, global] : llvm::enumerate(partials)) {
     Value acc = loop.getRegionIterArgs()[k];
-    StringRef combiner = cuda::foldCombiner(acc, yield.getOperand(k));
+    StringRef combiner = combiners[k];
     Value slots = addressOf(global);
     Value start = arith::AddIOp::create(b, loc, base, team.lane);
     auto combineLoop = scf::ForOp::create(
